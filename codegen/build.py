@@ -1,0 +1,295 @@
+"""Cross-compile generated kernels on the CPU and report what the compiler produced.
+
+Each file is imported in a worker process (one pool per architecture, since the DSL reads the
+target architecture once per process), compiled against fake tensors with dynamic M, N, K, and its
+PTX scanned for the instructions its spec implies. PTX and cubin are kept under ``build/NAME/``;
+a file whose content, architecture and DSL version are unchanged is not compiled again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import multiprocessing
+import os
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from codegen.plan import plan
+from codegen.spec import Spec
+
+BUILD_FORMAT = "3"  # bump when what a build records changes, to invalidate the cache
+
+# PTX patterns, each counted over the whole module.
+PATTERNS: dict[str, str] = {
+    "tcgen05.mma": r"tcgen05\.mma\.",
+    "mma cta_group::1": r"tcgen05\.mma\.cta_group::1",
+    "mma cta_group::2": r"tcgen05\.mma\.cta_group::2",
+    "wgmma.mma_async": r"wgmma\.mma_async\.",
+    "cp.async.bulk.tensor": r"cp\.async\.bulk\.tensor\.\dd\.shared",
+    "TMA multicast": r"cp\.async\.bulk\.tensor[^;]*multicast",
+    "TMA store": r"cp\.async\.bulk\.tensor\.\dd\.global\.shared",
+    "mbarrier.try_wait": r"mbarrier\.try_wait",
+    "tcgen05.ld": r"tcgen05\.ld\.",
+    "tcgen05.alloc": r"tcgen05\.alloc\.",
+    "tcgen05.commit": r"tcgen05\.commit\.",
+    "setmaxnreg": r"setmaxnreg\.",
+    "barrier.cluster": r"barrier\.cluster\.",
+    "st.global": r"\bst\.global\.",
+}
+
+
+class BuildFailure(Exception):
+    pass
+
+
+@dataclass
+class BuildResult:
+    name: str
+    arch: str
+    ok: bool
+    cached: bool = False
+    error: str = ""
+    counts: dict[str, int] = field(default_factory=dict)
+    alloc_cols: list[int] = field(default_factory=list)
+    registers: int | None = None
+    spill_bytes: int | None = None
+    smem_bytes: int = 0
+    mismatches: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.ok and not self.mismatches
+
+
+def dsl_version() -> str:
+    from importlib.metadata import version
+
+    return version("nvidia-cutlass-dsl")
+
+
+def load_module(path: Path):
+    """Import a generated file by path, under a private module name."""
+    spec = importlib.util.spec_from_file_location(f"_codegen_build_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise BuildFailure(f"{path}: cannot import")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def fake_args(module) -> list:
+    """Fake A (M, K), B (N, K), C (M, N) with dynamic extents, and a fake stream."""
+    import cutlass.cute as cute
+    from cutlass.cute.runtime import make_fake_compact_tensor
+    from cutlass.runtime import make_fake_stream
+
+    m, n, k = (cute.sym_int32(divisibility=8) for _ in range(3))
+    out_dtype = getattr(module, "OUT_DTYPE", module.IO_DTYPE)
+
+    def fake(dtype, rows, cols):
+        return make_fake_compact_tensor(dtype, (rows, cols), stride_order=(1, 0), assumed_align=16)
+
+    return [
+        fake(module.IO_DTYPE, m, k),
+        fake(module.IO_DTYPE, n, k),
+        fake(out_dtype, m, n),
+        make_fake_stream(),
+    ]
+
+
+def find_ptxas() -> str | None:
+    """The ptxas of the `nvidia-cuda-nvcc` wheel (new enough for the DSL's PTX), else PATH's."""
+    try:
+        import nvidia
+
+        for root in nvidia.__path__:
+            exe = Path(root) / "cu13" / "bin" / "ptxas"
+            if exe.exists():
+                return str(exe)
+    except ImportError:
+        pass
+    return shutil.which("ptxas")
+
+
+def _ptxas(ptx: Path, arch: str) -> tuple[int | None, int | None]:
+    """Registers and spill bytes (stores + loads) from `ptxas -v`, or None where no ptxas."""
+    exe = find_ptxas()
+    if exe is None:
+        return None, None
+    proc = subprocess.run(
+        [exe, f"-arch={arch}", "-v", str(ptx), "-o", os.devnull],
+        capture_output=True,
+        text=True,
+    )
+    text = proc.stdout + proc.stderr
+    regs = [int(x) for x in re.findall(r"Used (\d+) registers", text)]
+    spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", text)]
+    return (max(regs) if regs else None), (sum(spills) if spills else None)
+
+
+def compile_file(path: str, out_dir: str) -> dict:
+    """Worker: compile one generated file; return counts (runs in a process of its arch)."""
+    import time
+
+    import cutlass.cute as cute
+
+    start = time.perf_counter()
+    module = load_module(Path(path))
+    arch = module.SPEC["arch"]
+    dump = Path(out_dir)
+    if dump.exists():
+        shutil.rmtree(dump)
+    dump.mkdir(parents=True)
+    options = f"--gpu-arch {arch} --keep-ptx --keep-cubin --dump-dir {dump}"
+    try:
+        cute.compile(module.gemm, *fake_args(module), options=options)
+    except Exception as e:  # noqa: BLE001 - the compiler's verdict, whatever it is
+        lines = [ln.strip() for ln in str(e).splitlines() if "error" in ln.lower()]
+        return {"ok": False, "error": (lines or [str(e).strip()])[0][:300]}
+    ptxs = sorted(dump.rglob("*.ptx"))
+    if not ptxs:
+        return {"ok": False, "error": "the compiler wrote no PTX"}
+    ptx_text = "\n".join(p.read_text() for p in ptxs)
+    counts = {key: len(re.findall(pat, ptx_text)) for key, pat in PATTERNS.items()}
+    regs, spills = _ptxas(ptxs[0], arch)
+    return {
+        "ok": True,
+        "counts": counts,
+        "alloc_cols": alloc_columns(ptx_text),
+        "registers": regs,
+        "spill_bytes": spills,
+        "seconds": round(time.perf_counter() - start, 2),
+    }
+
+
+def alloc_columns(ptx: str) -> list[int]:
+    """The column count of each tcgen05.alloc: an immediate, or a register set by a mov."""
+    cols = []
+    for operand in re.findall(r"tcgen05\.alloc\.[^;]*\],\s*([^;\s]+)\s*;", ptx):
+        if operand.isdigit():
+            cols.append(int(operand))
+            continue
+        mov = re.search(rf"mov\.[bus]32\s+{re.escape(operand)},\s*(\d+)\s*;", ptx)
+        cols.append(int(mov.group(1)) if mov else -1)
+    return cols
+
+
+def _init_worker(arch: str) -> None:
+    os.environ["CUTE_DSL_ARCH"] = arch
+
+
+def check_counts(spec: Spec, result: BuildResult) -> list[str]:
+    """Mismatches between the PTX and what the spec implies, plus any spill."""
+    p = plan(spec)
+    out = [
+        f"{key}: expected {want}, PTX has {result.counts.get(key)}"
+        for key, want in p.expected_counts.items()
+        if result.counts.get(key) != want
+    ]
+    want_cols = p.values.get("tmem_cols")
+    if want_cols is not None and result.alloc_cols and set(result.alloc_cols) != {want_cols}:
+        out.append(f"tcgen05.alloc columns: expected {want_cols}, PTX has {result.alloc_cols}")
+    if result.spill_bytes:
+        out.append(f"register spills: {result.spill_bytes} bytes")
+    return out
+
+
+def cache_key(path: Path, arch: str) -> str:
+    h = hashlib.sha256()
+    for part in (BUILD_FORMAT, arch, dsl_version(), path.read_text(encoding="utf-8")):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def read_spec(path: Path) -> Spec:
+    """The SPEC dict of a generated file, read without importing the DSL."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "SPEC" for t in node.targets
+        ):
+            return Spec.model_validate(ast.literal_eval(node.value))
+    raise BuildFailure(f"{path}: no SPEC in this file; is it a generated kernel?")
+
+
+def build(
+    files: list[Path],
+    build_dir: Path,
+    jobs: int,
+    on_done: Callable[[BuildResult], None] | None = None,
+) -> list[BuildResult]:
+    """Compile `files` (cached), check their counts, and return one result per file."""
+    results: list[BuildResult] = []
+    todo: dict[str, list[tuple[Path, Spec, str]]] = {}
+    for path in files:
+        spec = read_spec(path)
+        key = cache_key(path, spec.arch)
+        record = build_dir / path.stem / "result.json"
+        if record.exists():
+            saved = json.loads(record.read_text())
+            if saved.get("key") == key:
+                r = BuildResult(**saved["result"])
+                r.cached = True
+                results.append(r)
+                if on_done:
+                    on_done(r)
+                continue
+        todo.setdefault(spec.arch, []).append((path, spec, key))
+
+    ctx = multiprocessing.get_context("spawn")
+    for arch, items in sorted(todo.items()):
+        with ProcessPoolExecutor(
+            max_workers=max(1, min(jobs, len(items))),
+            mp_context=ctx,
+            initializer=_init_worker,
+            initargs=(arch,),
+        ) as pool:
+            futures = {
+                pool.submit(compile_file, str(path), str(build_dir / path.stem / arch)): (
+                    path,
+                    spec,
+                    key,
+                )
+                for path, spec, key in items
+            }
+            for fut in as_completed(futures):
+                path, spec, key = futures[fut]
+                try:
+                    raw = fut.result()
+                except Exception as e:  # noqa: BLE001 - a worker crash is reported, not raised
+                    raw = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+                r = BuildResult(
+                    name=path.stem,
+                    arch=arch,
+                    ok=raw["ok"],
+                    error=raw.get("error", ""),
+                    counts=raw.get("counts", {}),
+                    alloc_cols=raw.get("alloc_cols", []),
+                    registers=raw.get("registers"),
+                    spill_bytes=raw.get("spill_bytes"),
+                    smem_bytes=int(plan(spec).values["smem_bytes"]),
+                    seconds=raw.get("seconds", 0.0),
+                )
+                if r.ok:
+                    r.mismatches = check_counts(spec, r)
+                    record = build_dir / path.stem / "result.json"
+                    record.parent.mkdir(parents=True, exist_ok=True)
+                    data = {k: v for k, v in r.__dict__.items() if k != "cached"}
+                    record.write_text(json.dumps({"key": key, "result": data}, indent=1))
+                results.append(r)
+                if on_done:
+                    on_done(r)
+    return sorted(results, key=lambda r: r.name)

@@ -1,0 +1,181 @@
+"""Load spec files: ``[defaults]``, ``[[variant]]`` entries and ``[[sweep]]`` families.
+
+A ``[[sweep]]`` table gives a list of choices for each knob it names; it expands to the Cartesian
+product of those lists (in file order), each combination layered over ``[defaults]``. Problems are
+collected, never raised one at a time: the caller prints them all, one line each, naming the file,
+the variant and the field.
+"""
+
+from __future__ import annotations
+
+import itertools
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from codegen import rules
+from codegen.spec import Spec
+
+TOP_LEVEL_KEYS = ("defaults", "variant", "sweep")
+
+
+@dataclass(frozen=True)
+class SpecProblem:
+    """A user mistake in a spec file, printed as one line."""
+
+    path: str
+    variant: str | None
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.path + (f" [{self.variant}]" if self.variant else "")
+        what = f"{self.field}: " if self.field and not self.message.startswith(self.field) else ""
+        return f"{where}: {what}{self.message}"
+
+
+@dataclass(frozen=True)
+class LoadedSpec:
+    """A resolved, legal spec, with where it came from."""
+
+    spec: Spec
+    path: str
+    variant: str
+
+    @property
+    def name(self) -> str:
+        return self.spec.name or self.spec.canonical_name()
+
+
+class SpecErrors(Exception):
+    """Raised with every problem found, after all files were read."""
+
+    def __init__(self, problems: list[SpecProblem]):
+        super().__init__("\n".join(map(str, problems)))
+        self.problems = problems
+
+
+def display_path(path: Path) -> str:
+    """The path as the user would type it: relative to the working directory when inside it."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def spec_files(paths: list[Path]) -> list[Path]:
+    """Every ``*.toml`` under the given files and folders, sorted, shape lists excluded."""
+    found: set[Path] = set()
+    for p in paths:
+        if p.is_dir():
+            found.update(f for f in p.rglob("*.toml") if "shapes" not in f.parts)
+        else:
+            found.add(p)
+    return sorted(found)
+
+
+def _pydantic_problems(path: str, label: str, err: ValidationError) -> list[SpecProblem]:
+    out = []
+    for e in err.errors():
+        loc = [str(x) for x in e["loc"] if not str(x).startswith(("function-", "tagged-union"))]
+        field = ".".join(loc) if loc else None
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            msg = f"unknown knob {field!r}; legal knobs: {', '.join(Spec.model_fields)}"
+        elif e["type"] == "literal_error" and "input" in e:
+            msg = f"{e['input']!r} is not allowed; {msg[0].lower()}{msg[1:]}"
+        out.append(SpecProblem(path, label, field, msg))
+    return out
+
+
+def _entries(path: str, doc: dict) -> tuple[list[tuple[str | None, dict]], list[SpecProblem]]:
+    """The raw knob dicts of a file, each with its given name (None: derive one)."""
+    problems = [
+        SpecProblem(path, None, key, f"unknown table [{key}]; legal: {', '.join(TOP_LEVEL_KEYS)}")
+        for key in doc
+        if key not in TOP_LEVEL_KEYS
+    ]
+    defaults = doc.get("defaults", {})
+    entries: list[tuple[str | None, dict]] = []
+    for variant in doc.get("variant", []):
+        entries.append((variant.get("name"), {**defaults, **variant}))
+    for i, sweep in enumerate(doc.get("sweep", [])):
+        bad = [k for k, v in sweep.items() if not isinstance(v, list) or not v]
+        if bad:
+            problems.append(
+                SpecProblem(
+                    path,
+                    f"sweep {i + 1}",
+                    bad[0],
+                    f"every knob of a [[sweep]] is a non-empty list of choices; {bad[0]} is "
+                    f"{sweep[bad[0]]!r}",
+                )
+            )
+            continue
+        keys = list(sweep)
+        for combo in itertools.product(*(sweep[k] for k in keys)):
+            entries.append((None, {**defaults, **dict(zip(keys, combo, strict=True))}))
+    return entries, problems
+
+
+def load_file(path: Path) -> tuple[list[LoadedSpec], list[SpecProblem]]:
+    """All legal specs of one file, and every problem found in it."""
+    shown = display_path(path)
+    try:
+        doc = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        return [], [SpecProblem(shown, None, None, "no such file")]
+    except tomllib.TOMLDecodeError as e:
+        return [], [SpecProblem(shown, None, None, f"not valid TOML: {e}")]
+
+    entries, problems = _entries(shown, doc)
+    specs: list[LoadedSpec] = []
+    for i, (given, knobs) in enumerate(entries):
+        label = given or f"entry {i + 1}"
+        try:
+            spec = rules.resolve(Spec.model_validate(knobs))
+        except ValidationError as e:
+            problems += _pydantic_problems(shown, label, e)
+            continue
+        label = given or spec.canonical_name()
+        broken = rules.check(spec)
+        problems += [SpecProblem(shown, label, v.field, v.message) for v in broken]
+        if not broken:
+            specs.append(LoadedSpec(spec, shown, label))
+    return specs, problems
+
+
+def load(paths: list[Path]) -> list[LoadedSpec]:
+    """Every spec under ``paths``, sorted by name; raises :class:`SpecErrors` listing all problems."""
+    files = spec_files(paths)
+    problems: list[SpecProblem] = []
+    if not files:
+        problems.append(
+            SpecProblem(", ".join(p.as_posix() for p in paths), None, None, "no *.toml spec files")
+        )
+    specs: list[LoadedSpec] = []
+    for f in files:
+        got, bad = load_file(f)
+        specs += got
+        problems += bad
+
+    seen: dict[str, LoadedSpec] = {}
+    for s in specs:
+        if s.name in seen:
+            first = seen[s.name]
+            problems.append(
+                SpecProblem(
+                    s.path,
+                    s.variant,
+                    "name",
+                    f"name {s.name!r} is already used by {first.path} [{first.variant}]; "
+                    "give one of them a distinct name",
+                )
+            )
+        else:
+            seen[s.name] = s
+    if problems:
+        raise SpecErrors(problems)
+    return sorted(seen.values(), key=lambda s: s.name)

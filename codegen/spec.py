@@ -1,0 +1,179 @@
+"""The spec model: one frozen Pydantic model per kernel variant.
+
+A spec says *what* kernel to generate; :mod:`codegen.rules` says whether it is legal and
+:mod:`codegen.plan` derives every number a template prints. Knobs shared by both architectures
+(dtype, tile, stages, swizzle, cluster, epilogue, scheduler) are plain fields; a knob that only one
+architecture has is still a field here, and the rules reject it on the other one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Arch = Literal["sm_100a", "sm_90a"]
+DType = Literal["f16", "bf16"]
+OutDType = Literal["f16", "bf16", "f32"]
+Swizzle = Literal["none", "32B", "64B", "128B", "auto"]
+Activation = Literal["none", "relu", "gelu_tanh", "silu"]
+
+ARCHES: tuple[str, ...] = ("sm_100a", "sm_90a")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Tile(_Frozen):
+    """The CTA output tile (m, n) and the K depth of one pipeline stage."""
+
+    m: int = Field(gt=0)
+    n: int = Field(gt=0)
+    k: int = Field(gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_list(cls, value: object) -> object:
+        if isinstance(value, (list, tuple)):
+            if len(value) != 3:
+                raise ValueError(f"tile takes three numbers [M, N, K], got {list(value)}")
+            return dict(zip("mnk", value, strict=True))
+        return value
+
+    def __str__(self) -> str:
+        return f"{self.m}x{self.n}x{self.k}"
+
+
+class Cluster(_Frozen):
+    """Thread-block cluster shape in CTAs along M and N."""
+
+    m: int = Field(default=1, gt=0)
+    n: int = Field(default=1, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_list(cls, value: object) -> object:
+        if isinstance(value, (list, tuple)):
+            if len(value) != 2:
+                raise ValueError(f"cluster takes two numbers [M, N], got {list(value)}")
+            return dict(zip("mn", value, strict=True))
+        return value
+
+    @property
+    def size(self) -> int:
+        return self.m * self.n
+
+
+class _EpilogueBase(_Frozen):
+    out_dtype: OutDType | None = None  # None = the input dtype
+
+
+class DirectEpilogue(_EpilogueBase):
+    """Accumulator -> registers -> global memory, each thread storing its own fragment."""
+
+    style: Literal["direct"] = "direct"
+
+
+class TmaStoreEpilogue(_EpilogueBase):
+    """Accumulator -> registers -> swizzled SMEM -> one TMA store per sub-tile."""
+
+    style: Literal["tma"] = "tma"
+
+
+Epilogue = Annotated[Union[DirectEpilogue, TmaStoreEpilogue], Field(discriminator="style")]
+
+
+class GridScheduler(_Frozen):
+    """One CTA (or cluster) per output tile, launched as a grid."""
+
+    kind: Literal["grid"] = "grid"
+
+
+class PersistentScheduler(_Frozen):
+    """One CTA per SM looping over output tiles in a static order."""
+
+    kind: Literal["persistent"] = "persistent"
+    raster: Literal["m", "n"] = "m"
+
+
+Scheduler = Annotated[Union[GridScheduler, PersistentScheduler], Field(discriminator="kind")]
+
+
+def _tagged(value: object, tag: str) -> object:
+    """Accept the short form ``epilogue = "direct"`` for ``epilogue = {style = "direct"}``."""
+    return {tag: value} if isinstance(value, str) else value
+
+
+class Spec(_Frozen):
+    """One kernel variant. ``stages`` and ``swizzle`` may be "auto" until resolved."""
+
+    name: str | None = None
+    arch: Arch = "sm_100a"
+    dtype: DType = "f16"
+    tile: Tile
+    stages: int | Literal["auto"] = "auto"
+    swizzle: Swizzle = "auto"
+    warp_specialized: bool = True
+    cluster: Cluster = Cluster()
+    consumer_warpgroups: Literal[1, 2] | None = None  # sm_90a only
+    epilogue: Epilogue = DirectEpilogue()
+    scheduler: Scheduler = GridScheduler()
+
+    @field_validator("epilogue", mode="before")
+    @classmethod
+    def _epilogue_short(cls, value: object) -> object:
+        return _tagged(value, "style")
+
+    @field_validator("scheduler", mode="before")
+    @classmethod
+    def _scheduler_short(cls, value: object) -> object:
+        return _tagged(value, "kind")
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_identifier(cls, value: str | None) -> str | None:
+        if value is not None and not value.isidentifier():
+            raise ValueError(f"name {value!r} is not a valid Python identifier")
+        return value
+
+    @field_validator("stages")
+    @classmethod
+    def _stages_positive(cls, value: int | str) -> int | str:
+        if isinstance(value, int) and value < 1:
+            raise ValueError(f"stages must be at least 1 or \"auto\", got {value}")
+        return value
+
+    @property
+    def arch_short(self) -> str:
+        return self.arch.removesuffix("a").replace("_", "")
+
+    def canonical_name(self) -> str:
+        """A name built from every knob; knobs at their neutral value are left out."""
+        swz = {"none": "inter", "32B": "sw32", "64B": "sw64", "128B": "sw128"}.get(
+            self.swizzle, self.swizzle
+        )
+        parts = [self.arch_short, self.dtype, str(self.tile), f"s{self.stages}", swz]
+        parts.append("ws" if self.warp_specialized else "kloop")
+        if self.consumer_warpgroups is not None:
+            parts.append(f"wg{self.consumer_warpgroups}")
+        if self.cluster.size > 1:
+            parts.append(f"c{self.cluster.m}x{self.cluster.n}")
+        epi = self.epilogue.style
+        if self.epilogue.out_dtype is not None:
+            epi += f"_{self.epilogue.out_dtype}"
+        parts.append(epi)
+        sched = self.scheduler.kind
+        if isinstance(self.scheduler, PersistentScheduler):
+            sched += f"_r{self.scheduler.raster}"
+        parts.append(sched)
+        return "_".join(parts)
+
+    def canonical_json(self) -> str:
+        """Every knob except the name, in a stable order: what the spec hash covers."""
+        return json.dumps(self.model_dump(exclude={"name"}), sort_keys=True, separators=(",", ":"))
+
+    def spec_hash(self) -> str:
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()[:12]
