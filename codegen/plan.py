@@ -144,7 +144,7 @@ def plan_sm100(spec: Spec) -> Plan:
         "smem_atom": SMEM_ATOM_SM100[str(spec.swizzle)],
         "mmas_per_stage": rules.mmas_per_stage(spec),
         "scheduler": spec.scheduler.kind,
-        "call_multiples": [("M", t.m), ("N", t.n), ("K", 8)],
+        "shape_multiples": {"M": t.m, "N": t.n, "K": 8},
         "smem_bytes": smem,
     }
     return Plan(

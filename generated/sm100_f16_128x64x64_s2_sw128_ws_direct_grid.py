@@ -59,6 +59,7 @@ TMEM_COLS = 64  # f32 accumulator: one TMEM column per output column, power of t
 TX_BYTES = 24576  # A + B bytes one stage's TMA copies deliver to its full barrier
 EPI_COLS = 64  # accumulator columns one tcgen05.ld moves per thread
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
+SHAPE_MULTIPLES = {"M": 128, "N": 64, "K": 8}  # run() rejects other shapes (see the docstring)
 
 
 @cute.struct
@@ -236,46 +237,59 @@ def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
 _COMPILED: dict = {}
 
 
-def run(a, b, c=None):
-    """C = A @ B^T on torch CUDA tensors: a (M, K), b (N, K), c (M, N) or None to allocate."""
+def launcher(a, b, c):
+    """Check and convert torch tensors once; return a function that launches C = A @ B^T.
+
+    a (M, K), b (N, K), c (M, N): CUDA tensors, last stride 1, 16-byte aligned. The kernel is
+    compiled on first use (dynamic M, N, K) and launched on the stream current at this call.
+    """
     import cuda.bindings.driver as cuda
     import torch
     from cutlass.cute.runtime import from_dlpack
 
-    if a.dtype != torch.float16 or b.dtype != torch.float16:
+    if a.dtype != torch.float16 or b.dtype != torch.float16 or c.dtype != torch.float16:
         raise TypeError(
-            f"sm100_f16_128x64x64_s2_sw128_ws_direct_grid takes torch.float16 inputs, got {a.dtype} and {b.dtype}"
+            f"sm100_f16_128x64x64_s2_sw128_ws_direct_grid takes torch.float16 a and b and torch.float16 c, "
+            f"got {a.dtype}, {b.dtype}, {c.dtype}"
         )
-    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[1]:
+    if (
+        a.dim() != 2
+        or b.dim() != 2
+        or a.shape[1] != b.shape[1]
+        or tuple(c.shape) != (a.shape[0], b.shape[0])
+    ):
         raise ValueError(
-            f"sm100_f16_128x64x64_s2_sw128_ws_direct_grid: expected a (M, K) and b (N, K), got {tuple(a.shape)} and {tuple(b.shape)}"
+            f"sm100_f16_128x64x64_s2_sw128_ws_direct_grid: expected a (M, K), b (N, K), c (M, N), got "
+            f"{tuple(a.shape)}, {tuple(b.shape)}, {tuple(c.shape)}"
         )
     (m, k), n = a.shape, b.shape[0]
-    if c is None:
-        c = torch.empty(m, n, dtype=torch.float16, device=a.device)
     problems = [
-        f"{name}={value} is not a multiple of {multiple}"
-        for name, value, multiple in (
-            ("M", m, 128),
-            ("N", n, 64),
-            ("K", k, 8),
-        )
-        if value % multiple
+        f"{dim}={value} is not a multiple of {SHAPE_MULTIPLES[dim]}"
+        for dim, value in (("M", m), ("N", n), ("K", k))
+        if value % SHAPE_MULTIPLES[dim]
     ]
+    for t, label in ((a, "a"), (b, "b"), (c, "c")):
+        if t.stride(1) != 1 or t.data_ptr() % 16 or (t.stride(0) * t.element_size()) % 16:
+            problems.append(f"{label} must have last stride 1, 16-byte aligned rows and base")
     if problems:
         raise ValueError(
-            "sm100_f16_128x64x64_s2_sw128_ws_direct_grid cannot run this shape: "
+            "sm100_f16_128x64x64_s2_sw128_ws_direct_grid cannot run this call: "
             + "; ".join(problems)
         )
-    for t, label in ((a, "a"), (b, "b"), (c, "c")):
-        if t.stride(1) != 1 or t.data_ptr() % 16:
-            raise ValueError(
-                f"sm100_f16_128x64x64_s2_sw128_ws_direct_grid: {label} must be row-major (last stride 1) and 16-byte aligned"
-            )
 
     args = [from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=1) for t in (a, b, c)]
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
     if "gemm" not in _COMPILED:
         _COMPILED["gemm"] = cute.compile(gemm, *args, stream)
-    _COMPILED["gemm"](*args, stream)
+    compiled = _COMPILED["gemm"]
+    return lambda: compiled(*args, stream)
+
+
+def run(a, b, c=None):
+    """C = A @ B^T on torch CUDA tensors: a (M, K), b (N, K); c (M, N) or None to allocate it."""
+    import torch
+
+    if c is None:
+        c = torch.empty(a.shape[0], b.shape[0], dtype=torch.float16, device=a.device)
+    launcher(a, b, c)()
     return c
