@@ -17,10 +17,10 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from codegen.plan import plan
 from codegen.spec import Spec
@@ -89,7 +89,7 @@ def load_module(path: Path):
 
 def fake_args(module) -> list:
     """Fake A (M, K), B (N, K), C (M, N) with dynamic extents, and a fake stream."""
-    import cutlass.cute as cute
+    from cutlass import cute
     from cutlass.cute.runtime import make_fake_compact_tensor
     from cutlass.runtime import make_fake_stream
 
@@ -133,7 +133,10 @@ def _ptxas(ptx: Path, arch: str) -> tuple[int | None, int | None]:
     )
     text = proc.stdout + proc.stderr
     regs = [int(x) for x in re.findall(r"Used (\d+) registers", text)]
-    spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", text)]
+    spills = [
+        int(a) + int(b)
+        for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", text)
+    ]
     return (max(regs) if regs else None), (sum(spills) if spills else None)
 
 
@@ -141,7 +144,7 @@ def compile_file(path: str, out_dir: str) -> dict:
     """Worker: compile one generated file; return counts (runs in a process of its arch)."""
     import time
 
-    import cutlass.cute as cute
+    from cutlass import cute
 
     start = time.perf_counter()
     module = load_module(Path(path))

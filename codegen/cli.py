@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import fnmatch
+import math
 import os
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from codegen import loader, render
+from codegen import loader
 
 app = typer.Typer(
     help="Generate specialized CuTe DSL GEMM kernels from TOML specs.",
@@ -20,7 +21,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-import sys  # noqa: E402
+import sys
 
 # Rich sizes tables to the terminal; piped output (CI logs) gets a width that fits the report.
 _WIDTH = None if sys.stdout.isatty() else 240
@@ -28,7 +29,7 @@ console = Console(highlight=False, width=_WIDTH)
 err = Console(stderr=True, highlight=False, width=_WIDTH)
 
 PathsArg = Annotated[
-    Optional[list[Path]], typer.Argument(help="Spec files or folders (default: specs/).")
+    list[Path] | None, typer.Argument(help="Spec files or folders (default: specs/).")
 ]
 
 
@@ -56,6 +57,8 @@ def render_cmd(
     ] = False,
 ) -> None:
     """Render every spec to a kernel file in OUT, writing only files that changed."""
+    from codegen import render
+
     specs = load_specs(paths)
     env = render.environment()
     try:
@@ -81,7 +84,9 @@ def render_cmd(
 def list_cmd(paths: PathsArg = None) -> None:
     """List every variant the specs define, with its key knobs."""
     specs = load_specs(paths)
-    table = Table("name", "arch", "dtype", "tile", "stages", "swizzle", "epilogue", "scheduler", "source")
+    table = Table(
+        "name", "arch", "dtype", "tile", "stages", "swizzle", "epilogue", "scheduler", "source"
+    )
     for s in specs:
         sp = s.spec
         table.add_row(
@@ -102,7 +107,9 @@ def list_cmd(paths: PathsArg = None) -> None:
 def _generated_files(folder: Path, only: str | None) -> list[Path]:
     if not folder.is_dir():
         fail([f"{folder}: no such folder; run `codegen render specs/` first."])
-    files = sorted(p for p in folder.glob("*.py") if p.read_text(encoding="utf-8").startswith("# @generated"))
+    files = sorted(
+        p for p in folder.glob("*.py") if p.read_text(encoding="utf-8").startswith("# @generated")
+    )
     if only:
         files = [p for p in files if fnmatch.fnmatch(p.stem, only)]
     if not files:
@@ -116,7 +123,7 @@ def build_cmd(
         1, os.cpu_count() or 1
     ),
     only: Annotated[
-        Optional[str], typer.Option("--only", help="Glob on kernel names, e.g. 'sm100_f16_*'.")
+        str | None, typer.Option("--only", help="Glob on kernel names, e.g. 'sm100_f16_*'.")
     ] = None,
     generated: Annotated[Path, typer.Option("--dir", help="Folder of generated kernels.")] = Path(
         "generated"
@@ -147,7 +154,9 @@ def build_cmd(
     console.print(report_table(results))
     bad = [r for r in results if not r.passed]
     cached = sum(r.cached for r in results)
-    console.print(f"{len(results) - len(bad)}/{len(results)} passed ({cached} cached); PTX and cubin in {build_dir}/")
+    console.print(
+        f"{len(results) - len(bad)}/{len(results)} passed ({cached} cached); PTX and cubin in {build_dir}/"
+    )
     if bad:
         fail([f"{r.name}: {r.error or '; '.join(r.mismatches)}" for r in bad])
 
@@ -194,6 +203,176 @@ def report_table(results) -> Table:
             status,
         )
     return table
+
+
+@app.command("test")
+def test_cmd(
+    only: Annotated[str | None, typer.Option("--only", help="Glob on kernel names.")] = None,
+    generated: Annotated[Path, typer.Option("--dir", help="Folder of generated kernels.")] = Path(
+        "generated"
+    ),
+    shapes: Annotated[int, typer.Option("--shapes", help="Random shapes per variant.")] = 50,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for shapes and inputs.")] = 0,
+    aot: Annotated[
+        Path | None,
+        typer.Option("--aot", help="Run the AOT-exported kernels in this folder instead of JIT."),
+    ] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Write every case here.")
+    ] = None,
+) -> None:
+    """Run each variant on this GPU against a float32 torch reference (NaN-poisoned outputs)."""
+    from codegen import gpu
+
+    files = _generated_files(generated, only)
+    arch, here = gpu.gpu_arch()
+    runnable, skipped = gpu.split_by_arch(files, arch)
+    for line in gpu.skip_lines(skipped, here):
+        console.print(line)
+    if not runnable:
+        console.print(f"nothing to run here ({here}).")
+        return
+    console.print(
+        f"running {len(runnable)} {arch} variant(s) on {here}, "
+        f"{'AOT from ' + str(aot) if aot else 'JIT'}"
+    )
+    cases = []
+    failed_variants = []
+    for f in runnable:
+        launch = "jit"
+        if aot:
+            from codegen.aot import AotKernel
+
+            launch = AotKernel(aot / f.stem / f"lib{f.stem}.so", f.stem)
+        got = gpu.check_variant(f, shapes, seed, launch)
+        worst = max(got, key=lambda c: c.rel_err)
+        bad = [c for c in got if not c.passed]
+        for c in got[: len(gpu.FIXED_K)] + bad[:5]:
+            console.print(c.line(), markup=False)
+        console.print(
+            f"  {f.stem}: {len(got) - len(bad)}/{len(got)} passed, worst rel_err "
+            f"{worst.rel_err:.2e} (tol {worst.tol:.0e})",
+            markup=False,
+        )
+        if bad:
+            failed_variants.append(f.stem)
+        cases += got
+    if json_out:
+        gpu.results_json(json_out, {"gpu": here, "mode": "aot" if aot else "jit", "cases": cases})
+    total_bad = sum(not c.passed for c in cases)
+    console.print(
+        f"{len(cases) - total_bad}/{len(cases)} cases passed over {len(runnable)} variants"
+    )
+    if failed_variants:
+        fail([f"FAILED: {name}" for name in failed_variants])
+
+
+@app.command("bench")
+def bench_cmd(
+    shapes: Annotated[Path, typer.Option("--shapes", help="Shape list (TOML).")] = Path(
+        "specs/shapes/llama3-70b.toml"
+    ),
+    only: Annotated[str | None, typer.Option("--only", help="Glob on kernel names.")] = None,
+    generated: Annotated[Path, typer.Option("--dir", help="Folder of generated kernels.")] = Path(
+        "generated"
+    ),
+    rounds: Annotated[
+        int, typer.Option("--rounds", help="Timed samples per kernel (median).")
+    ] = 20,
+    reps: Annotated[int, typer.Option("--reps", help="Launches per timed sample.")] = 5,
+    json_out: Annotated[Path, typer.Option("--json", help="Results as JSON.")] = Path("bench.json"),
+    plot_out: Annotated[Path, typer.Option("--plot", help="Speedup plot (PNG).")] = Path(
+        "bench.png"
+    ),
+) -> None:
+    """Time each variant beside torch.matmul, interleaved, on a named shape list."""
+    from codegen import build as b
+    from codegen import gpu
+
+    if not shapes.exists():
+        fail([f"{shapes}: no such shape list"])
+    shape_list = gpu.load_shapes(shapes)
+    files = _generated_files(generated, only)
+    arch, here = gpu.gpu_arch()
+    runnable, skipped = gpu.split_by_arch(files, arch)
+    for line in gpu.skip_lines(skipped, here):
+        console.print(line)
+    if not runnable:
+        fail([f"nothing to time here ({here})."])
+    modules = {f.stem: b.load_module(f) for f in runnable}
+    rows: list = []
+    with Progress(
+        TextColumn("timing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=err,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("", total=len(shape_list))
+        for shape in shape_list:
+            progress.update(task, description=shape.name)
+            rows += gpu.bench_shape(shape, modules, rounds, reps)
+            progress.update(task, advance=1)
+    best = {}
+    for r in rows:
+        if r.shape not in best or r.us < best[r.shape].us:
+            best[r.shape] = r
+    table = Table(
+        "shape",
+        "M",
+        "N",
+        "K",
+        "best variant",
+        "µs",
+        "TFLOP/s",
+        "TB/s",
+        "torch µs",
+        "torch TFLOP/s",
+        "ratio",
+        "rel_err",
+    )
+    for shape in shape_list:
+        r = best.get(shape.name)
+        if r is None:
+            table.add_row(
+                shape.name, str(shape.m), str(shape.n), str(shape.k), "(no variant fits)", *[""] * 7
+            )
+            continue
+        table.add_row(
+            r.shape,
+            str(r.m),
+            str(r.n),
+            str(r.k),
+            r.variant,
+            f"{r.us:.1f}",
+            f"{r.tflops:.0f}",
+            f"{r.tbps:.2f}",
+            f"{r.torch_us:.1f}",
+            f"{r.torch_tflops:.0f}",
+            f"{r.ratio:.2f}x",
+            f"{r.rel_err:.1e}",
+        )
+    console.print(table)
+    ratios = [r.ratio for r in best.values()]
+    if ratios:
+        geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+        console.print(
+            f"geomean ratio to torch.matmul over {len(ratios)} shapes: {geo:.3f}x ({here})"
+        )
+    gpu.results_json(
+        json_out,
+        {
+            "gpu": here,
+            "rounds": rounds,
+            "reps": reps,
+            "rows": [dict(r.__dict__, tflops=r.tflops, tbps=r.tbps, ratio=r.ratio) for r in rows],
+        },
+    )
+    if best:
+        gpu.plot([best[s.name] for s in shape_list if s.name in best], plot_out)
+    console.print(f"results: {json_out}, plot: {plot_out}")
 
 
 def main() -> None:

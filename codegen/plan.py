@@ -78,7 +78,14 @@ def plan_sm100(spec: Spec) -> Plan:
     consumer = "MMA (warp 1)" if ws else "MMA (warp 0)"
     pipeline = _table(
         [
-            ("ring", "producer -> consumer", "stages", "bytes/stage", "full arrives", "empty arrives"),
+            (
+                "ring",
+                "producer -> consumer",
+                "stages",
+                "bytes/stage",
+                "full arrives",
+                "empty arrives",
+            ),
             (
                 "A/B SMEM",
                 f"{producer} -> {consumer}",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -83,7 +83,7 @@ class TmaStoreEpilogue(_EpilogueBase):
     style: Literal["tma"] = "tma"
 
 
-Epilogue = Annotated[Union[DirectEpilogue, TmaStoreEpilogue], Field(discriminator="style")]
+Epilogue = Annotated[DirectEpilogue | TmaStoreEpilogue, Field(discriminator="style")]
 
 
 class GridScheduler(_Frozen):
@@ -99,7 +99,7 @@ class PersistentScheduler(_Frozen):
     raster: Literal["m", "n"] = "m"
 
 
-Scheduler = Annotated[Union[GridScheduler, PersistentScheduler], Field(discriminator="kind")]
+Scheduler = Annotated[GridScheduler | PersistentScheduler, Field(discriminator="kind")]
 
 
 def _tagged(value: object, tag: str) -> object:
@@ -143,7 +143,7 @@ class Spec(_Frozen):
     @classmethod
     def _stages_positive(cls, value: int | str) -> int | str:
         if isinstance(value, int) and value < 1:
-            raise ValueError(f"stages must be at least 1 or \"auto\", got {value}")
+            raise ValueError(f'stages must be at least 1 or "auto", got {value}')
         return value
 
     @property

@@ -1,0 +1,315 @@
+"""The GPU stages: check generated kernels against torch, and time them beside torch.matmul.
+
+Runs where a CUDA GPU and the CuTe DSL are present. Each generated module is imported as is (it
+compiles itself on first launch); only variants whose arch matches the GPU run, and the others are
+reported as compiled only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import statistics
+import tomllib
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from codegen.build import load_module, read_spec
+
+TOLERANCE = {"f16": 2e-3, "bf16": 1e-2, "f32": 1e-4}
+FIXED_K = (64, 192, 1024, 8192)
+ARCH_OF_CAPABILITY = {(9, 0): "sm_90a", (10, 0): "sm_100a"}
+GPU_NAME_OF_ARCH = {
+    "sm_90a": "sm_90 (Hopper: H100/H200)",
+    "sm_100a": "sm_100 (Blackwell: B200/GB200)",
+}
+
+
+def gpu_arch() -> tuple[str | None, str]:
+    """(the arch generated kernels need to run here, or None; a sentence saying why)."""
+    try:
+        import torch
+    except ImportError:
+        return None, "torch is not installed"
+    if not torch.cuda.is_available():
+        return None, "no CUDA GPU is visible"
+    cap = torch.cuda.get_device_capability()
+    name = torch.cuda.get_device_name()
+    arch = ARCH_OF_CAPABILITY.get(cap)
+    if arch is None:
+        return None, f"{name} (sm_{cap[0]}{cap[1]}) runs neither sm_90a nor sm_100a kernels"
+    return arch, f"{name} (sm_{cap[0]}{cap[1]})"
+
+
+def split_by_arch(files: list[Path], arch: str | None) -> tuple[list[Path], dict[str, list[Path]]]:
+    """Files this GPU runs, and the rest grouped by the arch they need."""
+    runnable, skipped = [], {}
+    for f in files:
+        need = read_spec(f).arch
+        if need == arch:
+            runnable.append(f)
+        else:
+            skipped.setdefault(need, []).append(f)
+    return runnable, skipped
+
+
+def skip_lines(skipped: dict[str, list[Path]], here: str) -> list[str]:
+    return [
+        f"skipped {len(fs)} {a} variant(s): compiled only (codegen build), not run: they need "
+        f"an {GPU_NAME_OF_ARCH[a]} GPU; here: {here}."
+        for a, fs in sorted(skipped.items())
+    ]
+
+
+# ---- correctness -------------------------------------------------------------------------------
+
+
+@dataclass
+class Case:
+    variant: str
+    m: int
+    n: int
+    k: int
+    rel_err: float
+    tol: float
+    passed: bool
+    note: str = ""
+
+    def line(self) -> str:
+        verdict = "ok" if self.passed else "FAIL"
+        return (
+            f"{self.variant:48} M={self.m:<5} N={self.n:<5} K={self.k:<5} "
+            f"rel_err={self.rel_err:.2e} tol={self.tol:.0e} {verdict} {self.note}".rstrip()
+        )
+
+
+def shapes_for(
+    mult: dict[str, int], count: int, rng: random.Random
+) -> Iterator[tuple[int, int, int]]:
+    """Fixed K cases, then `count` random shapes, each legal for the variant's SHAPE_MULTIPLES.
+
+    Where M or N may be any multiple of 1, the fixed cases use extents that are not tile
+    multiples, so a missing predicate shows up.
+    """
+    mm, mn, mk = mult["M"], mult["N"], mult["K"]
+
+    def legal(x: int, step: int) -> int:
+        return max(step, (x // step) * step)
+
+    for k in FIXED_K:
+        yield legal(2 * 128 + 67, mm), legal(3 * 128 + 40, mn), k
+    for _ in range(count):
+        m = legal(rng.randint(1, 1100), mm)
+        n = legal(rng.randint(1, 1100), mn)
+        k = legal(rng.randint(8, 2100), mk)
+        yield m, n, k
+
+
+def check_variant(path: Path, count: int, seed: int, launch_with: str = "jit") -> list[Case]:
+    """Poison C with NaN, launch, compare with a float32 reference, for every shape."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    module = load_module(path)
+    spec = module.SPEC
+    dtype = {"f16": torch.float16, "bf16": torch.bfloat16}[spec["dtype"]]
+    out_name = spec["epilogue"].get("out_dtype") or spec["dtype"]
+    out_dtype = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[out_name]
+    tol = TOLERANCE[out_name if out_name == "f32" else spec["dtype"]]
+    rng = random.Random(seed)
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    cases = []
+    for m, n, k in shapes_for(module.SHAPE_MULTIPLES, count, rng):
+        a = torch.randn(m, k, device="cuda", dtype=torch.float32, generator=gen).to(dtype)
+        b = torch.randn(n, k, device="cuda", dtype=torch.float32, generator=gen).to(dtype)
+        # c lives inside a NaN-poisoned buffer with spare columns and a spare row, so both an
+        # unwritten element and a store past the edge of C are caught
+        pad = 8
+        buf = torch.full((m + 1, n + pad), float("nan"), device="cuda", dtype=out_dtype)
+        c = buf[:m, :n]
+        note = ""
+        try:
+            if launch_with == "jit":
+                module.launcher(a, b, c)()
+            else:
+                launch_with(a, b, c)  # an AOT kernel object
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001 - a failed launch is a failed case
+            cases.append(Case(path.stem, m, n, k, math.inf, tol, False, f"{type(e).__name__}: {e}"))
+            continue
+        ref = a.float() @ b.float().T
+        got = c.float()
+        err = ((got - ref).norm() / ref.norm()).item()
+        outside = torch.cat([buf[:m, n:].flatten(), buf[m, :].flatten()])
+        if not torch.isnan(outside).all():
+            note = "wrote outside C"
+        passed = math.isfinite(err) and err <= tol and not note
+        if not math.isfinite(err):
+            note = f"{int(torch.isnan(got).sum())} NaN (unwritten) of {m * n}"
+        cases.append(Case(path.stem, m, n, k, err, tol, passed, note))
+    return cases
+
+
+# ---- timing ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Shape:
+    name: str
+    m: int
+    n: int
+    k: int
+
+    @property
+    def flop(self) -> int:
+        return 2 * self.m * self.n * self.k
+
+    def bytes_moved(self, in_bytes: int = 2, out_bytes: int = 2) -> int:
+        """A + B + C, each once: the fewest bytes the product must move."""
+        return in_bytes * (self.m * self.k + self.n * self.k) + out_bytes * self.m * self.n
+
+
+def load_shapes(path: Path) -> list[Shape]:
+    """A shape list: `[[shape]]` tables with name, m, n, k (m may be a list: one shape each)."""
+    doc = tomllib.loads(path.read_text())
+    out = []
+    for entry in doc.get("shape", []):
+        ms = entry["m"] if isinstance(entry["m"], list) else [entry["m"]]
+        for m in ms:
+            label = entry["name"] if len(ms) == 1 else f"{entry['name']} M={m}"
+            out.append(Shape(label, m, entry["n"], entry["k"]))
+    return out
+
+
+def time_interleaved(
+    fns: dict[str, list[Callable[[], None]]], rounds: int, reps: int
+) -> dict[str, float]:
+    """Median µs per launch for each entry, timing the entries in turn, `rounds` times over.
+
+    Each entry is a list of launch functions over different input sets; consecutive launches
+    rotate through them so the L2 cache does not serve the inputs. Each timed sample is `reps`
+    back-to-back launches between two CUDA events.
+    """
+    import torch
+
+    samples: dict[str, list[float]] = {k: [] for k in fns}
+    for launches in fns.values():  # warm-up: compile, load, first-touch
+        for f in launches:
+            f()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(rounds):
+        for key, launches in fns.items():
+            start.record()
+            for i in range(reps):
+                launches[i % len(launches)]()
+            end.record()
+            end.synchronize()
+            samples[key].append(start.elapsed_time(end) * 1000.0 / reps)
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def input_sets(shape: Shape, dtype, min_bytes: int = 256 << 20) -> list[tuple]:
+    """Enough (a, b, c) sets that cycling through them overflows a 50 MB L2 several times."""
+    import torch
+
+    per = shape.bytes_moved()
+    count = max(2, min(8, -(-min_bytes // per)))
+    sets = []
+    for _ in range(count):
+        a = torch.randn(shape.m, shape.k, device="cuda", dtype=torch.float32).to(dtype)
+        b = torch.randn(shape.n, shape.k, device="cuda", dtype=torch.float32).to(dtype)
+        c = torch.empty(shape.m, shape.n, device="cuda", dtype=dtype)
+        sets.append((a, b, c))
+    return sets
+
+
+def results_json(path: Path, payload: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=1, default=lambda o: asdict(o)))
+
+
+@dataclass
+class BenchRow:
+    shape: str
+    m: int
+    n: int
+    k: int
+    variant: str
+    us: float
+    torch_us: float
+    rel_err: float
+
+    @property
+    def tflops(self) -> float:
+        return 2 * self.m * self.n * self.k / self.us / 1e6
+
+    @property
+    def torch_tflops(self) -> float:
+        return 2 * self.m * self.n * self.k / self.torch_us / 1e6
+
+    @property
+    def tbps(self) -> float:
+        return Shape(self.shape, self.m, self.n, self.k).bytes_moved() / self.us / 1e6
+
+    @property
+    def ratio(self) -> float:
+        """Speed relative to torch.matmul timed in the same process (> 1: faster)."""
+        return self.torch_us / self.us
+
+
+def bench_shape(shape: Shape, modules: dict[str, object], rounds: int, reps: int) -> list[BenchRow]:
+    """Time every module that takes this shape, interleaved with torch.mm on the same inputs."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    fits = {
+        name: mod
+        for name, mod in modules.items()
+        if all(
+            v % mod.SHAPE_MULTIPLES[d] == 0
+            for d, v in (("M", shape.m), ("N", shape.n), ("K", shape.k))
+        )
+    }
+    if not fits:
+        return []
+    dtype = torch.bfloat16
+    sets = input_sets(shape, dtype)
+    fns: dict[str, list[Callable[[], None]]] = {
+        "torch": [lambda a=a, b=b, c=c: torch.mm(a, b.T, out=c) for a, b, c in sets]
+    }
+    errors = {}
+    for name, mod in fits.items():
+        a, b, c = sets[0]
+        c.fill_(float("nan"))
+        mod.launcher(a, b, c)()
+        ref = a.float() @ b.float().T
+        errors[name] = ((c.float() - ref).norm() / ref.norm()).item()
+        fns[name] = [mod.launcher(a, b, c) for a, b, c in sets]
+    times = time_interleaved(fns, rounds, reps)
+    return [
+        BenchRow(
+            shape.name, shape.m, shape.n, shape.k, name, times[name], times["torch"], errors[name]
+        )
+        for name in fits
+    ]
+
+
+def plot(best: list[BenchRow], path: Path) -> None:
+    """One bar per shape: the best variant's speed relative to torch.matmul."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(max(8, 0.55 * len(best)), 5))
+    ratios = [r.ratio for r in best]
+    ax.bar(range(len(best)), ratios, color=["tab:green" if x >= 1 else "tab:red" for x in ratios])
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(best)), [r.shape for r in best], rotation=60, ha="right", fontsize=8)
+    ax.set_ylabel("speed vs torch.matmul (same process)")
+    ax.set_title("best generated variant per shape, bf16")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
