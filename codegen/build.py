@@ -130,6 +130,7 @@ def _ptxas(ptx: Path, arch: str) -> tuple[int | None, int | None]:
         [exe, f"-arch={arch}", "-v", str(ptx), "-o", os.devnull],
         capture_output=True,
         text=True,
+        check=False,
     )
     text = proc.stdout + proc.stderr
     regs = [int(x) for x in re.findall(r"Used (\d+) registers", text)]

@@ -105,9 +105,11 @@ def plan_sm100(spec: Spec) -> Plan:
         ]
     ) + [
         "",
-        f"SMEM {smem} B of {rules.SMEM_LIMIT_BYTES} ({stages} x {rules.kib(stage)} KiB ring + "
-        f"{rules.kib(smem - stages * stage)} KiB barriers and alignment); "
-        f"TMEM {tmem} of {rules.TMEM_COLUMNS} columns",
+        (
+            f"SMEM {smem} B of {rules.SMEM_LIMIT_BYTES} ({stages} x {rules.kib(stage)} KiB ring + "
+            f"{rules.kib(smem - stages * stage)} KiB barriers and alignment); "
+            f"TMEM {tmem} of {rules.TMEM_COLUMNS} columns"
+        ),
     ]
     mode = "warp-specialized" if ws else "single-warp K-loop"
     values: dict[str, object] = {
