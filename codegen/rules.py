@@ -225,6 +225,14 @@ def _check_sm100(spec: Spec) -> list[Violation]:
                 "in [16, 256]",
             )
         )
+    elif t.m != 128:
+        out.append(
+            Violation(
+                "tile",
+                f"tile M={t.m} is not implemented for sm_100a yet (the epilogue maps 4 warps to "
+                "128 TMEM lanes); legal: 128",
+            )
+        )
     cols = tmem_columns(t.n)
     if cols > TMEM_COLUMNS:
         out.append(Violation("tile", f"tile N={t.n} needs {cols} TMEM columns; at most 512"))
