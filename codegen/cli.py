@@ -60,11 +60,17 @@ def render_cmd(
     from codegen import render
 
     specs = load_specs(paths)
-    env = render.environment()
-    try:
-        rendered = [render.render_one(s, env) for s in specs]
-    except render.RenderError as e:
-        fail([str(e)])
+    with _progress("rendering") as progress:
+        task = progress.add_task("", total=len(specs))
+        try:
+            rendered = render.render_all(
+                specs,
+                jobs=min(os.cpu_count() or 1, 8),
+                on_done=lambda name: progress.update(task, advance=1, description=name),
+            )
+        except render.RenderError as e:
+            progress.stop()
+            fail([str(e)])
     outcome = render.sync(rendered, out, check=check)
     if check:
         problems = [f"{out / f}: stale (differs from what the specs render)" for f in outcome.stale]
@@ -104,6 +110,19 @@ def list_cmd(paths: PathsArg = None) -> None:
     console.print(f"{len(specs)} variants")
 
 
+def _progress(verb: str) -> Progress:
+    """A transient progress bar on stderr (hidden when stderr is not a terminal)."""
+    return Progress(
+        TextColumn(verb),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=err,
+        transient=True,
+    )
+
+
 def _generated_files(folder: Path, only: str | None) -> list[Path]:
     if not folder.is_dir():
         fail([f"{folder}: no such folder; run `codegen render specs/` first."])
@@ -136,15 +155,7 @@ def build_cmd(
     from codegen import build as b
 
     files = _generated_files(generated, only)
-    with Progress(
-        TextColumn("compiling"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.description}"),
-        console=err,
-        transient=True,
-    ) as progress:
+    with _progress("compiling") as progress:
         task = progress.add_task("", total=len(files))
 
         def done(r: b.BuildResult) -> None:
@@ -301,15 +312,7 @@ def bench_cmd(
         fail([f"nothing to time here ({here})."])
     modules = {f.stem: b.load_module(f) for f in runnable}
     rows: list = []
-    with Progress(
-        TextColumn("timing"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.description}"),
-        console=err,
-        transient=True,
-    ) as progress:
+    with _progress("timing") as progress:
         task = progress.add_task("", total=len(shape_list))
         for shape in shape_list:
             progress.update(task, description=shape.name)
