@@ -228,9 +228,7 @@ def test_cmd(
         Path | None,
         typer.Option("--aot", help="Run the AOT-exported kernels in this folder instead of JIT."),
     ] = None,
-    json_out: Annotated[
-        Path | None, typer.Option("--json", help="Write every case here.")
-    ] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write every case here.")] = None,
 ) -> None:
     """Run each variant on this GPU against a float32 torch reference (NaN-poisoned outputs)."""
     from codegen import gpu
@@ -376,6 +374,48 @@ def bench_cmd(
     if best:
         gpu.plot([best[s.name] for s in shape_list if s.name in best], plot_out)
     console.print(f"results: {json_out}, plot: {plot_out}")
+
+
+@app.command("export")
+def export_cmd(
+    only: Annotated[str | None, typer.Option("--only", help="Glob on kernel names.")] = None,
+    generated: Annotated[Path, typer.Option("--dir", help="Folder of generated kernels.")] = Path(
+        "generated"
+    ),
+    out: Annotated[Path, typer.Option("-o", "--out", help="Export folder.")] = Path("export"),
+    link: Annotated[
+        bool, typer.Option("--link/--no-link", help="Link libNAME.so where CUDA headers exist.")
+    ] = True,
+    jobs: Annotated[int, typer.Option("-j", "--jobs", help="Parallel export processes.")] = max(
+        1, os.cpu_count() or 1
+    ),
+) -> None:
+    """AOT-export kernels to NAME.o + NAME.h, a C shim with a flat entry point, and libNAME.so.
+
+    The shared library needs no DSL to run: load it with `codegen.aot.AotKernel` (torch only).
+    """
+    from codegen import export
+
+    files = _generated_files(generated, only)
+    with _progress("exporting") as progress:
+        progress.add_task("", total=None)
+        try:
+            dirs = export.export_variants(files, out, jobs=jobs)
+        except export.ExportError as e:
+            progress.stop()
+            fail(str(e).splitlines())
+    console.print(f"exported {len(dirs)} kernel(s) to {out}/ (NAME.o, NAME.h, NAME_shim.c)")
+    include = export.find_cuda_include() if link else None
+    if include is None:
+        console.print(f"not linked here; on the GPU machine run: sh {out}/build.sh")
+        return
+    try:
+        libs = export.build_shared_library(out, include)
+    except export.ExportError as e:
+        fail(str(e).splitlines())
+    console.print(
+        f"linked {len(libs)} shared librar{'y' if len(libs) == 1 else 'ies'} against {include}"
+    )
 
 
 def main() -> None:

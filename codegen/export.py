@@ -21,6 +21,7 @@ shared library made from the DSL's own runtime archive are loaded process-wide f
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import json
@@ -42,9 +43,8 @@ RUNTIME_ARCHIVE = "libcuda_dialect_runtime_static.a"
 CUDART = "libcudart.so.13"
 EXPORT_FORMAT = "1"
 
-# The flat entry point's parameters, in order, and what each tensor argument's modes are made of.
+# What each tensor argument's modes are made of, in the flat entry point's parameters:
 # A (M, K), B (N, K), C (M, N), row-major: mode 0 has stride ld*, mode 1 has stride 1.
-SHIM_PARAMS = ["a", "b", "c", "m", "n", "k", "lda", "ldb", "ldc", "stream"]
 TENSOR_ROLES: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
     "a": (("m", "k"), ("lda", "1")),
     "b": (("n", "k"), ("ldb", "1")),
@@ -88,7 +88,9 @@ def runtime_archive() -> Path:
         lib = Path(loc) / "cu13" / "lib" / RUNTIME_ARCHIVE
         if lib.exists():
             return lib
-    raise ExportError(f"no cu13/lib/{RUNTIME_ARCHIVE} in nvidia_cutlass_dsl (install the [cu13] extra)")
+    raise ExportError(
+        f"no cu13/lib/{RUNTIME_ARCHIVE} in nvidia_cutlass_dsl (install the [cu13] extra)"
+    )
 
 
 def find_cuda_include() -> Path | None:
@@ -97,7 +99,9 @@ def find_cuda_include() -> Path | None:
     Looks at $CUDA_HOME, /usr/local/cuda, then the CUDA wheels (nvidia-cuda-runtime's headers plus
     nvidia-cuda-crt's crt/ folder, when both are installed).
     """
-    candidates = [Path(os.environ[v]) / "include" for v in ("CUDA_HOME", "CUDA_PATH") if v in os.environ]
+    candidates = [
+        Path(os.environ[v]) / "include" for v in ("CUDA_HOME", "CUDA_PATH") if v in os.environ
+    ]
     candidates.append(Path("/usr/local/cuda/include"))
     candidates += [root / "cu13" / "include" for root in _nvidia_roots()]
     for inc in candidates:
@@ -128,7 +132,7 @@ def runtime_shared_library(cache_dir: Path = RUNTIME_CACHE) -> Path:
     cudart = find_cudart()
     if cudart is None:
         raise ExportError(
-            f"no {CUDART}: install it with `.venv/bin/pip install \"nvidia-cuda-runtime==13.0.*\"`"
+            f'no {CUDART}: install it with `.venv/bin/pip install "nvidia-cuda-runtime==13.0.*"`'
         )
     if shutil.which("gcc") is None:
         raise ExportError("gcc not found (needed to turn the DSL's runtime archive into a .so)")
@@ -139,11 +143,19 @@ def runtime_shared_library(cache_dir: Path = RUNTIME_CACHE) -> Path:
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(f".{os.getpid()}.tmp")
     cmd = [
-        "gcc", "-shared", "-fPIC", "-o", str(tmp),
-        "-Wl,--whole-archive", str(archive), "-Wl,--no-whole-archive",
-        f"-L{cudart.parent}", f"-l:{CUDART}", f"-Wl,-rpath,{cudart.parent}",
-    ]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+        "gcc",
+        "-shared",
+        "-fPIC",
+        "-o",
+        str(tmp),
+        "-Wl,--whole-archive",
+        str(archive),
+        "-Wl,--no-whole-archive",
+        f"-L{cudart.parent}",
+        f"-l:{CUDART}",
+        f"-Wl,-rpath,{cudart.parent}",
+    ]
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
     if proc.returncode != 0:
         raise ExportError(f"building {out.name} failed:\n{proc.stderr.strip()}")
     os.replace(tmp, out)  # atomic: concurrent workers may race to build it
@@ -188,10 +200,13 @@ class Header:
     wrapper_return: str
     wrapper_args: list[tuple[str, str]]  # (C type, name) after the module pointer
     structs: dict[str, TensorStruct] = field(default_factory=dict)
+    uses_half: bool = False  # whether anything declared needs cuda_fp16.h's types
 
 
 _STRUCT = re.compile(r"typedef\s+struct\s*\{(?P<body>[^{}]*)\}\s*(?P<name>\w+)\s*;")
-_ARRAY = re.compile(r"(?P<type>\w+)\s+(?P<field>dynamic_shapes|dynamic_strides)\s*\[(?P<n>\d+)\]\s*;")
+_ARRAY = re.compile(
+    r"(?P<type>\w+)\s+(?P<field>dynamic_shapes|dynamic_strides)\s*\[(?P<n>\d+)\]\s*;"
+)
 
 
 def parse_header(text: str, prefix: str) -> Header:
@@ -204,10 +219,14 @@ def parse_header(text: str, prefix: str) -> Header:
         return m
 
     macro = one(r"#ifndef\s+(\w+_CUDA_ERROR_CHECK)\b", "the CUDA error-check macro").group(1)
-    load = one(rf"static\s+inline\s+void\s+({re.escape(prefix)}_Kernel_Module_Load)\s*\(\s*(\w+)\s*\*",
-               "the module load function")  # fmt: skip
-    wrap = one(rf"static\s+inline\s+(\w+)\s+(\w*{re.escape(prefix)}_wrapper)\s*\(([^)]*)\)",
-               "the wrapper function")  # fmt: skip
+    load = one(
+        rf"static\s+inline\s+void\s+({re.escape(prefix)}_Kernel_Module_Load)\s*\(\s*(\w+)\s*\*",
+        "the module load function",
+    )
+    wrap = one(
+        rf"static\s+inline\s+(\w+)\s+(\w*{re.escape(prefix)}_wrapper)\s*\(([^)]*)\)",
+        "the wrapper function",
+    )
     params = [p.strip() for p in wrap.group(3).split(",")]
     parsed = []
     for p in params:
@@ -216,7 +235,9 @@ def parse_header(text: str, prefix: str) -> Header:
             raise ExportError(f"{prefix}.h: cannot read wrapper parameter {p!r}")
         parsed.append((m.group(1) + (" *" if m.group(2) else ""), m.group(3)))
     if not parsed or parsed[0][0] != f"{load.group(2)} *":
-        raise ExportError(f"{prefix}.h: the wrapper's first parameter is not the module: {params[0]!r}")
+        raise ExportError(
+            f"{prefix}.h: the wrapper's first parameter is not the module: {params[0]!r}"
+        )
     header = Header(
         prefix=prefix,
         error_macro=macro,
@@ -225,6 +246,7 @@ def parse_header(text: str, prefix: str) -> Header:
         wrapper=wrap.group(2),
         wrapper_return=wrap.group(1),
         wrapper_args=parsed[1:],
+        uses_half=re.search(r"\b(__half2?|half2?|__nv_bfloat162?)\b", text) is not None,
     )
     tensor_type = re.compile(rf"{re.escape(prefix)}_Tensor_(\w+)_t")
     for m in _STRUCT.finditer(text):
@@ -262,14 +284,14 @@ def dynamic_slots(fakes: dict[str, object]) -> dict[str, dict[str, list[str]]]:
     return slots
 
 
-def render_shim(name: str, header: Header, slots: dict[str, dict[str, list[str]]],
-                checks: dict[str, int]) -> str:  # fmt: skip
+def render_shim(
+    name: str, header: Header, slots: dict[str, dict[str, list[str]]], checks: dict[str, int]
+) -> str:
     """C source of ``NAME_gemm``: fill the header's structs and call its wrapper.
 
     ``checks`` maps a shim parameter (m, n, k, lda, ...) to the multiple the kernel was compiled
     to assume; a call that breaks one returns cudaErrorInvalidValue instead of launching.
     """
-    p = header.prefix
     fill: list[str] = []
     call: list[str] = []
     for ctype, arg in header.wrapper_args:
@@ -298,42 +320,52 @@ def render_shim(name: str, header: Header, slots: dict[str, dict[str, list[str]]
         raise ExportError(f"{name}.h: the wrapper takes no {sorted(missing)}")
     conds = [f"(uintptr_t){t} % 16u" for t in ("a", "b", "c")]
     conds += [f"{v} <= 0" for v in ("m", "n", "k")]
+    conds += ["lda < k", "ldb < k", "ldc < n"]
     conds += [f"{v} % {mult}" for v, mult in checks.items() if mult > 1]
     cond = "\n        || ".join(conds)
+    # NAME.h includes cuda_fp16.h, which needs CCCL's <nv/target> (include/cccl/ in CUDA 13, not
+    # on gcc's path). Nothing the shim uses is a half type, so skip it by defining its guard.
+    fp16 = (
+        ""
+        if header.uses_half
+        else "// nothing here uses half types; skip cuda_fp16.h (it needs CCCL's <nv/target>)\n"
+        "#define __CUDA_FP16_H__\n"
+    )
     fills = "\n".join(fill)
     args = ", ".join(call)
     return f"""\
 // @generated by codegen.export (format {EXPORT_FORMAT}) from {name}.h — DO NOT EDIT.
-// Flat C entry point for {name}.o: C[M, N] = A[M, K] @ B[N, K]^T, row-major, leading dimensions
-// in elements. The kernel module is loaded once, on the first call. Returns 0 or a cudaError_t.
+// Flat C entry point for {name}.o: C[M, N] = A[M, K] @ B[N, K]^T, row-major,
+// leading dimensions in elements. The kernel module is loaded once, on the first call.
+// Returns 0, cudaErrorInvalidValue for a shape, stride or pointer the kernel was not compiled
+// for, or the CUDA error of the module load or launch.
 #include <pthread.h>
 #include <stdint.h>
 #include <cuda_runtime.h>
 
 // {name}.h reports module-load errors through this macro; keep the first one instead of printing.
-static cudaError_t {p}_load_error = cudaSuccess;
-#define {header.error_macro}(err)                                     \\
-    do {{                                                             \\
-        cudaError_t e_ = (err);                                      \\
-        if (e_ != cudaSuccess && {p}_load_error == cudaSuccess)      \\
-            {p}_load_error = e_;                                     \\
+static cudaError_t shim_load_error = cudaSuccess;
+#define {header.error_macro}(err) \\
+    do {{ \\
+        cudaError_t e_ = (err); \\
+        if (e_ != cudaSuccess && shim_load_error == cudaSuccess) shim_load_error = e_; \\
     }} while (0)
 
-#include "{name}.h"
+{fp16}#include "{name}.h"
 
-static {header.module_type} {p}_module;
-static pthread_once_t {p}_once = PTHREAD_ONCE_INIT;
+static {header.module_type} shim_module;
+static pthread_once_t shim_once = PTHREAD_ONCE_INIT;
 
-static void {p}_load_once(void) {{ {header.module_load}(&{p}_module); }}
+static void shim_load(void) {{ {header.module_load}(&shim_module); }}
 
 __attribute__((visibility("default"))) int {name}_gemm(
     void *a, void *b, void *c, int m, int n, int k, int lda, int ldb, int ldc, void *stream) {{
-    pthread_once(&{p}_once, {p}_load_once);
-    if ({p}_load_error != cudaSuccess) return (int){p}_load_error;
+    pthread_once(&shim_once, shim_load);
+    if (shim_load_error != cudaSuccess) return (int)shim_load_error;
     if ({cond})
         return (int)cudaErrorInvalidValue;
 {fills}
-    return (int){header.wrapper}(&{p}_module, {args});
+    return (int){header.wrapper}(&shim_module, {args});
 }}
 
 __attribute__((visibility("default"))) const char *{name}_error_name(int code) {{
@@ -366,7 +398,7 @@ def _dtype_name(dtype) -> str:
 def export_file(path: str, out_dir: str, arch: str) -> dict:
     """Worker: compile one generated file for `arch`, export it and write its shim."""
     import cuda.bindings.driver as cuda
-    import cutlass.cute as cute
+    from cutlass import cute
 
     from codegen.build import dsl_version
 
@@ -377,10 +409,19 @@ def export_file(path: str, out_dir: str, arch: str) -> dict:
     module = load_module(src)
     gemm = module.gemm
 
-    # export_to_c needs the stream's type; the generated `gemm` leaves it unannotated
-    @cute.jit
-    def gemm_entry(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream: cuda.CUstream):
+    # export_to_c needs the stream's type, which the generated `gemm` leaves unannotated. The
+    # annotations are set as objects: this file's `from __future__ import annotations` would make
+    # them strings, evaluated later where `cute` is not a global.
+    def gemm_entry(a, b, c, stream):
         gemm(a, b, c, stream)
+
+    gemm_entry.__annotations__ = {
+        "a": cute.Tensor,
+        "b": cute.Tensor,
+        "c": cute.Tensor,
+        "stream": cuda.CUstream,
+    }
+    gemm_entry = cute.jit(gemm_entry)
 
     args = fake_args(module)
     compiled = cute.compile(gemm_entry, *args, options=f"--gpu-arch {arch}")
@@ -388,14 +429,23 @@ def export_file(path: str, out_dir: str, arch: str) -> dict:
 
     dest = Path(out_dir) / name
     dest.mkdir(parents=True, exist_ok=True)
+    for stale in (f"{name}.o", f"{name}.h", f"{name}_shim.c", f"{name}.json", f"lib{name}.so"):
+        (dest / stale).unlink(missing_ok=True)  # a failed export must not leave old files behind
     compiled.export_to_c(file_path=str(dest), file_name=name, function_prefix=name)
+    export_s = time.perf_counter() - start - compiled_s
     header = parse_header((dest / f"{name}.h").read_text(), name)
 
     fakes = dict(zip(("a", "b", "c"), args[:3]))
     slots = dynamic_slots(fakes)
     # what the kernel was compiled to assume: the symbols' divisibility, and the spec's multiples
-    sym = {"m": args[0].shape[0], "k": args[0].shape[1], "n": args[1].shape[0],
-           "lda": args[0].stride[0], "ldb": args[1].stride[0], "ldc": args[2].stride[0]}  # fmt: skip
+    sym = {
+        "m": args[0].shape[0],
+        "k": args[0].shape[1],
+        "n": args[1].shape[0],
+        "lda": args[0].stride[0],
+        "ldb": args[1].stride[0],
+        "ldc": args[2].stride[0],
+    }
     checks = {v: int(getattr(s, "divisibility", 1) or 1) for v, s in sym.items()}
     for dim, mult in getattr(module, "SHAPE_MULTIPLES", {}).items():
         v = dim.lower()
@@ -415,25 +465,24 @@ def export_file(path: str, out_dir: str, arch: str) -> dict:
         "multiples": checks,  # m, n, k, lda, ldb, ldc (elements)
         "align_bytes": 16,
         "entry": f"{name}_gemm",
-        "signature": "int {}_gemm(void *a, void *b, void *c, int m, int n, int k, "
-        "int lda, int ldb, int ldc, void *stream)".format(name),
+        "signature": f"int {name}_gemm(void *a, void *b, void *c, int m, int n, int k, "
+        "int lda, int ldb, int ldc, void *stream)",
         "header": {
             "wrapper": header.wrapper,
             "structs": {
-                s.arg: {"type": s.type_name, "shapes": [s.shape_type, s.n_shapes],
-                        "strides": [s.stride_type, s.n_strides]}  # fmt: skip
+                s.arg: {
+                    "type": s.type_name,
+                    "shapes": [s.shape_type, s.n_shapes],
+                    "strides": [s.stride_type, s.n_strides],
+                }
                 for s in header.structs.values()
             },
         },
         "slots": slots,
+        "seconds": {"compile": round(compiled_s, 2), "export_to_c": round(export_s, 2)},
     }
     (dest / f"{name}.json").write_text(json.dumps(meta, indent=1) + "\n")
-    return {
-        "name": name,
-        "dir": str(dest),
-        "compile_s": round(compiled_s, 2),
-        "total_s": round(time.perf_counter() - start, 2),
-    }
+    return {"name": name, "dir": str(dest), **meta["seconds"]}
 
 
 BUILD_SH = """\
@@ -447,6 +496,8 @@ cuda=${CUDA_HOME:-/usr/local/cuda}
 inc=${CUDA_INCLUDE:-$cuda/include}
 lib=${CUDA_LIB:-$cuda/lib64}
 [ -f "$inc/cuda_runtime.h" ] || { echo "no $inc/cuda_runtime.h: set CUDA_HOME or CUDA_INCLUDE" >&2; exit 1; }
+cccl=""
+[ -d "$inc/cccl" ] && cccl="-I$inc/cccl"  # CUDA 13 keeps <nv/target> there
 if [ $# -eq 0 ]; then
     set --
     for d in "$here"/*/; do
@@ -456,7 +507,7 @@ if [ $# -eq 0 ]; then
 fi
 for n in "$@"; do
     d="$here/$n"
-    ${CC:-gcc} -O2 -shared -fPIC -fvisibility=hidden -I"$inc" -I"$d" \\
+    ${CC:-gcc} -O2 -shared -fPIC -fvisibility=hidden -I"$inc" $cccl -I"$d" \\
         "$d/${n}_shim.c" "$d/$n.o" "$here/%(archive)s" \\
         -L"$lib" -Wl,-rpath,"$lib" -lcudart -lpthread -o "$d/lib$n.so"
     echo "$d/lib$n.so"
@@ -472,6 +523,22 @@ def _write_common(out_dir: Path) -> None:
     script = out_dir / "build.sh"
     script.write_text(BUILD_SH % {"archive": RUNTIME_ARCHIVE})
     script.chmod(0o755)
+
+
+@contextlib.contextmanager
+def _environ(key: str, value: str):
+    """Set an environment variable while workers are spawned: they see it from their first import
+    (the initializer runs only after the caller's __main__ is re-imported, which may import the
+    DSL)."""
+    old = os.environ.get(key)
+    os.environ[key] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = old
 
 
 def export_variants(
@@ -495,19 +562,24 @@ def export_variants(
     failures: list[str] = []
     ctx = multiprocessing.get_context("spawn")
     for target, paths in sorted(by_arch.items()):
-        with ProcessPoolExecutor(
-            max_workers=max(1, min(jobs, len(paths))),
-            mp_context=ctx,
-            initializer=_init_worker,
-            initargs=(target,),
-        ) as pool:
+        with (
+            _environ("CUTE_DSL_ARCH", target),
+            ProcessPoolExecutor(
+                max_workers=max(1, min(jobs, len(paths))),
+                mp_context=ctx,
+                initializer=_init_worker,
+                initargs=(target,),
+            ) as pool,
+        ):
             futures = {p: pool.submit(export_file, str(p), str(out_dir), target) for p in paths}
             for p, fut in futures.items():
                 try:
                     done[p] = Path(fut.result()["dir"])
                 except Exception as e:  # noqa: BLE001 - reported together below
                     msg = str(e).strip().splitlines()
-                    failures.append(f"{p.name} ({target}): {type(e).__name__}: {' '.join(msg)[:400]}")
+                    failures.append(
+                        f"{p.name} ({target}): {type(e).__name__}: {' '.join(msg)[:400]}"
+                    )
     if failures:
         raise ExportError("export failed for:\n" + "\n".join(failures))
     return [done[Path(p)] for p in files]
@@ -526,17 +598,36 @@ def build_shared_library(
     if cuda_lib is None:
         raise ExportError(f"no libcudart next to {cuda_include}; pass cuda_lib")
     cudart = "-lcudart" if (cuda_lib / "libcudart.so").exists() else f"-l:{CUDART}"
-    names = [name] if name else sorted(d.name for d in out_dir.iterdir() if (d / f"{d.name}_shim.c").exists())
+    names = (
+        [name]
+        if name
+        else sorted(d.name for d in out_dir.iterdir() if (d / f"{d.name}_shim.c").exists())
+    )
+    cccl = [f"-I{cuda_include / 'cccl'}"] if (cuda_include / "cccl").is_dir() else []
     libs = []
     for n in names:
         d = out_dir / n
         lib = d / f"lib{n}.so"
         cmd = [
-            "gcc", "-O2", "-shared", "-fPIC", "-fvisibility=hidden", f"-I{cuda_include}", f"-I{d}",
-            str(d / f"{n}_shim.c"), str(d / f"{n}.o"), str(out_dir / RUNTIME_ARCHIVE),
-            f"-L{cuda_lib}", f"-Wl,-rpath,{cuda_lib}", cudart, "-lpthread", "-o", str(lib),
-        ]  # fmt: skip
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+            "gcc",
+            "-O2",
+            "-shared",
+            "-fPIC",
+            "-fvisibility=hidden",
+            f"-I{cuda_include}",
+            *cccl,
+            f"-I{d}",
+            str(d / f"{n}_shim.c"),
+            str(d / f"{n}.o"),
+            str(out_dir / RUNTIME_ARCHIVE),
+            f"-L{cuda_lib}",
+            f"-Wl,-rpath,{cuda_lib}",
+            cudart,
+            "-lpthread",
+            "-o",
+            str(lib),
+        ]
+        proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
         if proc.returncode != 0:
             raise ExportError(f"linking {lib.name} failed:\n{' '.join(cmd)}\n{proc.stderr.strip()}")
         libs.append(lib)
