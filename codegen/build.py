@@ -88,23 +88,8 @@ def load_module(path: Path):
 
 
 def fake_args(module) -> list:
-    """Fake A (M, K), B (N, K), C (M, N) with dynamic extents, and a fake stream."""
-    from cutlass import cute
-    from cutlass.cute.runtime import make_fake_compact_tensor
-    from cutlass.runtime import make_fake_stream
-
-    m, n, k = (cute.sym_int32(divisibility=8) for _ in range(3))
-    out_dtype = getattr(module, "OUT_DTYPE", module.IO_DTYPE)
-
-    def fake(dtype, rows, cols):
-        return make_fake_compact_tensor(dtype, (rows, cols), stride_order=(1, 0), assumed_align=16)
-
-    return [
-        fake(module.IO_DTYPE, m, k),
-        fake(module.IO_DTYPE, n, k),
-        fake(out_dtype, m, n),
-        make_fake_stream(),
-    ]
+    """The fake (a, b, c, stream) the generated file itself compiles with."""
+    return list(module.compile_args())
 
 
 def find_ptxas() -> str | None:

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from codegen.spec import PersistentScheduler, Spec, TmaStoreEpilogue
+from codegen.spec import Spec
 
 KIB = 1024
 SMEM_LIMIT_BYTES = 227 * KIB  # max dynamic shared memory per block on sm_90 and sm_100
 SMEM_ALIGN = 1024  # one full 128B-swizzle period (8 rows x 128 B); every operand ring starts here
 MBARRIER_BYTES = 8
-TMEM_COLUMNS = 512
 MMA_K_BYTES = 32  # one f16/bf16 MMA instruction is 16 deep: 32 bytes of K
 DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4}
 SWIZZLE_BYTES = {"none": 0, "32B": 32, "64B": 64, "128B": 128}
@@ -69,75 +68,40 @@ def tma_boxes_per_operand(row_bytes: int, swizzle: str) -> int:
     return row_bytes // (SWIZZLE_BYTES[swizzle] or TMA_BOX_BYTES_UNSWIZZLED)
 
 
-# ---- MMA shapes ---------------------------------------------------------------------------------
-
-
-def tcgen05_f16_shape_ok(m: int, n: int) -> bool:
-    """Legal tcgen05.mma kind::f16 shapes for one CTA: M 64 with N % 8, or M 128 with N % 16."""
-    if m == 64:
-        return n % 8 == 0 and 8 <= n <= 256
-    if m == 128:
-        return n % 16 == 0 and 16 <= n <= 256
-    return False
-
-
-def wgmma_shape_ok(m: int, n: int, warpgroups: int) -> bool:
-    """Hopper: each consumer warpgroup owns M/warpgroups rows in 64-row wgmma atoms; N % 8."""
-    rows = m // warpgroups
-    return m % warpgroups == 0 and rows % 64 == 0 and rows <= 256 and n % 8 == 0 and 8 <= n <= 256
-
-
 def mmas_per_stage(spec: Spec) -> int:
+    """MMA instructions per stage: each is 16 deep in K (f16/bf16)."""
     return k_row_bytes(spec) // MMA_K_BYTES
 
 
-# ---- TMEM ---------------------------------------------------------------------------------------
+def arch_rules(spec: Spec):
+    """The module holding the rules of the spec's architecture."""
+    from codegen import rules_sm90, rules_sm100
 
-
-def tmem_columns(tile_n: int, slots: int = 1) -> int:
-    """tcgen05.alloc takes a power of two >= 32 columns; one f32 column per output column."""
-    need = tile_n * slots
-    cols = 32
-    while cols < need:
-        cols *= 2
-    return cols
+    return rules_sm100 if spec.arch == "sm_100a" else rules_sm90
 
 
 # ---- shared memory ------------------------------------------------------------------------------
 
 
 def stage_bytes(spec: Spec) -> int:
-    """A + B bytes of one stage; also the TMA transaction bytes the full barrier expects."""
-    return (spec.tile.m + spec.tile.n) * k_row_bytes(spec)
+    """A + B bytes one CTA receives per stage; also the TMA bytes its full barrier expects."""
+    a_rows, b_rows = arch_rules(spec).operand_rows_per_cta(spec)
+    return (a_rows + b_rows) * k_row_bytes(spec)
 
 
 def tx_bytes(spec: Spec) -> int:
     return stage_bytes(spec)
 
 
-def barrier_bytes(spec: Spec, stages: int) -> int:
-    """full[s] + empty[s] mbarriers, plus (sm_100a) acc_full and the TMEM address slot."""
-    nbytes = 2 * stages * MBARRIER_BYTES
-    if spec.arch == "sm_100a":
-        nbytes += MBARRIER_BYTES + 4
-    return nbytes
-
-
-def epilogue_smem_bytes(spec: Spec) -> int:
-    """SMEM the epilogue stages the output tile through (TMA-store epilogues only)."""
-    if not isinstance(spec.epilogue, TmaStoreEpilogue):
-        return 0
-    out = spec.epilogue.out_dtype or spec.dtype
-    return spec.tile.m * spec.tile.n * DTYPE_BYTES[out]
-
-
 def smem_bytes(spec: Spec, stages: int) -> int:
-    """Total dynamic SMEM: barriers, then the A ring and the B ring, each 1024-byte aligned."""
-    ring_a = stages * spec.tile.m * k_row_bytes(spec)
-    ring_b = stages * spec.tile.n * k_row_bytes(spec)
-    total = align_up(barrier_bytes(spec, stages), SMEM_ALIGN)
-    total = align_up(total + ring_a, SMEM_ALIGN) + ring_b
-    epi = epilogue_smem_bytes(spec)
+    """Total dynamic SMEM per CTA: barriers, the A ring, the B ring and any epilogue buffers,
+    each operand region 1024-byte aligned (one 128B-swizzle period)."""
+    arch = arch_rules(spec)
+    a_rows, b_rows = arch.operand_rows_per_cta(spec)
+    total = align_up(arch.barrier_bytes(spec, stages), SMEM_ALIGN)
+    total = align_up(total + stages * a_rows * k_row_bytes(spec), SMEM_ALIGN)
+    total += stages * b_rows * k_row_bytes(spec)
+    epi = arch.epilogue_smem_bytes(spec)
     if epi:
         total = align_up(total, SMEM_ALIGN) + epi
     return total
@@ -184,10 +148,7 @@ def check(spec: Spec) -> list[Violation]:
             )
         )
 
-    if spec.arch == "sm_100a":
-        out += _check_sm100(spec)
-    else:
-        out += _check_sm90(spec)
+    out += arch_rules(spec).check(spec)
 
     if not is_power_of_two(spec.cluster.size) or spec.cluster.size > 16:
         out.append(
@@ -210,92 +171,4 @@ def check(spec: Spec) -> list[Violation]:
                     f"{'s' if fit != 1 else ''} fit in {kib(SMEM_LIMIT_BYTES)} KiB",
                 )
             )
-    return out
-
-
-def _check_sm100(spec: Spec) -> list[Violation]:
-    out: list[Violation] = []
-    t = spec.tile
-    if not tcgen05_f16_shape_ok(t.m, t.n):
-        out.append(
-            Violation(
-                "tile",
-                f"tile {t.m}x{t.n} is not a tcgen05 kind::f16 shape for one CTA; legal: "
-                "M=64 with N a multiple of 8 in [8, 256], or M=128 with N a multiple of 16 "
-                "in [16, 256]",
-            )
-        )
-    elif t.m != 128:
-        out.append(
-            Violation(
-                "tile",
-                f"tile M={t.m} is not implemented for sm_100a yet (the epilogue maps 4 warps to "
-                "128 TMEM lanes); legal: 128",
-            )
-        )
-    cols = tmem_columns(t.n)
-    if cols > TMEM_COLUMNS:
-        out.append(Violation("tile", f"tile N={t.n} needs {cols} TMEM columns; at most 512"))
-    if spec.consumer_warpgroups is not None:
-        out.append(
-            Violation(
-                "consumer_warpgroups",
-                "consumer_warpgroups is a Hopper (sm_90a) knob; on sm_100a one thread issues "
-                "the MMA: remove it",
-            )
-        )
-    if spec.cluster.size > 1:
-        out.append(
-            Violation(
-                "cluster",
-                f"cluster {spec.cluster.m}x{spec.cluster.n} is not implemented for sm_100a yet; "
-                "legal: [1, 1]",
-            )
-        )
-    if isinstance(spec.epilogue, TmaStoreEpilogue):
-        out.append(
-            Violation(
-                "epilogue",
-                "epilogue style 'tma' is not implemented for sm_100a yet; legal: direct",
-            )
-        )
-    if spec.epilogue.out_dtype not in (None, spec.dtype):
-        out.append(
-            Violation(
-                "epilogue",
-                f"out_dtype={spec.epilogue.out_dtype} is not implemented for sm_100a yet; "
-                f"legal: {spec.dtype} (the input dtype)",
-            )
-        )
-    if isinstance(spec.scheduler, PersistentScheduler):
-        out.append(
-            Violation(
-                "scheduler",
-                "scheduler 'persistent' is not implemented for sm_100a yet; legal: grid",
-            )
-        )
-    return out
-
-
-def _check_sm90(spec: Spec) -> list[Violation]:
-    out: list[Violation] = []
-    t = spec.tile
-    wgs = spec.consumer_warpgroups or 1
-    if not wgmma_shape_ok(t.m, t.n, wgs):
-        out.append(
-            Violation(
-                "tile",
-                f"tile {t.m}x{t.n} with {wgs} consumer warpgroup{'s' if wgs > 1 else ''} is not "
-                "a wgmma layout; legal: M/warpgroups a multiple of 64 up to 256, N a multiple "
-                "of 8 in [8, 256]",
-            )
-        )
-    if not spec.warp_specialized:
-        out.append(
-            Violation(
-                "warp_specialized",
-                "sm_90a kernels are always warp-specialized (a TMA producer warpgroup and "
-                "wgmma consumer warpgroups); legal: true",
-            )
-        )
     return out

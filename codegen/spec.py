@@ -93,10 +93,11 @@ class GridScheduler(_Frozen):
 
 
 class PersistentScheduler(_Frozen):
-    """One CTA per SM looping over output tiles in a static order."""
+    """One CTA (or cluster) per SM looping over output tiles in a static order."""
 
     kind: Literal["persistent"] = "persistent"
-    raster: Literal["m", "n"] = "m"
+    raster: Literal["m", "n"] = "m"  # consecutive tiles of a CTA walk down M (or along N)
+    sm_count: int | None = Field(default=None, gt=0)  # None: the arch's flagship (132 / 148)
 
 
 Scheduler = Annotated[GridScheduler | PersistentScheduler, Field(discriminator="kind")]
@@ -119,6 +120,8 @@ class Spec(_Frozen):
     warp_specialized: bool = True
     cluster: Cluster = Cluster()
     consumer_warpgroups: Literal[1, 2] | None = None  # sm_90a only
+    cta_group: Literal[1, 2] = 1  # sm_100a only: 2 = one 256-row UMMA per CTA pair
+    accumulators: Literal[1, 2] = 1  # sm_100a only: TMEM accumulator slots (2 needs persistent)
     epilogue: Epilogue = DirectEpilogue()
     scheduler: Scheduler = GridScheduler()
 
@@ -159,6 +162,10 @@ class Spec(_Frozen):
         parts.append("ws" if self.warp_specialized else "kloop")
         if self.consumer_warpgroups is not None:
             parts.append(f"wg{self.consumer_warpgroups}")
+        if self.cta_group > 1:
+            parts.append(f"cta{self.cta_group}")
+        if self.accumulators > 1:
+            parts.append(f"acc{self.accumulators}")
         if self.cluster.size > 1:
             parts.append(f"c{self.cluster.m}x{self.cluster.n}")
         epi = self.epilogue.style
@@ -168,6 +175,8 @@ class Spec(_Frozen):
         sched = self.scheduler.kind
         if isinstance(self.scheduler, PersistentScheduler):
             sched += f"_r{self.scheduler.raster}"
+            if self.scheduler.sm_count is not None:
+                sched += f"_sm{self.scheduler.sm_count}"
         parts.append(sched)
         return "_".join(parts)
 

@@ -1,0 +1,142 @@
+"""Hopper (sm_90a) rules: wgmma layouts, register budget, clusters, the TMA-store epilogue."""
+
+from __future__ import annotations
+
+from codegen.rules import DTYPE_BYTES, MBARRIER_BYTES, Violation, is_power_of_two
+from codegen.spec import Spec, TmaStoreEpilogue
+
+SM_COUNT = 132  # H100 / H200 SXM
+WGMMA_M = 64  # rows of one wgmma atom; each consumer warpgroup owns a multiple of this
+EPI_N = 32  # columns of one TMA-store epilogue sub-tile
+EPI_STAGES = 4  # SMEM sub-tile buffers the TMA-store epilogue keeps in flight
+PRODUCER_REGS = 40  # setmaxnreg for the TMA producer warpgroup
+REGISTER_FILE = 65536  # 32-bit registers per SM
+MAX_REGS_PER_THREAD = 255
+ACC_REGS_LIMIT = 192  # f32 accumulator registers per consumer thread that leave room for the rest
+
+
+def wgmma_shape_ok(m: int, n: int, warpgroups: int) -> bool:
+    """Each consumer warpgroup owns M / warpgroups rows in 64-row wgmma atoms; N % 8 in [8, 256]."""
+    rows = m // warpgroups
+    return m % warpgroups == 0 and rows % WGMMA_M == 0 and rows <= 256 and n % 8 == 0 and 8 <= n <= 256
+
+
+def consumer_warpgroups(spec: Spec) -> int:
+    return spec.consumer_warpgroups or 1
+
+
+def threads(spec: Spec) -> int:
+    """One producer warpgroup plus the consumer warpgroups."""
+    return 128 * (1 + consumer_warpgroups(spec))
+
+
+def consumer_regs(spec: Spec) -> int:
+    """setmaxnreg for consumers: what the producer gives up, shared out, rounded down to 8."""
+    wgs = consumer_warpgroups(spec)
+    per_thread = (REGISTER_FILE - 128 * PRODUCER_REGS) // (128 * wgs)
+    return min(MAX_REGS_PER_THREAD - MAX_REGS_PER_THREAD % 8, per_thread - per_thread % 8)
+
+
+def accumulator_regs(spec: Spec) -> int:
+    """f32 accumulator registers each consumer thread holds: its rows x N / 128 threads."""
+    return spec.tile.m // consumer_warpgroups(spec) * spec.tile.n // 128
+
+
+def empty_arrives(spec: Spec) -> int:
+    """Arrivals that free one stage: every consumer warp of every CTA this CTA's producer
+    writes into (its cluster row for A, its cluster column for B: cm + cn - 1 CTAs)."""
+    readers = spec.cluster.m + spec.cluster.n - 1
+    return readers * 4 * consumer_warpgroups(spec)
+
+
+def operand_rows_per_cta(spec: Spec) -> tuple[int, int]:
+    """A CTA receives the whole A and B tile each stage (its own slice plus peers' multicast)."""
+    return spec.tile.m, spec.tile.n
+
+
+def barrier_bytes(spec: Spec, stages: int) -> int:
+    return 2 * stages * MBARRIER_BYTES
+
+
+def epi_m(spec: Spec) -> int:
+    """Rows of one epilogue sub-tile: one 64-row wgmma atom per consumer warpgroup."""
+    return WGMMA_M * consumer_warpgroups(spec)
+
+
+def epilogue_smem_bytes(spec: Spec) -> int:
+    if not isinstance(spec.epilogue, TmaStoreEpilogue):
+        return 0
+    out = spec.epilogue.out_dtype or spec.dtype
+    return EPI_STAGES * epi_m(spec) * EPI_N * DTYPE_BYTES[out]
+
+
+def check(spec: Spec) -> list[Violation]:
+    out: list[Violation] = []
+    t = spec.tile
+    wgs = consumer_warpgroups(spec)
+    if not wgmma_shape_ok(t.m, t.n, wgs):
+        out.append(
+            Violation(
+                "tile",
+                f"tile {t.m}x{t.n} with {wgs} consumer warpgroup{'s' if wgs > 1 else ''} is not "
+                "a wgmma layout; legal: M / warpgroups a multiple of 64 up to 256, N a multiple "
+                "of 8 in [8, 256]",
+            )
+        )
+    elif accumulator_regs(spec) > ACC_REGS_LIMIT:
+        out.append(
+            Violation(
+                "tile",
+                f"tile {t.m}x{t.n} with {wgs} consumer warpgroup(s) holds "
+                f"{accumulator_regs(spec)} f32 accumulator registers per thread and would spill; "
+                f"at most {ACC_REGS_LIMIT}: use 2 consumer warpgroups or a smaller tile",
+            )
+        )
+    if isinstance(spec.epilogue, TmaStoreEpilogue) and t.n % EPI_N:
+        out.append(
+            Violation(
+                "epilogue",
+                f"the TMA-store epilogue stores {EPI_N}-column sub-tiles; tile N={t.n} is not a "
+                f"multiple of {EPI_N}",
+            )
+        )
+    if spec.epilogue.out_dtype not in (None, spec.dtype):
+        out.append(
+            Violation(
+                "epilogue",
+                f"out_dtype={spec.epilogue.out_dtype} is not implemented for sm_90a yet; "
+                f"legal: {spec.dtype} (the input dtype)",
+            )
+        )
+    if spec.tile.k * DTYPE_BYTES[spec.dtype] != 128 or spec.swizzle != "128B":
+        out.append(
+            Violation(
+                "swizzle",
+                f"the sm_90a templates take 128-byte K rows with the 128B swizzle (tile K=64 for "
+                f"f16/bf16); got tile K={t.k} with swizzle={spec.swizzle}",
+            )
+        )
+    if not spec.warp_specialized:
+        out.append(
+            Violation(
+                "warp_specialized",
+                "sm_90a kernels are always warp-specialized (a TMA producer warpgroup and "
+                "wgmma consumer warpgroups); legal: true",
+            )
+        )
+    if spec.cta_group != 1:
+        out.append(
+            Violation("cta_group", "cta_group=2 (a CTA-pair MMA) needs sm_100a; Hopper has none")
+        )
+    if spec.accumulators != 1:
+        out.append(
+            Violation(
+                "accumulators",
+                "accumulators=2 (TMEM accumulator slots) needs sm_100a; Hopper accumulates in "
+                "registers",
+            )
+        )
+    for dim, size in (("M", spec.cluster.m), ("N", spec.cluster.n)):
+        if size > 1 and not is_power_of_two(size):
+            out.append(Violation("cluster", f"cluster {dim}={size} must be a power of two"))
+    return out
