@@ -1,0 +1,184 @@
+"""Plan of a Hopper (sm_90a) kernel: every number its templates print."""
+
+from __future__ import annotations
+
+from codegen import rules, rules_sm90
+from codegen.plan import CUTLASS_DTYPE, TORCH_DTYPE, Plan, table
+from codegen.spec import PersistentScheduler, Spec, TmaStoreEpilogue
+
+
+def multicast_masks(cm: int, cn: int) -> tuple[int, int]:
+    """Rank masks (rank = x + y * cm) of cluster row 0 and cluster column 0.
+
+    A CTA at (x, y) sends its A slice to its row (row-0 mask << x) and its B slice to its column
+    (column-0 mask << y * cm).
+    """
+    row0 = sum(1 << (j * cm) for j in range(cn))
+    col0 = (1 << cm) - 1
+    return row0, col0
+
+
+def expected_counts_sm90(spec: Spec) -> dict[str, int]:
+    """PTX instruction counts the sm_90a templates must produce (one copy of each loop body)."""
+    wgs = rules_sm90.consumer_warpgroups(spec)
+    tma = isinstance(spec.epilogue, TmaStoreEpilogue)
+    cm, cn = spec.cluster.m, spec.cluster.n
+    counts = {
+        # one wgmma per 16-deep k-block per 64-row atom the warpgroup owns, in the unrolled stage
+        "wgmma.mma_async": rules.mmas_per_stage(spec) * spec.tile.m // (64 * wgs),
+        # one load issue site per operand (its own slice when multicast)
+        "cp.async.bulk.tensor": 2,
+        "TMA multicast": int(cn > 1) + int(cm > 1),
+        "setmaxnreg": 2,
+        "barrier.cluster": 2 if spec.cluster.size > 1 else 0,
+        "TMA store": (spec.tile.m // rules_sm90.epi_m(spec)) * (spec.tile.n // rules_sm90.EPI_N)
+        if tma
+        else 0,
+    }
+    if tma:
+        counts["st.global"] = 0
+    return counts
+
+
+def plan_sm90(spec: Spec) -> Plan:
+    assert isinstance(spec.stages, int)
+    t = spec.tile
+    stages = spec.stages
+    wgs = rules_sm90.consumer_warpgroups(spec)
+    cm, cn = spec.cluster.m, spec.cluster.n
+    clustered = spec.cluster.size > 1
+    tma_epi = isinstance(spec.epilogue, TmaStoreEpilogue)
+    persistent = isinstance(spec.scheduler, PersistentScheduler)
+    out = spec.epilogue.out_dtype or spec.dtype
+    stage = rules.stage_bytes(spec)
+    smem = rules.smem_bytes(spec, stages)
+    epi_bytes = rules_sm90.epilogue_smem_bytes(spec)
+    empty = rules_sm90.empty_arrives(spec)
+    readers = cm + cn - 1
+    row0, col0 = multicast_masks(cm, cn)
+    sm_count = (spec.scheduler.sm_count or rules_sm90.SM_COUNT) if persistent else 0
+    consumers = f"wgmma ({wgs} consumer warpgroup{'s' if wgs > 1 else ''})"
+    rows = [
+        ("ring", "producer -> consumer", "stages", "bytes/stage", "full arrives", "empty arrives"),
+        (
+            "A/B SMEM",
+            f"TMA (warp 0) -> {consumers}",
+            str(stages),
+            str(stage),
+            f"1 + {stage} tx bytes",
+            f"{empty} ({readers} CTA{'s' if readers > 1 else ''} x {4 * wgs} consumer warps)",
+        ),
+    ]
+    if tma_epi:
+        rows.append(
+            (
+                "C sub-tiles",
+                "consumers (stmatrix) -> TMA store",
+                str(rules_sm90.EPI_STAGES),
+                str(epi_bytes // rules_sm90.EPI_STAGES),
+                "named barrier",
+                "bulk wait_group",
+            )
+        )
+    pipeline = table(rows) + [
+        "",
+        (
+            f"SMEM {smem} B of {rules.SMEM_LIMIT_BYTES} ({stages} x {rules.kib(stage)} KiB ring"
+            + (f" + {rules.kib(epi_bytes)} KiB C sub-tiles" if tma_epi else "")
+            + " + barriers and alignment); accumulators in registers: "
+            f"{rules_sm90.accumulator_regs(spec)} f32 per consumer thread"
+        ),
+    ]
+    sched_note = "grid (one cluster per cluster tile)"
+    if persistent:
+        sched_note = f"persistent, raster along {spec.scheduler.raster.upper()}, {sm_count} SMs"
+    values: dict[str, object] = {
+        "title": (
+            f"Hopper (sm_90a) {spec.dtype} GEMM, {t} tile, {stages}-stage ring, {wgs} consumer "
+            f"warpgroup{'s' if wgs > 1 else ''}"
+            + (f", cluster {cm}x{cn} with TMA multicast" if clustered else "")
+            + "."
+        ),
+        "dtype_note": f"{spec.dtype} in, f32 accumulate, {out} out",
+        "parameters": [
+            ("arch", spec.arch),
+            ("dtype", spec.dtype),
+            ("tile (M, N, K)", f"({t.m}, {t.n}, {t.k})"),
+            ("MMA", f"wgmma.mma_async m64n{t.n}k16, {t.m // (64 * wgs)} per warpgroup per k-block"),
+            ("stages", str(stages)),
+            ("swizzle", str(spec.swizzle)),
+            ("cluster", f"{cm}x{cn}" + (" (A multicast along N, B along M)" if clustered else "")),
+            ("epilogue", "TMA store through SMEM sub-tiles" if tma_epi else "direct store"),
+            ("scheduler", sched_note),
+        ],
+        "pipeline_table": pipeline,
+        "shape_note": (
+            "any M; N and K multiples of 8 (TMA needs 16-byte row strides). Tails are exact: TMA "
+            "zero-fills loads past M, N and K, and "
+            + (
+                "the TMA store clips at the edges of C."
+                if tma_epi
+                else "the direct epilogue predicates every store on M and N."
+            )
+        ),
+        "io_dtype": CUTLASS_DTYPE[spec.dtype],
+        "out_dtype": CUTLASS_DTYPE[out],
+        "torch_dtype": TORCH_DTYPE[spec.dtype],
+        "torch_out_dtype": TORCH_DTYPE[out],
+        "out_dtype_name": out,
+        "tiler": (t.m, t.n, t.k),
+        "stages": stages,
+        "consumer_wg": wgs,
+        "threads": rules_sm90.threads(spec),
+        "mma_threads": 128 * wgs,
+        "producer_regs": rules_sm90.PRODUCER_REGS,
+        "consumer_regs": rules_sm90.consumer_regs(spec),
+        "regs_note": (
+            f"128 x {rules_sm90.PRODUCER_REGS} + {128 * wgs} x {rules_sm90.consumer_regs(spec)} "
+            f"<= {rules_sm90.REGISTER_FILE}"
+        ),
+        "tx_bytes": rules.tx_bytes(spec),
+        "empty_arrives": empty,
+        "empty_note": (
+            f"every consumer warp ({4 * wgs}) of every CTA this producer fills ({readers})"
+        ),
+        "clustered": clustered,
+        "cluster": (cm, cn),
+        "cluster_m": cm,
+        "cluster_n": cn,
+        "cluster_size": spec.cluster.size,
+        "cluster_tile": (t.m * cm, t.n * cn),
+        "a_multicast": cn > 1,
+        "b_multicast": cm > 1,
+        "a_tma_op": "CopyBulkTensorTileG2SMulticastOp" if cn > 1 else "CopyBulkTensorTileG2SOp",
+        "b_tma_op": "CopyBulkTensorTileG2SMulticastOp" if cm > 1 else "CopyBulkTensorTileG2SOp",
+        "a_mcast_row0": row0,
+        "b_mcast_col0": col0,
+        "a_ring_elems": t.m * t.k * stages,
+        "b_ring_elems": t.n * t.k * stages,
+        "mmas_per_stage": rules.mmas_per_stage(spec),
+        "epi_m": rules_sm90.epi_m(spec),
+        "epi_n": rules_sm90.EPI_N,
+        "epi_stages": rules_sm90.EPI_STAGES,
+        "epi_subtiles": (t.m // rules_sm90.epi_m(spec), t.n // rules_sm90.EPI_N),
+        "c_ring_elems": rules_sm90.epi_m(spec) * rules_sm90.EPI_N * rules_sm90.EPI_STAGES,
+        "sm_count": sm_count,
+        "max_clusters": sm_count // spec.cluster.size if persistent else 0,
+        "raster": spec.scheduler.raster if persistent else "m",
+        "raster_note": (
+            f"along {spec.scheduler.raster.upper()}, striding by the number of clusters"
+            if persistent
+            else ""
+        ),
+        "shape_multiples": {"M": 1, "N": 8, "K": 8},
+        "smem_bytes": smem,
+    }
+    return Plan(
+        template="sm90/gemm.py.j2",
+        partials={
+            "epilogue_partial": f"sm90/epilogue/{spec.epilogue.style}.py.j2",
+            "scheduler_partial": f"sm90/scheduler/{spec.scheduler.kind}.py.j2",
+        },
+        values=values,
+        expected_counts=expected_counts_sm90(spec),
+    )
