@@ -268,7 +268,8 @@ def bench_shape(shape: Shape, modules: dict[str, object], rounds: int, reps: int
     fits = {
         name: mod
         for name, mod in modules.items()
-        if all(
+        if mod.SPEC["dtype"] == "bf16"
+        and all(
             v % mod.SHAPE_MULTIPLES[d] == 0
             for d, v in (("M", shape.m), ("N", shape.n), ("K", shape.k))
         )
