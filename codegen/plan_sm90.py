@@ -57,6 +57,10 @@ def plan_sm90(spec: Spec) -> Plan:
     readers = cm + cn - 1
     row0, col0 = multicast_masks(cm, cn)
     sm_count = (spec.scheduler.sm_count or rules_sm90.SM_COUNT) if persistent else 0
+    mcast_note = ""
+    if clustered:
+        parts = [f"A multicast to {cn} CTAs"] * (cn > 1) + [f"B multicast to {cm} CTAs"] * (cm > 1)
+        mcast_note = " (" + ", ".join(parts) + ")"
     consumers = f"wgmma ({wgs} consumer warpgroup{'s' if wgs > 1 else ''})"
     rows = [
         ("ring", "producer -> consumer", "stages", "bytes/stage", "full arrives", "empty arrives"),
@@ -92,11 +96,14 @@ def plan_sm90(spec: Spec) -> Plan:
     sched_note = "grid (one cluster per cluster tile)"
     if persistent:
         sched_note = f"persistent, raster along {spec.scheduler.raster.upper()}, {sm_count} SMs"
+        if spec.scheduler.group > 1:
+            sched_note += f", tile swizzle group {spec.scheduler.group}"
     values: dict[str, object] = {
         "title": (
             f"Hopper (sm_90a) {spec.dtype} GEMM, {t} tile, {stages}-stage ring, {wgs} consumer "
             f"warpgroup{'s' if wgs > 1 else ''}"
             + (f", cluster {cm}x{cn} with TMA multicast" if clustered else "")
+            + (", swap AB (C^T = B @ A^T)" if spec.swap_ab else "")
             + "."
         ),
         "dtype_note": f"{spec.dtype} in, f32 accumulate, {out} out",
@@ -107,7 +114,8 @@ def plan_sm90(spec: Spec) -> Plan:
             ("MMA", f"wgmma.mma_async m64n{t.n}k16, {t.m // (64 * wgs)} per warpgroup per k-block"),
             ("stages", str(stages)),
             ("swizzle", str(spec.swizzle)),
-            ("cluster", f"{cm}x{cn}" + (" (A multicast along N, B along M)" if clustered else "")),
+            ("cluster", f"{cm}x{cn}" + mcast_note),
+            ("swap AB", "yes: the kernel computes C^T = B @ A^T" if spec.swap_ab else "no"),
             ("epilogue", "TMA store through SMEM sub-tiles" if tma_epi else "direct store"),
             ("scheduler", sched_note),
         ],
@@ -171,6 +179,17 @@ def plan_sm90(spec: Spec) -> Plan:
             else ""
         ),
         "shape_multiples": {"M": 1, "N": 8, "K": 8},
+        "swap_ab": spec.swap_ab,
+        "store_vec": 1 if spec.swap_ab else 2,
+        "store_bits": (1 if spec.swap_ab else 2) * 8 * rules.DTYPE_BYTES[out],
+        "store_vec_note": (
+            "swap AB: a thread's adjacent values are adjacent rows of C, one element per store"
+            if spec.swap_ab
+            else "wgmma gives each thread pairs of adjacent columns: one 2-element store each"
+        ),
+        "group": spec.scheduler.group if persistent else 1,
+        "raster_major": spec.scheduler.raster if persistent else "m",
+        "raster_minor": ("n" if spec.scheduler.raster == "m" else "m") if persistent else "n",
         "smem_bytes": smem,
     }
     return Plan(

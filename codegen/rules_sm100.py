@@ -85,6 +85,7 @@ def check(spec: Spec) -> list[Violation]:
     for knob, value, legal in (
         ("cta_group", spec.cta_group, 1),
         ("accumulators", spec.accumulators, 1),
+        ("swap_ab", spec.swap_ab, False),
     ):
         if value != legal:
             out.append(

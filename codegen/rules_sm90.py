@@ -100,6 +100,14 @@ def check(spec: Spec) -> list[Violation]:
                 f"multiple of {EPI_N}",
             )
         )
+    if spec.swap_ab and isinstance(spec.epilogue, TmaStoreEpilogue):
+        out.append(
+            Violation(
+                "swap_ab",
+                "swap_ab stores C^T column by column; the sm_90a TMA-store epilogue writes rows "
+                "only: use epilogue = \"direct\" with swap_ab",
+            )
+        )
     if spec.epilogue.out_dtype not in (None, spec.dtype):
         out.append(
             Violation(

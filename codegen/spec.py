@@ -98,6 +98,7 @@ class PersistentScheduler(_Frozen):
     kind: Literal["persistent"] = "persistent"
     raster: Literal["m", "n"] = "m"  # consecutive tiles of a CTA walk down M (or along N)
     sm_count: int | None = Field(default=None, gt=0)  # None: the arch's flagship (132 / 148)
+    group: int = Field(default=1, gt=0)  # tile swizzle: walk `group` tiles across the raster
 
 
 Scheduler = Annotated[GridScheduler | PersistentScheduler, Field(discriminator="kind")]
@@ -122,6 +123,7 @@ class Spec(_Frozen):
     consumer_warpgroups: Literal[1, 2] | None = None  # sm_90a only
     cta_group: Literal[1, 2] = 1  # sm_100a only: 2 = one 256-row UMMA per CTA pair
     accumulators: Literal[1, 2] = 1  # sm_100a only: TMEM accumulator slots (2 needs persistent)
+    swap_ab: bool = False  # compute C^T = B @ A^T: small M rides in the MMA's N (decode shapes)
     epilogue: Epilogue = DirectEpilogue()
     scheduler: Scheduler = GridScheduler()
 
@@ -166,6 +168,8 @@ class Spec(_Frozen):
             parts.append(f"cta{self.cta_group}")
         if self.accumulators > 1:
             parts.append(f"acc{self.accumulators}")
+        if self.swap_ab:
+            parts.append("swap")
         if self.cluster.size > 1:
             parts.append(f"c{self.cluster.m}x{self.cluster.n}")
         epi = self.epilogue.style
@@ -175,6 +179,8 @@ class Spec(_Frozen):
         sched = self.scheduler.kind
         if isinstance(self.scheduler, PersistentScheduler):
             sched += f"_r{self.scheduler.raster}"
+            if self.scheduler.group > 1:
+                sched += f"_g{self.scheduler.group}"
             if self.scheduler.sm_count is not None:
                 sched += f"_sm{self.scheduler.sm_count}"
         parts.append(sched)
