@@ -25,7 +25,7 @@ from pathlib import Path
 from codegen.plan import plan
 from codegen.spec import Spec
 
-BUILD_FORMAT = "3"  # bump when what a build records changes, to invalidate the cache
+BUILD_FORMAT = "5"  # bump when what a build records changes, to invalidate the cache
 
 # PTX patterns, each counted over the whole module.
 PATTERNS: dict[str, str] = {
@@ -37,12 +37,19 @@ PATTERNS: dict[str, str] = {
     "TMA multicast": r"cp\.async\.bulk\.tensor[^;]*multicast",
     "TMA store": r"cp\.async\.bulk\.tensor\.\dd\.global\.shared",
     "mbarrier.try_wait": r"mbarrier\.try_wait",
+    "mbarrier.init": r"mbarrier\.init\.",
     "tcgen05.ld": r"tcgen05\.ld\.",
     "tcgen05.alloc": r"tcgen05\.alloc\.",
     "tcgen05.commit": r"tcgen05\.commit\.",
+    "tcgen05.commit multicast": r"tcgen05\.commit[^;]*\.multicast",
     "setmaxnreg": r"setmaxnreg\.",
     "barrier.cluster": r"barrier\.cluster\.",
     "st.global": r"\bst\.global\.",
+    # split-K's DSMEM reduction: peer addresses, remote loads and the cluster-scoped handshake
+    "mapa": r"\bmapa\.",
+    "ld.shared::cluster": r"\bld\.shared::cluster\.",
+    "mbarrier acquire.cluster": r"mbarrier\.try_wait[^;]*\.acquire\.cluster",
+    "mbarrier release.cluster": r"mbarrier\.arrive[^;]*\.release\.cluster",
 }
 
 

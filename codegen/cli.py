@@ -162,7 +162,8 @@ def build_cmd(
             progress.update(task, advance=1, description=r.name)
 
         results = b.build(files, build_dir, jobs, on_done=done)
-    console.print(report_table(results))
+    for arch in sorted({r.arch for r in results}):  # one table per arch: each has its columns
+        console.print(report_table([r for r in results if r.arch == arch]))
     bad = [r for r in results if not r.passed]
     cached = sum(r.cached for r in results)
     console.print(
@@ -174,12 +175,14 @@ def build_cmd(
 
 REPORT_COLUMNS = {
     "sm_100a": [
-        "tcgen05.mma",
-        "cp.async.bulk.tensor",
+        "mma cta_group::1",
+        "mma cta_group::2",
+        "TMA multicast",
+        "barrier.cluster",
         "mbarrier.try_wait",
-        "tcgen05.ld",
         "tcgen05.alloc",
-        "tcgen05.commit",
+        "TMA store",
+        "st.global",
     ],
     "sm_90a": [
         "wgmma.mma_async",
@@ -189,6 +192,8 @@ REPORT_COLUMNS = {
         "mbarrier.try_wait",
         "setmaxnreg",
         "barrier.cluster",
+        "mapa",
+        "ld.shared::cluster",
         "st.global",
     ],
 }

@@ -1,103 +1,480 @@
-"""Plan of a Blackwell (sm_100a) kernel: every number its templates print."""
+"""Plan of a Blackwell (sm_100a) kernel: every number its templates print.
+
+The partials are chosen here, one per knob value: ``cluster/`` (single, multicast, pair),
+``scheduler/`` (grid, persistent), ``epilogue/`` (direct, tma) and the mainloop (kloop, ws,
+ws_persistent). Every number comes from :mod:`codegen.rules` and :mod:`codegen.rules_sm100`.
+"""
 
 from __future__ import annotations
 
 from codegen import rules, rules_sm100
 from codegen.plan import CUTLASS_DTYPE, TORCH_DTYPE, Plan, table
-from codegen.spec import Spec
+from codegen.rules_sm100 import cluster_kind, is_persistent
+from codegen.spec import Spec, TmaStoreEpilogue
 
 SMEM_ATOM = {"none": "K_INTER", "32B": "K_SW32", "64B": "K_SW64", "128B": "K_SW128"}
 EPI_MAX_COLS = 64  # widest tcgen05.ld repetition the direct epilogue uses per chunk
+VECTOR_STORE_BYTES = 16  # the direct epilogue's st.global.v4: 16 bytes of a thread's row each
+EPI_WARP0 = 2  # persistent: warps 0 (TMA) and 1 (MMA) come first, the epilogue warps after
+EPI_BARRIER_ID = 1  # persistent: the epilogue warps' named barrier (0 is __syncthreads)
+DOC_WIDTH = 96  # wrap the docstring's budget line here
+
+
+def is_tma_store(spec: Spec) -> bool:
+    return isinstance(spec.epilogue, TmaStoreEpilogue)
+
+
+def epilogue_chunks(spec: Spec) -> tuple[int, int]:
+    """(columns per tcgen05.ld, loads per tile) of the epilogue: 64-column TMA-store sub-tiles,
+    or direct-store chunks of at most EPI_MAX_COLS columns."""
+    if is_tma_store(spec):
+        return rules_sm100.EPI_TILE[1], rules_sm100.epi_subtiles(spec)
+    cols = min(EPI_MAX_COLS, spec.tile.n)
+    return cols, spec.tile.n // cols
+
+
+def try_waits(spec: Spec) -> int:
+    """mbarrier.try_wait sites: empty (producer), full (MMA), acc_full (epilogue); a producer
+    tail where peers commit into this CTA; the pair's TMEM-dealloc handshake; and, persistent, the
+    MMA's acc_empty wait and its tail over the slots."""
+    kind = cluster_kind(spec)
+    waits = 3
+    waits += 1 if kind != "single" else 0
+    waits += 1 if kind == "pair" else 0
+    waits += 2 if is_persistent(spec) else 0
+    return waits
 
 
 def expected_counts_sm100(spec: Spec) -> dict[str, int]:
     """PTX instruction counts the sm_100a templates must produce for this spec.
 
-    Each count is (instructions per issue site) x (issue sites in the template): the K loop is not
-    unrolled, so the PTX holds one copy of each loop body.
+    Each count is (instructions per issue site) x (issue sites in the template): the K and tile
+    loops are not unrolled, so the PTX holds one copy of each loop body; constexpr loops (the
+    epilogue's sub-tiles, barrier initialization) are unrolled.
     """
+    assert isinstance(spec.stages, int)
     per_operand = rules.tma_boxes_per_operand(rules.k_row_bytes(spec), str(spec.swizzle))
-    chunks = spec.tile.n // min(EPI_MAX_COLS, spec.tile.n)
+    kind = cluster_kind(spec)
+    mmas = rules.mmas_per_stage(spec)
+    loads = 2 * per_operand
+    _, loads_per_tile = epilogue_chunks(spec)
+    out_bytes = rules.DTYPE_BYTES[spec.epilogue.out_dtype or spec.dtype]
+    row_stores = spec.tile.n * out_bytes // VECTOR_STORE_BYTES
     return {
-        "tcgen05.mma": rules.mmas_per_stage(spec),
-        "cp.async.bulk.tensor": 2 * per_operand,
-        # empty wait (producer), full wait (MMA), acc_full wait (epilogue)
-        "mbarrier.try_wait": 3,
-        "tcgen05.ld": chunks,
+        "tcgen05.mma": mmas,
+        "mma cta_group::1": mmas if spec.cta_group == 1 else 0,
+        # a 2-CTA kernel issues only cta_group::2 MMAs
+        "mma cta_group::2": mmas if spec.cta_group == 2 else 0,
+        "cp.async.bulk.tensor": loads,
+        "TMA multicast": loads if kind == "multicast" else 0,
+        # one cluster barrier (arrive + wait) after the barriers are initialized
+        "barrier.cluster": 0 if kind == "single" else 2,
+        "mbarrier.try_wait": try_waits(spec),
+        "mbarrier.init": rules_sm100.barrier_count(spec, spec.stages),
+        "tcgen05.ld": loads_per_tile,
         "tcgen05.alloc": 1,
-        # one per stage released, one for the accumulator
+        # one per stage released, one per accumulator filled
         "tcgen05.commit": 2,
+        # multicast: the stage release goes to every sharer; pair: both commits name both CTAs
+        "tcgen05.commit multicast": {"single": 0, "multicast": 1, "pair": 2}[kind],
+        "TMA store": loads_per_tile if is_tma_store(spec) else 0,
+        "st.global": 0 if is_tma_store(spec) else row_stores,
+    }
+
+
+def _binary(mask: int, bits: int) -> str:
+    return f"0b{mask:0{bits}b}"
+
+
+def _wrap(text: str, width: int = 100) -> list[str]:
+    """Split the budget line at "; " when it is wider than the docstring."""
+    if len(text) <= width or "; " not in text:
+        return [text]
+    head, tail = text.split("; ", 1)
+    return [head + ";", tail]
+
+
+def pipeline_lines(spec: Spec) -> list[str]:
+    """The docstring's pipeline table: every ring, producer -> consumer, stages, bytes per stage,
+    full and empty arrive counts; then the SMEM and TMEM budget."""
+    assert isinstance(spec.stages, int)
+    kind, persistent = cluster_kind(spec), is_persistent(spec)
+    stages, stage = spec.stages, rules.stage_bytes(spec)
+    tx = rules_sm100.full_tx_bytes(spec)
+    smem = rules.smem_bytes(spec, stages)
+    epi_bytes = rules_sm100.epilogue_smem_bytes(spec)
+    tmem = rules_sm100.spec_tmem_columns(spec)
+    ws = spec.warp_specialized
+    consumer = "MMA (warp 1)" if ws else "MMA (warp 0)"
+    epi_warps = "epilogue (warps 2-5)" if persistent else "epilogue (4 warps)"
+    header = ("ring", "producer -> consumer", "stages", "bytes/stage", "full arrives")
+    rows: list[tuple[str, ...]] = [(*header, "empty arrives")]
+    if kind == "pair":
+        rows.append(
+            (
+                "A/B SMEM",
+                "TMA (warp 0, both CTAs) -> MMA (warp 1, leader)",
+                str(stages),
+                f"{stage} per CTA",
+                f"1 + {tx} tx bytes (leader's)",
+                f"1 (leader's tcgen05.commit, mask {_binary(3, 2)})",
+            )
+        )
+    elif kind == "multicast":
+        rows.append(
+            (
+                "A/B SMEM",
+                f"TMA (warp 0) -> {consumer}",
+                str(stages),
+                str(stage),
+                f"1 + {tx} tx bytes",
+                f"{rules_sm100.empty_arrives(spec)} (tcgen05.commit of each CTA sharing the slot)",
+            )
+        )
+    else:
+        rows.append(
+            (
+                "A/B SMEM",
+                f"TMA (warp 0) -> {consumer}",
+                str(stages),
+                str(stage),
+                f"1 + {tx} tx bytes",
+                "1 (tcgen05.commit)",
+            )
+        )
+    mma = "MMA (warp 1, leader)" if kind == "pair" else consumer
+    both = ", both CTAs" if kind == "pair" else ""
+    commit = "1 per CTA (leader's tcgen05.commit, mask 0b11)" if kind == "pair" else None
+    if persistent:
+        per_cta = " x 2 CTAs" if kind == "pair" else ""
+        rows.append(
+            (
+                "accumulator",
+                f"{mma} -> {epi_warps.removesuffix(')')}{both})",
+                f"{spec.accumulators} slot{'s' if spec.accumulators > 1 else ''}",
+                f"{spec.tile.n} TMEM cols",
+                commit or "1 (tcgen05.commit)",
+                f"{rules_sm100.acc_empty_arrives(spec)} (one per epilogue warp{per_cta})",
+            )
+        )
+    else:
+        rows.append(
+            (
+                "accumulator",
+                f"{mma} -> {epi_warps.removesuffix(')')}{both})",
+                "1",
+                "-",
+                commit or "1 (tcgen05.commit)",
+                "-",
+            )
+        )
+    if is_tma_store(spec):
+        rows.append(
+            (
+                "C sub-tiles",
+                f"{epi_warps} -> TMA store",
+                str(rules_sm100.EPI_BUFS),
+                str(epi_bytes // rules_sm100.EPI_BUFS),
+                "bulk async-group",
+                "wait_group.read",
+            )
+        )
+    notes: list[str] = []
+    if kind == "pair":
+        notes.append(
+            f"Only the leader's full barriers are used: its producer arms them with both CTAs' "
+            f"bytes (2 x {stage}), and the follower's cta_group::2 loads complete_tx on them."
+        )
+    if kind == "multicast":
+        a_ctas, b_ctas = rules_sm100.multicast_ctas(spec)
+        notes.append(
+            f"Each CTA loads 1/{a_ctas} of the A tile (multicast to its cluster row) and 1/{b_ctas} "
+            "of the B tile (to its column); its full barrier expects the whole stage."
+        )
+    ring = f"{stages} x {rules.kib(stage)} KiB ring"
+    parts = [ring]
+    if epi_bytes:
+        bufs = rules_sm100.EPI_BUFS
+        parts.append(f"{bufs} x {rules.kib(epi_bytes // bufs)} KiB C sub-tiles")
+    rest = smem - stages * stage - epi_bytes
+    parts.append(f"{rules.kib(rest)} KiB barriers and alignment")
+    per_cta = " per CTA" if kind == "pair" else ""
+    budget = (
+        f"SMEM{per_cta} {smem} B of {rules.SMEM_LIMIT_BYTES} ({' + '.join(parts)}); "
+        f"TMEM {tmem} of {rules_sm100.TMEM_COLUMNS} columns{per_cta}"
+    )
+    wrapped = [line for note in notes for line in _wrap_words(note)]
+    return table(rows) + [""] + wrapped + _wrap(budget)
+
+
+def _wrap_words(text: str, width: int = DOC_WIDTH) -> list[str]:
+    lines, line = [], ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return lines + [line] if line else lines
+
+
+def parameters(spec: Spec) -> list[tuple[str, str]]:
+    """The docstring's parameter list."""
+    assert isinstance(spec.stages, int)
+    t, kind = spec.tile, cluster_kind(spec)
+    mode = "warp-specialized" if spec.warp_specialized else "single-warp K-loop"
+    rows = [("arch", spec.arch), ("dtype", spec.dtype)]
+    if kind == "pair":
+        half = t.m // 2
+        tile = (
+            f"({t.m}, {t.n}, {t.k}) per CTA pair; each CTA holds {half} rows of A, "
+            f"{t.n // 2} rows of B and {half}x{t.n} of the accumulator"
+        )
+        rows.append(("tile (M, N, K)", tile))
+        rows.append(
+            (
+                "MMA instruction",
+                f"tcgen05.mma.cta_group::2.kind::f16 {t.m}x{t.n}x16 (issued by the leader CTA)",
+            )
+        )
+        rows.append(("cluster", "2 x 1: one CTA pair along M (rank 0 = leader, 1 = follower)"))
+    else:
+        rows.append(("tile (M, N, K)", f"({t.m}, {t.n}, {t.k})"))
+        rows.append(("MMA instruction", f"tcgen05.mma.cta_group::1.kind::f16 {t.m}x{t.n}x16"))
+    if kind == "multicast":
+        m, n = spec.cluster.m, spec.cluster.n
+        cluster = (
+            f"{m} x {n} with TMA multicast: the {n} CTAs of a cluster row share an A tile, "
+            f"the {m} of a column a B tile"
+        )
+        rows.append(("cluster", cluster))
+    rows += [("stages", str(spec.stages)), ("swizzle", str(spec.swizzle)), ("mainloop", mode)]
+    if is_tma_store(spec):
+        em, en = rules_sm100.EPI_TILE
+        epilogue = (
+            f"tma store: TMEM -> registers -> swizzled SMEM {em}x{en} sub-tiles "
+            f"({rules_sm100.EPI_BUFS} buffers) -> TMA store"
+        )
+        rows.append(("epilogue", epilogue))
+    else:
+        rows.append(("epilogue", f"{spec.epilogue.style} store"))
+    if is_persistent(spec):
+        unit = "CTA pairs" if kind == "pair" else "CTAs"
+        scheduler = (
+            f"persistent, static: at most {rules_sm100.max_workers(spec)} {unit}, worker w "
+            f"taking tiles w, w + workers, ... rastered along {spec.scheduler.raster.upper()}; "
+            f"{spec.accumulators} TMEM accumulator slot(s)"
+        )
+        rows.append(("scheduler", scheduler))
+    else:
+        rows.append(("scheduler", spec.scheduler.kind))
+    return rows
+
+
+def title(spec: Spec) -> str:
+    assert isinstance(spec.stages, int)
+    t, kind = spec.tile, cluster_kind(spec)
+    mode = "warp-specialized" if spec.warp_specialized else "single-warp K-loop"
+    parts = [f"Blackwell (sm_100a) {spec.dtype} GEMM"]
+    if kind == "pair":
+        parts.append(f"2-CTA {t} tile ({t.m // 2}x{t.n} per CTA)")
+    else:
+        parts.append(f"{t} tile")
+    parts.append(f"{spec.stages}-stage ring")
+    if kind == "multicast":
+        parts.append(f"{spec.cluster.m}x{spec.cluster.n} cluster with TMA multicast")
+    if is_persistent(spec):
+        slots = spec.accumulators
+        parts.append(f"persistent with {slots} TMEM accumulator slot{'s' if slots > 1 else ''}")
+    return ", ".join(parts + [mode]) + "."
+
+
+def shape_note(spec: Spec) -> str:
+    multiples = rules_sm100.shape_multiples(spec)
+    if is_tma_store(spec):
+        return (
+            "M any; N and K multiples of 8 (TMA needs 16-byte row strides). Partial tiles are "
+            "safe: TMA loads zero-fill rows and columns past M, N and K, and the TMA store clips "
+            "them."
+        )
+    whole = "the direct epilogue stores whole tiles without predication"
+    if multiples["M"] * multiples["N"] > spec.tile.m * spec.tile.n:
+        whole += f", and the grid covers whole {spec.cluster.m}x{spec.cluster.n} clusters of tiles"
+    return (
+        f"M must be a multiple of {multiples['M']} and N of {multiples['N']} ({whole}; run() "
+        "rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail is "
+        "zero-filled by TMA)."
+    )
+
+
+def cluster_values(spec: Spec) -> dict[str, object]:
+    """What the cluster partial prints: the cluster shape, multicast masks, arrive counts."""
+    kind = cluster_kind(spec)
+    if kind == "single":
+        return {}
+    shape = (spec.cluster.m, spec.cluster.n, 1)
+    if kind == "pair":
+        return {"cluster_shape": shape, "pair_mask": _binary(3, 2), "cta_rows": spec.tile.m // 2}
+    a_mask, b_mask = rules_sm100.multicast_masks(spec)
+    a_ctas, b_ctas = rules_sm100.multicast_ctas(spec)
+    return {
+        "cluster_shape": shape,
+        "cluster_m": spec.cluster.m,
+        "a_mcast_mask": _binary(a_mask, spec.cluster.size),
+        "b_mcast_mask": _binary(b_mask, spec.cluster.size),
+        "empty_arrives": rules_sm100.empty_arrives(spec),
+        "empty_arrives_note": (
+            f"commits that free a slot: this CTA's and its sharers' ({a_ctas} + {b_ctas} - 1)"
+        ),
+    }
+
+
+def scheduler_values(spec: Spec) -> dict[str, object]:
+    """What the persistent scheduler partial prints."""
+    if not is_persistent(spec):
+        return {}
+    pair = cluster_kind(spec) == "pair"
+    sm_count = spec.scheduler.sm_count or rules_sm100.SM_COUNT
+    fast = spec.scheduler.raster
+    slow = "n" if fast == "m" else "m"
+    shared = "B" if fast == "m" else "A"
+    warps = rules_sm100.EPILOGUE_WARPS
+    return {
+        "epi_warp0": EPI_WARP0,
+        "epilogue_warps": warps,
+        "epi_warps_range": f"{EPI_WARP0}-{EPI_WARP0 + warps - 1}",
+        "epi_threads": 32 * warps,
+        "epi_barrier_id": EPI_BARRIER_ID,
+        "acc_slots": spec.accumulators,
+        "acc_empty_arrives": rules_sm100.acc_empty_arrives(spec),
+        "acc_empty_note": (
+            f"one per epilogue warp of both CTAs ({warps} x 2), on the leader's barrier"
+            if pair
+            else f"one per epilogue warp ({warps})"
+        ),
+        "max_workers": rules_sm100.max_workers(spec),
+        "max_workers_note": (
+            f"{sm_count} SMs / 2 CTAs per pair: the grid never launches more pairs"
+            if pair
+            else f"{sm_count} SMs: the grid never launches more CTAs"
+        ),
+        "raster_fast": fast,
+        "raster_slow": slow,
+        "raster_note": f"raster along {fast.upper()}: the tiles running at once share {shared} tiles",
+        "tile_n": spec.tile.n,
+    }
+
+
+def epilogue_values(spec: Spec) -> dict[str, object]:
+    """What the epilogue partial prints."""
+    cols, loads = epilogue_chunks(spec)
+    out = spec.epilogue.out_dtype or spec.dtype
+    values: dict[str, object] = {
+        "epi_cols": cols,
+        "epi_chunks": loads,
+        "epi_last_chunk": loads - 1,
+        "ld_repetition": f"x{cols}",
+    }
+    if is_tma_store(spec):
+        em, en = rules_sm100.EPI_TILE
+        row_bytes = en * rules.DTYPE_BYTES[out]
+        values.update(
+            {
+                "epi_tile": rules_sm100.EPI_TILE,
+                "epi_tile_str": f"{em}x{en}",
+                "epi_tile_cols": en,
+                "epi_tile_note": (
+                    f"{em} rows x {en} columns = {row_bytes}-byte rows, "
+                    f"{rules.kib(em * row_bytes)} KiB of {out}"
+                ),
+                "epi_subtiles": loads,
+                "epi_bufs": rules_sm100.EPI_BUFS,
+                "epi_row_bytes": row_bytes,
+                "epi_smem_atom": SMEM_ATOM[rules.auto_swizzle(row_bytes)],
+                "epi_repetition": f"x{en}",
+            }
+        )
+    return values
+
+
+def notes(spec: Spec) -> dict[str, str]:
+    """The comments on the kernel's constants."""
+    kind, persistent = cluster_kind(spec), is_persistent(spec)
+    pair = kind == "pair"
+    if persistent:
+        threads = (
+            "6 warps: 0 = TMA producer, 1 = MMA issuer"
+            + (" (leader CTA)" if pair else "")
+            + ", 2-5 = epilogue"
+        )
+    elif spec.warp_specialized:
+        threads = (
+            "4 warps: 0 = TMA producer, 1 = MMA issuer"
+            + (" (leader CTA)" if pair else "")
+            + ", all = epilogue"
+        )
+    else:
+        threads = "4 warps: 0 = TMA loads and MMAs, all = epilogue"
+    if persistent:
+        tmem = (
+            f"{spec.accumulators} f32 accumulator slot(s) x {spec.tile.n} columns"
+            + (" (this CTA's 128 rows)" if pair else "")
+            + ", power of two"
+        )
+    elif pair:
+        tmem = "f32 accumulator: this CTA's 128 rows, one column per output column, power of two"
+    else:
+        tmem = "f32 accumulator: one TMEM column per output column, power of two"
+    if pair:
+        tx = (
+            f"A + B bytes of BOTH CTAs (2 x {rules.stage_bytes(spec)}): all land on the leader's "
+            "full barrier"
+        )
+    elif kind == "multicast":
+        tx = "A + B bytes landing in EACH CTA per stage: own slices + peers' multicast"
+    else:
+        tx = "A + B bytes one stage's TMA copies deliver to its full barrier"
+    return {
+        "mma_inst_note": (
+            "one tcgen05.mma.cta_group::2 kind::f16 instruction: the CTA pair's tile"
+            if pair
+            else "one tcgen05.mma.cta_group::1 kind::f16 instruction"
+        ),
+        "tiler_note": (
+            "one CTA pair's output tile and the K depth of a stage"
+            if pair
+            else "one CTA's output tile and the K depth of a stage"
+        ),
+        "threads_note": threads,
+        "tmem_note": tmem,
+        "tx_note": tx,
+    }
+
+
+def partials(spec: Spec) -> dict[str, str]:
+    """One partial per knob value."""
+    if not spec.warp_specialized:
+        mainloop = "kloop"
+    else:
+        mainloop = "ws_persistent" if is_persistent(spec) else "ws"
+    return {
+        "mainloop_partial": f"sm100/mainloop/{mainloop}.py.j2",
+        "cluster_partial": f"sm100/cluster/{cluster_kind(spec)}.py.j2",
+        "epilogue_partial": f"sm100/epilogue/{spec.epilogue.style}.py.j2",
+        "scheduler_partial": f"sm100/scheduler/{spec.scheduler.kind}.py.j2",
     }
 
 
 def plan_sm100(spec: Spec) -> Plan:
     assert isinstance(spec.stages, int)
     t = spec.tile
-    stages = spec.stages
-    stage = rules.stage_bytes(spec)
-    smem = rules.smem_bytes(spec, stages)
-    tmem = rules_sm100.tmem_columns(t.n)
-    epi_cols = min(EPI_MAX_COLS, t.n)
     out = spec.epilogue.out_dtype or spec.dtype
-    ws = spec.warp_specialized
-    producer = "TMA (warp 0)"
-    consumer = "MMA (warp 1)" if ws else "MMA (warp 0)"
-    pipeline = table(
-        [
-            (
-                "ring",
-                "producer -> consumer",
-                "stages",
-                "bytes/stage",
-                "full arrives",
-                "empty arrives",
-            ),
-            (
-                "A/B SMEM",
-                f"{producer} -> {consumer}",
-                str(stages),
-                str(stage),
-                f"1 + {stage} tx bytes",
-                "1 (tcgen05.commit)",
-            ),
-            (
-                "accumulator",
-                f"{consumer} -> epilogue (4 warps)",
-                "1",
-                "-",
-                "1 (tcgen05.commit)",
-                "-",
-            ),
-        ]
-    ) + [
-        "",
-        (
-            f"SMEM {smem} B of {rules.SMEM_LIMIT_BYTES} ({stages} x {rules.kib(stage)} KiB ring + "
-            f"{rules.kib(smem - stages * stage)} KiB barriers and alignment); "
-            f"TMEM {tmem} of {rules_sm100.TMEM_COLUMNS} columns"
-        ),
-    ]
-    mode = "warp-specialized" if ws else "single-warp K-loop"
     values: dict[str, object] = {
-        "title": f"Blackwell (sm_100a) {spec.dtype} GEMM, {t} tile, {stages}-stage ring, {mode}.",
+        "title": title(spec),
         "dtype_note": f"{spec.dtype} in, f32 accumulate, {out} out",
-        "parameters": [
-            ("arch", spec.arch),
-            ("dtype", spec.dtype),
-            ("tile (M, N, K)", f"({t.m}, {t.n}, {t.k})"),
-            ("MMA instruction", f"tcgen05.mma.cta_group::1.kind::f16 {t.m}x{t.n}x16"),
-            ("stages", str(stages)),
-            ("swizzle", str(spec.swizzle)),
-            ("mainloop", mode),
-            ("epilogue", f"{spec.epilogue.style} store"),
-            ("scheduler", spec.scheduler.kind),
-        ],
-        "pipeline_table": pipeline,
-        "shape_note": (
-            f"M must be a multiple of {t.m} and N of {t.n} (the direct epilogue stores whole tiles "
-            "without predication; run() rejects other shapes); K any multiple of 8 (TMA needs "
-            "16-byte strides; the K tail is zero-filled by TMA)."
-        ),
+        "parameters": parameters(spec),
+        "pipeline_table": pipeline_lines(spec),
+        "shape_note": shape_note(spec),
         "io_dtype": CUTLASS_DTYPE[spec.dtype],
         "out_dtype": CUTLASS_DTYPE[out],
         "torch_dtype": TORCH_DTYPE[spec.dtype],
@@ -105,31 +482,24 @@ def plan_sm100(spec: Spec) -> Plan:
         "out_dtype_name": out,
         "mma_inst": (t.m, t.n, 16),
         "tiler": (t.m, t.n, t.k),
-        "stages": stages,
-        "threads": 128,
-        "threads_note": (
-            "4 warps: 0 = TMA producer, 1 = MMA issuer, all = epilogue"
-            if ws
-            else "4 warps: 0 = TMA loads and MMAs, all = epilogue"
-        ),
-        "tmem_cols": tmem,
-        "tx_bytes": rules.tx_bytes(spec),
-        "epi_cols": epi_cols,
-        "epi_chunks": t.n // epi_cols,
-        "ld_repetition": f"x{epi_cols}",
+        "stages": spec.stages,
+        "threads": (2 + rules_sm100.EPILOGUE_WARPS if is_persistent(spec) else 4) * 32,
+        "tmem_cols": rules_sm100.spec_tmem_columns(spec),
+        "tx_bytes": rules_sm100.full_tx_bytes(spec),
+        "cta_group_enum": "TWO" if spec.cta_group == 2 else "ONE",
         "smem_atom": SMEM_ATOM[str(spec.swizzle)],
         "mmas_per_stage": rules.mmas_per_stage(spec),
         "scheduler": spec.scheduler.kind,
-        "shape_multiples": {"M": t.m, "N": t.n, "K": 8},
-        "smem_bytes": smem,
+        "shape_multiples": rules_sm100.shape_multiples(spec),
+        "smem_bytes": rules.smem_bytes(spec, spec.stages),
+        **notes(spec),
+        **epilogue_values(spec),
+        **cluster_values(spec),
+        **scheduler_values(spec),
     }
     return Plan(
         template="sm100/gemm.py.j2",
-        partials={
-            "mainloop_partial": f"sm100/mainloop/{'ws' if ws else 'kloop'}.py.j2",
-            "epilogue_partial": f"sm100/epilogue/{spec.epilogue.style}.py.j2",
-            "scheduler_partial": f"sm100/scheduler/{spec.scheduler.kind}.py.j2",
-        },
+        partials=partials(spec),
         values=values,
         expected_counts=expected_counts_sm100(spec),
     )

@@ -18,6 +18,9 @@ def multicast_masks(cm: int, cn: int) -> tuple[int, int]:
     return row0, col0
 
 
+DSMEM_VECTOR_BYTES = 16  # ld.shared::cluster.v4.b32: a thread's staged f32 run is 16-byte aligned
+
+
 def expected_counts_sm90(spec: Spec) -> dict[str, int]:
     """PTX instruction counts the sm_90a templates must produce (one copy of each loop body)."""
     wgs = rules_sm90.consumer_warpgroups(spec)
@@ -37,6 +40,24 @@ def expected_counts_sm90(spec: Spec) -> dict[str, int]:
     }
     if tma:
         counts["st.global"] = 0
+    if rules_sm90.is_split_k(spec):
+        peers = rules_sm90.splits(spec) - 1
+        counts |= {
+            # fence.mbarrier_init + the start-up cluster barrier (arrive.relaxed, wait) only: the
+            # per-tile handshake is two mbarriers, never a cluster-wide barrier
+            "barrier.cluster": 2,
+            # rank 0 maps each peer's staging slot and consumed barrier; a peer maps rank 0's staged
+            "mapa": 2 * peers + 1,
+            # rank 0 reads each peer's partial as 16-byte vectors: accumulator_regs f32 per thread
+            "ld.shared::cluster": peers
+            * rules_sm90.accumulator_regs(spec)
+            * rules_sm90.ACC_BYTES
+            // DSMEM_VECTOR_BYTES,
+            # rank 0 waits on staged; a peer waits on consumed before restaging and before exit
+            "mbarrier acquire.cluster": 3,
+            # a peer arrives on rank 0's staged; rank 0 arrives on every peer's consumed
+            "mbarrier release.cluster": 1 + peers,
+        }
     return counts
 
 
@@ -49,14 +70,33 @@ def plan_sm90(spec: Spec) -> Plan:
     clustered = spec.cluster.size > 1
     tma_epi = isinstance(spec.epilogue, TmaStoreEpilogue)
     persistent = isinstance(spec.scheduler, PersistentScheduler)
+    split = rules_sm90.is_split_k(spec)
+    splits = rules_sm90.splits(spec)
     out = spec.epilogue.out_dtype or spec.dtype
     stage = rules.stage_bytes(spec)
     smem = rules.smem_bytes(spec, stages)
-    epi_bytes = rules_sm90.epilogue_smem_bytes(spec)
+    epi_bytes = rules_sm90.tma_store_smem_bytes(spec)
+    staging_bytes = rules_sm90.splitk_staging_bytes(spec)
+    staged = rules_sm90.staged_arrives(spec)
+    consumed = rules_sm90.consumed_arrives(spec)
     empty = rules_sm90.empty_arrives(spec)
     readers = cm + cn - 1
     row0, col0 = multicast_masks(cm, cn)
     sm_count = (spec.scheduler.sm_count or rules_sm90.SM_COUNT) if persistent else 0
+    if split:
+        sm_count = rules_sm90.SM_COUNT
+    max_clusters = sm_count // spec.cluster.size if persistent else 0
+    if split:
+        max_clusters = rules_sm90.splitk_max_clusters(spec)
+    raster_note = ""
+    if persistent or split:
+        raster = spec.scheduler.raster if persistent else "m"
+        raster_note = f"along {raster.upper()}, striding by the number of clusters"
+    max_clusters_note = (
+        "the spec's max_clusters"
+        if getattr(spec.scheduler, "max_clusters", None)
+        else "SM_COUNT // SPLITS: one wave of clusters"
+    )
     mcast_note = ""
     if clustered:
         parts = [f"A multicast to {cn} CTAs"] * (cn > 1) + [f"B multicast to {cm} CTAs"] * (cm > 1)
@@ -84,26 +124,74 @@ def plan_sm90(spec: Spec) -> Plan:
                 "bulk wait_group",
             )
         )
+    if split:
+        peer_ctas = f"{splits - 1} peer CTA{'s' if splits > 2 else ''}"
+        peer_ranks = f"ranks 1..{splits - 1}" if splits > 2 else "rank 1"
+        rows += [
+            (
+                "staged",
+                f"{peer_ranks} consumers -> rank 0 consumers",
+                "1",
+                str(staging_bytes),
+                f"{staged} ({peer_ctas} x {4 * wgs} consumer warps)",
+                "-",
+            ),
+            (
+                "consumed",
+                "rank 0 consumers -> each peer's consumers",
+                "1",
+                "-",
+                f"{consumed} (rank 0's {4 * wgs} consumer warps)",
+                "-",
+            ),
+        ]
     pipeline = table(rows) + [
         "",
         (
             f"SMEM {smem} B of {rules.SMEM_LIMIT_BYTES} ({stages} x {rules.kib(stage)} KiB ring"
             + (f" + {rules.kib(epi_bytes)} KiB C sub-tiles" if tma_epi else "")
+            + (f" + {rules.kib(staging_bytes)} KiB split-K staging" if split else "")
             + " + barriers and alignment); accumulators in registers: "
             f"{rules_sm90.accumulator_regs(spec)} f32 per consumer thread"
         ),
     ]
+    if split:
+        pipeline += [
+            "",
+            "Split K: CTA rank r of a cluster accumulates k-tiles [r * k_tiles // SPLITS,",
+            "(r + 1) * k_tiles // SPLITS) of the cluster's output tile (an empty range contributes",
+            "zeros). Ranks 1.. write their f32 fragments to their own `staging` SMEM and arrive",
+            "(release, cluster scope) on rank 0's `staged` barrier; rank 0 waits on it (acquire,",
+            "cluster scope), reads each peer's staging through DSMEM (ld.shared::cluster) in rank",
+            "order 1, 2, .., adds into its registers, arrives on every peer's `consumed` barrier and",
+            "stores C. A peer waits on its `consumed` barrier before it overwrites its staging for",
+            "the next tile, and before it exits. Fixed summation order: deterministic.",
+        ]
     sched_note = "grid (one cluster per cluster tile)"
     if persistent:
         sched_note = f"persistent, raster along {spec.scheduler.raster.upper()}, {sm_count} SMs"
         if spec.scheduler.group > 1:
             sched_note += f", tile swizzle group {spec.scheduler.group}"
+    if split:
+        sched_note = (
+            f"persistent split-K over {splits} CTAs, raster along M, at most {max_clusters} "
+            "clusters"
+        )
+    cluster_note = f"{cm}x{cn}" + mcast_note
+    if split:
+        cluster_note = (
+            f"{splits}x1 for split-K ({splits} CTAs share one output tile and split its K range)"
+        )
+    epilogue_note = "TMA store through SMEM sub-tiles" if tma_epi else "direct store"
+    if split:
+        epilogue_note += " by cluster rank 0 after a DSMEM reduction"
     values: dict[str, object] = {
         "title": (
             f"Hopper (sm_90a) {spec.dtype} GEMM, {t} tile, {stages}-stage ring, {wgs} consumer "
             f"warpgroup{'s' if wgs > 1 else ''}"
             + (f", cluster {cm}x{cn} with TMA multicast" if clustered else "")
             + (", swap AB (C^T = B @ A^T)" if spec.swap_ab else "")
+            + (f", split-K over {splits}-CTA clusters" if split else "")
             + "."
         ),
         "dtype_note": f"{spec.dtype} in, f32 accumulate, {out} out",
@@ -114,9 +202,9 @@ def plan_sm90(spec: Spec) -> Plan:
             ("MMA", f"wgmma.mma_async m64n{t.n}k16, {t.m // (64 * wgs)} per warpgroup per k-block"),
             ("stages", str(stages)),
             ("swizzle", str(spec.swizzle)),
-            ("cluster", f"{cm}x{cn}" + mcast_note),
+            ("cluster", cluster_note),
             ("swap AB", "yes: the kernel computes C^T = B @ A^T" if spec.swap_ab else "no"),
-            ("epilogue", "TMA store through SMEM sub-tiles" if tma_epi else "direct store"),
+            ("epilogue", epilogue_note),
             ("scheduler", sched_note),
         ],
         "pipeline_table": pipeline,
@@ -151,6 +239,7 @@ def plan_sm90(spec: Spec) -> Plan:
             f"every consumer warp ({4 * wgs}) of every CTA this producer fills ({readers})"
         ),
         "clustered": clustered,
+        "cluster_launch": clustered or split,  # launched with a hardware cluster (nvvm, barriers)
         "cluster": (cm, cn),
         "cluster_m": cm,
         "cluster_n": cn,
@@ -171,13 +260,19 @@ def plan_sm90(spec: Spec) -> Plan:
         "epi_subtiles": (t.m // rules_sm90.epi_m(spec), t.n // rules_sm90.EPI_N),
         "c_ring_elems": rules_sm90.epi_m(spec) * rules_sm90.EPI_N * rules_sm90.EPI_STAGES,
         "sm_count": sm_count,
-        "max_clusters": sm_count // spec.cluster.size if persistent else 0,
+        "max_clusters": max_clusters,
+        "max_clusters_note": max_clusters_note,
         "raster": spec.scheduler.raster if persistent else "m",
-        "raster_note": (
-            f"along {spec.scheduler.raster.upper()}, striding by the number of clusters"
-            if persistent
-            else ""
+        "raster_note": raster_note,
+        "splits": splits,
+        "staged_arrives": staged,
+        "staged_note": (
+            f"rank 0's staged barrier: every consumer warp ({4 * wgs}) of every peer "
+            f"({splits - 1})"
         ),
+        "consumed_arrives": consumed,
+        "consumed_note": f"a peer's consumed barrier: every consumer warp ({4 * wgs}) of rank 0",
+        "staging_elems": rules_sm90.splitk_staging_elems(spec),
         "shape_multiples": {"M": 1, "N": 8, "K": 8},
         "swap_ab": spec.swap_ab,
         "store_vec": 1 if spec.swap_ab else 2,

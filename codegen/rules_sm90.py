@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from codegen.rules import DTYPE_BYTES, MBARRIER_BYTES, Violation, is_power_of_two
-from codegen.spec import Spec, TmaStoreEpilogue
+from codegen.spec import DirectEpilogue, Spec, SplitKScheduler, TmaStoreEpilogue
 
 SM_COUNT = 132  # H100 / H200 SXM
 WGMMA_M = 64  # rows of one wgmma atom; each consumer warpgroup owns a multiple of this
@@ -13,6 +13,8 @@ PRODUCER_REGS = 40  # setmaxnreg for the TMA producer warpgroup
 REGISTER_FILE = 65536  # 32-bit registers per SM
 MAX_REGS_PER_THREAD = 255
 ACC_REGS_LIMIT = 192  # f32 accumulator registers per consumer thread that leave room for the rest
+CLUSTER_MAX = 8  # CTAs in a portable cluster: the most CTAs split-K can split a tile's K among
+ACC_BYTES = 4  # one f32 accumulator value (split-K stages them in SMEM)
 
 
 def wgmma_shape_ok(m: int, n: int, warpgroups: int) -> bool:
@@ -55,7 +57,8 @@ def operand_rows_per_cta(spec: Spec) -> tuple[int, int]:
 
 
 def barrier_bytes(spec: Spec, stages: int) -> int:
-    return 2 * stages * MBARRIER_BYTES
+    """full and empty per stage, plus split-K's staged and consumed handshake barriers."""
+    return (2 * stages + (2 if is_split_k(spec) else 0)) * MBARRIER_BYTES
 
 
 def epi_m(spec: Spec) -> int:
@@ -63,11 +66,95 @@ def epi_m(spec: Spec) -> int:
     return WGMMA_M * consumer_warpgroups(spec)
 
 
-def epilogue_smem_bytes(spec: Spec) -> int:
+def tma_store_smem_bytes(spec: Spec) -> int:
+    """The TMA-store epilogue's SMEM sub-tile buffers (none for direct stores)."""
     if not isinstance(spec.epilogue, TmaStoreEpilogue):
         return 0
     out = spec.epilogue.out_dtype or spec.dtype
     return EPI_STAGES * epi_m(spec) * EPI_N * DTYPE_BYTES[out]
+
+
+def epilogue_smem_bytes(spec: Spec) -> int:
+    """SMEM after the operand rings: what the epilogue reads its tile from (the TMA-store
+    sub-tiles, or the split-K staging buffer rank 0 reduces before it stores)."""
+    return tma_store_smem_bytes(spec) + splitk_staging_bytes(spec)
+
+
+# ---- split K ------------------------------------------------------------------------------------
+
+
+def is_split_k(spec: Spec) -> bool:
+    return isinstance(spec.scheduler, SplitKScheduler)
+
+
+def splits(spec: Spec) -> int:
+    """CTAs that share one output tile and split its K range (1 without split-K)."""
+    return spec.scheduler.splits if isinstance(spec.scheduler, SplitKScheduler) else 1
+
+
+def splitk_staging_elems(spec: Spec) -> int:
+    """f32 values a peer stages for rank 0: its whole TM x TN partial tile (MMA_THREADS threads x
+    accumulator_regs values each)."""
+    return spec.tile.m * spec.tile.n if is_split_k(spec) else 0
+
+
+def splitk_staging_bytes(spec: Spec) -> int:
+    return splitk_staging_elems(spec) * ACC_BYTES
+
+
+def staged_arrives(spec: Spec) -> int:
+    """Arrivals that complete rank 0's `staged` barrier once per tile: one elected lane of every
+    consumer warp of every peer (splits - 1 CTAs), after its warp stored its partial."""
+    return (splits(spec) - 1) * 4 * consumer_warpgroups(spec)
+
+
+def consumed_arrives(spec: Spec) -> int:
+    """Arrivals that complete a peer's `consumed` barrier once per tile: one elected lane of every
+    consumer warp of rank 0, after its warp read that peer's staging through DSMEM."""
+    return 4 * consumer_warpgroups(spec)
+
+
+def splitk_max_clusters(spec: Spec) -> int:
+    """Clusters the split-K grid launches at most: the spec's cap, or one wave (SMs // splits)."""
+    if not isinstance(spec.scheduler, SplitKScheduler):
+        return 0
+    return spec.scheduler.max_clusters or SM_COUNT // spec.scheduler.splits
+
+
+def splitk_violations(spec: Spec) -> list[Violation]:
+    """Split K runs on a (splits, 1, 1) cluster: splits a power of two that fits a portable
+    cluster, no spec cluster beside it, and (as implemented) the direct epilogue."""
+    if not isinstance(spec.scheduler, SplitKScheduler):
+        return []
+    out: list[Violation] = []
+    n = spec.scheduler.splits
+    if not is_power_of_two(n) or not 2 <= n <= CLUSTER_MAX:
+        out.append(
+            Violation(
+                "scheduler",
+                f"split_k splits={n}: the K range is split over the CTAs of one cluster, so "
+                f"splits must be a power of two in [2, {CLUSTER_MAX}]; legal: 2, 4, 8",
+            )
+        )
+    if spec.cluster.size > 1:
+        out.append(
+            Violation(
+                "cluster",
+                f"cluster {spec.cluster.m}x{spec.cluster.n} with scheduler split_k: split-K uses "
+                f"the cluster itself ({n} CTAs along x, one per K share) and has no TMA "
+                "multicast; legal: [1, 1]",
+            )
+        )
+    if not isinstance(spec.epilogue, DirectEpilogue):
+        out.append(
+            Violation(
+                "epilogue",
+                f"epilogue {spec.epilogue.style!r} with scheduler split_k is not implemented for "
+                "sm_90a yet (rank 0 stores the reduced tile with the direct epilogue); legal: "
+                "direct",
+            )
+        )
+    return out
 
 
 def check(spec: Spec) -> list[Violation]:
@@ -147,4 +234,5 @@ def check(spec: Spec) -> list[Violation]:
     for dim, size in (("M", spec.cluster.m), ("N", spec.cluster.n)):
         if size > 1 and not is_power_of_two(size):
             out.append(Violation("cluster", f"cluster {dim}={size} must be a power of two"))
+    out += splitk_violations(spec)
     return out

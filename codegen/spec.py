@@ -101,7 +101,19 @@ class PersistentScheduler(_Frozen):
     group: int = Field(default=1, gt=0)  # tile swizzle: walk `group` tiles across the raster
 
 
-Scheduler = Annotated[GridScheduler | PersistentScheduler, Field(discriminator="kind")]
+class SplitKScheduler(_Frozen):
+    """Split K over the CTAs of a (splits, 1, 1) cluster: each CTA accumulates its share of the
+    k-tiles of the cluster's output tile, rank 0 adds the peers' partials (read through DSMEM, in
+    rank order) and stores the tile. Clusters walk the output tiles persistently along M."""
+
+    kind: Literal["split_k"] = "split_k"
+    splits: int = Field(default=2, ge=2)  # CTAs per cluster, each taking 1/splits of K
+    max_clusters: int | None = Field(default=None, gt=0)  # None: the arch's SM count // splits
+
+
+Scheduler = Annotated[
+    GridScheduler | PersistentScheduler | SplitKScheduler, Field(discriminator="kind")
+]
 
 
 def _tagged(value: object, tag: str) -> object:
@@ -183,6 +195,10 @@ class Spec(_Frozen):
                 sched += f"_g{self.scheduler.group}"
             if self.scheduler.sm_count is not None:
                 sched += f"_sm{self.scheduler.sm_count}"
+        if isinstance(self.scheduler, SplitKScheduler):
+            sched = f"splitk{self.scheduler.splits}"
+            if self.scheduler.max_clusters is not None:
+                sched += f"_mc{self.scheduler.max_clusters}"
         parts.append(sched)
         return "_".join(parts)
 

@@ -1,0 +1,45 @@
+"""Shared paths, the CLI runner and the ``build`` marker for the CPU test suite."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+SPECS = ROOT / "specs"
+GENERATED = ROOT / "generated"
+TEMPLATES = ROOT / "templates"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "build: cross-compiles generated kernels on the CPU (slow; deselect with -m 'not build')",
+    )
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    """The environment for a CLI subprocess: no forced colour, so the text is plain."""
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    env.update(extra)
+    return env
+
+
+def run_cli(
+    *args: str | Path, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m codegen ARGS`` in ``cwd`` with stdout and stderr piped."""
+    return subprocess.run(
+        [sys.executable, "-m", "codegen", *map(str, args)],
+        cwd=cwd,
+        env=env or cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )

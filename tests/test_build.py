@@ -1,0 +1,127 @@
+"""Cross-compile every file in ``generated/`` for its architecture on the CPU (no GPU needed).
+
+Every file must compile, its PTX must hold the instruction counts its spec implies, and ptxas must
+report no spills. The seed chapter's ``compile_check`` table (its section 4) is asserted as
+literal numbers for its four legal configurations. A second build of the same files is served
+from the cache. About 20 s on two cores; deselect with ``-m "not build"``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import GENERATED
+
+from codegen import build as b
+from codegen.build import BuildResult
+from codegen.plan import plan
+
+pytestmark = pytest.mark.build
+
+FILES = sorted(
+    p for p in GENERATED.glob("*.py") if p.read_text(encoding="utf-8").startswith("# @generated")
+)
+
+# Seed section 4, compile_check output: tcgen05.mma, tma.load (cp.async.bulk.tensor),
+# try_wait (mbarrier.try_wait), tcgen05.ld; the accumulator is 256 f32 TMEM columns throughout.
+SEED_TABLE = {
+    "seed_s1_k16_inter": (1, 4, 3, 4),
+    "seed_s4_k16_inter": (1, 4, 3, 4),
+    "seed_s4_k64_inter": (4, 16, 3, 4),
+    "seed_s4_k64_sw128": (4, 2, 3, 4),
+}
+SEED_KEYS = ("tcgen05.mma", "cp.async.bulk.tensor", "mbarrier.try_wait", "tcgen05.ld")
+
+
+@pytest.fixture(scope="module")
+def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("build")
+
+
+@pytest.fixture(scope="module")
+def results(build_dir: Path) -> dict[str, BuildResult]:
+    assert FILES, "generated/ holds no kernels"
+    got = b.build(FILES, build_dir, jobs=2)
+    return {r.name: r for r in got}
+
+
+def test_every_generated_file_was_built(results: dict[str, BuildResult]) -> None:
+    assert sorted(results) == [p.stem for p in FILES]
+    assert not [r.name for r in results.values() if r.cached], "a fresh build dir has no cache"
+
+
+def test_every_generated_file_passes(results: dict[str, BuildResult]) -> None:
+    failed = {r.name: r.error or "; ".join(r.mismatches) for r in results.values() if not r.passed}
+    assert not failed, failed
+
+
+def test_no_register_spills(results: dict[str, BuildResult]) -> None:
+    unknown = [r.name for r in results.values() if r.spill_bytes is None or r.registers is None]
+    assert not unknown, f"ptxas gave no register report for {unknown}"
+    spills = {r.name: r.spill_bytes for r in results.values() if r.spill_bytes}
+    assert not spills, spills
+    assert all(0 < r.registers <= 255 for r in results.values())
+
+
+@pytest.mark.parametrize("name", [p.stem for p in FILES])
+def test_counts_match_the_plan(name: str, results: dict[str, BuildResult]) -> None:
+    """Every expected count, and the TMEM allocation, read straight from the PTX."""
+    r = results[name]
+    assert r.ok, r.error
+    p = plan(b.read_spec(GENERATED / f"{name}.py"))
+    assert {k: r.counts[k] for k in p.expected_counts} == p.expected_counts
+    if "tmem_cols" in p.values:  # sm_100a: one tcgen05.alloc of the planned columns
+        assert r.alloc_cols == [p.values["tmem_cols"]]
+    assert r.smem_bytes == p.values["smem_bytes"] <= 227 * 1024
+
+
+@pytest.mark.parametrize("name", sorted(SEED_TABLE))
+def test_seed_compile_check_table(name: str, results: dict[str, BuildResult]) -> None:
+    r = results[name]
+    assert r.passed, r.error or r.mismatches
+    assert tuple(r.counts[k] for k in SEED_KEYS) == SEED_TABLE[name]
+    assert r.counts["tcgen05.alloc"] == 1
+    assert r.alloc_cols == [256]
+    assert r.counts["tcgen05.commit"] == 2  # stage-empty and accumulator-full
+    assert r.counts["mma cta_group::1"] == r.counts["tcgen05.mma"]
+    assert r.counts["mma cta_group::2"] == 0 and r.counts["wgmma.mma_async"] == 0
+
+
+def test_build_records_ptx_and_results(build_dir: Path, results: dict[str, BuildResult]) -> None:
+    for name in SEED_TABLE:
+        record = json.loads((build_dir / name / "result.json").read_text())
+        assert record["result"]["counts"] == results[name].counts
+        assert list((build_dir / name / "sm_100a").rglob("*.ptx")), name
+
+
+def test_second_build_is_cached(build_dir: Path, results: dict[str, BuildResult]) -> None:
+    again = b.build(FILES, build_dir, jobs=2)
+    assert [r.name for r in again] == sorted(results)
+    assert all(r.cached for r in again)
+    for r in again:
+        first = results[r.name]
+        assert (r.passed, r.counts, r.alloc_cols, r.registers) == (
+            first.passed,
+            first.counts,
+            first.alloc_cols,
+            first.registers,
+        )
+
+
+def test_changed_file_is_rebuilt(
+    tmp_path: Path, build_dir: Path, results: dict[str, BuildResult]
+) -> None:
+    """The cache key is the file's content: an edit (here a comment) misses the cache."""
+    src = GENERATED / "seed_s1_k16_inter.py"
+    cache = tmp_path / "build"
+    shutil.copytree(build_dir / src.stem, cache / src.stem)
+    (same,) = b.build([src], cache, jobs=1)
+    assert same.cached
+    copy = tmp_path / src.name
+    copy.write_text(src.read_text(encoding="utf-8") + "# edited\n", encoding="utf-8")
+    (r,) = b.build([copy], cache, jobs=1)
+    assert not r.cached
+    assert r.passed and r.counts == results[src.stem].counts
