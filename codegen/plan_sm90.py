@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from codegen import rules, rules_sm90
 from codegen.plan import CUTLASS_DTYPE, TORCH_DTYPE, Plan, table
 from codegen.spec import PersistentScheduler, Spec, TmaStoreEpilogue
@@ -19,6 +21,19 @@ def multicast_masks(cm: int, cn: int) -> tuple[int, int]:
 
 
 DSMEM_VECTOR_BYTES = 16  # ld.shared::cluster.v4.b32: a thread's staged f32 run is 16-byte aligned
+
+
+def fusion_note(spec: Spec) -> str:
+    """The fused epilogue as a formula, or nothing when it is a plain store."""
+    epi = spec.epilogue
+    if not epi.fused:
+        return ""
+    expr = "A @ B^T" if epi.alpha == 1.0 else f"{epi.alpha:g} * A @ B^T"
+    if epi.beta != 0.0:
+        expr += f" + {epi.beta:g} * C"
+    if epi.activation != "none":
+        expr = f"{epi.activation}({expr})"
+    return f"; D = {expr}"
 
 
 def expected_counts_sm90(spec: Spec) -> dict[str, int]:
@@ -267,14 +282,18 @@ def plan_sm90(spec: Spec) -> Plan:
         "splits": splits,
         "staged_arrives": staged,
         "staged_note": (
-            f"rank 0's staged barrier: every consumer warp ({4 * wgs}) of every peer "
-            f"({splits - 1})"
+            f"rank 0's staged barrier: every consumer warp ({4 * wgs}) of every peer ({splits - 1})"
         ),
         "consumed_arrives": consumed,
         "consumed_note": f"a peer's consumed barrier: every consumer warp ({4 * wgs}) of rank 0",
         "staging_elems": rules_sm90.splitk_staging_elems(spec),
         "shape_multiples": {"M": 1, "N": 8, "K": 8},
         "swap_ab": spec.swap_ab,
+        "alpha": spec.epilogue.alpha,
+        "beta": spec.epilogue.beta,
+        "activation": spec.epilogue.activation,
+        "gelu_c": math.sqrt(2.0 / math.pi),
+        "gelu_cubic": 0.044715,
         "store_vec": 1 if spec.swap_ab else 2,
         "store_bits": (1 if spec.swap_ab else 2) * 8 * rules.DTYPE_BYTES[out],
         "store_vec_note": (

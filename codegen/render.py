@@ -33,9 +33,15 @@ class RenderError(Exception):
     """A template produced invalid Python; the message names the template line."""
 
 
+def indent_lines(text: str, width: int) -> str:
+    """Indent every non-blank line by `width` spaces; an empty macro stays empty (no stray line)."""
+    pad = " " * width
+    return "".join(pad + ln if ln.strip() else ln for ln in str(text).splitlines(keepends=True))
+
+
 def environment() -> jinja2.Environment:
     """The one Jinja environment: strict about undefined names, whitespace-tidy blocks."""
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -43,6 +49,8 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         autoescape=False,
     )
+    env.filters["indent_lines"] = indent_lines
+    return env
 
 
 @dataclass(frozen=True)

@@ -306,7 +306,7 @@ def multicast_violations(spec: Spec) -> list[Violation]:
 
 
 def epilogue_violations(spec: Spec) -> list[Violation]:
-    """The TMA-store epilogue stores 128x64 sub-tiles; C is stored in the input dtype."""
+    """The TMA-store epilogue stores 128x64 sub-tiles; C is stored, unfused, in the input dtype."""
     out: list[Violation] = []
     if isinstance(spec.epilogue, TmaStoreEpilogue) and spec.tile.n % EPI_TILE[1]:
         out.append(
@@ -323,6 +323,15 @@ def epilogue_violations(spec: Spec) -> list[Violation]:
                 "epilogue",
                 f"out_dtype={spec.epilogue.out_dtype} is not implemented for sm_100a yet; "
                 f"legal: {spec.dtype} (the input dtype)",
+            )
+        )
+    # alpha / beta / activation: the sm_100a epilogues store A @ B^T as it is
+    if getattr(spec.epilogue, "fused", False):
+        out.append(
+            Violation(
+                "epilogue",
+                "a fused epilogue (alpha, beta, activation) is not implemented for sm_100a yet; "
+                'legal: alpha = 1, beta = 0, activation = "none"',
             )
         )
     return out

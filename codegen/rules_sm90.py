@@ -20,7 +20,9 @@ ACC_BYTES = 4  # one f32 accumulator value (split-K stages them in SMEM)
 def wgmma_shape_ok(m: int, n: int, warpgroups: int) -> bool:
     """Each consumer warpgroup owns M / warpgroups rows in 64-row wgmma atoms; N % 8 in [8, 256]."""
     rows = m // warpgroups
-    return m % warpgroups == 0 and rows % WGMMA_M == 0 and rows <= 256 and n % 8 == 0 and 8 <= n <= 256
+    return (
+        m % warpgroups == 0 and rows % WGMMA_M == 0 and rows <= 256 and n % 8 == 0 and 8 <= n <= 256
+    )
 
 
 def consumer_warpgroups(spec: Spec) -> int:
@@ -157,6 +159,31 @@ def splitk_violations(spec: Spec) -> list[Violation]:
     return out
 
 
+def fusion_violations(spec: Spec) -> list[Violation]:
+    """What the sm_90a epilogues fuse: alpha and activation in both styles; beta (which reads C)
+    and f32 output only in the direct epilogue (the TMA store path stages 16-bit sub-tiles)."""
+    out: list[Violation] = []
+    epi = spec.epilogue
+    if isinstance(epi, TmaStoreEpilogue):
+        if epi.beta != 0.0:
+            out.append(
+                Violation(
+                    "epilogue",
+                    f"beta={epi.beta:g} reads C, which the sm_90a TMA-store epilogue does not do "
+                    'yet; use epilogue style "direct" or beta = 0',
+                )
+            )
+        if epi.out_dtype == "f32":
+            out.append(
+                Violation(
+                    "epilogue",
+                    "out_dtype=f32 needs the direct epilogue on sm_90a (the TMA-store epilogue "
+                    "stages 16-bit sub-tiles); legal with tma: f16, bf16",
+                )
+            )
+    return out
+
+
 def check(spec: Spec) -> list[Violation]:
     out: list[Violation] = []
     t = spec.tile
@@ -192,17 +219,10 @@ def check(spec: Spec) -> list[Violation]:
             Violation(
                 "swap_ab",
                 "swap_ab stores C^T column by column; the sm_90a TMA-store epilogue writes rows "
-                "only: use epilogue = \"direct\" with swap_ab",
+                'only: use epilogue = "direct" with swap_ab',
             )
         )
-    if spec.epilogue.out_dtype not in (None, spec.dtype):
-        out.append(
-            Violation(
-                "epilogue",
-                f"out_dtype={spec.epilogue.out_dtype} is not implemented for sm_90a yet; "
-                f"legal: {spec.dtype} (the input dtype)",
-            )
-        )
+    out.extend(fusion_violations(spec))
     if spec.tile.k * DTYPE_BYTES[spec.dtype] != 128 or spec.swizzle != "128B":
         out.append(
             Violation(

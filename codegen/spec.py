@@ -68,7 +68,16 @@ class Cluster(_Frozen):
 
 
 class _EpilogueBase(_Frozen):
+    """Fusions every epilogue style shares: D = activation(alpha * A @ B^T + beta * C)."""
+
     out_dtype: OutDType | None = None  # None = the input dtype
+    alpha: float = 1.0
+    beta: float = 0.0  # non-zero: C is read (in place) before it is overwritten
+    activation: Activation = "none"
+
+    @property
+    def fused(self) -> bool:
+        return self.alpha != 1.0 or self.beta != 0.0 or self.activation != "none"
 
 
 class DirectEpilogue(_EpilogueBase):
@@ -187,6 +196,14 @@ class Spec(_Frozen):
         epi = self.epilogue.style
         if self.epilogue.out_dtype is not None:
             epi += f"_{self.epilogue.out_dtype}"
+        for tag, value, neutral in (
+            ("a", self.epilogue.alpha, 1.0),
+            ("b", self.epilogue.beta, 0.0),
+        ):
+            if value != neutral:
+                epi += f"_{tag}{value:g}".replace(".", "p").replace("-", "m")
+        if self.epilogue.activation != "none":
+            epi += f"_{self.epilogue.activation}"
         parts.append(epi)
         sched = self.scheduler.kind
         if isinstance(self.scheduler, PersistentScheduler):
