@@ -35,7 +35,7 @@ PathsArg = Annotated[
 
 def fail(lines: list[str]) -> None:
     for line in lines:
-        err.print(line, markup=False)
+        err.print(line, markup=False, soft_wrap=True)  # one problem, one line, however long
     raise typer.Exit(1)
 
 
@@ -71,7 +71,10 @@ def render_cmd(
         except render.RenderError as e:
             progress.stop()
             fail([str(e)])
-    outcome = render.sync(rendered, out, check=check)
+    sources = {s.path for s in specs} | {
+        loader.display_path(f) for f in loader.spec_files(paths or [Path("specs")])
+    }
+    outcome = render.sync(rendered, out, check=check, sources=sources)
     if check:
         problems = [f"{out / f}: stale (differs from what the specs render)" for f in outcome.stale]
         problems += [f"{out / f}: orphan (no spec renders it)" for f in outcome.orphans]
@@ -120,6 +123,7 @@ def _progress(verb: str) -> Progress:
         TextColumn("{task.description}"),
         console=err,
         transient=True,
+        disable=not err.is_terminal,
     )
 
 

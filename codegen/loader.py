@@ -82,7 +82,9 @@ def _pydantic_problems(path: str, label: str, err: ValidationError) -> list[Spec
         loc = [str(x) for x in e["loc"] if not str(x).startswith(("function-", "tagged-union"))]
         field = ".".join(loc) if loc else None
         msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "extra_forbidden":
+        if e["type"] == "extra_forbidden" and len(loc) > 1:
+            msg = f"unknown key {loc[-1]!r} in {loc[0]}"
+        elif e["type"] == "extra_forbidden":
             msg = f"unknown knob {field!r}; legal knobs: {', '.join(Spec.model_fields)}"
         elif e["type"] == "literal_error" and "input" in e:
             msg = f"{e['input']!r} is not allowed; {msg[0].lower()}{msg[1:]}"
@@ -97,10 +99,27 @@ def _entries(path: str, doc: dict) -> tuple[list[tuple[str | None, dict]], list[
         for key in doc
         if key not in TOP_LEVEL_KEYS
     ]
+    shapes = {
+        "defaults": "a table: [defaults]",
+        "variant": "tables: [[variant]]",
+        "sweep": "tables: [[sweep]]",
+    }
+    for key, want in shapes.items():
+        value = doc.get(key)
+        ok = (
+            isinstance(value, dict)
+            if key == "defaults"
+            else (isinstance(value, list) and all(isinstance(v, dict) for v in value))
+        )
+        if value is not None and not ok:
+            problems.append(SpecProblem(path, None, key, f"{key} must be {want}, got {value!r}"))
+            doc = {k: v for k, v in doc.items() if k != key}
     defaults = doc.get("defaults", {})
     entries: list[tuple[str | None, dict]] = []
     for variant in doc.get("variant", []):
         entries.append((variant.get("name"), {**defaults, **variant}))
+    if not entries and not doc.get("sweep") and not problems:
+        problems.append(SpecProblem(path, None, None, "no [[variant]] or [[sweep]] entries"))
     for i, sweep in enumerate(doc.get("sweep", [])):
         bad = [k for k, v in sweep.items() if not isinstance(v, list) or not v]
         if bad:

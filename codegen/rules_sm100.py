@@ -305,9 +305,27 @@ def multicast_violations(spec: Spec) -> list[Violation]:
     return out
 
 
+def direct_epilogue_covers(n: int) -> bool:
+    """Whether N columns split into whole chunks of min(64, N), each a tcgen05.ld repetition."""
+    cols = min(64, n)
+    return n % cols == 0 and cols & (cols - 1) == 0
+
+
 def epilogue_violations(spec: Spec) -> list[Violation]:
     """The TMA-store epilogue stores 128x64 sub-tiles; C is stored, unfused, in the input dtype."""
     out: list[Violation] = []
+    n = spec.tile.n
+    direct = not isinstance(spec.epilogue, TmaStoreEpilogue)
+    # (an illegal MMA shape is reported once, by the tile rule)
+    if direct and tcgen05_f16_shape_ok(spec.tile.m, n) and not direct_epilogue_covers(n):
+        out.append(
+            Violation(
+                "tile",
+                f"the direct epilogue reads TMEM in chunks of min(64, N) columns with one "
+                f"power-of-two tcgen05.ld; tile N={n} does not split into such chunks; legal: N a "
+                "power of two up to 64, or a multiple of 64",
+            )
+        )
     if isinstance(spec.epilogue, TmaStoreEpilogue) and spec.tile.n % EPI_TILE[1]:
         out.append(
             Violation(
@@ -326,7 +344,7 @@ def epilogue_violations(spec: Spec) -> list[Violation]:
             )
         )
     # alpha / beta / activation: the sm_100a epilogues store A @ B^T as it is
-    if getattr(spec.epilogue, "fused", False):
+    if spec.epilogue.fused:
         out.append(
             Violation(
                 "epilogue",

@@ -201,7 +201,7 @@ class Spec(_Frozen):
             ("b", self.epilogue.beta, 0.0),
         ):
             if value != neutral:
-                epi += f"_{tag}{value:g}".replace(".", "p").replace("-", "m")
+                epi += f"_{tag}{value:g}".replace(".", "p").replace("-", "m").replace("+", "")
         if self.epilogue.activation != "none":
             epi += f"_{self.epilogue.activation}"
         parts.append(epi)

@@ -21,6 +21,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "build: cross-compiles generated kernels on the CPU (slow; deselect with -m 'not build')",
     )
+    config.addinivalue_line(
+        "markers", "export: AOT-exports generated kernels on the CPU (deselect with -m 'not export')"
+    )
 
 
 def cli_env(**extra: str) -> dict[str, str]:

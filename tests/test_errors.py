@@ -40,12 +40,6 @@ CASES: dict[str, list[str]] = {
     "multiple_problems": ["bad_specs/multiple_problems.toml"],
 }
 
-WRAP_BUG = (
-    "bug: cli.fail prints through a rich Console, which wraps lines wider than the console "
-    "(240 columns when piped, the terminal width on a tty), splitting one problem over two lines"
-)
-XFAIL = {"duplicate_canonical": WRAP_BUG}
-
 PROBLEM = re.compile(r"^(?P<path>\S+\.toml)(?: \[(?P<variant>[^\]]+)\])?: (?P<message>.+)$")
 
 
@@ -94,10 +88,7 @@ def case_lines(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Callable[[
 
 @pytest.mark.parametrize(
     "case",
-    [
-        pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=XFAIL[c])) if c in XFAIL else c
-        for c in CASES
-    ],
+    list(CASES),
 )
 def test_error_text(case: str, case_lines: dict[str, Callable[[], list[str]]]) -> None:
     args = CASES[case]
@@ -212,7 +203,6 @@ def test_missing_spec_file_is_an_error_line(tmp_path: Path) -> None:
     assert lines == ["bad_specs/no_such_file.toml: no such file", "1 problem(s); nothing written."]
 
 
-@pytest.mark.xfail(strict=True, reason=WRAP_BUG)
 def test_long_problem_lines_are_not_wrapped(tmp_path: Path) -> None:
     """One problem is one line however long it is (here about 330 characters)."""
     name = "v_" + "x" * 200
@@ -225,12 +215,6 @@ def test_long_problem_lines_are_not_wrapped(tmp_path: Path) -> None:
     assert lines[0].startswith(f"long.toml [{name}]: stages=6 needs 289 KiB")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: loader._entries assumes [defaults] is a table and [[variant]]/[[sweep]] are "
-    "arrays of tables; other TOML shapes raise TypeError/AttributeError (a traceback) or are "
-    "silently ignored",
-)
 @pytest.mark.parametrize(
     "text",
     [

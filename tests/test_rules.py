@@ -544,13 +544,13 @@ def test_direct_epilogue_covers_every_output_column(n: int) -> None:
     assert rules.is_power_of_two(cols) and rep == f"x{cols}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: plan_sm100 takes n // 64 chunks of min(64, n) columns, so a legal N that is not "
-    "a multiple of 64 above 64 drops columns (N=80 stores 64), and N=48 asks for Repetition.x48",
-)
 @pytest.mark.parametrize("n", [48, 80, 96, 240])
-def test_direct_epilogue_covers_every_output_column_for_odd_n(n: int) -> None:
-    assert rules_sm100.tcgen05_f16_shape_ok(128, n)  # the rules accept this tile
-    cols, chunks, _ = _direct_epilogue_covers(n)
-    assert cols * chunks == n and rules.is_power_of_two(cols)
+def test_direct_epilogue_rejects_n_it_cannot_cover(n: int) -> None:
+    """Legal MMA shapes whose N the direct epilogue's TMEM chunks cannot cover are rejected."""
+    assert rules_sm100.tcgen05_f16_shape_ok(128, n)  # the MMA itself takes this tile
+    assert not rules_sm100.direct_epilogue_covers(n)
+    spec = rules.resolve(
+        Spec(arch="sm_100a", dtype="f16", tile=(128, n, 64), stages=2, swizzle="128B")
+    )
+    messages = [v.message for v in rules.check(spec) if v.field == "tile"]
+    assert any(f"tile N={n} does not split" in m for m in messages), messages

@@ -28,6 +28,8 @@ SHIPPED = {
     "sm90_bf16_64x16x64_s22_sw128_ws_wg1_swap_direct_splitk2": (22, 2),
     "sm90_bf16_64x32x64_s18_sw128_ws_wg1_swap_direct_splitk2": (18, 4),
     "sm90_bf16_64x64x64_s13_sw128_ws_wg1_swap_direct_splitk2": (13, 8),
+    "sm90_bf16_64x128x64_s8_sw128_ws_wg1_swap_direct_splitk2": (8, 16),
+    "sm90_bf16_64x256x64_s4_sw128_ws_wg1_swap_direct_splitk2": (4, 32),
 }
 
 
