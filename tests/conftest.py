@@ -22,7 +22,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "build: cross-compiles generated kernels on the CPU (slow; deselect with -m 'not build')",
     )
     config.addinivalue_line(
-        "markers", "export: AOT-exports generated kernels on the CPU (deselect with -m 'not export')"
+        "markers",
+        "export: AOT-exports generated kernels on the CPU (deselect with -m 'not export')",
     )
 
 
