@@ -154,6 +154,9 @@ def build_cmd(
     build_dir: Annotated[Path, typer.Option("--build-dir", help="Where PTX and cubin go.")] = Path(
         "build"
     ),
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print the report as Markdown tables.")
+    ] = False,
 ) -> None:
     """Cross-compile every generated kernel for its arch on the CPU; check instruction counts."""
     from codegen import build as b
@@ -167,7 +170,11 @@ def build_cmd(
 
         results = b.build(files, build_dir, jobs, on_done=done)
     for arch in sorted({r.arch for r in results}):  # one table per arch: each has its columns
-        console.print(report_table([r for r in results if r.arch == arch]))
+        mine = [r for r in results if r.arch == arch]
+        if markdown:
+            console.print(report_markdown(mine), markup=False, soft_wrap=True)
+        else:
+            console.print(report_table(mine))
     bad = [r for r in results if not r.passed]
     cached = sum(r.cached for r in results)
     console.print(
@@ -181,10 +188,13 @@ REPORT_COLUMNS = {
     "sm_100a": [
         "mma cta_group::1",
         "mma cta_group::2",
+        "cp.async.bulk.tensor",
         "TMA multicast",
         "barrier.cluster",
         "mbarrier.try_wait",
         "tcgen05.alloc",
+        "tcgen05.ld",
+        "tcgen05.commit",
         "TMA store",
         "st.global",
     ],
@@ -203,26 +213,36 @@ REPORT_COLUMNS = {
 }
 
 
-def report_table(results) -> Table:
+def report_rows(results) -> tuple[list[str], list[list[str]]]:
+    """The build report as a header and rows of text, one row per variant."""
     arches = sorted({r.arch for r in results})
-    cols = [c for a in arches for c in REPORT_COLUMNS.get(a, []) if c]
-    cols = list(dict.fromkeys(cols))
-    table = Table("variant", "SMEM B", "regs", "spill B", *cols, "status")
+    cols = list(dict.fromkeys(c for a in arches for c in REPORT_COLUMNS.get(a, [])))
+    rows = []
     for r in results:
         counts = [str(r.counts.get(c, "")) if r.ok else "" for c in cols]
         if r.ok and "tcgen05.alloc" in cols and r.alloc_cols:
             i = cols.index("tcgen05.alloc")
             counts[i] = f"{counts[i]} ({','.join(map(str, r.alloc_cols))} cols)"
         status = "ok" if r.passed else ("FAIL" if r.ok else "REJECTED")
-        table.add_row(
-            r.name,
-            str(r.smem_bytes),
-            str(r.registers if r.registers is not None else "?"),
-            str(r.spill_bytes if r.spill_bytes is not None else "?"),
-            *counts,
-            status,
-        )
+        regs = str(r.registers if r.registers is not None else "?")
+        spill = str(r.spill_bytes if r.spill_bytes is not None else "?")
+        rows.append([r.name, str(r.smem_bytes), regs, spill, *counts, status])
+    return ["variant", "SMEM B", "regs", "spill B", *cols, "status"], rows
+
+
+def report_table(results) -> Table:
+    head, rows = report_rows(results)
+    table = Table(*head)
+    for row in rows:
+        table.add_row(*row)
     return table
+
+
+def report_markdown(results) -> str:
+    head, rows = report_rows(results)
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
 
 
 @app.command("test")
