@@ -245,6 +245,18 @@ def report_markdown(results) -> str:
     return "\n".join(lines)
 
 
+def _runnable_here(generated: Path, only: str | None) -> tuple[list[Path], str | None, str]:
+    """The generated files this GPU runs, its arch and name; prints a line per skipped arch."""
+    from codegen import gpu
+
+    files = _generated_files(generated, only)
+    arch, here = gpu.gpu_arch()
+    runnable, skipped = gpu.split_by_arch(files, arch)
+    for line in gpu.skip_lines(skipped, here):
+        console.print(line)
+    return runnable, arch, here
+
+
 @app.command("test")
 def test_cmd(
     only: Annotated[str | None, typer.Option("--only", help="Glob on kernel names.")] = None,
@@ -262,11 +274,7 @@ def test_cmd(
     """Run each variant on this GPU against a float32 torch reference (NaN-poisoned outputs)."""
     from codegen import gpu
 
-    files = _generated_files(generated, only)
-    arch, here = gpu.gpu_arch()
-    runnable, skipped = gpu.split_by_arch(files, arch)
-    for line in gpu.skip_lines(skipped, here):
-        console.print(line)
+    runnable, arch, here = _runnable_here(generated, only)
     if not runnable:
         console.print(f"nothing to run here ({here}).")
         return
@@ -330,11 +338,7 @@ def bench_cmd(
     if not shapes.exists():
         fail([f"{shapes}: no such shape list"])
     shape_list = gpu.load_shapes(shapes)
-    files = _generated_files(generated, only)
-    arch, here = gpu.gpu_arch()
-    runnable, skipped = gpu.split_by_arch(files, arch)
-    for line in gpu.skip_lines(skipped, here):
-        console.print(line)
+    runnable, _, here = _runnable_here(generated, only)
     if not runnable:
         fail([f"nothing to time here ({here})."])
     modules = {f.stem: b.load_module(f) for f in runnable}

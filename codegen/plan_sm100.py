@@ -120,18 +120,12 @@ def pipeline_lines(spec: Spec) -> list[str]:
                 f"1 (leader's tcgen05.commit, mask {_binary(3, 2)})",
             )
         )
-    elif kind == "multicast":
-        rows.append(
-            (
-                "A/B SMEM",
-                f"TMA (warp 0) -> {consumer}",
-                str(stages),
-                str(stage),
-                f"1 + {tx} tx bytes",
-                f"{rules_sm100.empty_arrives(spec)} (tcgen05.commit of each CTA sharing the slot)",
-            )
-        )
     else:
+        empty = (
+            f"{rules_sm100.empty_arrives(spec)} (tcgen05.commit of each CTA sharing the slot)"
+            if kind == "multicast"
+            else "1 (tcgen05.commit)"
+        )
         rows.append(
             (
                 "A/B SMEM",
@@ -139,7 +133,7 @@ def pipeline_lines(spec: Spec) -> list[str]:
                 str(stages),
                 str(stage),
                 f"1 + {tx} tx bytes",
-                "1 (tcgen05.commit)",
+                empty,
             )
         )
     mma = "MMA (warp 1, leader)" if kind == "pair" else consumer
