@@ -20,6 +20,13 @@ def multicast_masks(cm: int, cn: int) -> tuple[int, int]:
     return row0, col0
 
 
+# Named barrier ids (0 is sync_threads). Cooperative: the consumers' epilogue barrier is id 1
+# (written in the template). Ping-pong: consumer warpgroup w (0, 1) syncs its own epilogue on
+# PP_EPI_BARRIER + w and waits for its mainloop turn on PP_TURN_BARRIER + w.
+PP_EPI_BARRIER = 1
+PP_TURN_BARRIER = 3
+WARPGROUP_THREADS = 128
+
 DSMEM_VECTOR_BYTES = 16  # ld.shared::cluster.v4.b32: a thread's staged f32 run is 16-byte aligned
 
 
@@ -38,7 +45,7 @@ def fusion_note(spec: Spec) -> str:
 
 def expected_counts_sm90(spec: Spec) -> dict[str, int]:
     """PTX instruction counts the sm_90a templates must produce (one copy of each loop body)."""
-    wgs = rules_sm90.consumer_warpgroups(spec)
+    wgs = rules_sm90.tile_warpgroups(spec)
     tma = isinstance(spec.epilogue, TmaStoreEpilogue)
     cm, cn = spec.cluster.m, spec.cluster.n
     counts = {
@@ -81,6 +88,9 @@ def plan_sm90(spec: Spec) -> Plan:
     t = spec.tile
     stages = spec.stages
     wgs = rules_sm90.consumer_warpgroups(spec)
+    pingpong = rules_sm90.is_pingpong(spec)
+    tile_wgs = rules_sm90.tile_warpgroups(spec)  # warpgroups whose wgmma covers one tile
+    epi_sets = rules_sm90.epilogue_buffer_sets(spec)
     cm, cn = spec.cluster.m, spec.cluster.n
     clustered = spec.cluster.size > 1
     tma_epi = isinstance(spec.epilogue, TmaStoreEpilogue)
@@ -117,6 +127,10 @@ def plan_sm90(spec: Spec) -> Plan:
         parts = [f"A multicast to {cn} CTAs"] * (cn > 1) + [f"B multicast to {cm} CTAs"] * (cm > 1)
         mcast_note = " (" + ", ".join(parts) + ")"
     consumers = f"wgmma ({wgs} consumer warpgroup{'s' if wgs > 1 else ''})"
+    empty_who = f"{readers} CTA{'s' if readers > 1 else ''} x {4 * tile_wgs} consumer warps"
+    if pingpong:
+        consumers = f"wgmma ({wgs} ping-pong consumer warpgroups, alternate tiles)"
+        empty_who += ": the warpgroup owning the tile"
     rows = [
         ("ring", "producer -> consumer", "stages", "bytes/stage", "full arrives", "empty arrives"),
         (
@@ -125,7 +139,7 @@ def plan_sm90(spec: Spec) -> Plan:
             str(stages),
             str(stage),
             f"1 + {stage} tx bytes",
-            f"{empty} ({readers} CTA{'s' if readers > 1 else ''} x {4 * wgs} consumer warps)",
+            f"{empty} ({empty_who})",
         ),
     ]
     if tma_epi:
@@ -133,8 +147,8 @@ def plan_sm90(spec: Spec) -> Plan:
             (
                 "C sub-tiles",
                 "consumers (stmatrix) -> TMA store",
-                str(rules_sm90.EPI_STAGES),
-                str(epi_bytes // rules_sm90.EPI_STAGES),
+                f"{epi_sets} x {rules_sm90.EPI_STAGES}" if pingpong else str(rules_sm90.EPI_STAGES),
+                str(epi_bytes // (epi_sets * rules_sm90.EPI_STAGES)),
                 "named barrier",
                 "bulk wait_group",
             )
@@ -170,6 +184,22 @@ def plan_sm90(spec: Spec) -> Plan:
             f"{rules_sm90.accumulator_regs(spec)} f32 per consumer thread"
         ),
     ]
+    if pingpong:
+        acc_regs = rules_sm90.accumulator_regs(spec)
+        turn, epi_bar, wg_t = PP_TURN_BARRIER, PP_EPI_BARRIER, WARPGROUP_THREADS
+        epi_own = " and stores through its own set of C sub-tiles." if tma_epi else "."
+        pipeline += [
+            "",
+            "Ping-pong: consumer warpgroup w (0, 1) computes the CTA's tiles w, w + 2, w + 4, ..",
+            f"(each a whole tile, {acc_regs} f32 accumulators per thread). The producer fills the",
+            "ring in tile order, so after each of its tiles a warpgroup skips the other's k_tiles",
+            f"ring positions (ring_advance). Turnstile: named barrier {turn} + w ({2 * wg_t} threads)",
+            "is warpgroup w's turn: it waits there (bar.sync) before each mainloop but the CTA's",
+            "first, and after its mainloop arrives (bar.arrive) on the other's when the CTA has a",
+            "next tile; so mainloops alternate and each epilogue overlaps the other warpgroup's",
+            f"mainloop. Each warpgroup syncs its epilogue on named barrier {epi_bar} + w ({wg_t}",
+            f"threads){epi_own}",
+        ]
     if split:
         pipeline += [
             "",
@@ -204,6 +234,7 @@ def plan_sm90(spec: Spec) -> Plan:
         "title": (
             f"Hopper (sm_90a) {spec.dtype} GEMM, {t} tile, {stages}-stage ring, {wgs} consumer "
             f"warpgroup{'s' if wgs > 1 else ''}"
+            + (" (ping-pong)" if pingpong else "")
             + (f", cluster {cm}x{cn} with TMA multicast" if clustered else "")
             + (", swap AB (C^T = B @ A^T)" if spec.swap_ab else "")
             + (f", split-K over {splits}-CTA clusters" if split else "")
@@ -214,7 +245,11 @@ def plan_sm90(spec: Spec) -> Plan:
             ("arch", spec.arch),
             ("dtype", spec.dtype),
             ("tile (M, N, K)", f"({t.m}, {t.n}, {t.k})"),
-            ("MMA", f"wgmma.mma_async m64n{t.n}k16, {t.m // (64 * wgs)} per warpgroup per k-block"),
+            (
+                "MMA",
+                f"wgmma.mma_async m64n{t.n}k16, {t.m // (64 * tile_wgs)} per warpgroup per k-block",
+            ),
+            *([("consumer mode", "ping-pong: 2 warpgroups, whole tiles each")] if pingpong else []),
             ("stages", str(stages)),
             ("swizzle", str(spec.swizzle)),
             ("cluster", cluster_note),
@@ -252,6 +287,8 @@ def plan_sm90(spec: Spec) -> Plan:
         "empty_arrives": empty,
         "empty_note": (
             f"every consumer warp ({4 * wgs}) of every CTA this producer fills ({readers})"
+            if not pingpong
+            else f"the {4 * tile_wgs} warps of the one warpgroup that consumes the stage"
         ),
         "clustered": clustered,
         "cluster_launch": clustered or split,  # launched with a hardware cluster (nvvm, barriers)
@@ -273,7 +310,15 @@ def plan_sm90(spec: Spec) -> Plan:
         "epi_n": rules_sm90.EPI_N,
         "epi_stages": rules_sm90.EPI_STAGES,
         "epi_subtiles": (t.m // rules_sm90.epi_m(spec), t.n // rules_sm90.EPI_N),
-        "c_ring_elems": rules_sm90.epi_m(spec) * rules_sm90.EPI_N * rules_sm90.EPI_STAGES,
+        "c_ring_elems": rules_sm90.epi_m(spec)
+        * rules_sm90.EPI_N
+        * rules_sm90.EPI_STAGES
+        * epi_sets,
+        "epi_buffers": rules_sm90.EPI_STAGES * epi_sets,
+        "pp_epi_barrier": PP_EPI_BARRIER,
+        "pp_turn_barrier": PP_TURN_BARRIER,
+        "wg_threads": WARPGROUP_THREADS,
+        "turn_threads": 2 * WARPGROUP_THREADS,
         "sm_count": sm_count,
         "max_clusters": max_clusters,
         "max_clusters_note": max_clusters_note,
@@ -306,10 +351,11 @@ def plan_sm90(spec: Spec) -> Plan:
         "raster_minor": ("n" if spec.scheduler.raster == "m" else "m") if persistent else "n",
         "smem_bytes": smem,
     }
+    epilogue_partial = spec.epilogue.style + ("_pingpong" if pingpong and tma_epi else "")
     return Plan(
-        template="sm90/gemm.py.j2",
+        template="sm90/gemm_pingpong.py.j2" if pingpong else "sm90/gemm.py.j2",
         partials={
-            "epilogue_partial": f"sm90/epilogue/{spec.epilogue.style}.py.j2",
+            "epilogue_partial": f"sm90/epilogue/{epilogue_partial}.py.j2",
             "scheduler_partial": f"sm90/scheduler/{spec.scheduler.kind}.py.j2",
         },
         values=values,

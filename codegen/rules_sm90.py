@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from codegen.rules import DTYPE_BYTES, MBARRIER_BYTES, Violation, is_power_of_two
-from codegen.spec import DirectEpilogue, Spec, SplitKScheduler, TmaStoreEpilogue
+from codegen.spec import (
+    DirectEpilogue,
+    PersistentScheduler,
+    Spec,
+    SplitKScheduler,
+    TmaStoreEpilogue,
+)
 
 SM_COUNT = 132  # H100 / H200 SXM
 WGMMA_M = 64  # rows of one wgmma atom; each consumer warpgroup owns a multiple of this
@@ -29,6 +35,16 @@ def consumer_warpgroups(spec: Spec) -> int:
     return spec.consumer_warpgroups or 1
 
 
+def is_pingpong(spec: Spec) -> bool:
+    return spec.consumer_mode == "pingpong"
+
+
+def tile_warpgroups(spec: Spec) -> int:
+    """Consumer warpgroups that share one tile's rows: all of them when cooperative, one when
+    ping-pong (each warpgroup computes whole tiles)."""
+    return 1 if is_pingpong(spec) else consumer_warpgroups(spec)
+
+
 def threads(spec: Spec) -> int:
     """One producer warpgroup plus the consumer warpgroups."""
     return 128 * (1 + consumer_warpgroups(spec))
@@ -43,14 +59,15 @@ def consumer_regs(spec: Spec) -> int:
 
 def accumulator_regs(spec: Spec) -> int:
     """f32 accumulator registers each consumer thread holds: its rows x N / 128 threads."""
-    return spec.tile.m // consumer_warpgroups(spec) * spec.tile.n // 128
+    return spec.tile.m // tile_warpgroups(spec) * spec.tile.n // 128
 
 
 def empty_arrives(spec: Spec) -> int:
     """Arrivals that free one stage: every consumer warp of every CTA this CTA's producer
-    writes into (its cluster row for A, its cluster column for B: cm + cn - 1 CTAs)."""
+    writes into (its cluster row for A, its cluster column for B: cm + cn - 1 CTAs) that reads
+    the stage: all consumer warpgroups when cooperative, the one owning the tile when ping-pong."""
     readers = spec.cluster.m + spec.cluster.n - 1
-    return readers * 4 * consumer_warpgroups(spec)
+    return readers * 4 * tile_warpgroups(spec)
 
 
 def operand_rows_per_cta(spec: Spec) -> tuple[int, int]:
@@ -64,8 +81,14 @@ def barrier_bytes(spec: Spec, stages: int) -> int:
 
 
 def epi_m(spec: Spec) -> int:
-    """Rows of one epilogue sub-tile: one 64-row wgmma atom per consumer warpgroup."""
-    return WGMMA_M * consumer_warpgroups(spec)
+    """Rows of one epilogue sub-tile: one 64-row wgmma atom per warpgroup sharing the tile."""
+    return WGMMA_M * tile_warpgroups(spec)
+
+
+def epilogue_buffer_sets(spec: Spec) -> int:
+    """Sets of EPI_STAGES sub-tile buffers: ping-pong warpgroups may store at the same time, so
+    each has its own set; cooperative warpgroups store each sub-tile together."""
+    return consumer_warpgroups(spec) if is_pingpong(spec) else 1
 
 
 def tma_store_smem_bytes(spec: Spec) -> int:
@@ -73,7 +96,7 @@ def tma_store_smem_bytes(spec: Spec) -> int:
     if not isinstance(spec.epilogue, TmaStoreEpilogue):
         return 0
     out = spec.epilogue.out_dtype or spec.dtype
-    return EPI_STAGES * epi_m(spec) * EPI_N * DTYPE_BYTES[out]
+    return epilogue_buffer_sets(spec) * EPI_STAGES * epi_m(spec) * EPI_N * DTYPE_BYTES[out]
 
 
 def epilogue_smem_bytes(spec: Spec) -> int:
@@ -159,6 +182,39 @@ def splitk_violations(spec: Spec) -> list[Violation]:
     return out
 
 
+def pingpong_violations(spec: Spec) -> list[Violation]:
+    """Ping-pong: two warpgroups alternate over the tiles of a persistent CTA, each holding a
+    whole tile's accumulator; as implemented, without a cluster."""
+    if not is_pingpong(spec):
+        return []
+    out: list[Violation] = []
+    if spec.consumer_warpgroups != 2:
+        out.append(
+            Violation(
+                "consumer_warpgroups",
+                f"consumer_mode=pingpong alternates two consumer warpgroups over the tiles; got "
+                f"consumer_warpgroups={spec.consumer_warpgroups}; legal: 2",
+            )
+        )
+    if not isinstance(spec.scheduler, PersistentScheduler):
+        out.append(
+            Violation(
+                "scheduler",
+                f"consumer_mode=pingpong needs a tile sequence per CTA to alternate over; got "
+                f"scheduler {spec.scheduler.kind}; legal: persistent",
+            )
+        )
+    if spec.cluster.size > 1:
+        out.append(
+            Violation(
+                "cluster",
+                f"cluster {spec.cluster.m}x{spec.cluster.n} with consumer_mode=pingpong is not "
+                "implemented yet (no TMA multicast); legal: [1, 1]",
+            )
+        )
+    return out
+
+
 def fusion_violations(spec: Spec) -> list[Violation]:
     """What the sm_90a epilogues fuse: alpha and activation in both styles; beta (which reads C)
     and f32 output only in the direct epilogue (the TMA store path stages 16-bit sub-tiles)."""
@@ -187,7 +243,7 @@ def fusion_violations(spec: Spec) -> list[Violation]:
 def check(spec: Spec) -> list[Violation]:
     out: list[Violation] = []
     t = spec.tile
-    wgs = consumer_warpgroups(spec)
+    wgs = tile_warpgroups(spec)
     if not wgmma_shape_ok(t.m, t.n, wgs):
         out.append(
             Violation(
@@ -195,6 +251,16 @@ def check(spec: Spec) -> list[Violation]:
                 f"tile {t.m}x{t.n} with {wgs} consumer warpgroup{'s' if wgs > 1 else ''} is not "
                 "a wgmma layout; legal: M / warpgroups a multiple of 64 up to 256, N a multiple "
                 "of 8 in [8, 256]",
+            )
+        )
+    elif accumulator_regs(spec) > ACC_REGS_LIMIT and is_pingpong(spec):
+        out.append(
+            Violation(
+                "tile",
+                f"tile {t.m}x{t.n} with consumer_mode=pingpong: each warpgroup holds a whole "
+                f"tile, {accumulator_regs(spec)} f32 accumulator registers per thread, and would "
+                f"spill; at most {ACC_REGS_LIMIT}: tile M x N <= {ACC_REGS_LIMIT * 128} (e.g. "
+                "64x256, 128x128) or the cooperative mode",
             )
         )
     elif accumulator_regs(spec) > ACC_REGS_LIMIT:
@@ -255,4 +321,5 @@ def check(spec: Spec) -> list[Violation]:
         if size > 1 and not is_power_of_two(size):
             out.append(Violation("cluster", f"cluster {dim}={size} must be a power of two"))
     out += splitk_violations(spec)
+    out += pingpong_violations(spec)
     return out

@@ -12,13 +12,22 @@ import hashlib
 import json
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 Arch = Literal["sm_100a", "sm_90a"]
 DType = Literal["f16", "bf16"]
 OutDType = Literal["f16", "bf16", "f32"]
 Swizzle = Literal["none", "32B", "64B", "128B", "auto"]
 Activation = Literal["none", "relu", "gelu_tanh", "silu"]
+ConsumerMode = Literal["cooperative", "pingpong"]
 
 ARCHES: tuple[str, ...] = ("sm_100a", "sm_90a")
 
@@ -142,11 +151,23 @@ class Spec(_Frozen):
     warp_specialized: bool = True
     cluster: Cluster = Cluster()
     consumer_warpgroups: Literal[1, 2] | None = None  # sm_90a only
+    # sm_90a only: "cooperative" = the consumer warpgroups split each tile's rows; "pingpong" =
+    # each takes whole tiles, alternating, so one's epilogue overlaps the other's mainloop
+    consumer_mode: ConsumerMode = "cooperative"
     cta_group: Literal[1, 2] = 1  # sm_100a only: 2 = one 256-row UMMA per CTA pair
     accumulators: Literal[1, 2] = 1  # sm_100a only: TMEM accumulator slots (2 needs persistent)
     swap_ab: bool = False  # compute C^T = B @ A^T: small M rides in the MMA's N (decode shapes)
     epilogue: Epilogue = DirectEpilogue()
     scheduler: Scheduler = GridScheduler()
+
+    @model_serializer(mode="wrap")
+    def _omit_late_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        # consumer_mode came after kernels shipped: left out at its default, so their SPEC dicts
+        # and spec hashes stay as they were (validation restores the default)
+        data = handler(self)
+        if data.get("consumer_mode") == "cooperative":
+            del data["consumer_mode"]
+        return data
 
     @field_validator("epilogue", mode="before")
     @classmethod
@@ -185,6 +206,8 @@ class Spec(_Frozen):
         parts.append("ws" if self.warp_specialized else "kloop")
         if self.consumer_warpgroups is not None:
             parts.append(f"wg{self.consumer_warpgroups}")
+        if self.consumer_mode == "pingpong":
+            parts.append("pp")
         if self.cta_group > 1:
             parts.append(f"cta{self.cta_group}")
         if self.accumulators > 1:
