@@ -317,6 +317,7 @@ def plan_sm90(spec: Spec) -> Plan:
         "epi_buffers": rules_sm90.EPI_STAGES * epi_sets,
         "pp_epi_barrier": PP_EPI_BARRIER,
         "pp_turn_barrier": PP_TURN_BARRIER,
+        "pingpong": pingpong,
         "wg_threads": WARPGROUP_THREADS,
         "turn_threads": 2 * WARPGROUP_THREADS,
         "sm_count": sm_count,
@@ -353,7 +354,7 @@ def plan_sm90(spec: Spec) -> Plan:
     }
     epilogue_partial = spec.epilogue.style + ("_pingpong" if pingpong and tma_epi else "")
     return Plan(
-        template="sm90/gemm_pingpong.py.j2" if pingpong else "sm90/gemm.py.j2",
+        template="sm90/gemm.py.j2",
         partials={
             "epilogue_partial": f"sm90/epilogue/{epilogue_partial}.py.j2",
             "scheduler_partial": f"sm90/scheduler/{spec.scheduler.kind}.py.j2",
