@@ -10,8 +10,18 @@ from dataclasses import dataclass, field
 
 from codegen.spec import Spec
 
-CUTLASS_DTYPE = {"f16": "cutlass.Float16", "bf16": "cutlass.BFloat16", "f32": "cutlass.Float32"}
-TORCH_DTYPE = {"f16": "torch.float16", "bf16": "torch.bfloat16", "f32": "torch.float32"}
+CUTLASS_DTYPE = {
+    "f16": "cutlass.Float16",
+    "bf16": "cutlass.BFloat16",
+    "e4m3": "cutlass.Float8E4M3FN",
+    "f32": "cutlass.Float32",
+}
+TORCH_DTYPE = {
+    "f16": "torch.float16",
+    "bf16": "torch.bfloat16",
+    "e4m3": "torch.float8_e4m3fn",
+    "f32": "torch.float32",
+}
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,8 @@ def expected_counts_sm90(spec: Spec) -> dict[str, int]:
     tma = isinstance(spec.epilogue, TmaStoreEpilogue)
     cm, cn = spec.cluster.m, spec.cluster.n
     counts = {
-        # one wgmma per 16-deep k-block per 64-row atom the warpgroup owns, in the unrolled stage
+        # one wgmma per k-block (32 bytes of K: 16-deep f16/bf16, 32-deep e4m3) per 64-row atom
+        # the warpgroup owns, in the unrolled stage
         "wgmma.mma_async": rules.mmas_per_stage(spec) * spec.tile.m // (64 * wgs),
         # one load issue site per operand (its own slice when multicast)
         "cp.async.bulk.tensor": 2,
@@ -98,6 +99,13 @@ def plan_sm90(spec: Spec) -> Plan:
     split = rules_sm90.is_split_k(spec)
     splits = rules_sm90.splits(spec)
     out = spec.epilogue.out_dtype or spec.dtype
+    mma_k = rules.mma_k(spec.dtype)  # K depth of one wgmma: 16 (f16/bf16) or 32 (e4m3)
+    multiples = rules_sm90.shape_multiples(spec)
+    multiples_note = (
+        f"any M; N and K multiples of {multiples['N']}"
+        if multiples["N"] == multiples["K"]
+        else f"any M; N a multiple of {multiples['N']}, K of {multiples['K']}"
+    )
     stage = rules.stage_bytes(spec)
     smem = rules.smem_bytes(spec, stages)
     epi_bytes = rules_sm90.tma_store_smem_bytes(spec)
@@ -247,7 +255,10 @@ def plan_sm90(spec: Spec) -> Plan:
             ("tile (M, N, K)", f"({t.m}, {t.n}, {t.k})"),
             (
                 "MMA",
-                f"wgmma.mma_async m64n{t.n}k16, {t.m // (64 * tile_wgs)} per warpgroup per k-block",
+                (
+                    f"wgmma.mma_async m64n{t.n}k{mma_k}, {t.m // (64 * tile_wgs)} per warpgroup "
+                    "per k-block"
+                ),
             ),
             *([("consumer mode", "ping-pong: 2 warpgroups, whole tiles each")] if pingpong else []),
             ("stages", str(stages)),
@@ -259,7 +270,7 @@ def plan_sm90(spec: Spec) -> Plan:
         ],
         "pipeline_table": pipeline,
         "shape_note": (
-            "any M; N and K multiples of 8 (TMA needs 16-byte row strides). Tails are exact: TMA "
+            multiples_note + " (TMA needs 16-byte row strides). Tails are exact: TMA "
             "zero-fills loads past M, N and K, and "
             + (
                 "the TMA store clips at the edges of C."
@@ -306,6 +317,7 @@ def plan_sm90(spec: Spec) -> Plan:
         "a_ring_elems": t.m * t.k * stages,
         "b_ring_elems": t.n * t.k * stages,
         "mmas_per_stage": rules.mmas_per_stage(spec),
+        "mma_k": mma_k,
         "epi_m": rules_sm90.epi_m(spec),
         "epi_n": rules_sm90.EPI_N,
         "epi_stages": rules_sm90.EPI_STAGES,
@@ -333,7 +345,7 @@ def plan_sm90(spec: Spec) -> Plan:
         "consumed_arrives": consumed,
         "consumed_note": f"a peer's consumed barrier: every consumer warp ({4 * wgs}) of rank 0",
         "staging_elems": rules_sm90.splitk_staging_elems(spec),
-        "shape_multiples": {"M": 1, "N": 8, "K": 8},
+        "shape_multiples": multiples,
         "swap_ab": spec.swap_ab,
         "alpha": spec.epilogue.alpha,
         "beta": spec.epilogue.beta,

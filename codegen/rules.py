@@ -14,8 +14,8 @@ KIB = 1024
 SMEM_LIMIT_BYTES = 227 * KIB  # max dynamic shared memory per block on sm_90 and sm_100
 SMEM_ALIGN = 1024  # one full 128B-swizzle period (8 rows x 128 B); every operand ring starts here
 MBARRIER_BYTES = 8
-MMA_K_BYTES = 32  # one f16/bf16 MMA instruction is 16 deep: 32 bytes of K
-DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4}
+MMA_K_BYTES = 32  # one MMA instruction is 32 bytes of K: 16 deep for f16/bf16, 32 for e4m3
+DTYPE_BYTES = {"f16": 2, "bf16": 2, "e4m3": 1, "f32": 4}
 SWIZZLE_BYTES = {"none": 0, "32B": 32, "64B": 64, "128B": 128}
 TMA_BOX_BYTES_UNSWIZZLED = 16  # the interleaved canonical layout is built of 16-byte-wide boxes
 
@@ -68,8 +68,13 @@ def tma_boxes_per_operand(row_bytes: int, swizzle: str) -> int:
     return row_bytes // (SWIZZLE_BYTES[swizzle] or TMA_BOX_BYTES_UNSWIZZLED)
 
 
+def mma_k(dtype: str) -> int:
+    """K depth of one MMA instruction: 32 bytes of K (16 for f16/bf16, 32 for e4m3)."""
+    return MMA_K_BYTES // DTYPE_BYTES[dtype]
+
+
 def mmas_per_stage(spec: Spec) -> int:
-    """MMA instructions per stage: each is 16 deep in K (f16/bf16)."""
+    """MMA instructions per stage: each takes 32 bytes of K (see :func:`mma_k`)."""
     return k_row_bytes(spec) // MMA_K_BYTES
 
 
@@ -135,7 +140,20 @@ def check(spec: Spec) -> list[Violation]:
     row = k_row_bytes(spec)
 
     if row % MMA_K_BYTES:
-        out.append(Violation("tile", f"tile K={t.k} must be a multiple of 16 (one MMA is 16 deep)"))
+        depth = mma_k(spec.dtype)
+        out.append(
+            Violation(
+                "tile", f"tile K={t.k} must be a multiple of {depth} (one MMA is {depth} deep)"
+            )
+        )
+    if spec.dtype == "e4m3" and spec.epilogue.out_dtype is None:
+        out.append(
+            Violation(
+                "epilogue",
+                "dtype=e4m3 needs epilogue.out_dtype (the kernel does not write float8): "
+                "legal: bf16, f16, f32",
+            )
+        )
     if not swizzle_fits(row, spec.swizzle):
         width = SWIZZLE_BYTES[spec.swizzle]
         legal = [s for s in ("none", "32B", "64B", "128B") if swizzle_fits(row, s)]

@@ -418,6 +418,8 @@ def accumulator_violations(spec: Spec) -> list[Violation]:
 def check(spec: Spec) -> list[Violation]:
     """Every sm_100a rule the spec breaks, in the order of the spec's fields."""
     out = shape_violations(spec) + tmem_violations(spec)
+    if spec.dtype == "e4m3":
+        out.append(Violation("dtype", "e4m3 is not implemented for sm_100a yet; legal: f16, bf16"))
     if spec.consumer_warpgroups is not None:
         out.append(
             Violation(

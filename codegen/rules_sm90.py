@@ -21,6 +21,8 @@ MAX_REGS_PER_THREAD = 255
 ACC_REGS_LIMIT = 192  # f32 accumulator registers per consumer thread that leave room for the rest
 CLUSTER_MAX = 8  # CTAs in a portable cluster: the most CTAs split-K can split a tile's K among
 ACC_BYTES = 4  # one f32 accumulator value (split-K stages them in SMEM)
+SW128_ROW_BYTES = 128  # the templates' K rows: one 128B swizzle atom (64 x 16-bit, 128 x e4m3)
+TMA_ROW_ALIGN_BYTES = 16  # TMA needs 16-byte global row strides
 
 
 def wgmma_shape_ok(m: int, n: int, warpgroups: int) -> bool:
@@ -73,6 +75,13 @@ def empty_arrives(spec: Spec) -> int:
 def operand_rows_per_cta(spec: Spec) -> tuple[int, int]:
     """A CTA receives the whole A and B tile each stage (its own slice plus peers' multicast)."""
     return spec.tile.m, spec.tile.n
+
+
+def shape_multiples(spec: Spec) -> dict[str, int]:
+    """What M, N and K must be multiples of: TMA needs 16-byte row strides, so K is a multiple of
+    16 bytes of the input dtype (8 f16/bf16, 16 e4m3) and N of 8 (16 bytes of a 16-bit C). TMA
+    loads zero-fill and the epilogues clip or predicate, so M is free."""
+    return {"M": 1, "N": 8, "K": TMA_ROW_ALIGN_BYTES // DTYPE_BYTES[spec.dtype]}
 
 
 def barrier_bytes(spec: Spec, stages: int) -> int:
@@ -289,12 +298,12 @@ def check(spec: Spec) -> list[Violation]:
             )
         )
     out.extend(fusion_violations(spec))
-    if spec.tile.k * DTYPE_BYTES[spec.dtype] != 128 or spec.swizzle != "128B":
+    if spec.tile.k * DTYPE_BYTES[spec.dtype] != SW128_ROW_BYTES or spec.swizzle != "128B":
         out.append(
             Violation(
                 "swizzle",
                 f"the sm_90a templates take 128-byte K rows with the 128B swizzle (tile K=64 for "
-                f"f16/bf16); got tile K={t.k} with swizzle={spec.swizzle}",
+                f"f16/bf16, K=128 for e4m3); got tile K={t.k} with swizzle={spec.swizzle}",
             )
         )
     if not spec.warp_specialized:

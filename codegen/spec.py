@@ -23,7 +23,7 @@ from pydantic import (
 )
 
 Arch = Literal["sm_100a", "sm_90a"]
-DType = Literal["f16", "bf16"]
+DType = Literal["f16", "bf16", "e4m3"]  # e4m3: float8, sm_90a only, needs an out_dtype
 OutDType = Literal["f16", "bf16", "f32"]
 Swizzle = Literal["none", "32B", "64B", "128B", "auto"]
 Activation = Literal["none", "relu", "gelu_tanh", "silu"]
