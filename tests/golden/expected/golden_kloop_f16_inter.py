@@ -26,8 +26,9 @@ Pipeline
 
 Shapes: M must be a multiple of 128 and N of 256 (the direct epilogue stores whole tiles without predication; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
 
-Entry points: `gemm(a, b, c, stream)` (host `@cute.jit`, CuTe tensors) and `run(a, b, c=None)`
-(torch tensors; compiles once per process, launches on the current stream).
+Entry points: `gemm(a, b, c, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)` (torch
+tensors: checks and converts once, compiles once per process, returns a function that launches on
+the stream current at the call); `run(a, b, c=None)` (C = A @ B^T, allocating C if needed).
 """
 
 import cutlass
