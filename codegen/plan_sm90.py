@@ -327,6 +327,12 @@ def plan_sm90(spec: Spec) -> Plan:
         * rules_sm90.EPI_STAGES
         * epi_sets,
         "epi_buffers": rules_sm90.EPI_STAGES * epi_sets,
+        "epi_buffers_name": "EPI_BUFFERS" if pingpong else "EPI_STAGES",
+        "epi_barrier_args": (
+            "barrier_id=epi_bar, number_of_threads=WG_THREADS"
+            if pingpong
+            else "barrier_id=1, number_of_threads=MMA_THREADS"
+        ),
         "pp_epi_barrier": PP_EPI_BARRIER,
         "pp_turn_barrier": PP_TURN_BARRIER,
         "pingpong": pingpong,
@@ -364,11 +370,10 @@ def plan_sm90(spec: Spec) -> Plan:
         "raster_minor": ("n" if spec.scheduler.raster == "m" else "m") if persistent else "n",
         "smem_bytes": smem,
     }
-    epilogue_partial = spec.epilogue.style + ("_pingpong" if pingpong and tma_epi else "")
     return Plan(
         template="sm90/gemm.py.j2",
         partials={
-            "epilogue_partial": f"sm90/epilogue/{epilogue_partial}.py.j2",
+            "epilogue_partial": f"sm90/epilogue/{spec.epilogue.style}.py.j2",
             "scheduler_partial": f"sm90/scheduler/{spec.scheduler.kind}.py.j2",
         },
         values=values,

@@ -67,7 +67,7 @@ def test_pingpong_numbers() -> None:
     assert rules.smem_bytes(spec, spec.stages + 1) > rules.SMEM_LIMIT_BYTES
     p = plan(spec)
     assert p.template == "sm90/gemm.py.j2" and p.values["pingpong"]
-    assert p.partials["epilogue_partial"] == "sm90/epilogue/tma_pingpong.py.j2"
+    assert p.partials["epilogue_partial"] == "sm90/epilogue/tma.py.j2"
     assert p.expected_counts["wgmma.mma_async"] == 4  # 4 k-blocks x one 64-row atom
     assert plan(pp((128, 128, 64))).expected_counts["wgmma.mma_async"] == 8  # 2 atoms down M
     assert spec.canonical_name().endswith("_wg2_pp_tma_persistent_rm")
