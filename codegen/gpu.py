@@ -286,13 +286,10 @@ class BenchRow:
 
 def is_fused(spec: dict) -> bool:
     """A fused or non-input-dtype epilogue computes something other than torch.mm."""
-    epi = spec["epilogue"]
-    return (
-        epi.get("alpha", 1.0) != 1.0
-        or epi.get("beta", 0.0) != 0.0
-        or epi.get("activation", "none") != "none"
-        or epi.get("out_dtype") not in (None, spec["dtype"])
-    )
+    from codegen.spec import Spec
+
+    epi = Spec.model_validate(spec).epilogue
+    return epi.fused or epi.out_dtype not in (None, spec["dtype"])
 
 
 def bench_shape(shape: Shape, modules: dict[str, object], rounds: int, reps: int) -> list[BenchRow]:
