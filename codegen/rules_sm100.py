@@ -343,13 +343,13 @@ def epilogue_violations(spec: Spec) -> list[Violation]:
                 f"legal: {spec.dtype} (the input dtype)",
             )
         )
-    # alpha / beta / activation: the sm_100a epilogues store A @ B^T as it is
+    # alpha / beta / bias / activation: the sm_100a epilogues store A @ B^T as it is
     if spec.epilogue.fused:
         out.append(
             Violation(
                 "epilogue",
-                "a fused epilogue (alpha, beta, activation) is not implemented for sm_100a yet; "
-                'legal: alpha = 1, beta = 0, activation = "none"',
+                "a fused epilogue (alpha, beta, bias, activation) is not implemented for sm_100a "
+                'yet; legal: alpha = 1, beta = 0, bias = "none", activation = "none"',
             )
         )
     return out

@@ -27,6 +27,7 @@ DType = Literal["f16", "bf16", "e4m3"]  # e4m3: float8, sm_90a only, needs an ou
 OutDType = Literal["f16", "bf16", "f32"]
 Swizzle = Literal["none", "32B", "64B", "128B", "auto"]
 Activation = Literal["none", "relu", "gelu_tanh", "silu"]
+Bias = Literal["none", "row", "col"]  # row: one value per row of C (length M); col: per column (N)
 ConsumerMode = Literal["cooperative", "pingpong"]
 
 ARCHES: tuple[str, ...] = ("sm_100a", "sm_90a")
@@ -83,10 +84,26 @@ class _EpilogueBase(_Frozen):
     alpha: float = 1.0
     beta: float = 0.0  # non-zero: C is read (in place) before it is overwritten
     activation: Activation = "none"
+    # D = activation(alpha * A @ B^T + beta * C + bias): a 1-D tensor in the output dtype, an
+    # extra argument of gemm / launcher / run right after C
+    bias: Bias = "none"
 
     @property
     def fused(self) -> bool:
-        return self.alpha != 1.0 or self.beta != 0.0 or self.activation != "none"
+        return (
+            self.alpha != 1.0
+            or self.beta != 0.0
+            or self.activation != "none"
+            or self.bias != "none"
+        )
+
+    @model_serializer(mode="wrap")
+    def _omit_late_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        # bias came after kernels shipped: left out at its default so their spec hashes stay
+        data = handler(self)
+        if data.get("bias") == "none":
+            del data["bias"]
+        return data
 
 
 class DirectEpilogue(_EpilogueBase):
@@ -225,6 +242,8 @@ class Spec(_Frozen):
         ):
             if value != neutral:
                 epi += f"_{tag}{value:g}".replace(".", "p").replace("-", "m").replace("+", "")
+        if self.epilogue.bias != "none":
+            epi += f"_bias{self.epilogue.bias}"
         if self.epilogue.activation != "none":
             epi += f"_{self.epilogue.activation}"
         parts.append(epi)
