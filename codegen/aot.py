@@ -6,6 +6,7 @@ copied on its own to a machine that has the built libraries::
     from aot import AotKernel
     gemm = AotKernel("out/seed_s4_k64_sw128/libseed_s4_k64_sw128.so", "seed_s4_k64_sw128")
     gemm(a, b, c)  # c = a @ b.T on the current stream; a (M, K), b (N, K), c (M, N)
+    # a kernel whose spec adds a bias takes it after c: gemm(a, b, c, bias)
 
 When ``NAME.json`` (written by the export) lies next to the library, the call checks dtypes and
 the shape multiples the kernel was compiled for before launching; the library checks the
@@ -44,7 +45,8 @@ class AotError(RuntimeError):
 
 
 class AotKernel:
-    """One exported GEMM: ``NAME_gemm(a, b, c, m, n, k, lda, ldb, ldc, stream)`` via ctypes."""
+    """One exported GEMM: ``NAME_gemm(a, b, c, [bias,] m, n, k, lda, ldb, ldc, stream)`` via
+    ctypes; the bias pointer is there when NAME.json says "bias" is "row" or "col"."""
 
     def __init__(self, lib_path: str | Path, name: str):
         self.name = name
@@ -55,13 +57,15 @@ class AotKernel:
             fn = getattr(self._lib, f"{name}_gemm")
         except AttributeError:
             raise AotError(f"{self.lib_path} exports no {name}_gemm") from None
+        meta_path = self.lib_path.with_name(f"{name}.json")
+        self.meta: dict = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+        self.bias: str | None = self.meta.get("bias")  # None, "row" (length M) or "col" (N)
+        pointers = 4 if self.bias else 3
         fn.restype = ctypes.c_int
-        fn.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int] * 6 + [ctypes.c_void_p]
+        fn.argtypes = [ctypes.c_void_p] * pointers + [ctypes.c_int] * 6 + [ctypes.c_void_p]
         self._fn = fn
         self._err_name = self._optional(f"{name}_error_name")
         self._err_string = self._optional(f"{name}_error_string")
-        meta_path = self.lib_path.with_name(f"{name}.json")
-        self.meta: dict = json.loads(meta_path.read_text()) if meta_path.exists() else {}
 
     def _optional(self, symbol: str):
         f = getattr(self._lib, symbol, None)
@@ -77,7 +81,7 @@ class AotKernel:
         text = (self._err_string(code) or b"").decode() if self._err_string else ""
         return f"CUDA error {code} ({name}: {text})" if text else f"CUDA error {code} ({name})"
 
-    def check(self, a, b, c) -> list[str]:
+    def check(self, a, b, c, bias=None) -> list[str]:
         """Why this call cannot run (empty when it can); also what the library would reject."""
         import torch
 
@@ -120,22 +124,39 @@ class AotKernel:
         for v, mult in self.meta.get("multiples", {}).items():
             if v in values and values[v] % int(mult):
                 problems.append(f"{v}={values[v]} is not a multiple of {mult}")
+        problems += self._check_bias(bias, c, m if self.bias == "row" else n, align)
         return problems
 
-    def __call__(self, a, b, c):
-        """C = A @ B^T on the current stream of c's device; returns c."""
+    def _check_bias(self, bias, c, length: int, align: int) -> list[str]:
+        if not self.bias:
+            return [] if bias is None else [f"{self.name} takes no bias"]
+        axis = "row" if self.bias == "row" else "column"
+        if bias is None:
+            return [f"{self.name} adds a bias per {axis} of C: pass bias, a ({length},) tensor"]
+        if not bias.is_cuda or bias.device != c.device:
+            return ["bias must be a CUDA tensor on c's device"]
+        if bias.dim() != 1 or bias.shape[0] != length or bias.dtype != c.dtype:
+            got = f"{bias.dtype} {tuple(bias.shape)}"
+            return [f"bias must be a 1-D {c.dtype} tensor of length {length}, got {got}"]
+        if bias.stride(0) != 1 or bias.data_ptr() % align:
+            return [f"bias must be contiguous with a {align}-byte aligned base"]
+        return []
+
+    def __call__(self, a, b, c, bias=None):
+        """C = A @ B^T (+ bias) on the current stream of c's device; returns c."""
         import torch
 
-        problems = self.check(a, b, c)
+        problems = self.check(a, b, c, bias)
         if problems:
             raise ValueError(f"{self.name} cannot run this call: " + "; ".join(problems))
         (m, k), n = a.shape, b.shape[0]
         with torch.cuda.device(c.device):
             stream = torch.cuda.current_stream(c.device).cuda_stream
+            pointers = [a.data_ptr(), b.data_ptr(), c.data_ptr()]
+            if self.bias:
+                pointers.append(bias.data_ptr())
             rc = self._fn(
-                a.data_ptr(),
-                b.data_ptr(),
-                c.data_ptr(),
+                *pointers,
                 m,
                 n,
                 k,

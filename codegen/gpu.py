@@ -107,13 +107,16 @@ def shapes_for(
         yield m, n, k
 
 
-def reference(a, b, c0, epi: dict):
-    """float32 D = activation(alpha * A @ B^T + beta * C0), the fused epilogue's definition."""
+def reference(a, b, c0, epi: dict, bias=None):
+    """float32 D = activation(alpha * A @ B^T + beta * C0 + bias), the fused epilogue's
+    definition; bias is a row vector (one per column) or, for a per-row bias, a column."""
     import torch
 
     d = (a.float() @ b.float().T) * epi.get("alpha", 1.0)
     if epi.get("beta", 0.0):
         d = d + epi["beta"] * c0
+    if bias is not None:
+        d = d + (bias.float()[:, None] if epi.get("bias") == "row" else bias.float()[None, :])
     act = epi.get("activation", "none")
     if act == "relu":
         d = torch.relu(d)
@@ -153,17 +156,21 @@ def check_variant(path: Path, count: int, seed: int, launch_with: str = "jit") -
         if epi.get("beta", 0.0):  # C is an input: fill it (an unwritten element then keeps C0)
             c.copy_(torch.randn(m, n, device="cuda", generator=gen))
         c0 = c.float().clone()
+        extra = []
+        if epi.get("bias", "none") != "none":  # a fresh bias vector of C's dtype
+            length = m if epi["bias"] == "row" else n
+            extra.append(torch.randn(length, device="cuda", generator=gen).to(out_dtype))
         note = ""
         try:
             if launch_with == "jit":
-                module.launcher(a, b, c)()
+                module.launcher(a, b, c, *extra)()
             else:
-                launch_with(a, b, c)  # an AOT kernel object
+                launch_with(a, b, c, *extra)  # an AOT kernel object
             torch.cuda.synchronize()
         except Exception as e:  # noqa: BLE001 - a failed launch is a failed case
             cases.append(Case(path.stem, m, n, k, math.inf, tol, False, f"{type(e).__name__}: {e}"))
             continue
-        ref = reference(a, b, c0, epi)
+        ref = reference(a, b, c0, epi, *extra)
         got = c.float()
         err = ((got - ref).norm() / ref.norm()).item()
         outside = torch.cat([buf[:m, n:].flatten(), buf[m, :].flatten()])

@@ -54,3 +54,21 @@ def plan(spec: Spec) -> Plan:
     from codegen.plan_sm90 import plan_sm90
 
     return plan_sm90(spec)
+
+
+def bias_values(spec: Spec) -> dict[str, object]:
+    """Where the bias vector indexes the kernel's tile. The kernel computes C, or C^T with swap
+    AB: a bias per row of the user's C is then per column of the kernel's."""
+    user = spec.epilogue.bias
+    kernel = {"row": "col", "col": "row"}[user] if spec.swap_ab and user != "none" else user
+    row = kernel == "row"
+    return {
+        "bias": user != "none",
+        "bias_axis": "row" if row else "column",
+        "bias_index_note": ("row" if row else "column") + (" of C^T" if spec.swap_ab else ""),
+        "bias_coord": 0 if row else 1,
+        "bias_base": "tile_m * TILER[0]" if row else "tile_n * TILER[1]",
+        "bias_extent": "M" if row else "N",
+        "bias_user_extent": "M" if user == "row" else "N",
+        "bias_user_axis": "row" if user == "row" else "column",
+    }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from codegen import rules, rules_sm90
-from codegen.plan import CUTLASS_DTYPE, TORCH_DTYPE, Plan, table
+from codegen.plan import CUTLASS_DTYPE, TORCH_DTYPE, Plan, bias_values, table
 from codegen.spec import PersistentScheduler, Spec, TmaStoreEpilogue
 
 
@@ -38,9 +38,25 @@ def fusion_note(spec: Spec) -> str:
     expr = "A @ B^T" if epi.alpha == 1.0 else f"{epi.alpha:g} * A @ B^T"
     if epi.beta != 0.0:
         expr += f" + {epi.beta:g} * C"
+    if epi.bias != "none":
+        expr += f" + bias[{'row' if epi.bias == 'row' else 'column'}]"
     if epi.activation != "none":
         expr = f"{epi.activation}({expr})"
     return f"; D = {expr}"
+
+
+def epilogue_loads(spec: Spec) -> int:
+    """Global loads of the epilogue (unrolled over a thread's accumulator): with beta, one per
+    store vector of C; with a bias, one per distinct row (2 per 64-row wgmma atom: rows r and
+    r + 8) or column (TN / 4: 2 adjacent columns per 8-column group) of a thread's fragment."""
+    loads = 0
+    if spec.epilogue.beta != 0.0:
+        loads += rules_sm90.accumulator_regs(spec) // (1 if spec.swap_ab else 2)
+    kernel_axis = bias_values(spec)["bias_axis"]
+    if spec.epilogue.bias != "none":
+        atoms_m = spec.tile.m // (64 * rules_sm90.tile_warpgroups(spec))
+        loads += 2 * atoms_m if kernel_axis == "row" else spec.tile.n // 4
+    return loads
 
 
 def expected_counts_sm90(spec: Spec) -> dict[str, int]:
@@ -63,6 +79,7 @@ def expected_counts_sm90(spec: Spec) -> dict[str, int]:
     }
     if tma:
         counts["st.global"] = 0
+    counts["ld.global"] = epilogue_loads(spec)
     if rules_sm90.is_split_k(spec):
         peers = rules_sm90.splits(spec) - 1
         counts |= {
@@ -248,7 +265,7 @@ def plan_sm90(spec: Spec) -> Plan:
             + (f", split-K over {splits}-CTA clusters" if split else "")
             + "."
         ),
-        "dtype_note": f"{spec.dtype} in, f32 accumulate, {out} out",
+        "dtype_note": f"{spec.dtype} in, f32 accumulate, {out} out" + fusion_note(spec),
         "parameters": [
             ("arch", spec.arch),
             ("dtype", spec.dtype),
@@ -369,6 +386,7 @@ def plan_sm90(spec: Spec) -> Plan:
         "raster_major": spec.scheduler.raster if persistent else "m",
         "raster_minor": ("n" if spec.scheduler.raster == "m" else "m") if persistent else "n",
         "smem_bytes": smem,
+        **bias_values(spec),
     }
     return Plan(
         template="sm90/gemm.py.j2",

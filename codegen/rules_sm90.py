@@ -229,10 +229,6 @@ def fusion_violations(spec: Spec) -> list[Violation]:
     and f32 output only in the direct epilogue (the TMA store path stages 16-bit sub-tiles)."""
     out: list[Violation] = []
     epi = spec.epilogue
-    if epi.bias != "none":
-        out.append(
-            Violation("epilogue", f'bias="{epi.bias}" is not implemented yet; legal: "none"')
-        )
     if isinstance(epi, TmaStoreEpilogue):
         if epi.beta != 0.0:
             out.append(

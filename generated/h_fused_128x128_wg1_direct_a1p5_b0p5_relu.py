@@ -4,7 +4,7 @@
 # spec hash: 1c1731894747
 """Hopper (sm_90a) bf16 GEMM, 128x128x64 tile, 7-stage ring, 1 consumer warpgroup.
 
-    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out)
+    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out; D = relu(1.5 * A @ B^T + 0.5 * C))
 
 Parameters
     arch: sm_90a

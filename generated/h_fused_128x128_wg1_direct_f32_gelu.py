@@ -4,7 +4,7 @@
 # spec hash: 54f0ec72be36
 """Hopper (sm_90a) bf16 GEMM, 128x128x64 tile, 7-stage ring, 1 consumer warpgroup.
 
-    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, f32 out)
+    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, f32 out; D = gelu_tanh(A @ B^T))
 
 Parameters
     arch: sm_90a

@@ -4,7 +4,7 @@
 # spec hash: f9b7c9e482e5
 """Hopper (sm_90a) bf16 GEMM, 128x256x64 tile, 4-stage ring, 2 consumer warpgroups.
 
-    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out)
+    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out; D = silu(0.5 * A @ B^T))
 
 Parameters
     arch: sm_90a

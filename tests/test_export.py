@@ -18,12 +18,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-KERNELS = ["seed_s4_k64_sw128", "ladder_1_kloop"]  # both sm_100a
+KERNELS = ["seed_s4_k64_sw128", "ladder_1_kloop", "h_bias_128x128_wg1_direct_row_a2"]
+ARCH = {"seed_s4_k64_sw128": "sm_100a", "ladder_1_kloop": "sm_100a"}  # the rest: sm_90a
+BIAS = {"h_bias_128x128_wg1_direct_row_a2": "row"}  # kernels with a bias vector (after c)
 
 pytestmark = pytest.mark.export
 
 SHIM_SIGNATURE = (
-    "int {name}_gemm(\n    void *a, void *b, void *c, int m, int n, int k, int lda, int ldb, "
+    "int {name}_gemm(\n    void *a, void *b, void *c, {bias}int m, int n, int k, int lda, int ldb, "
     "int ldc, void *stream)"
 )
 
@@ -89,7 +91,8 @@ def test_files_exist(exported: Path):
         assert f"cute_dsl_{name}_wrapper(" in header
         assert (d / f"{name}_shim.c").exists()
         meta = json.loads((d / f"{name}.json").read_text())
-        assert meta["arch"] == "sm_100a" and meta["entry"] == f"{name}_gemm"
+        assert meta["arch"] == ARCH.get(name, "sm_90a") and meta["entry"] == f"{name}_gemm"
+        assert meta["bias"] == BIAS.get(name)
 
 
 @pytest.mark.parametrize("name", KERNELS)
@@ -98,8 +101,11 @@ def test_shim_fills_what_the_header_declares(exported: Path, name: str):
     header = (d / f"{name}.h").read_text()
     shim = (d / f"{name}_shim.c").read_text()
     structs = header_structs(header, name)
-    assert set(structs) == {"a", "b", "c"}
-    assert SHIM_SIGNATURE.format(name=name) in shim
+    bias = BIAS.get(name)
+    assert set(structs) == {"a", "b", "c"} | ({"bias"} if bias else set())
+    assert SHIM_SIGNATURE.format(name=name, bias="void *bias, " if bias else "") in shim
+    if bias:
+        assert "(uintptr_t)bias % 16u" in shim
     assert f'#include "{name}.h"' in shim
 
     # every declared slot is filled exactly once, with the declared type, and nothing else
@@ -107,6 +113,7 @@ def test_shim_fills_what_the_header_declares(exported: Path, name: str):
         "a": (["m", "k"], ["lda"]),
         "b": (["n", "k"], ["ldb"]),
         "c": (["m", "n"], ["ldc"]),
+        "bias": (["m" if bias == "row" else "n"], []),
     }
     for arg, fields in structs.items():
         assert re.search(rf"{name}_Tensor_{arg}_t t_{arg};", shim)
@@ -175,10 +182,11 @@ def test_shared_library_links_and_loads(exported: Path):
         lib = ctypes.CDLL(str(exported / name / f"lib{name}.so"))  # all symbols resolve
         fn = lib[f"{name}_gemm"]
         fn.restype = ctypes.c_int
-        fn.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int] * 6 + [ctypes.c_void_p]
+        pointers = 4 if name in BIAS else 3
+        fn.argtypes = [ctypes.c_void_p] * pointers + [ctypes.c_int] * 6 + [ctypes.c_void_p]
         # m = 0 launches nothing: either the module load fails (no GPU here: an error code) or
         # the shape check rejects it (cudaErrorInvalidValue); both are nonzero and harmless
-        rc = fn(None, None, None, 0, 0, 0, 0, 0, 0, None)
+        rc = fn(*[None] * pointers, 0, 0, 0, 0, 0, 0, None)
         assert rc != 0
         err_name = lib[f"{name}_error_name"]
         err_name.restype = ctypes.c_char_p

@@ -1,0 +1,101 @@
+"""The bias fusion: D = activation(alpha * A @ B^T + beta * C + bias), bias per row or column."""
+
+from __future__ import annotations
+
+import pytest
+
+from codegen import rules
+from codegen.plan import bias_values
+from codegen.plan_sm90 import epilogue_loads
+from codegen.spec import Spec
+
+SM90 = {"arch": "sm_90a", "dtype": "bf16", "swizzle": "128B", "stages": 4}
+
+
+def spec(**knobs) -> Spec:
+    return Spec(**(SM90 | knobs))
+
+
+def test_no_bias_keeps_old_spec_hashes() -> None:
+    plain = spec(tile=[128, 128, 64], consumer_warpgroups=1)
+    assert "bias" not in plain.model_dump()["epilogue"]
+    assert "bias" not in plain.canonical_json()
+    with_bias = spec(
+        tile=[128, 128, 64], consumer_warpgroups=1, epilogue={"style": "direct", "bias": "col"}
+    )
+    assert with_bias.model_dump()["epilogue"]["bias"] == "col"
+    assert with_bias.spec_hash() != plain.spec_hash()
+    assert with_bias.epilogue.fused and not plain.epilogue.fused
+    assert with_bias.canonical_name().endswith("_direct_biascol_grid")
+
+
+def test_bias_must_be_row_col_or_none() -> None:
+    with pytest.raises(ValueError, match="bias"):
+        spec(tile=[128, 128, 64], epilogue={"style": "direct", "bias": "both"})
+
+
+@pytest.mark.parametrize(
+    ("user", "swap", "axis", "extent", "user_extent"),
+    [
+        ("row", False, "row", "M", "M"),
+        ("col", False, "column", "N", "N"),
+        # swap AB: the kernel computes C^T, so a bias per column of C is per row of C^T
+        ("col", True, "row", "M", "N"),
+        ("row", True, "column", "N", "M"),
+    ],
+)
+def test_bias_axis_in_the_kernel(user, swap, axis, extent, user_extent) -> None:
+    s = spec(
+        tile=[64, 32, 64],
+        consumer_warpgroups=1,
+        swap_ab=swap,
+        epilogue={"style": "direct", "bias": user},
+    )
+    v = bias_values(s)
+    assert (v["bias_axis"], v["bias_extent"], v["bias_user_extent"]) == (axis, extent, user_extent)
+    assert v["bias_base"] == ("tile_m * TILER[0]" if axis == "row" else "tile_n * TILER[1]")
+
+
+@pytest.mark.parametrize(
+    ("knobs", "loads"),
+    [
+        # a thread touches rows r and r + 8 of each of its 64-row wgmma atoms (2 atoms here)
+        (
+            {
+                "tile": [128, 128, 64],
+                "consumer_warpgroups": 1,
+                "epilogue": {"style": "direct", "bias": "row"},
+            },
+            4,
+        ),
+        # and 2 adjacent columns of each 8-column group: TN / 4
+        (
+            {
+                "tile": [128, 256, 64],
+                "consumer_warpgroups": 2,
+                "epilogue": {"style": "tma", "bias": "col"},
+            },
+            64,
+        ),
+        # beta: one load per 2-element store vector of the 64 accumulators, plus the bias
+        (
+            {
+                "tile": [128, 128, 64],
+                "consumer_warpgroups": 1,
+                "epilogue": {"style": "direct", "bias": "row", "beta": 0.5},
+            },
+            64 + 4,
+        ),
+        ({"tile": [128, 128, 64], "consumer_warpgroups": 1}, 0),
+    ],
+)
+def test_epilogue_loads(knobs, loads) -> None:
+    assert epilogue_loads(spec(**knobs)) == loads
+
+
+def test_sm90_accepts_bias_with_either_epilogue() -> None:
+    for style in ("direct", "tma"):
+        s = spec(
+            tile=[128, 256, 64], consumer_warpgroups=2, epilogue={"style": style, "bias": "row"}
+        )
+        assert rules.check(s) == []
