@@ -25,7 +25,7 @@ from pathlib import Path
 from codegen.plan import plan
 from codegen.spec import Spec
 
-BUILD_FORMAT = "6"  # bump when what a build records changes, to invalidate the cache
+BUILD_FORMAT = "7"  # bump when what a build records changes, to invalidate the cache
 
 # PTX patterns, each counted over the whole module.
 PATTERNS: dict[str, str] = {
@@ -47,6 +47,9 @@ PATTERNS: dict[str, str] = {
     "st.global": r"\bst\.global\.",
     # the epilogue's own loads: C when beta != 0, the bias vector
     "ld.global": r"\bld\.global\.",
+    # stream-K's hand-over of a partial tile: a flag released by one CTA, acquired by another
+    "flag release.gpu": r"\bst\.release\.gpu\.global\.",
+    "flag acquire.gpu": r"\bld\.acquire\.gpu\.global\.",
     # split-K's DSMEM reduction: peer addresses, remote loads and the cluster-scoped handshake
     "mapa": r"\bmapa\.",
     "ld.shared::cluster": r"\bld\.shared::cluster\.",

@@ -8,7 +8,8 @@ dynamic M, N, K, calls the DSL's `export_to_c`, and writes into ``OUT/NAME/``:
     NAME_shim.c   a flat C entry point, generated from NAME.h (see `render_shim`):
                   int NAME_gemm(void *a, void *b, void *c, int m, int n, int k,
                                 int lda, int ldb, int ldc, void *stream);
-                  (a kernel with a bias takes `void *bias` right after c)
+                  (a kernel with a bias takes `void *bias` right after c; a stream-K
+                  kernel's workspace is allocated by the shim on its first call)
     NAME.json     what the loader (`codegen.aot`) checks before a call: dtypes, shape multiples
 
 and into ``OUT/`` a copy of the DSL's ``libcuda_dialect_runtime_static.a`` and ``build.sh``, which
@@ -64,8 +65,17 @@ def module_bias(module) -> str | None:
     return None if bias == "none" else bias
 
 
-def tensor_roles(bias: str | None) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
-    return TENSOR_ROLES | ({"bias": BIAS_ROLES[bias]} if bias else {})
+def module_workspace_bytes(module) -> int:
+    """Bytes of the stream-K workspace the kernel takes after C (and bias), else 0."""
+    return 4 * int(getattr(module, "WORKSPACE_ELEMS", 0))
+
+
+def tensor_roles(
+    bias: str | None, workspace: bool = False
+) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    roles = TENSOR_ROLES | ({"bias": BIAS_ROLES[bias]} if bias else {})
+    # the workspace has a static shape: nothing dynamic to fill, only its data pointer
+    return roles | ({"workspace": ((), ())} if workspace else {})
 
 
 class ExportError(Exception):
@@ -285,7 +295,7 @@ def parse_header(text: str, prefix: str) -> Header:
 
 
 def dynamic_slots(
-    fakes: dict[str, object], bias: str | None = None
+    fakes: dict[str, object], bias: str | None = None, workspace: bool = False
 ) -> dict[str, dict[str, list[str]]]:
     """For each tensor argument, the shim parameter that fills each dynamic shape/stride slot.
 
@@ -293,7 +303,7 @@ def dynamic_slots(
     comes from the fake tensor the kernel was compiled against.
     """
     slots = {}
-    roles = tensor_roles(bias)
+    roles = tensor_roles(bias, workspace)
     for arg, fake in fakes.items():
         shapes, strides = roles[arg]
         slots[arg] = {
@@ -309,6 +319,7 @@ def render_shim(
     slots: dict[str, dict[str, list[str]]],
     checks: dict[str, int],
     bias: str | None = None,
+    workspace_bytes: int = 0,
 ) -> str:
     """C source of ``NAME_gemm``: fill the header's structs and call its wrapper.
 
@@ -332,13 +343,13 @@ def render_shim(
             )
         var = f"t_{arg}"
         fill.append(f"    {s.type_name} {var};")
-        fill.append(f"    {var}.data = {arg};")
+        fill.append(f"    {var}.data = {'shim_workspace' if arg == 'workspace' else arg};")
         for i, src in enumerate(want["shapes"]):
             fill.append(f"    {var}.dynamic_shapes[{i}] = ({s.shape_type}){src};")
         for i, src in enumerate(want["strides"]):
             fill.append(f"    {var}.dynamic_strides[{i}] = ({s.stride_type}){src};")
         call.append(f"&{var}")
-    missing = set(tensor_roles(bias)) - {a for _, a in header.wrapper_args}
+    missing = set(tensor_roles(bias, workspace_bytes > 0)) - {a for _, a in header.wrapper_args}
     if missing:
         raise ExportError(f"{name}.h: the wrapper takes no {sorted(missing)}")
     pointers = ("a", "b", "c", "bias") if bias else ("a", "b", "c")
@@ -356,6 +367,18 @@ def render_shim(
         "#define __CUDA_FP16_H__\n"
     )
     fills = "\n".join(fill)
+    workspace_decl, workspace_alloc = "", ""
+    if workspace_bytes:
+        workspace_decl = (
+            f"// stream-K workspace ({workspace_bytes} bytes: partial tiles, then flags), zeroed\n"
+            "// once; every launch leaves the flags at 0 again, so calls must be stream-ordered.\n"
+            "static void *shim_workspace;\n\n"
+        )
+        workspace_alloc = f"""
+    if (shim_load_error == cudaSuccess)
+        shim_load_error = cudaMalloc(&shim_workspace, {workspace_bytes}u);
+    if (shim_load_error == cudaSuccess)
+        shim_load_error = cudaMemset(shim_workspace, 0, {workspace_bytes}u);"""
     params = ", ".join(f"void *{p}" for p in pointers) + (
         ", int m, int n, int k, int lda, int ldb, int ldc, void *stream"
     )
@@ -388,7 +411,9 @@ static cudaError_t shim_load_error = cudaSuccess;
 static {header.module_type} shim_module;
 static pthread_once_t shim_once = PTHREAD_ONCE_INIT;
 
-static void shim_load(void) {{ {header.module_load}(&shim_module); }}
+{workspace_decl}static void shim_load(void) {{
+    {header.module_load}(&shim_module);{workspace_alloc}
+}}
 
 __attribute__((visibility("default"))) int {name}_gemm(
     {params}) {{
@@ -445,17 +470,28 @@ def export_file(path: str, out_dir: str, arch: str) -> dict:
     # annotations are set as objects: this file's `from __future__ import annotations` would make
     # them strings, evaluated later where `cute` is not a global.
     bias = module_bias(module)
-    if bias:
+    workspace_bytes = module_workspace_bytes(module)
+    if bias and workspace_bytes:
+
+        def gemm_entry(a, b, c, bias, workspace, stream):
+            gemm(a, b, c, bias, workspace, stream)
+
+    elif bias:
 
         def gemm_entry(a, b, c, bias, stream):
             gemm(a, b, c, bias, stream)
+
+    elif workspace_bytes:
+
+        def gemm_entry(a, b, c, workspace, stream):
+            gemm(a, b, c, workspace, stream)
 
     else:
 
         def gemm_entry(a, b, c, stream):
             gemm(a, b, c, stream)
 
-    tensors = ("a", "b", "c", "bias") if bias else ("a", "b", "c")
+    tensors = ("a", "b", "c") + ("bias",) * bool(bias) + ("workspace",) * bool(workspace_bytes)
     gemm_entry.__annotations__ = {t: cute.Tensor for t in tensors} | {"stream": cuda.CUstream}
     gemm_entry = cute.jit(gemm_entry)
 
@@ -472,7 +508,7 @@ def export_file(path: str, out_dir: str, arch: str) -> dict:
     header = parse_header((dest / f"{name}.h").read_text(), name)
 
     fakes = dict(zip(tensors, args[: len(tensors)]))
-    slots = dynamic_slots(fakes, bias)
+    slots = dynamic_slots(fakes, bias, workspace_bytes > 0)
     # what the kernel was compiled to assume: the symbols' divisibility, and the spec's multiples
     sym = {
         "m": args[0].shape[0],
@@ -486,7 +522,8 @@ def export_file(path: str, out_dir: str, arch: str) -> dict:
     for dim, mult in getattr(module, "SHAPE_MULTIPLES", {}).items():
         v = dim.lower()
         checks[v] = max(checks.get(v, 1), int(mult))
-    (dest / f"{name}_shim.c").write_text(render_shim(name, header, slots, checks, bias))
+    shim = render_shim(name, header, slots, checks, bias, workspace_bytes)
+    (dest / f"{name}_shim.c").write_text(shim)
 
     out_dtype = getattr(module, "OUT_DTYPE", module.IO_DTYPE)
     meta = {
@@ -502,6 +539,7 @@ def export_file(path: str, out_dir: str, arch: str) -> dict:
         "align_bytes": 16,
         "entry": f"{name}_gemm",
         "bias": bias,  # None, "row" (length M) or "col" (length N): then `void *bias` follows c
+        "workspace_bytes": workspace_bytes,  # stream-K: allocated by the shim, not passed
         "signature": f"int {name}_gemm(void *a, void *b, void *c, "
         + ("void *bias, " if bias else "")
         + "int m, int n, int k, int lda, int ldb, int ldc, void *stream)",

@@ -72,3 +72,26 @@ def bias_values(spec: Spec) -> dict[str, object]:
         "bias_user_extent": "M" if user == "row" else "N",
         "bias_user_axis": "row" if user == "row" else "column",
     }
+
+
+def extra_tensors(spec: Spec, workspace_elems: int) -> dict[str, object]:
+    """Tensors `gemm` takes after C, in order: the bias vector, and the stream-K workspace (which
+    `launcher` allocates and the AOT shim owns, so a caller never passes it)."""
+    bias = bias_values(spec)
+    host, kernel, doc = [], [], ""
+    if bias["bias"]:
+        host.append("bias")
+        where = f"{bias['bias_axis']} of C" + ("^T" if spec.swap_ab else "")
+        out = spec.epilogue.out_dtype or spec.dtype
+        kernel.append(("mBias", f"({bias['bias_extent']},) {out}: one value per {where}"))
+        doc += f", bias ({bias['bias_user_extent']},)"
+    if workspace_elems:
+        host.append("workspace")
+        kernel.append(("mWork", "(WORKSPACE_ELEMS,) f32: partial-tile slots, then flags"))
+        doc += ", workspace (WORKSPACE_ELEMS,) f32 zeros"
+    return {
+        "host_tensors": host,
+        "kernel_tensors": kernel,
+        "gemm_doc": doc,
+        "workspace_elems": workspace_elems,
+    }

@@ -8,7 +8,7 @@ ws_persistent). Every number comes from :mod:`codegen.rules` and :mod:`codegen.r
 from __future__ import annotations
 
 from codegen import rules, rules_sm100
-from codegen.plan import CUTLASS_DTYPE, TORCH_DTYPE, Plan, bias_values, table
+from codegen.plan import CUTLASS_DTYPE, TORCH_DTYPE, Plan, bias_values, extra_tensors, table
 from codegen.rules_sm100 import cluster_kind, is_persistent
 from codegen.spec import Spec, TmaStoreEpilogue
 
@@ -491,6 +491,7 @@ def plan_sm100(spec: Spec) -> Plan:
         **cluster_values(spec),
         **scheduler_values(spec),
         **bias_values(spec),
+        **extra_tensors(spec, 0),
     }
     return Plan(
         template="sm100/gemm.py.j2",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from codegen import rules, rules_sm90
-from codegen.plan import CUTLASS_DTYPE, TORCH_DTYPE, Plan, bias_values, table
+from codegen.plan import CUTLASS_DTYPE, TORCH_DTYPE, Plan, bias_values, extra_tensors, table
 from codegen.spec import PersistentScheduler, Spec, TmaStoreEpilogue
 
 
@@ -77,9 +77,15 @@ def expected_counts_sm90(spec: Spec) -> dict[str, int]:
         if tma
         else 0,
     }
-    if tma:
-        counts["st.global"] = 0
     counts["ld.global"] = epilogue_loads(spec)
+    streamk = rules_sm90.is_stream_k(spec)
+    # stream-K: one 16-byte load (finisher) and store (hand-over) per 4 f32 accumulators, one
+    # flag release and acquire, and one plain store clearing the flag
+    handover = rules_sm90.accumulator_regs(spec) // 4 if streamk else 0
+    counts["ld.global"] += handover
+    counts["flag release.gpu"] = counts["flag acquire.gpu"] = int(streamk)
+    if tma:
+        counts["st.global"] = handover + int(streamk)
     if rules_sm90.is_split_k(spec):
         peers = rules_sm90.splits(spec) - 1
         counts |= {
@@ -115,6 +121,8 @@ def plan_sm90(spec: Spec) -> Plan:
     persistent = isinstance(spec.scheduler, PersistentScheduler)
     split = rules_sm90.is_split_k(spec)
     splits = rules_sm90.splits(spec)
+    streamk = rules_sm90.is_stream_k(spec)
+    sk_ctas = rules_sm90.streamk_ctas(spec)
     out = spec.epilogue.out_dtype or spec.dtype
     mma_k = rules.mma_k(spec.dtype)  # K depth of one wgmma: 16 (f16/bf16) or 32 (e4m3)
     multiples = rules_sm90.shape_multiples(spec)
@@ -237,6 +245,19 @@ def plan_sm90(spec: Spec) -> Plan:
             "stores C. A peer waits on its `consumed` barrier before it overwrites its staging for",
             "the next tile, and before it exits. Fixed summation order: deterministic.",
         ]
+    if streamk:
+        ws_bytes = rules_sm90.streamk_workspace_elems(spec) * rules_sm90.ACC_BYTES
+        pipeline += [
+            "",
+            "Stream-K: CTA b runs MAC iterations [b * T // CTAS, (b + 1) * T // CTAS) of the",
+            "T = tiles x k_tiles, tile after tile (tiles along M). A CTA that does not run a",
+            "tile's last k-tile (only its last unit can be such) stores its f32 partial in its",
+            "workspace slot, as 16-byte vectors per consumer thread, then thread 0 stores its flag",
+            "(st.release.gpu) after a named barrier. The finisher's thread 0 waits on each such",
+            "CTA's flag (ld.acquire.gpu), lowest CTA first; after a named barrier every consumer",
+            "adds that partial (fixed order: deterministic) and thread 0 clears the flag for the",
+            f"next launch. Workspace: {ws_bytes} B of global memory ({sk_ctas} x {rules.kib(rules_sm90.streamk_tile_elems(spec) * rules_sm90.ACC_BYTES)} KiB slots + flags).",
+        ]
     sched_note = "grid (one cluster per cluster tile)"
     if persistent:
         sched_note = f"persistent, raster along {spec.scheduler.raster.upper()}, {sm_count} SMs"
@@ -246,6 +267,11 @@ def plan_sm90(spec: Spec) -> Plan:
         sched_note = (
             f"persistent split-K over {splits} CTAs, raster along M, at most {max_clusters} "
             "clusters"
+        )
+    if streamk:
+        sched_note = (
+            f"stream-K: at most {sk_ctas} CTAs (one per SM) run equal shares of all tiles' "
+            "k-tiles; the CTA that runs a tile's last k-tile finishes it"
         )
     cluster_note = f"{cm}x{cn}" + mcast_note
     if split:
@@ -263,6 +289,7 @@ def plan_sm90(spec: Spec) -> Plan:
             + (f", cluster {cm}x{cn} with TMA multicast" if clustered else "")
             + (", swap AB (C^T = B @ A^T)" if spec.swap_ab else "")
             + (f", split-K over {splits}-CTA clusters" if split else "")
+            + (", stream-K" if streamk else "")
             + "."
         ),
         "dtype_note": f"{spec.dtype} in, f32 accumulate, {out} out" + fusion_note(spec),
@@ -387,6 +414,10 @@ def plan_sm90(spec: Spec) -> Plan:
         "raster_minor": ("n" if spec.scheduler.raster == "m" else "m") if persistent else "n",
         "smem_bytes": smem,
         **bias_values(spec),
+        **extra_tensors(spec, rules_sm90.streamk_workspace_elems(spec)),
+        "sk_ctas": rules_sm90.streamk_ctas(spec),
+        "sk_tile_elems": rules_sm90.streamk_tile_elems(spec),
+        "sk_workspace_elems": rules_sm90.streamk_workspace_elems(spec),
     }
     return Plan(
         template="sm90/gemm.py.j2",

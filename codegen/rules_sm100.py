@@ -439,6 +439,8 @@ def check(spec: Spec) -> list[Violation]:
     out += scheduler_violations(spec)
     if spec.scheduler.kind == "split_k":
         out.append(Violation("scheduler", "split_k is not implemented for sm_100a yet"))
+    if spec.scheduler.kind == "stream_k":
+        out.append(Violation("scheduler", "stream_k is not implemented for sm_100a yet"))
     if spec.consumer_mode != "cooperative":
         out.append(Violation("consumer_mode", "consumer_mode=pingpong is a Hopper (sm_90a) knob"))
     return out

@@ -8,6 +8,7 @@ from codegen.spec import (
     PersistentScheduler,
     Spec,
     SplitKScheduler,
+    StreamKScheduler,
     TmaStoreEpilogue,
 )
 
@@ -153,6 +154,52 @@ def splitk_max_clusters(spec: Spec) -> int:
     if not isinstance(spec.scheduler, SplitKScheduler):
         return 0
     return spec.scheduler.max_clusters or SM_COUNT // spec.scheduler.splits
+
+
+def is_stream_k(spec: Spec) -> bool:
+    return isinstance(spec.scheduler, StreamKScheduler)
+
+
+def streamk_ctas(spec: Spec) -> int:
+    """Persistent CTAs stream-K launches at most (fewer when there are fewer MAC iterations)."""
+    if not isinstance(spec.scheduler, StreamKScheduler):
+        return 0
+    return spec.scheduler.sm_count or SM_COUNT
+
+
+def streamk_tile_elems(spec: Spec) -> int:
+    """f32 values of one CTA's workspace slot: a whole TM x TN partial tile."""
+    return spec.tile.m * spec.tile.n if is_stream_k(spec) else 0
+
+
+def streamk_workspace_elems(spec: Spec) -> int:
+    """The global workspace (f32 words): a partial-tile slot per CTA, then a flag word per CTA.
+    Each CTA hands over at most one partial tile (its last, when a later CTA finishes it)."""
+    return streamk_ctas(spec) * (streamk_tile_elems(spec) + 1) if is_stream_k(spec) else 0
+
+
+def streamk_violations(spec: Spec) -> list[Violation]:
+    """Stream-K as implemented: one CTA per SM, no cluster, cooperative consumer warpgroups."""
+    if not is_stream_k(spec):
+        return []
+    out: list[Violation] = []
+    if spec.cluster.size > 1:
+        out.append(
+            Violation(
+                "cluster",
+                f"cluster {spec.cluster.m}x{spec.cluster.n} with scheduler stream_k is not "
+                "implemented (each CTA runs its own share of the MAC iterations); legal: [1, 1]",
+            )
+        )
+    if is_pingpong(spec):
+        out.append(
+            Violation(
+                "consumer_mode",
+                "consumer_mode=pingpong with scheduler stream_k is not implemented; legal: "
+                "cooperative",
+            )
+        )
+    return out
 
 
 def splitk_violations(spec: Spec) -> list[Violation]:
@@ -330,5 +377,6 @@ def check(spec: Spec) -> list[Violation]:
         if size > 1 and not is_power_of_two(size):
             out.append(Violation("cluster", f"cluster {dim}={size} must be a power of two"))
     out += splitk_violations(spec)
+    out += streamk_violations(spec)
     out += pingpong_violations(spec)
     return out

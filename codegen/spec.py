@@ -146,8 +146,19 @@ class SplitKScheduler(_Frozen):
     max_clusters: int | None = Field(default=None, gt=0)  # None: the arch's SM count // splits
 
 
+class StreamKScheduler(_Frozen):
+    """Stream-K: persistent CTAs (one per SM) split the MAC-loop iterations of every output tile
+    (each tile's k-tiles, tile after tile) into equal shares. A tile whose k-tiles span several
+    CTAs is finished by the CTA that runs its last k-tile: it adds the other CTAs' f32 partials,
+    handed over through a global workspace in CTA order (deterministic), and stores the tile."""
+
+    kind: Literal["stream_k"] = "stream_k"
+    sm_count: int | None = Field(default=None, gt=0)  # None: the arch's flagship (132 / 148)
+
+
 Scheduler = Annotated[
-    GridScheduler | PersistentScheduler | SplitKScheduler, Field(discriminator="kind")
+    GridScheduler | PersistentScheduler | SplitKScheduler | StreamKScheduler,
+    Field(discriminator="kind"),
 ]
 
 
@@ -252,6 +263,10 @@ class Spec(_Frozen):
             sched += f"_r{self.scheduler.raster}"
             if self.scheduler.group > 1:
                 sched += f"_g{self.scheduler.group}"
+            if self.scheduler.sm_count is not None:
+                sched += f"_sm{self.scheduler.sm_count}"
+        if isinstance(self.scheduler, StreamKScheduler):
+            sched = "streamk"
             if self.scheduler.sm_count is not None:
                 sched += f"_sm{self.scheduler.sm_count}"
         if isinstance(self.scheduler, SplitKScheduler):

@@ -314,9 +314,9 @@ def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, bias: cute.Tensor, stre
 
 
 def compile_args():
-    """Fake (a, b, c, bias, stream) for cute.compile: M dynamic; N and K dynamic multiples of 8
-    with 16-byte aligned rows; bias (M,) contiguous. `codegen build` cross-compiles
-    exactly what `launcher` runs."""
+    """Fake (a, b, c, bias, stream) for cute.compile: M dynamic; N and K dynamic
+    multiples of 8 with 16-byte aligned rows; bias (M,) contiguous.
+    `codegen build` cross-compiles exactly what `launcher` runs."""
     from cutlass.cute.runtime import make_fake_compact_tensor
     from cutlass.runtime import make_fake_stream
 
@@ -325,12 +325,13 @@ def compile_args():
     def fake(dtype, rows, cols):
         return make_fake_compact_tensor(dtype, (rows, cols), stride_order=(1, 0), assumed_align=16)
 
-    bias = make_fake_compact_tensor(OUT_DTYPE, (m,), assumed_align=16)
+    extra = []
+    extra.append(make_fake_compact_tensor(OUT_DTYPE, (m,), assumed_align=16))  # bias
     return (
         fake(IO_DTYPE, m, k),
         fake(IO_DTYPE, n, k),
         fake(OUT_DTYPE, m, n),
-        bias,
+        *extra,
         make_fake_stream(),
     )
 

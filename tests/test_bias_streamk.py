@@ -99,3 +99,34 @@ def test_sm90_accepts_bias_with_either_epilogue() -> None:
             tile=[128, 256, 64], consumer_warpgroups=2, epilogue={"style": style, "bias": "row"}
         )
         assert rules.check(s) == []
+
+
+# ---- stream-K (its plan numbers; the kernels are cross-compiled with counts by test_build) ----
+
+
+def test_stream_k_workspace_and_counts() -> None:
+    from codegen import rules_sm90
+    from codegen.plan_sm90 import expected_counts_sm90
+
+    s = spec(tile=[128, 128, 64], consumer_warpgroups=1, scheduler="stream_k", epilogue="tma")
+    assert rules.check(s) == []
+    assert rules_sm90.streamk_ctas(s) == 132
+    # a 128 x 128 f32 slot per CTA, then one flag word per CTA
+    assert rules_sm90.streamk_workspace_elems(s) == 132 * (128 * 128 + 1)
+    counts = expected_counts_sm90(s)
+    # 128 accumulators per thread: 32 16-byte vectors handed over (stores) and taken (loads)
+    assert counts["ld.global"] == 32 and counts["st.global"] == 32 + 1
+    assert counts["flag release.gpu"] == counts["flag acquire.gpu"] == 1
+    assert s.canonical_name().endswith("_tma_streamk")
+
+
+def test_stream_k_rejects_clusters_and_pingpong() -> None:
+    s = spec(tile=[128, 128, 64], consumer_warpgroups=2, consumer_mode="pingpong", cluster=[2, 1])
+    s = s.model_copy(update={"scheduler": Spec(tile=[64, 64, 64], scheduler="stream_k").scheduler})
+    fields = {v.field for v in rules.check(s)}
+    assert {"cluster", "consumer_mode"} <= fields
+
+
+def test_sm100_rejects_stream_k() -> None:
+    s = Spec(arch="sm_100a", tile=[128, 128, 64], stages=2, swizzle="128B", scheduler="stream_k")
+    assert any("stream_k" in v.message for v in rules.check(s))
