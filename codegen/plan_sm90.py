@@ -413,6 +413,8 @@ def plan_sm90(spec: Spec) -> Plan:
         "raster_major": spec.scheduler.raster if persistent else "m",
         "raster_minor": ("n" if spec.scheduler.raster == "m" else "m") if persistent else "n",
         "smem_bytes": smem,
+        # the DSL picks the wgmma SMEM atom from the K row width; the swizzle rule makes it this
+        "swizzle_atom": {"32B": "SW32", "64B": "SW64", "128B": "SW128"}[str(spec.swizzle)],
         **bias_values(spec),
         **extra_tensors(spec, rules_sm90.streamk_workspace_elems(spec)),
         "sk_ctas": rules_sm90.streamk_ctas(spec),

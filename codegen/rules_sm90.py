@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from codegen.rules import DTYPE_BYTES, MBARRIER_BYTES, Violation, is_power_of_two
+from codegen.rules import DTYPE_BYTES, MBARRIER_BYTES, Violation, is_power_of_two, k_row_bytes
 from codegen.spec import (
     DirectEpilogue,
     PersistentScheduler,
@@ -22,7 +22,8 @@ MAX_REGS_PER_THREAD = 255
 ACC_REGS_LIMIT = 192  # f32 accumulator registers per consumer thread that leave room for the rest
 CLUSTER_MAX = 8  # CTAs in a portable cluster: the most CTAs split-K can split a tile's K among
 ACC_BYTES = 4  # one f32 accumulator value (split-K stages them in SMEM)
-SW128_ROW_BYTES = 128  # the templates' K rows: one 128B swizzle atom (64 x 16-bit, 128 x e4m3)
+# the templates' K rows are one swizzle atom wide: row bytes -> the swizzle of that width
+K_ROW_SWIZZLE = {32: "32B", 64: "64B", 128: "128B"}
 TMA_ROW_ALIGN_BYTES = 16  # TMA needs 16-byte global row strides
 
 
@@ -296,6 +297,25 @@ def fusion_violations(spec: Spec) -> list[Violation]:
     return out
 
 
+def swizzle_violations(spec: Spec) -> list[Violation]:
+    """A stage's K row is one swizzle atom: 32, 64 or 128 bytes with the swizzle of that width
+    (the DSL's wgmma SMEM layout picks the atom from the row width, so the spec must agree)."""
+    row = k_row_bytes(spec)
+    if K_ROW_SWIZZLE.get(row) == spec.swizzle:
+        return []
+    ks = {
+        dt: ", ".join(str(b // DTYPE_BYTES[dt]) for b in K_ROW_SWIZZLE) for dt in ("bf16", "e4m3")
+    }
+    return [
+        Violation(
+            "swizzle",
+            f"the sm_90a templates take K rows of one swizzle atom: 32 B with swizzle 32B, 64 B "
+            f"with 64B, 128 B with 128B (tile K = {ks['bf16']} for f16/bf16, {ks['e4m3']} for "
+            f"e4m3); got tile K={spec.tile.k} ({row} B rows) with swizzle={spec.swizzle}",
+        )
+    ]
+
+
 def check(spec: Spec) -> list[Violation]:
     out: list[Violation] = []
     t = spec.tile
@@ -345,14 +365,7 @@ def check(spec: Spec) -> list[Violation]:
             )
         )
     out.extend(fusion_violations(spec))
-    if spec.tile.k * DTYPE_BYTES[spec.dtype] != SW128_ROW_BYTES or spec.swizzle != "128B":
-        out.append(
-            Violation(
-                "swizzle",
-                f"the sm_90a templates take 128-byte K rows with the 128B swizzle (tile K=64 for "
-                f"f16/bf16, K=128 for e4m3); got tile K={t.k} with swizzle={spec.swizzle}",
-            )
-        )
+    out.extend(swizzle_violations(spec))
     if not spec.warp_specialized:
         out.append(
             Violation(

@@ -61,15 +61,17 @@ def test_fp8_k_rows_are_128_bytes_at_tile_k_128() -> None:
     assert rules.k_row_bytes(fp8()) == 128
     assert rules.mma_k("e4m3") == 32 and rules.mma_k("bf16") == 16
     assert rules.auto_swizzle(rules.k_row_bytes(fp8())) == "128B"
-    # tile K=64 is 64-byte rows in e4m3: the SW128 rule names K=128 as the e4m3 choice
+    # tile K=64 is 64-byte rows in e4m3: the swizzle rule names K=128 as the e4m3 SW128 choice
     got = violations(fp8((128, 256, 64), swizzle="128B"))
     assert (
         "swizzle",
         (
-            "the sm_90a templates take 128-byte K rows with the 128B swizzle (tile K=64 for "
-            "f16/bf16, K=128 for e4m3); got tile K=64 with swizzle=128B"
+            "the sm_90a templates take K rows of one swizzle atom: 32 B with swizzle 32B, 64 B "
+            "with 64B, 128 B with 128B (tile K = 16, 32, 64 for f16/bf16, 32, 64, 128 for "
+            "e4m3); got tile K=64 (64 B rows) with swizzle=128B"
         ),
     ) in got
+    assert violations(fp8((128, 256, 64), swizzle="64B")) == []
 
 
 def test_fp8_tile_k_must_hold_whole_mmas() -> None:
