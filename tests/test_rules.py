@@ -500,8 +500,12 @@ def test_sm90_rules() -> None:
     # one warpgroup holding a 128x256 f32 accumulator is 256 registers a thread: it would spill
     ((field, message),) = violations((128, 256, 64), arch="sm_90a", stages=3)
     assert field == "tile" and "256 f32 accumulator registers per thread" in message
-    # the sm_90a templates take 64-deep 128B-swizzled stages only
-    assert [f for f, _ in violations((128, 128, 32), arch="sm_90a", stages=2)] == ["swizzle"]
+    # a stage's K row is one swizzle atom: 64-byte rows take the 64B swizzle (auto picks it)
+    assert violations((128, 128, 32), arch="sm_90a", stages=2) == []
+    got = violations((128, 128, 32), arch="sm_90a", stages=2, swizzle="32B")
+    assert [f for f, _ in got] == ["swizzle"]
+    # 256-byte rows (two atoms) are not taken
+    assert [f for f, _ in violations((128, 128, 128), arch="sm_90a", stages=2)] == ["swizzle"]
     got = violations(
         (192, 128, 64), arch="sm_90a", stages=2, consumer_warpgroups=2, warp_specialized=False
     )
