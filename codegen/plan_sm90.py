@@ -251,11 +251,11 @@ def plan_sm90(spec: Spec) -> Plan:
             "",
             "Stream-K: CTA b runs MAC iterations [b * T // CTAS, (b + 1) * T // CTAS) of the",
             "T = tiles x k_tiles, tile after tile (tiles along M). A CTA that does not run a",
-            "tile's last k-tile (only its last unit can be such) stores its f32 partial in its",
+            "tile's first k-tile (only its first unit can be such) stores its f32 partial in its",
             "workspace slot, as 16-byte vectors per consumer thread, then thread 0 stores its flag",
-            "(st.release.gpu) after a named barrier. The finisher's thread 0 waits on each such",
-            "CTA's flag (ld.acquire.gpu), lowest CTA first; after a named barrier every consumer",
-            "adds that partial (fixed order: deterministic) and thread 0 clears the flag for the",
+            "(st.release.gpu) after a named barrier. The finisher (its last unit) has thread 0 wait",
+            "on each such CTA's flag (ld.acquire.gpu), lowest CTA first; after a named barrier every",
+            "consumer adds that partial (fixed order: deterministic) and thread 0 clears the flag for the",
             f"next launch. Workspace: {ws_bytes} B of global memory ({sk_ctas} x {rules.kib(rules_sm90.streamk_tile_elems(spec) * rules_sm90.ACC_BYTES)} KiB slots + flags).",
         ]
     sched_note = "grid (one cluster per cluster tile)"
@@ -271,7 +271,7 @@ def plan_sm90(spec: Spec) -> Plan:
     if streamk:
         sched_note = (
             f"stream-K: at most {sk_ctas} CTAs (one per SM) run equal shares of all tiles' "
-            "k-tiles; the CTA that runs a tile's last k-tile finishes it"
+            "k-tiles; the CTA that runs a tile's first k-tile finishes it"
         )
     cluster_note = f"{cm}x{cn}" + mcast_note
     if split:

@@ -149,7 +149,7 @@ class SplitKScheduler(_Frozen):
 class StreamKScheduler(_Frozen):
     """Stream-K: persistent CTAs (one per SM) split the MAC-loop iterations of every output tile
     (each tile's k-tiles, tile after tile) into equal shares. A tile whose k-tiles span several
-    CTAs is finished by the CTA that runs its last k-tile: it adds the other CTAs' f32 partials,
+    CTAs is finished by the CTA that runs its first k-tile: it adds the other CTAs' f32 partials,
     handed over through a global workspace in CTA order (deterministic), and stores the tile."""
 
     kind: Literal["stream_k"] = "stream_k"

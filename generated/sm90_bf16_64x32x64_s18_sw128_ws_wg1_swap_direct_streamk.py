@@ -16,7 +16,7 @@ Parameters
     cluster: 1x1
     swap AB: yes: the kernel computes C^T = B @ A^T
     epilogue: direct store
-    scheduler: stream-K: at most 132 CTAs (one per SM) run equal shares of all tiles' k-tiles; the CTA that runs a tile's last k-tile finishes it
+    scheduler: stream-K: at most 132 CTAs (one per SM) run equal shares of all tiles' k-tiles; the CTA that runs a tile's first k-tile finishes it
 
 Pipeline
     ring      producer -> consumer                          stages  bytes/stage  full arrives        empty arrives
@@ -26,11 +26,11 @@ Pipeline
 
     Stream-K: CTA b runs MAC iterations [b * T // CTAS, (b + 1) * T // CTAS) of the
     T = tiles x k_tiles, tile after tile (tiles along M). A CTA that does not run a
-    tile's last k-tile (only its last unit can be such) stores its f32 partial in its
+    tile's first k-tile (only its first unit can be such) stores its f32 partial in its
     workspace slot, as 16-byte vectors per consumer thread, then thread 0 stores its flag
-    (st.release.gpu) after a named barrier. The finisher's thread 0 waits on each such
-    CTA's flag (ld.acquire.gpu), lowest CTA first; after a named barrier every consumer
-    adds that partial (fixed order: deterministic) and thread 0 clears the flag for the
+    (st.release.gpu) after a named barrier. The finisher (its last unit) has thread 0 wait
+    on each such CTA's flag (ld.acquire.gpu), lowest CTA first; after a named barrier every
+    consumer adds that partial (fixed order: deterministic) and thread 0 clears the flag for the
     next launch. Workspace: 1081872 B of global memory (132 x 8 KiB slots + flags).
 
 Shapes: any M; N and K multiples of 8 (TMA needs 16-byte row strides). Tails are exact: TMA zero-fills loads past M, N and K, and the direct epilogue predicates every store on M and N.
@@ -272,19 +272,20 @@ def gemm_kernel(
                 release_stage(empty + prev_stage)
 
             # ---- 3b. stream-K fix-up through the global workspace -------------------------------
-            if k_end < k_tiles:
-                # a later CTA finishes this tile (this is my last unit): hand it my partial
+            if k_begin > 0:
+                # an earlier CTA finishes this tile (this is my first unit): hand it my partial
                 for j in cutlass.range_constexpr(acc_values // 4):
                     cute.copy(vec_copy, acc_vec[(None, j)], slots[(None, ctidx, j, bidx)])
                 # every consumer's stores precede thread 0's release of my flag
                 cute.arch.barrier(barrier_id=1, number_of_threads=MMA_THREADS)
                 if ctidx == 0:
                     cute.arch.store(flags + bidx, cutlass.Int32(1), sem="release", scope="gpu")
-            elif k_begin > 0:
-                # I finish this tile: add the partials of the CTAs that ran its first k_begin
-                # k-tiles, lowest CTA first (a fixed order: deterministic sums)
-                first_cta = ((ct * k_tiles + 1) * gdimx - 1) // total_iters  # ran k-tile 0
-                for peer in cutlass.range(first_cta, bidx, unroll=1):
+            elif k_end < k_tiles:
+                # I finish this tile (this is my last unit): add the partials of the CTAs that ran
+                # its k-tiles [k_end, k_tiles), lowest CTA first (a fixed order: deterministic
+                # sums); they ran them first thing, so these waits are short
+                last_cta = ((ct + 1) * k_tiles * gdimx - 1) // total_iters  # ran its last k-tile
+                for peer in cutlass.range(bidx + 1, last_cta + 1, unroll=1):
                     if ctidx == 0:
                         wait_flag_acquire(flags + peer)
                     # thread 0's acquire orders the peer's stores before every consumer's loads
@@ -296,7 +297,7 @@ def gemm_kernel(
                         cute.arch.store(flags + peer, cutlass.Int32(0))  # ready for the next launch
 
             # ---- 4. epilogue: f32 accumulators -> bf16 -> C ----------------------------------------
-            if k_end == k_tiles:  # the CTA that ran the tile's last k-tile stores it
+            if k_begin == 0:  # the CTA that ran the tile's first k-tile stores it
                 gC = cute.local_tile(mC, (TILER[0], TILER[1]), (tile_m, tile_n))  # (TM, TN)
                 tCgC = thr_mma.partition_C(gC)  # (MMA_V, MMA_M, MMA_N)
                 tCcC = thr_mma.partition_C(
