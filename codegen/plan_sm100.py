@@ -253,11 +253,15 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
     else:
         rows.append(("epilogue", f"{spec.epilogue.style} store"))
     if is_persistent(spec):
-        unit = "CTA pairs" if kind == "pair" else "CTAs"
+        unit = {"pair": "CTA pairs", "multicast": "clusters"}.get(kind, "CTAs")
+        tiles = "cluster tiles" if kind == "multicast" else "tiles"
+        swizzle = (
+            f", tile swizzle group {spec.scheduler.group}" if spec.scheduler.group > 1 else ""
+        )
         scheduler = (
             f"persistent, static: at most {rules_sm100.max_workers(spec)} {unit}, worker w "
-            f"taking tiles w, w + workers, ... rastered along {spec.scheduler.raster.upper()}; "
-            f"{spec.accumulators} TMEM accumulator slot(s)"
+            f"taking {tiles} w, w + workers, ... rastered along {spec.scheduler.raster.upper()}"
+            f"{swizzle}; {spec.accumulators} TMEM accumulator slot(s)"
         )
         rows.append(("scheduler", scheduler))
     else:
@@ -327,12 +331,31 @@ def scheduler_values(spec: Spec) -> dict[str, object]:
     """What the persistent scheduler partial prints."""
     if not is_persistent(spec):
         return {}
-    pair = cluster_kind(spec) == "pair"
+    kind = cluster_kind(spec)
+    pair = kind == "pair"
+    clustered = kind == "multicast"  # the cluster walks cluster tiles, one tile per CTA
     sm_count = spec.scheduler.sm_count or rules_sm100.SM_COUNT
     fast = spec.scheduler.raster
     slow = "n" if fast == "m" else "m"
     shared = "B" if fast == "m" else "A"
     warps = rules_sm100.EPILOGUE_WARPS
+    group = spec.scheduler.group
+    unit = "cluster tiles" if clustered else "tiles"
+    raster_note = f"raster along {fast.upper()}: the {unit} running at once share {shared} tiles"
+    if group > 1:
+        raster_note = (
+            f"tile swizzle: bands of GROUP {unit} along {fast.upper()}, walked along "
+            f"{slow.upper()}"
+        )
+    if pair:
+        workers_note = f"{sm_count} SMs / 2 CTAs per pair: the grid never launches more pairs"
+    elif clustered:
+        workers_note = (
+            f"{sm_count} SMs / {spec.cluster.size} CTAs per cluster: the grid never launches "
+            "more clusters"
+        )
+    else:
+        workers_note = f"{sm_count} SMs: the grid never launches more CTAs"
     return {
         "epi_warp0": EPI_WARP0,
         "epilogue_warps": warps,
@@ -347,14 +370,19 @@ def scheduler_values(spec: Spec) -> dict[str, object]:
             else f"one per epilogue warp ({warps})"
         ),
         "max_workers": rules_sm100.max_workers(spec),
-        "max_workers_note": (
-            f"{sm_count} SMs / 2 CTAs per pair: the grid never launches more pairs"
-            if pair
-            else f"{sm_count} SMs: the grid never launches more CTAs"
-        ),
+        "max_workers_note": workers_note,
         "raster_fast": fast,
         "raster_slow": slow,
-        "raster_note": f"raster along {fast.upper()}: the tiles running at once share {shared} tiles",
+        "raster_note": raster_note,
+        "group": group,
+        "group_note": (
+            f"tile swizzle: walk GROUP {unit} along {fast.upper()}, then step along "
+            f"{slow.upper()}: the {unit} running at once share A and B tiles in L2"
+        ),
+        "cluster_tiles": clustered,
+        "coord_prefix": "ct" if clustered else "t",  # ctm, ctn: a cluster tile's coordinates
+        "count_prefix": "clusters" if clustered else "tiles",
+        "tile_unit": unit,
         "tile_n": spec.tile.n,
     }
 

@@ -112,9 +112,10 @@ def acc_empty_arrives(spec: Spec) -> int:
 
 
 def max_workers(spec: Spec) -> int:
-    """Persistent grid size in workers (CTAs, or CTA pairs): one per SM (or pair of SMs)."""
+    """Persistent grid size in workers (CTAs, CTA pairs or multicast clusters): one per SM, or per
+    cluster of SMs (a pair is a 2-CTA cluster)."""
     sm_count = getattr(spec.scheduler, "sm_count", None) or SM_COUNT
-    return sm_count // spec.cta_group
+    return sm_count // spec.cluster.size
 
 
 # ---- shared memory ------------------------------------------------------------------------------
@@ -153,12 +154,12 @@ def epilogue_smem_bytes(spec: Spec) -> int:
 def shape_multiples(spec: Spec) -> dict[str, int]:
     """What M, N and K must be multiples of. TMA needs 16-byte row strides (K, and N for a TMA
     store); TMA loads zero-fill and TMA stores clip partial tiles. The direct epilogue stores
-    whole tiles unpredicated, and a cluster's grid is rounded up to whole clusters: M and N must
-    then cover whole clusters of tiles."""
+    whole tiles unpredicated, and a multicast cluster (grid or persistent) covers whole cluster
+    tiles: M and N must then cover whole clusters of tiles (a pair's tile is already the pair's)."""
     if isinstance(spec.epilogue, TmaStoreEpilogue):
         return {"M": 1, "N": 8, "K": 8}
-    clusters_m = 1 if is_persistent(spec) else spec.cluster.m // spec.cta_group
-    clusters_n = 1 if is_persistent(spec) else spec.cluster.n
+    clusters_m = spec.cluster.m // spec.cta_group
+    clusters_n = spec.cluster.n
     return {"M": spec.tile.m * clusters_m, "N": spec.tile.n * clusters_n, "K": 8}
 
 
@@ -266,7 +267,7 @@ def _largest_split(rows: int) -> int:
 def multicast_violations(spec: Spec) -> list[Violation]:
     """TMA multicast (cta_group 1 in a cluster > 1x1) splits a tile among the CTAs of a cluster
     dimension > 1; each slice must hold whole 8-row swizzle atoms. The templates implement it
-    with the warp-specialized mainloop and the grid scheduler."""
+    with the warp-specialized mainloop (grid or persistent)."""
     if cluster_kind(spec) != "multicast":
         return []
     out: list[Violation] = []
@@ -292,14 +293,6 @@ def multicast_violations(spec: Spec) -> list[Violation]:
                 "warp_specialized",
                 "a cluster with TMA multicast is implemented for the warp-specialized mainloop "
                 "only; legal: true (or cluster [1, 1])",
-            )
-        )
-    if is_persistent(spec):
-        out.append(
-            Violation(
-                "scheduler",
-                "scheduler 'persistent' with a multicast cluster is not implemented for sm_100a "
-                "yet; legal: grid (or cluster [1, 1], or cta_group=2 with cluster [2, 1])",
             )
         )
     return out
@@ -381,20 +374,14 @@ def scheduler_violations(spec: Spec) -> list[Violation]:
                 f"{EPI_BUFS * EPI_TILE[1]}",
             )
         )
-    if spec.scheduler.group > 1:
-        out.append(
-            Violation(
-                "scheduler",
-                f"scheduler group={spec.scheduler.group} (tile swizzle) is not implemented for "
-                "sm_100a yet; legal: 1",
-            )
-        )
     if max_workers(spec) < 1:
+        size = spec.cluster.size
+        unit = "CTA pair" if cluster_kind(spec) == "pair" else "cluster"
         out.append(
             Violation(
                 "scheduler",
-                f"scheduler sm_count={spec.scheduler.sm_count} is fewer than the {spec.cta_group} "
-                f"SMs one CTA pair occupies; legal: at least {spec.cta_group}",
+                f"scheduler sm_count={spec.scheduler.sm_count} is fewer than the {size} SMs one "
+                f"{unit} occupies; legal: at least {size}",
             )
         )
     return out
