@@ -45,7 +45,9 @@ def table(rows: list[tuple[str, ...]]) -> list[str]:
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
 
 
-def tile_order(index: int, counts: tuple[int, int], raster: str = "m", group: int = 1) -> tuple[int, int]:
+def tile_order(
+    index: int, counts: tuple[int, int], raster: str = "m", group: int = 1
+) -> tuple[int, int]:
     """Coordinates (m, n) of tile `index` in the persistent tile order of a counts[0] x counts[1]
     grid of (cluster) tiles: consecutive indices walk the `raster` dimension; with group > 1 they
     walk `group` tiles along it, then step along the other dimension, band by band (the last band

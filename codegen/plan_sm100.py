@@ -255,9 +255,7 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
     if is_persistent(spec):
         unit = {"pair": "CTA pairs", "multicast": "clusters"}.get(kind, "CTAs")
         tiles = "cluster tiles" if kind == "multicast" else "tiles"
-        swizzle = (
-            f", tile swizzle group {spec.scheduler.group}" if spec.scheduler.group > 1 else ""
-        )
+        swizzle = f", tile swizzle group {spec.scheduler.group}" if spec.scheduler.group > 1 else ""
         scheduler = (
             f"persistent, static: at most {rules_sm100.max_workers(spec)} {unit}, worker w "
             f"taking {tiles} w, w + workers, ... rastered along {spec.scheduler.raster.upper()}"
@@ -344,8 +342,7 @@ def scheduler_values(spec: Spec) -> dict[str, object]:
     raster_note = f"raster along {fast.upper()}: the {unit} running at once share {shared} tiles"
     if group > 1:
         raster_note = (
-            f"tile swizzle: bands of GROUP {unit} along {fast.upper()}, walked along "
-            f"{slow.upper()}"
+            f"tile swizzle: bands of GROUP {unit} along {fast.upper()}, walked along {slow.upper()}"
         )
     if pair:
         workers_note = f"{sm_count} SMs / 2 CTAs per pair: the grid never launches more pairs"
