@@ -35,13 +35,16 @@ def epilogue_chunks(spec: Spec) -> tuple[int, int]:
 
 def try_waits(spec: Spec) -> int:
     """mbarrier.try_wait sites: empty (producer), full (MMA), acc_full (epilogue); a producer
-    tail where peers commit into this CTA; the pair's TMEM-dealloc handshake; and, persistent, the
-    MMA's acc_empty wait and its tail over the slots."""
+    tail where peers commit into this CTA; the pair's TMEM-dealloc handshake; persistent, the
+    MMA's acc_empty wait and its tail over the slots; dynamic, the tile-request handshake."""
     kind = cluster_kind(spec)
     waits = 3
     waits += 1 if kind != "single" else 0
     waits += 1 if kind == "pair" else 0
     waits += 2 if is_persistent(spec) else 0
+    # dynamic: the producer's clc_empty wait before each request, and clc_full in next_tile,
+    # inlined at its three call sites (producer, MMA, epilogue)
+    waits += 1 + 3 if rules_sm100.is_dynamic(spec) else 0
     return waits
 
 
@@ -79,7 +82,16 @@ def expected_counts_sm100(spec: Spec) -> dict[str, int]:
         "tcgen05.commit multicast": {"single": 0, "multicast": 1, "pair": 2}[kind],
         "TMA store": loads_per_tile if is_tma_store(spec) else 0,
         "st.global": 0 if is_tma_store(spec) else row_stores,
-    }
+    } | dynamic_counts(spec)
+
+
+def dynamic_counts(spec: Spec) -> dict[str, int]:
+    """The dynamic scheduler's cluster launch control: one try_cancel site (the producer's
+    request), and one query of the answer per next_tile call site (producer, MMA, epilogue)."""
+    if not rules_sm100.is_dynamic(spec):
+        return {}
+    # the producer and the epilogue read the cancelled CTA's x and y; the MMA warp reads neither
+    return {"clc try_cancel": 1, "clc is_canceled": 3, "clc first_ctaid": 4}
 
 
 def _binary(mask: int, bits: int) -> str:
@@ -160,6 +172,18 @@ def pipeline_lines(spec: Spec) -> list[str]:
                 "-",
                 commit or "1 (tcgen05.commit)",
                 "-",
+            )
+        )
+    if rules_sm100.is_dynamic(spec):
+        readers = rules_sm100.clc_readers(spec)
+        rows.append(
+            (
+                "tile answer",
+                "try_cancel (warp 0) -> every warp",
+                "1",
+                str(rules_sm100.CLC_RESPONSE_BYTES),
+                f"1 + {rules_sm100.CLC_RESPONSE_BYTES} tx bytes",
+                f"{readers} (one per reading warp)",
             )
         )
     if is_tma_store(spec):
@@ -252,7 +276,14 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
         rows.append(("epilogue", epilogue))
     else:
         rows.append(("epilogue", f"{spec.epilogue.style} store"))
-    if is_persistent(spec):
+    if rules_sm100.is_dynamic(spec):
+        scheduler = (
+            "dynamic (cluster launch control): the grid is the whole tile grid; each CTA computes "
+            "its own tile, then cancels CTAs that have not started (clusterlaunchcontrol."
+            f"try_cancel) and computes theirs; {spec.accumulators} TMEM accumulator slot(s)"
+        )
+        rows.append(("scheduler", scheduler))
+    elif is_persistent(spec):
         unit = {"pair": "CTA pairs", "multicast": "clusters"}.get(kind, "CTAs")
         tiles = "cluster tiles" if kind == "multicast" else "tiles"
         swizzle = f", tile swizzle group {spec.scheduler.group}" if spec.scheduler.group > 1 else ""
@@ -281,7 +312,12 @@ def title(spec: Spec) -> str:
         parts.append(f"{spec.cluster.m}x{spec.cluster.n} cluster with TMA multicast")
     if is_persistent(spec):
         slots = spec.accumulators
-        parts.append(f"persistent with {slots} TMEM accumulator slot{'s' if slots > 1 else ''}")
+        how = (
+            "dynamic persistent (cluster launch control)"
+            if rules_sm100.is_dynamic(spec)
+            else ("persistent")
+        )
+        parts.append(f"{how} with {slots} TMEM accumulator slot{'s' if slots > 1 else ''}")
     return ", ".join(parts + [mode]) + "."
 
 
@@ -325,10 +361,44 @@ def cluster_values(spec: Spec) -> dict[str, object]:
     }
 
 
+def tile_loop_values(spec: Spec) -> dict[str, object]:
+    """What the persistent and dynamic scheduler partials both print: the epilogue warps and the
+    TMEM accumulator slots they hand back to the MMA warp."""
+    pair = cluster_kind(spec) == "pair"
+    warps = rules_sm100.EPILOGUE_WARPS
+    return {
+        "epi_warp0": EPI_WARP0,
+        "epilogue_warps": warps,
+        "epi_warps_range": f"{EPI_WARP0}-{EPI_WARP0 + warps - 1}",
+        "epi_threads": 32 * warps,
+        "epi_barrier_id": EPI_BARRIER_ID,
+        "acc_slots": spec.accumulators,
+        "acc_empty_arrives": rules_sm100.acc_empty_arrives(spec),
+        "acc_empty_note": (
+            f"one per epilogue warp of both CTAs ({warps} x 2), on the leader's barrier"
+            if pair
+            else f"one per epilogue warp ({warps})"
+        ),
+        "tile_n": spec.tile.n,
+    }
+
+
+def dynamic_values(spec: Spec) -> dict[str, object]:
+    """What the dynamic (cluster launch control) scheduler partial prints."""
+    readers = rules_sm100.clc_readers(spec)
+    return tile_loop_values(spec) | {
+        "clc_response_bytes": rules_sm100.CLC_RESPONSE_BYTES,
+        "clc_readers": readers,
+        "clc_readers_note": f"clc_empty arrives per answer: producer, MMA, {readers - 2} epilogue warps",
+    }
+
+
 def scheduler_values(spec: Spec) -> dict[str, object]:
-    """What the persistent scheduler partial prints."""
+    """What the persistent (or dynamic) scheduler partial prints."""
     if not is_persistent(spec):
         return {}
+    if rules_sm100.is_dynamic(spec):
+        return dynamic_values(spec)
     kind = cluster_kind(spec)
     pair = kind == "pair"
     clustered = kind == "multicast"  # the cluster walks cluster tiles, one tile per CTA
@@ -336,7 +406,6 @@ def scheduler_values(spec: Spec) -> dict[str, object]:
     fast = spec.scheduler.raster
     slow = "n" if fast == "m" else "m"
     shared = "B" if fast == "m" else "A"
-    warps = rules_sm100.EPILOGUE_WARPS
     group = spec.scheduler.group
     unit = "cluster tiles" if clustered else "tiles"
     raster_note = f"raster along {fast.upper()}: the {unit} running at once share {shared} tiles"
@@ -353,19 +422,7 @@ def scheduler_values(spec: Spec) -> dict[str, object]:
         )
     else:
         workers_note = f"{sm_count} SMs: the grid never launches more CTAs"
-    return {
-        "epi_warp0": EPI_WARP0,
-        "epilogue_warps": warps,
-        "epi_warps_range": f"{EPI_WARP0}-{EPI_WARP0 + warps - 1}",
-        "epi_threads": 32 * warps,
-        "epi_barrier_id": EPI_BARRIER_ID,
-        "acc_slots": spec.accumulators,
-        "acc_empty_arrives": rules_sm100.acc_empty_arrives(spec),
-        "acc_empty_note": (
-            f"one per epilogue warp of both CTAs ({warps} x 2), on the leader's barrier"
-            if pair
-            else f"one per epilogue warp ({warps})"
-        ),
+    return tile_loop_values(spec) | {
         "max_workers": rules_sm100.max_workers(spec),
         "max_workers_note": workers_note,
         "raster_fast": fast,
@@ -380,7 +437,6 @@ def scheduler_values(spec: Spec) -> dict[str, object]:
         "coord_prefix": "ct" if clustered else "t",  # ctm, ctn: a cluster tile's coordinates
         "count_prefix": "clusters" if clustered else "tiles",
         "tile_unit": unit,
-        "tile_n": spec.tile.n,
     }
 
 
@@ -420,7 +476,9 @@ def notes(spec: Spec) -> dict[str, str]:
     """The comments on the kernel's constants."""
     kind, persistent = cluster_kind(spec), is_persistent(spec)
     pair = kind == "pair"
-    if persistent:
+    if rules_sm100.is_dynamic(spec):
+        threads = "6 warps: 0 = TMA producer and tile requests, 1 = MMA issuer, 2-5 = epilogue"
+    elif persistent:
         threads = (
             "6 warps: 0 = TMA producer, 1 = MMA issuer"
             + (" (leader CTA)" if pair else "")

@@ -9,8 +9,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from codegen.rules import DTYPE_BYTES, MBARRIER_BYTES, Violation, is_power_of_two, stage_bytes
-from codegen.spec import PersistentScheduler, Spec, TmaStoreEpilogue
+from codegen.rules import (
+    DTYPE_BYTES,
+    MBARRIER_BYTES,
+    Violation,
+    align_up,
+    is_power_of_two,
+    stage_bytes,
+)
+from codegen.spec import DynamicScheduler, PersistentScheduler, Spec, TmaStoreEpilogue
 
 TMEM_COLUMNS = 512
 TMEM_LANES = 128  # one CTA's accumulator rows: the epilogue maps 4 warps x 32 lanes onto them
@@ -20,6 +27,7 @@ EPI_TILE = (128, 64)  # TMA-store sub-tile: 128 rows x 64 columns (128-byte rows
 EPI_BUFS = 2  # SMEM sub-tile buffers: the TMA store of one overlaps filling the next
 MULTICAST_MIN_ROWS = 8  # a multicast slice of an operand tile holds whole 8-row swizzle atoms
 CLUSTER_MAX = 16  # CTAs in a portable cluster (the cluster-size rule lives in rules.check)
+CLC_RESPONSE_BYTES = 16  # clusterlaunchcontrol.try_cancel writes an opaque 16-byte answer to SMEM
 
 ClusterKind = Literal["single", "multicast", "pair"]
 
@@ -67,7 +75,20 @@ def cluster_kind(spec: Spec) -> ClusterKind:
 
 
 def is_persistent(spec: Spec) -> bool:
-    return isinstance(spec.scheduler, PersistentScheduler)
+    """A CTA loops over tiles (static persistent, or dynamic): dedicated epilogue warps, TMEM
+    accumulator slots handed between the MMA warp and the epilogue."""
+    return isinstance(spec.scheduler, (PersistentScheduler, DynamicScheduler))
+
+
+def is_dynamic(spec: Spec) -> bool:
+    """The next tile comes from the hardware (cluster launch control), not from a static order."""
+    return isinstance(spec.scheduler, DynamicScheduler)
+
+
+def clc_readers(spec: Spec) -> int:
+    """Warps that read each cluster-launch-control answer and arrive (one elected lane each) on
+    clc_empty before it may be overwritten: the producer, the MMA warp, every epilogue warp."""
+    return 2 + EPILOGUE_WARPS if is_dynamic(spec) else 0
 
 
 def multicast_ctas(spec: Spec) -> tuple[int, int]:
@@ -130,12 +151,17 @@ def barrier_count(spec: Spec, stages: int) -> int:
     """mbarriers in the kernel's Barriers struct: full and empty per stage; acc_full (grid) or
     acc_full and acc_empty per accumulator slot (persistent); a pair's TMEM-dealloc handshake."""
     acc = 2 * spec.accumulators if is_persistent(spec) else 1
-    return 2 * stages + acc + (1 if spec.cta_group == 2 else 0)
+    clc = 2 if is_dynamic(spec) else 0  # clc_full, clc_empty: the hardware's answer handshake
+    return 2 * stages + acc + clc + (1 if spec.cta_group == 2 else 0)
 
 
 def barrier_bytes(spec: Spec, stages: int) -> int:
-    """The Barriers struct: its mbarriers and the 4-byte TMEM address slot."""
-    return barrier_count(spec, stages) * MBARRIER_BYTES + 4
+    """The Barriers struct: its mbarriers and the 4-byte TMEM address slot; the dynamic
+    scheduler's 16-byte answer sits after the barriers, 16-byte aligned."""
+    count = barrier_count(spec, stages) * MBARRIER_BYTES
+    if is_dynamic(spec):
+        count = align_up(count, CLC_RESPONSE_BYTES) + CLC_RESPONSE_BYTES
+    return count + 4
 
 
 def epi_subtiles(spec: Spec) -> int:
@@ -349,17 +375,18 @@ def epilogue_violations(spec: Spec) -> list[Violation]:
 
 
 def scheduler_violations(spec: Spec) -> list[Violation]:
-    """The persistent scheduler needs dedicated epilogue warps (warp specialization), an even
-    number of TMA-store sub-tiles per tile (the two SMEM buffers alternate across tiles), and at
-    least one worker's worth of SMs."""
+    """The persistent and dynamic schedulers need dedicated epilogue warps (warp specialization)
+    and an even number of TMA-store sub-tiles per tile (the two SMEM buffers alternate across
+    tiles); the persistent grid needs at least one worker's worth of SMs."""
     if not is_persistent(spec):
         return []
     out: list[Violation] = []
+    kind = spec.scheduler.kind
     if not spec.warp_specialized:
         out.append(
             Violation(
                 "scheduler",
-                "scheduler 'persistent' needs warp_specialized = true (dedicated epilogue warps "
+                f"scheduler '{kind}' needs warp_specialized = true (dedicated epilogue warps "
                 "drain one tile while the MMA warp runs the next); legal: grid",
             )
         )
@@ -368,13 +395,13 @@ def scheduler_violations(spec: Spec) -> list[Violation]:
         out.append(
             Violation(
                 "scheduler",
-                f"scheduler 'persistent' with the TMA-store epilogue needs an even number of "
+                f"scheduler '{kind}' with the TMA-store epilogue needs an even number of "
                 f"{EPI_TILE[1]}-column sub-tiles per tile (its {EPI_BUFS} SMEM buffers alternate "
                 f"across tiles); tile N={spec.tile.n} gives {subtiles}; legal: N a multiple of "
                 f"{EPI_BUFS * EPI_TILE[1]}",
             )
         )
-    if max_workers(spec) < 1:
+    if not is_dynamic(spec) and max_workers(spec) < 1:
         size = spec.cluster.size
         unit = "CTA pair" if cluster_kind(spec) == "pair" else "cluster"
         out.append(
@@ -385,6 +412,21 @@ def scheduler_violations(spec: Spec) -> list[Violation]:
             )
         )
     return out
+
+
+def dynamic_violations(spec: Spec) -> list[Violation]:
+    """The dynamic scheduler is implemented for one CTA: a cluster would need the answer multicast
+    to every CTA (try_cancel.multicast) and every CTA's readers released on rank 0's barrier."""
+    if not is_dynamic(spec) or spec.cluster.size == 1:
+        return []
+    return [
+        Violation(
+            "cluster",
+            f"cluster {spec.cluster.m}x{spec.cluster.n} with scheduler 'dynamic' is not "
+            "implemented for sm_100a yet (the cancelled cluster's tile would have to reach every "
+            "CTA); legal: cluster [1, 1] with cta_group = 1",
+        )
+    ]
 
 
 def accumulator_violations(spec: Spec) -> list[Violation]:
@@ -424,6 +466,7 @@ def check(spec: Spec) -> list[Violation]:
     out += multicast_violations(spec)
     out += epilogue_violations(spec)
     out += scheduler_violations(spec)
+    out += dynamic_violations(spec)
     if spec.scheduler.kind == "split_k":
         out.append(Violation("scheduler", "split_k is not implemented for sm_100a yet"))
     if spec.consumer_mode != "cooperative":

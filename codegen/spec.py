@@ -146,8 +146,17 @@ class SplitKScheduler(_Frozen):
     max_clusters: int | None = Field(default=None, gt=0)  # None: the arch's SM count // splits
 
 
+class DynamicScheduler(_Frozen):
+    """Dynamic persistent (sm_100a cluster launch control): the grid is the whole tile grid; a CTA
+    computes its own tile, then keeps cancelling CTAs that have not started yet
+    (clusterlaunchcontrol.try_cancel) and computes their tiles, until a request fails."""
+
+    kind: Literal["dynamic"] = "dynamic"
+
+
 Scheduler = Annotated[
-    GridScheduler | PersistentScheduler | SplitKScheduler, Field(discriminator="kind")
+    GridScheduler | PersistentScheduler | SplitKScheduler | DynamicScheduler,
+    Field(discriminator="kind"),
 ]
 
 

@@ -1,5 +1,5 @@
 """sm_100a schedulers (specs/sm100/schedulers.toml): the persistent tile swizzle (group), persistent
-multicast clusters.
+multicast clusters, the dynamic scheduler (cluster launch control).
 
 Three parts: the rules (what became legal, what each new rule rejects, naming its field and what is
 legal); the tile order, run from the generated kernels' own lines against the Python reference
@@ -18,13 +18,14 @@ from conftest import GENERATED, SPECS
 
 from codegen import build, loader, plan, rules, rules_sm100
 from codegen.build import BuildResult
-from codegen.spec import Spec
+from codegen.spec import DynamicScheduler, Spec
 
 SHIPPED = [
     "sched_persistent_g8",
     "sched_pair_rn_g4",
     "sched_persistent_mcast_2x2",
     "sched_persistent_mcast_2x1_g8_direct",
+    "sched_dynamic",
 ]
 PAIR = {"cta_group": 2, "cluster": [2, 1]}
 
@@ -115,6 +116,92 @@ def test_persistent_multicast_plan(shipped: dict[str, Spec]) -> None:
     assert (v["coord_prefix"], v["count_prefix"]) == ("ct", "clusters")
     single = plan.plan(shipped["sched_persistent_g8"]).values
     assert (single["cluster_tiles"], single["coord_prefix"], single["group"]) == (False, "t", 8)
+
+
+# ---- the dynamic scheduler: rules and numbers ------------------------------------------------------
+
+
+def test_dynamic_scheduler_spec() -> None:
+    s = make(scheduler="dynamic", accumulators=2, epilogue="tma")
+    assert s.scheduler == DynamicScheduler()
+    assert s.canonical_name() == "sm100_f16_128x256x64_s4_sw128_ws_acc2_tma_dynamic"
+    assert violations(scheduler="dynamic") == []
+    assert violations(scheduler="dynamic", accumulators=2) == []
+
+
+def test_dynamic_scheduler_needs_sm100() -> None:
+    spec = rules.resolve(
+        Spec.model_validate(
+            {
+                "arch": "sm_90a",
+                "tile": [128, 128, 64],
+                "swizzle": "128B",
+                "consumer_warpgroups": 1,
+                "scheduler": "dynamic",
+            }
+        )
+    )
+    assert [(v.field, v.message) for v in rules.check(spec)] == [
+        (
+            "scheduler",
+            (
+                "scheduler 'dynamic' needs sm_100a (cluster launch control); legal on sm_90a: grid, "
+                "persistent, split_k"
+            ),
+        )
+    ]
+
+
+def test_dynamic_scheduler_rules() -> None:
+    got = violations(scheduler="dynamic", warp_specialized=False)
+    assert got == [
+        (
+            "scheduler",
+            (
+                "scheduler 'dynamic' needs warp_specialized = true (dedicated epilogue warps drain "
+                "one tile while the MMA warp runs the next); legal: grid"
+            ),
+        )
+    ]
+    ((field, message),) = violations((128, 64, 64), scheduler="dynamic", epilogue="tma")
+    assert field == "scheduler" and message.startswith("scheduler 'dynamic' with the TMA-store")
+    for knobs in ({"cluster": [2, 1]}, {"cluster": [1, 2]}):
+        ((field, message),) = violations(scheduler="dynamic", **knobs)
+        assert field == "cluster" and "with scheduler 'dynamic' is not implemented" in message
+        assert message.endswith("legal: cluster [1, 1] with cta_group = 1")
+    got = violations((256, 256, 64), scheduler="dynamic", **PAIR)
+    assert got == [
+        (
+            "cluster",
+            (
+                "cluster 2x1 with scheduler 'dynamic' is not implemented for sm_100a yet (the "
+                "cancelled cluster's tile would have to reach every CTA); legal: cluster [1, 1] with "
+                "cta_group = 1"
+            ),
+        )
+    ]
+
+
+def test_dynamic_scheduler_barriers_and_answer_bytes(shipped: dict[str, Spec]) -> None:
+    spec = shipped["sched_dynamic"]
+    stages = spec.stages
+    assert stages == 4
+    # full/empty per stage, acc_full/acc_empty per slot, clc_full, clc_empty
+    assert rules_sm100.barrier_count(spec, stages) == 2 * 4 + 2 * 2 + 2
+    # 14 barriers (112 B, already 16-aligned) + the 16-byte answer + the TMEM address slot
+    assert rules_sm100.barrier_bytes(spec, stages) == 112 + 16 + 4
+    for stages in (1, 2, 3):  # an even count of 8-byte barriers: the answer needs no padding
+        one = make(scheduler="dynamic", stages=stages)
+        assert rules_sm100.barrier_bytes(one, stages) == (2 * stages + 2 + 2) * 8 + 16 + 4
+    persistent = make(scheduler="persistent", accumulators=2)
+    assert rules_sm100.barrier_bytes(persistent, 4) == 12 * 8 + 4
+    assert rules_sm100.clc_readers(spec) == 6 and rules_sm100.clc_readers(persistent) == 0
+    v = plan.plan(spec).values
+    assert (v["clc_response_bytes"], v["clc_readers"], v["threads"]) == (16, 6, 192)
+    assert "max_workers" not in v and "group" not in v
+    table = "\n".join(v["pipeline_table"])
+    assert "tile answer  try_cancel (warp 0) -> every warp" in table
+    assert "1 + 16 tx bytes" in table and "6 (one per reading warp)" in table
 
 
 # ---- the tile order: the reference, and the generated kernels' own lines ---------------------------
@@ -230,6 +317,13 @@ def test_generated_files_hold_only_what_their_variant_needs() -> None:
     assert "worker, workers = bm // CLUSTER[0], cute.arch.grid_dim()[0] // CLUSTER[0]" in mc
     assert "cute.arch.mbarrier_arrive(acc_empty + slot)  # this CTA's own accumulator" in mc
     # the grid multicast kernel did not change: no worker, no accumulator release
+    dyn = text["sched_dynamic"]
+    assert dyn.count("cute.arch.issue_clc_query(clc_full, clc_response, multicast=False)") == 1
+    assert dyn.count("next_tile(clc_full, clc_empty, clc_response, clc_phase)") == 3
+    assert "grid=cute.ceil_div((*c.layout.shape, 1), TILER[:2])" in dyn  # the whole tile grid
+    assert "MAX_WORKERS" not in dyn and "num_tiles" not in dyn and "worker" not in dyn
+    for name in SHIPPED[:-1]:
+        assert "clc" not in text[name] and "next_tile" not in text[name]
     ladder6 = (GENERATED / "ladder_6_multicast_2x2.py").read_text(encoding="utf-8")
     assert "worker" not in ladder6 and "acc_empty" not in ladder6
 
@@ -277,3 +371,19 @@ def test_tile_swizzle_adds_no_synchronization(built: dict[str, BuildResult]) -> 
     assert single["mbarrier.try_wait"] == 5 and single["barrier.cluster"] == 0
     assert pair["mbarrier.try_wait"] == 7 and pair["barrier.cluster"] == 2  # as ladder_8
     assert pair["mma cta_group::2"] == 4 and single["TMA multicast"] == 0
+
+
+@pytest.mark.build
+def test_dynamic_scheduler_ptx(built: dict[str, BuildResult]) -> None:
+    c = built["sched_dynamic"].counts
+    assert c["clc try_cancel"] == 1  # one request site: the producer, once per tile
+    assert c["clc is_canceled"] == 3  # the answer is read by the producer, the MMA, the epilogue
+    assert c["clc first_ctaid"] == 4  # x and y, by the producer and the epilogue
+    # persistent (5) + the producer's clc_empty wait + clc_full at the three reading sites
+    assert c["mbarrier.try_wait"] == 5 + 1 + 3
+    assert c["barrier.cluster"] == 0 and c["TMA multicast"] == 0
+    # mbarrier.init: 2 x 4 ring + 2 x 2 accumulator + clc_full, clc_empty
+    assert c["mbarrier.init"] == 8 + 4 + 2
+    for name in SHIPPED[:-1]:
+        assert built[name].counts["clc try_cancel"] == 0, name
+        assert built[name].counts["clc is_canceled"] == 0, name
