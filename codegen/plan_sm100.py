@@ -17,6 +17,7 @@ EPI_MAX_COLS = 64  # widest tcgen05.ld repetition the direct epilogue uses per c
 VECTOR_STORE_BYTES = 16  # the direct epilogue's st.global.v4: 16 bytes of a thread's row each
 EPI_WARP0 = 2  # persistent: warps 0 (TMA) and 1 (MMA) come first, the epilogue warps after
 EPI_BARRIER_ID = 1  # persistent: the epilogue warps' named barrier (0 is __syncthreads)
+DSMEM_VECTOR_BYTES = 16  # split-K staging runs: st.shared.v4 / ld.shared::cluster.v4 of f32
 DOC_WIDTH = 96  # wrap the docstring's budget line here
 
 
@@ -39,12 +40,15 @@ def try_waits(spec: Spec) -> int:
     MMA's acc_empty wait and its tail over the slots; dynamic, the tile-request handshake."""
     kind = cluster_kind(spec)
     waits = 3
-    waits += 1 if kind != "single" else 0
+    waits += 1 if kind in ("multicast", "pair") else 0
     waits += 1 if kind == "pair" else 0
     waits += 2 if is_persistent(spec) else 0
     # dynamic: the producer's clc_empty wait before each request, and clc_full in next_tile,
     # inlined at its three call sites (producer, MMA, epilogue)
     waits += 1 + 3 if rules_sm100.is_dynamic(spec) else 0
+    # split-K (acquire.cluster): a peer's consumed wait before restaging and before exit, rank 0's
+    # staged wait
+    waits += 3 if rules_sm100.is_split_k(spec) else 0
     return waits
 
 
@@ -63,26 +67,47 @@ def expected_counts_sm100(spec: Spec) -> dict[str, int]:
     _, loads_per_tile = epilogue_chunks(spec)
     out_bytes = rules.DTYPE_BYTES[spec.epilogue.out_dtype or spec.dtype]
     row_stores = spec.tile.n * out_bytes // VECTOR_STORE_BYTES
+    return (
+        {
+            "tcgen05.mma": mmas,
+            "mma cta_group::1": mmas if spec.cta_group == 1 else 0,
+            # a 2-CTA kernel issues only cta_group::2 MMAs
+            "mma cta_group::2": mmas if spec.cta_group == 2 else 0,
+            "cp.async.bulk.tensor": loads,
+            "TMA multicast": loads if kind == "multicast" else 0,
+            # one cluster barrier (arrive + wait) after the barriers are initialized
+            "barrier.cluster": 0 if kind == "single" else 2,
+            "mbarrier.try_wait": try_waits(spec),
+            "mbarrier.init": rules_sm100.barrier_count(spec, spec.stages),
+            "tcgen05.ld": loads_per_tile,
+            "tcgen05.alloc": 1,
+            # one per stage released, one per accumulator filled
+            "tcgen05.commit": 2,
+            # multicast: the stage release goes to every sharer; pair: both commits name both CTAs
+            "tcgen05.commit multicast": {"single": 0, "multicast": 1, "pair": 2, "split": 0}[kind],
+            "TMA store": loads_per_tile if is_tma_store(spec) else 0,
+            "st.global": 0 if is_tma_store(spec) else row_stores,
+        }
+        | dynamic_counts(spec)
+        | splitk_counts(spec)
+    )
+
+
+def splitk_counts(spec: Spec) -> dict[str, int]:
+    """Split-K's DSMEM reduction: both ranks' epilogue branches load the accumulator from TMEM;
+    rank 0 maps each peer's staging chunk and consumed barrier, a peer rank 0's staged barrier;
+    rank 0 reads each peer's partial in 16-byte vectors; the cluster-scoped handshake."""
+    if not rules_sm100.is_split_k(spec):
+        return {}
+    peers = rules_sm100.splits(spec) - 1
+    _, chunks = epilogue_chunks(spec)
     return {
-        "tcgen05.mma": mmas,
-        "mma cta_group::1": mmas if spec.cta_group == 1 else 0,
-        # a 2-CTA kernel issues only cta_group::2 MMAs
-        "mma cta_group::2": mmas if spec.cta_group == 2 else 0,
-        "cp.async.bulk.tensor": loads,
-        "TMA multicast": loads if kind == "multicast" else 0,
-        # one cluster barrier (arrive + wait) after the barriers are initialized
-        "barrier.cluster": 0 if kind == "single" else 2,
-        "mbarrier.try_wait": try_waits(spec),
-        "mbarrier.init": rules_sm100.barrier_count(spec, spec.stages),
-        "tcgen05.ld": loads_per_tile,
-        "tcgen05.alloc": 1,
-        # one per stage released, one per accumulator filled
-        "tcgen05.commit": 2,
-        # multicast: the stage release goes to every sharer; pair: both commits name both CTAs
-        "tcgen05.commit multicast": {"single": 0, "multicast": 1, "pair": 2}[kind],
-        "TMA store": loads_per_tile if is_tma_store(spec) else 0,
-        "st.global": 0 if is_tma_store(spec) else row_stores,
-    } | dynamic_counts(spec)
+        "tcgen05.ld": 2 * chunks,
+        "mapa": peers * chunks + peers + 1,
+        "ld.shared::cluster": peers * spec.tile.n * rules_sm100.ACC_BYTES // DSMEM_VECTOR_BYTES,
+        "mbarrier acquire.cluster": 3,
+        "mbarrier release.cluster": 1 + peers,
+    }
 
 
 def dynamic_counts(spec: Spec) -> dict[str, int]:
@@ -174,6 +199,27 @@ def pipeline_lines(spec: Spec) -> list[str]:
                 "-",
             )
         )
+    if rules_sm100.is_split_k(spec):
+        n = rules_sm100.splits(spec)
+        peers = f"ranks 1..{n - 1}" if n > 2 else "rank 1"
+        rows += [
+            (
+                "staged",
+                f"{peers} epilogue -> rank 0 epilogue",
+                "1",
+                str(rules_sm100.splitk_staging_bytes(spec)),
+                f"{rules_sm100.staged_arrives(spec)} ({n - 1} peer(s) x 4 epilogue warps)",
+                "-",
+            ),
+            (
+                "consumed",
+                "rank 0 epilogue -> each peer's epilogue",
+                "1",
+                "-",
+                f"{rules_sm100.consumed_arrives(spec)} (rank 0's 4 epilogue warps)",
+                "-",
+            ),
+        ]
     if rules_sm100.is_dynamic(spec):
         readers = rules_sm100.clc_readers(spec)
         rows.append(
@@ -203,6 +249,17 @@ def pipeline_lines(spec: Spec) -> list[str]:
             f"Only the leader's full barriers are used: its producer arms them with both CTAs' "
             f"bytes (2 x {stage}), and the follower's cta_group::2 loads complete_tx on them."
         )
+    if kind == "split":
+        notes.append(
+            "Split K: cluster rank r accumulates k-tiles [r * k_tiles // SPLITS, (r + 1) * k_tiles "
+            "// SPLITS) of the cluster's tile in its TMEM (an empty share contributes zeros). Ranks "
+            "1.. copy their f32 partial TMEM -> registers -> their own `staging` SMEM and arrive "
+            "(release, cluster scope) on rank 0's `staged` barrier; rank 0 waits on it (acquire), "
+            "adds each peer's staging read through DSMEM (ld.shared::cluster) in rank order 1, 2, "
+            "... to its own partial, stores C and arrives on every peer's `consumed` barrier, which "
+            "a peer waits on before it restages and before it exits. Fixed summation order: "
+            "deterministic."
+        )
     if kind == "multicast":
         a_ctas, b_ctas = rules_sm100.multicast_ctas(spec)
         notes.append(
@@ -211,7 +268,9 @@ def pipeline_lines(spec: Spec) -> list[str]:
         )
     ring = f"{stages} x {rules.kib(stage)} KiB ring"
     parts = [ring]
-    if epi_bytes:
+    if epi_bytes and rules_sm100.is_split_k(spec):
+        parts.append(f"{rules.kib(epi_bytes)} KiB split-K staging")
+    elif epi_bytes:
         bufs = rules_sm100.EPI_BUFS
         parts.append(f"{bufs} x {rules.kib(epi_bytes // bufs)} KiB C sub-tiles")
     rest = smem - stages * stage - epi_bytes
@@ -276,7 +335,21 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
         rows.append(("epilogue", epilogue))
     else:
         rows.append(("epilogue", f"{spec.epilogue.style} store"))
-    if rules_sm100.is_dynamic(spec):
+    if rules_sm100.is_split_k(spec):
+        n = rules_sm100.splits(spec)
+        rows.append(
+            (
+                "cluster",
+                f"{n} x 1 for split-K: {n} CTAs share one output tile and split its K range",
+            )
+        )
+        scheduler = (
+            f"persistent split-K over {n} CTAs: at most {rules_sm100.max_workers(spec)} "
+            "clusters walking tiles along M, rank 0 reducing the peers' partials through DSMEM "
+            f"and storing; {spec.accumulators} TMEM accumulator slot(s)"
+        )
+        rows.append(("scheduler", scheduler))
+    elif rules_sm100.is_dynamic(spec):
         scheduler = (
             "dynamic (cluster launch control): the grid is the whole tile grid; each CTA computes "
             "its own tile, then cancels CTAs that have not started (clusterlaunchcontrol."
@@ -312,11 +385,11 @@ def title(spec: Spec) -> str:
         parts.append(f"{spec.cluster.m}x{spec.cluster.n} cluster with TMA multicast")
     if is_persistent(spec):
         slots = spec.accumulators
-        how = (
-            "dynamic persistent (cluster launch control)"
-            if rules_sm100.is_dynamic(spec)
-            else ("persistent")
-        )
+        how = "persistent"
+        if rules_sm100.is_dynamic(spec):
+            how = "dynamic persistent (cluster launch control)"
+        if rules_sm100.is_split_k(spec):
+            how = f"split-K over {rules_sm100.splits(spec)}-CTA clusters, persistent"
         parts.append(f"{how} with {slots} TMEM accumulator slot{'s' if slots > 1 else ''}")
     return ", ".join(parts + [mode]) + "."
 
@@ -344,6 +417,8 @@ def cluster_values(spec: Spec) -> dict[str, object]:
     kind = cluster_kind(spec)
     if kind == "single":
         return {}
+    if kind == "split":
+        return {"cluster_shape": (rules_sm100.splits(spec), 1, 1)}
     shape = (spec.cluster.m, spec.cluster.n, 1)
     if kind == "pair":
         return {"cluster_shape": shape, "pair_mask": _binary(3, 2), "cta_rows": spec.tile.m // 2}
@@ -393,12 +468,43 @@ def dynamic_values(spec: Spec) -> dict[str, object]:
     }
 
 
+def splitk_values(spec: Spec) -> dict[str, object]:
+    """What the split-K scheduler partial prints: the persistent tile loop of its clusters (along
+    M, no swizzle) and the staged / consumed handshake of the DSMEM reduction."""
+    splits = rules_sm100.splits(spec)
+    warps = rules_sm100.EPILOGUE_WARPS
+    capped = spec.scheduler.max_clusters is not None
+    return tile_loop_values(spec) | {
+        "max_workers": rules_sm100.max_workers(spec),
+        "max_workers_note": (
+            "the spec's max_clusters"
+            if capped
+            else f"{rules_sm100.SM_COUNT} SMs / {splits} CTAs per cluster: one wave of clusters"
+        ),
+        "raster_fast": "m",
+        "raster_slow": "n",
+        "raster_note": "raster along M: the tiles running at once share B tiles",
+        "group": 1,
+        "cluster_tiles": False,
+        "coord_prefix": "t",
+        "count_prefix": "tiles",
+        "splits": splits,
+        "staged_arrives": rules_sm100.staged_arrives(spec),
+        "staged_note": f"rank 0's staged barrier: every epilogue warp ({warps}) of every peer ({splits - 1})",
+        "consumed_arrives": rules_sm100.consumed_arrives(spec),
+        "consumed_note": f"a peer's consumed barrier: every epilogue warp ({warps}) of rank 0",
+        "stage_vec": DSMEM_VECTOR_BYTES // rules_sm100.ACC_BYTES,
+    }
+
+
 def scheduler_values(spec: Spec) -> dict[str, object]:
     """What the persistent (or dynamic) scheduler partial prints."""
     if not is_persistent(spec):
         return {}
     if rules_sm100.is_dynamic(spec):
         return dynamic_values(spec)
+    if rules_sm100.is_split_k(spec):
+        return splitk_values(spec)
     kind = cluster_kind(spec)
     pair = kind == "pair"
     clustered = kind == "multicast"  # the cluster walks cluster tiles, one tile per CTA

@@ -17,7 +17,14 @@ from codegen.rules import (
     is_power_of_two,
     stage_bytes,
 )
-from codegen.spec import DynamicScheduler, PersistentScheduler, Spec, TmaStoreEpilogue
+from codegen.spec import (
+    DirectEpilogue,
+    DynamicScheduler,
+    PersistentScheduler,
+    Spec,
+    SplitKScheduler,
+    TmaStoreEpilogue,
+)
 
 TMEM_COLUMNS = 512
 TMEM_LANES = 128  # one CTA's accumulator rows: the epilogue maps 4 warps x 32 lanes onto them
@@ -27,9 +34,11 @@ EPI_TILE = (128, 64)  # TMA-store sub-tile: 128 rows x 64 columns (128-byte rows
 EPI_BUFS = 2  # SMEM sub-tile buffers: the TMA store of one overlaps filling the next
 MULTICAST_MIN_ROWS = 8  # a multicast slice of an operand tile holds whole 8-row swizzle atoms
 CLUSTER_MAX = 16  # CTAs in a portable cluster (the cluster-size rule lives in rules.check)
+SPLITK_MAX = 8  # split-K CTAs per cluster: a portable cluster
+ACC_BYTES = 4  # one f32 accumulator value (split-K stages partial tiles in SMEM)
 CLC_RESPONSE_BYTES = 16  # clusterlaunchcontrol.try_cancel writes an opaque 16-byte answer to SMEM
 
-ClusterKind = Literal["single", "multicast", "pair"]
+ClusterKind = Literal["single", "multicast", "pair", "split"]
 
 
 # ---- MMA shape and TMEM -------------------------------------------------------------------------
@@ -68,16 +77,45 @@ def spec_tmem_columns(spec: Spec) -> int:
 def cluster_kind(spec: Spec) -> ClusterKind:
     """How the CTAs of a cluster cooperate. "pair": the two CTAs of a cta_group::2 MMA;
     "multicast": 1-CTA MMAs whose cluster shares operand tiles by TMA multicast; "single": a CTA
-    on its own."""
+    on its own; "split": the (splits, 1, 1) cluster of split-K, whose CTAs share an output tile and
+    split its K range."""
+    if is_split_k(spec):
+        return "split"
     if spec.cta_group == 2:
         return "pair"
     return "multicast" if spec.cluster.size > 1 else "single"
 
 
 def is_persistent(spec: Spec) -> bool:
-    """A CTA loops over tiles (static persistent, or dynamic): dedicated epilogue warps, TMEM
-    accumulator slots handed between the MMA warp and the epilogue."""
-    return isinstance(spec.scheduler, (PersistentScheduler, DynamicScheduler))
+    """A CTA loops over tiles (static persistent, dynamic, or split-K's clusters): dedicated
+    epilogue warps, TMEM accumulator slots handed between the MMA warp and the epilogue."""
+    return isinstance(spec.scheduler, (PersistentScheduler, DynamicScheduler, SplitKScheduler))
+
+
+def is_split_k(spec: Spec) -> bool:
+    return isinstance(spec.scheduler, SplitKScheduler)
+
+
+def splits(spec: Spec) -> int:
+    """CTAs that share one output tile and split its K range (1 without split-K)."""
+    return spec.scheduler.splits if isinstance(spec.scheduler, SplitKScheduler) else 1
+
+
+def splitk_staging_bytes(spec: Spec) -> int:
+    """The f32 partial tile a split-K peer stages in its SMEM for rank 0 (TM x TN)."""
+    return spec.tile.m * spec.tile.n * ACC_BYTES if is_split_k(spec) else 0
+
+
+def staged_arrives(spec: Spec) -> int:
+    """Arrivals completing rank 0's `staged` barrier once per tile: one elected lane of every
+    epilogue warp of every peer, after its warp staged its partial."""
+    return (splits(spec) - 1) * EPILOGUE_WARPS
+
+
+def consumed_arrives(spec: Spec) -> int:
+    """Arrivals completing a peer's `consumed` barrier once per tile: one elected lane of every
+    epilogue warp of rank 0, after its warp read that peer's staging through DSMEM."""
+    return EPILOGUE_WARPS
 
 
 def is_dynamic(spec: Spec) -> bool:
@@ -135,6 +173,8 @@ def acc_empty_arrives(spec: Spec) -> int:
 def max_workers(spec: Spec) -> int:
     """Persistent grid size in workers (CTAs, CTA pairs or multicast clusters): one per SM, or per
     cluster of SMs (a pair is a 2-CTA cluster)."""
+    if isinstance(spec.scheduler, SplitKScheduler):
+        return spec.scheduler.max_clusters or SM_COUNT // spec.scheduler.splits
     sm_count = getattr(spec.scheduler, "sm_count", None) or SM_COUNT
     return sm_count // spec.cluster.size
 
@@ -152,7 +192,8 @@ def barrier_count(spec: Spec, stages: int) -> int:
     acc_full and acc_empty per accumulator slot (persistent); a pair's TMEM-dealloc handshake."""
     acc = 2 * spec.accumulators if is_persistent(spec) else 1
     clc = 2 if is_dynamic(spec) else 0  # clc_full, clc_empty: the hardware's answer handshake
-    return 2 * stages + acc + clc + (1 if spec.cta_group == 2 else 0)
+    split = 2 if is_split_k(spec) else 0  # staged, consumed: the DSMEM reduction's handshake
+    return 2 * stages + acc + clc + split + (1 if spec.cta_group == 2 else 0)
 
 
 def barrier_bytes(spec: Spec, stages: int) -> int:
@@ -170,9 +211,10 @@ def epi_subtiles(spec: Spec) -> int:
 
 
 def epilogue_smem_bytes(spec: Spec) -> int:
-    """SMEM the TMA-store epilogue stages sub-tiles through (none for direct stores)."""
+    """SMEM after the operand rings: the TMA-store epilogue's sub-tiles, or split-K's f32 staging
+    (none for plain direct stores)."""
     if not isinstance(spec.epilogue, TmaStoreEpilogue):
-        return 0
+        return splitk_staging_bytes(spec)
     out = spec.epilogue.out_dtype or spec.dtype
     return EPI_BUFS * EPI_TILE[0] * EPI_TILE[1] * DTYPE_BYTES[out]
 
@@ -401,7 +443,7 @@ def scheduler_violations(spec: Spec) -> list[Violation]:
                 f"{EPI_BUFS * EPI_TILE[1]}",
             )
         )
-    if not is_dynamic(spec) and max_workers(spec) < 1:
+    if isinstance(spec.scheduler, PersistentScheduler) and max_workers(spec) < 1:
         size = spec.cluster.size
         unit = "CTA pair" if cluster_kind(spec) == "pair" else "cluster"
         out.append(
@@ -427,6 +469,51 @@ def dynamic_violations(spec: Spec) -> list[Violation]:
             "CTA); legal: cluster [1, 1] with cta_group = 1",
         )
     ]
+
+
+def splitk_violations(spec: Spec) -> list[Violation]:
+    """Split K runs on a (splits, 1, 1) cluster of 1-CTA MMAs: splits a power of two that fits a
+    portable cluster, no spec cluster or CTA pair beside it, and (as implemented) the direct
+    epilogue, which rank 0 runs after the DSMEM reduction."""
+    if not is_split_k(spec):
+        return []
+    out: list[Violation] = []
+    n = spec.scheduler.splits
+    if not is_power_of_two(n) or not 2 <= n <= SPLITK_MAX:
+        out.append(
+            Violation(
+                "scheduler",
+                f"split_k splits={n}: the K range is split over the CTAs of one cluster, so "
+                f"splits must be a power of two in [2, {SPLITK_MAX}]; legal: 2, 4, 8",
+            )
+        )
+    if spec.cta_group != 1:
+        out.append(
+            Violation(
+                "cta_group",
+                f"cta_group={spec.cta_group} with scheduler split_k is not implemented for "
+                "sm_100a (split-K's cluster is the K split; each CTA runs 1-CTA MMAs); legal: 1",
+            )
+        )
+    elif spec.cluster.size > 1:
+        out.append(
+            Violation(
+                "cluster",
+                f"cluster {spec.cluster.m}x{spec.cluster.n} with scheduler split_k: split-K uses "
+                f"the cluster itself ({n} CTAs along x, one per K share) and has no TMA "
+                "multicast; legal: [1, 1]",
+            )
+        )
+    if not isinstance(spec.epilogue, DirectEpilogue):
+        out.append(
+            Violation(
+                "epilogue",
+                f"epilogue {spec.epilogue.style!r} with scheduler split_k is not implemented for "
+                "sm_100a yet (rank 0 stores the reduced tile with the direct epilogue); legal: "
+                "direct",
+            )
+        )
+    return out
 
 
 def accumulator_violations(spec: Spec) -> list[Violation]:
@@ -467,8 +554,7 @@ def check(spec: Spec) -> list[Violation]:
     out += epilogue_violations(spec)
     out += scheduler_violations(spec)
     out += dynamic_violations(spec)
-    if spec.scheduler.kind == "split_k":
-        out.append(Violation("scheduler", "split_k is not implemented for sm_100a yet"))
+    out += splitk_violations(spec)
     if spec.consumer_mode != "cooperative":
         out.append(Violation("consumer_mode", "consumer_mode=pingpong is a Hopper (sm_90a) knob"))
     return out

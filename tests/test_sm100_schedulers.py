@@ -1,5 +1,5 @@
 """sm_100a schedulers (specs/sm100/schedulers.toml): the persistent tile swizzle (group), persistent
-multicast clusters, the dynamic scheduler (cluster launch control).
+multicast clusters, the dynamic scheduler (cluster launch control), split-K over a cluster.
 
 Three parts: the rules (what became legal, what each new rule rejects, naming its field and what is
 legal); the tile order, run from the generated kernels' own lines against the Python reference
@@ -26,7 +26,10 @@ SHIPPED = [
     "sched_persistent_mcast_2x2",
     "sched_persistent_mcast_2x1_g8_direct",
     "sched_dynamic",
+    "sched_splitk2",
+    "sched_splitk4_acc2",
 ]
+STATIC = SHIPPED[:4]  # neither dynamic nor split-K
 PAIR = {"cta_group": 2, "cluster": [2, 1]}
 
 
@@ -204,6 +207,93 @@ def test_dynamic_scheduler_barriers_and_answer_bytes(shipped: dict[str, Spec]) -
     assert "1 + 16 tx bytes" in table and "6 (one per reading warp)" in table
 
 
+# ---- split-K: rules, the staging in the SMEM budget, the numbers ----------------------------------
+
+
+def split(tile: tuple[int, int, int] = (128, 128, 64), **knobs: object) -> Spec:
+    knobs.setdefault("scheduler", "split_k")
+    return make(tile, **knobs)
+
+
+@pytest.mark.parametrize("splits", [2, 4, 8])
+def test_split_k_splits(splits: int) -> None:
+    assert violations((128, 64, 64), scheduler={"kind": "split_k", "splits": splits}) == []
+
+
+@pytest.mark.parametrize("splits", [3, 6, 16])
+def test_split_k_bad_splits(splits: int) -> None:
+    ((field, message),) = violations(scheduler={"kind": "split_k", "splits": splits})
+    assert (field, message) == (
+        "scheduler",
+        (
+            f"split_k splits={splits}: the K range is split over the CTAs of one cluster, so splits "
+            "must be a power of two in [2, 8]; legal: 2, 4, 8"
+        ),
+    )
+
+
+def test_split_k_rules() -> None:
+    got = violations((256, 128, 64), scheduler="split_k", cta_group=2, cluster=[2, 1])
+    assert got == [
+        (
+            "cta_group",
+            (
+                "cta_group=2 with scheduler split_k is not implemented for sm_100a (split-K's "
+                "cluster is the K split; each CTA runs 1-CTA MMAs); legal: 1"
+            ),
+        )
+    ]
+    ((field, message),) = violations((128, 128, 64), scheduler="split_k", cluster=[2, 1])
+    assert field == "cluster" and "split-K uses the cluster itself" in message
+    assert message.endswith("legal: [1, 1]")
+    ((field, message),) = violations((128, 128, 64), scheduler="split_k", epilogue="tma")
+    assert field == "epilogue" and message == (
+        "epilogue 'tma' with scheduler split_k is not implemented for sm_100a yet (rank 0 stores "
+        "the reduced tile with the direct epilogue); legal: direct"
+    )
+    got = violations((128, 128, 64), scheduler="split_k", warp_specialized=False)
+    assert got == [
+        (
+            "scheduler",
+            (
+                "scheduler 'split_k' needs warp_specialized = true (dedicated epilogue warps drain "
+                "one tile while the MMA warp runs the next); legal: grid"
+            ),
+        )
+    ]
+
+
+def test_split_k_staging_is_in_the_smem_budget(shipped: dict[str, Spec]) -> None:
+    s = shipped["sched_splitk2"]
+    assert rules_sm100.splitk_staging_bytes(s) == 128 * 128 * 4 == 64 * 1024
+    assert rules_sm100.epilogue_smem_bytes(s) == 64 * 1024
+    # full/empty x 5, acc_full/acc_empty, staged/consumed: 1 KiB with the TMEM slot
+    assert rules_sm100.barrier_count(s, 5) == 10 + 2 + 2
+    assert s.stages == 5  # 1 KiB + 5 x 32 KiB + 64 KiB = 225 KiB; 6 stages need 257 KiB
+    assert rules.smem_bytes(s, 5) == 1024 + 5 * 32 * 1024 + 64 * 1024 == 230400
+    assert make((128, 128, 64), scheduler="persistent").stages == 7  # no staging: 2 more stages
+    ((field, message),) = violations((128, 128, 64), scheduler="split_k", stages=6)
+    assert field == "stages" and message.endswith("at most 5 stages fit in 227 KiB")
+
+
+def test_split_k_plan(shipped: dict[str, Spec]) -> None:
+    v2 = plan.plan(shipped["sched_splitk2"]).values
+    assert (v2["splits"], v2["staged_arrives"], v2["consumed_arrives"]) == (2, 4, 4)
+    assert (v2["max_workers"], v2["cluster_shape"], v2["stage_vec"]) == (74, (2, 1, 1), 4)
+    v4 = plan.plan(shipped["sched_splitk4_acc2"]).values
+    assert (v4["splits"], v4["staged_arrives"], v4["consumed_arrives"]) == (4, 12, 4)
+    assert (v4["max_workers"], v4["max_workers_note"]) == (32, "the spec's max_clusters")
+    assert (v4["acc_slots"], v4["tmem_cols"]) == (2, 128)
+    table = "\n".join(v4["pipeline_table"])
+    assert "staged       ranks 1..3 epilogue -> rank 0 epilogue" in table
+    assert "12 (3 peer(s) x 4 epilogue warps)" in table and "32768 " in table  # 128 x 64 f32
+    assert "Fixed summation order: deterministic." in " ".join(v4["pipeline_table"])
+    c = plan.plan(shipped["sched_splitk4_acc2"]).expected_counts
+    # 3 peers: one mapa per peer staging chunk (1 chunk), per peer consumed, and rank 0's staged
+    assert (c["mapa"], c["ld.shared::cluster"], c["tcgen05.ld"]) == (3 + 3 + 1, 3 * 16, 2)
+    assert (c["mbarrier acquire.cluster"], c["mbarrier release.cluster"]) == (3, 4)
+
+
 # ---- the tile order: the reference, and the generated kernels' own lines ---------------------------
 
 
@@ -322,8 +412,16 @@ def test_generated_files_hold_only_what_their_variant_needs() -> None:
     assert dyn.count("next_tile(clc_full, clc_empty, clc_response, clc_phase)") == 3
     assert "grid=cute.ceil_div((*c.layout.shape, 1), TILER[:2])" in dyn  # the whole tile grid
     assert "MAX_WORKERS" not in dyn and "num_tiles" not in dyn and "worker" not in dyn
-    for name in SHIPPED[:-1]:
+    for name in STATIC + ["sched_splitk2"]:
         assert "clc" not in text[name] and "next_tile" not in text[name]
+    for name in ("sched_splitk2", "sched_splitk4_acc2"):
+        sk = text[name]
+        assert "k_begin = rank * k_tiles // SPLITS" in sk and "map_dsmem_ptr" in sk
+        assert "for k in cutlass.range(k_begin, k_end, unroll=1):" in sk
+        assert "grid=(CLUSTER[0] * workers, 1, 1)" in sk and "cluster=CLUSTER," in sk
+        assert "mcast_mask" not in sk and "producer_tail" not in sk
+    for name in STATIC + ["sched_dynamic"]:
+        assert "SPLITS" not in text[name] and "nvvm" not in text[name]
     ladder6 = (GENERATED / "ladder_6_multicast_2x2.py").read_text(encoding="utf-8")
     assert "worker" not in ladder6 and "acc_empty" not in ladder6
 
@@ -384,6 +482,24 @@ def test_dynamic_scheduler_ptx(built: dict[str, BuildResult]) -> None:
     assert c["barrier.cluster"] == 0 and c["TMA multicast"] == 0
     # mbarrier.init: 2 x 4 ring + 2 x 2 accumulator + clc_full, clc_empty
     assert c["mbarrier.init"] == 8 + 4 + 2
-    for name in SHIPPED[:-1]:
+    for name in STATIC + ["sched_splitk2"]:
         assert built[name].counts["clc try_cancel"] == 0, name
         assert built[name].counts["clc is_canceled"] == 0, name
+
+
+@pytest.mark.build
+def test_split_k_ptx(built: dict[str, BuildResult]) -> None:
+    for name, peers, chunks in (("sched_splitk2", 1, 2), ("sched_splitk4_acc2", 3, 1)):
+        c = built[name].counts
+        # the start-up cluster barrier only: the per-tile handshake is two mbarriers
+        assert c["barrier.cluster"] == 2, name
+        # rank 0 reads each peer's 128 x N f32 partial: N / 4 16-byte DSMEM loads per thread
+        assert c["ld.shared::cluster"] == peers * 64 * chunks // 4, name
+        assert c["mapa"] == peers * chunks + peers + 1, name
+        assert c["mbarrier acquire.cluster"] == 3 and c["mbarrier release.cluster"] == 1 + peers
+        assert c["mma cta_group::1"] == 4 and c["mma cta_group::2"] == 0
+        assert c["TMA multicast"] == 0 and c["tcgen05.commit multicast"] == 0
+        assert c["tcgen05.ld"] == 2 * chunks  # a peer's and rank 0's epilogue branches
+        assert c["st.global"] == 8 * chunks  # rank 0 alone stores: 64 f16 columns = 8 x 16 B
+    assert built["sched_persistent_g8"].counts["mapa"] == 0
+    assert built["sched_dynamic"].counts["ld.shared::cluster"] == 0

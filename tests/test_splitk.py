@@ -101,9 +101,10 @@ def test_split_k_needs_the_direct_epilogue() -> None:
     assert message.endswith("legal: direct")
 
 
-def test_split_k_is_not_implemented_on_sm100() -> None:
+def test_split_k_is_implemented_on_sm100() -> None:
+    # sm_100a split-K (TMEM accumulators, the same DSMEM protocol): tests/test_sm100_schedulers.py
     s = rules.resolve(Spec.model_validate({"tile": [128, 128, 64], "scheduler": "split_k"}))
-    assert violations(s) == [("scheduler", "split_k is not implemented for sm_100a yet")]
+    assert violations(s) == []
 
 
 # ---- SMEM: the f32 staging buffer is in the budget ------------------------------------------------
