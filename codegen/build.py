@@ -25,7 +25,7 @@ from pathlib import Path
 from codegen.plan import plan
 from codegen.spec import Spec
 
-BUILD_FORMAT = "7"  # bump when what a build records changes, to invalidate the cache
+BUILD_FORMAT = "8"  # bump when what a build records changes, to invalidate the cache
 
 # PTX patterns, each counted over the whole module.
 PATTERNS: dict[str, str] = {
@@ -55,6 +55,10 @@ PATTERNS: dict[str, str] = {
     "ld.shared::cluster": r"\bld\.shared::cluster\.",
     "mbarrier acquire.cluster": r"mbarrier\.try_wait[^;]*\.acquire\.cluster",
     "mbarrier release.cluster": r"mbarrier\.arrive[^;]*\.release\.cluster",
+    # the dynamic scheduler's cluster launch control: requests, and reads of the answer
+    "clc try_cancel": r"clusterlaunchcontrol\.try_cancel",
+    "clc is_canceled": r"clusterlaunchcontrol\.query_cancel\.is_canceled",
+    "clc first_ctaid": r"clusterlaunchcontrol\.query_cancel\.get_first_ctaid",
 }
 
 

@@ -45,6 +45,26 @@ def table(rows: list[tuple[str, ...]]) -> list[str]:
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
 
 
+def tile_order(
+    index: int, counts: tuple[int, int], raster: str = "m", group: int = 1
+) -> tuple[int, int]:
+    """Coordinates (m, n) of tile `index` in the persistent tile order of a counts[0] x counts[1]
+    grid of (cluster) tiles: consecutive indices walk the `raster` dimension; with group > 1 they
+    walk `group` tiles along it, then step along the other dimension, band by band (the last band
+    is narrower when group does not divide the count). The Python reference of what both
+    architectures' persistent schedulers compute in the kernel (templates/common/tile_order.py.j2).
+    """
+    major, minor = (0, 1) if raster == "m" else (1, 0)
+    if group == 1:
+        fast, slow = index % counts[major], index // counts[major]
+    else:
+        group_tiles = group * counts[minor]
+        first = (index // group_tiles) * group
+        width = min(counts[major] - first, group)
+        fast, slow = first + (index % group_tiles) % width, (index % group_tiles) // width
+    return (fast, slow) if raster == "m" else (slow, fast)
+
+
 def plan(spec: Spec) -> Plan:
     """The plan of a resolved, legal spec, from its architecture's planner."""
     if spec.arch == "sm_100a":

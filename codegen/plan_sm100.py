@@ -17,6 +17,7 @@ EPI_MAX_COLS = 64  # widest tcgen05.ld repetition the direct epilogue uses per c
 VECTOR_STORE_BYTES = 16  # the direct epilogue's st.global.v4: 16 bytes of a thread's row each
 EPI_WARP0 = 2  # persistent: warps 0 (TMA) and 1 (MMA) come first, the epilogue warps after
 EPI_BARRIER_ID = 1  # persistent: the epilogue warps' named barrier (0 is __syncthreads)
+DSMEM_VECTOR_BYTES = 16  # split-K staging runs: st.shared.v4 / ld.shared::cluster.v4 of f32
 DOC_WIDTH = 96  # wrap the docstring's budget line here
 
 
@@ -35,13 +36,19 @@ def epilogue_chunks(spec: Spec) -> tuple[int, int]:
 
 def try_waits(spec: Spec) -> int:
     """mbarrier.try_wait sites: empty (producer), full (MMA), acc_full (epilogue); a producer
-    tail where peers commit into this CTA; the pair's TMEM-dealloc handshake; and, persistent, the
-    MMA's acc_empty wait and its tail over the slots."""
+    tail where peers commit into this CTA; the pair's TMEM-dealloc handshake; persistent, the
+    MMA's acc_empty wait and its tail over the slots; dynamic, the tile-request handshake."""
     kind = cluster_kind(spec)
     waits = 3
-    waits += 1 if kind != "single" else 0
+    waits += 1 if kind in ("multicast", "pair") else 0
     waits += 1 if kind == "pair" else 0
     waits += 2 if is_persistent(spec) else 0
+    # dynamic: the producer's clc_empty wait before each request, and clc_full in next_tile,
+    # inlined at its three call sites (producer, MMA, epilogue)
+    waits += 1 + 3 if rules_sm100.is_dynamic(spec) else 0
+    # split-K (acquire.cluster): a peer's consumed wait before restaging and before exit, rank 0's
+    # staged wait
+    waits += 3 if rules_sm100.is_split_k(spec) else 0
     return waits
 
 
@@ -60,26 +67,56 @@ def expected_counts_sm100(spec: Spec) -> dict[str, int]:
     _, loads_per_tile = epilogue_chunks(spec)
     out_bytes = rules.DTYPE_BYTES[spec.epilogue.out_dtype or spec.dtype]
     row_stores = spec.tile.n * out_bytes // VECTOR_STORE_BYTES
+    return (
+        {
+            "tcgen05.mma": mmas,
+            "mma cta_group::1": mmas if spec.cta_group == 1 else 0,
+            # a 2-CTA kernel issues only cta_group::2 MMAs
+            "mma cta_group::2": mmas if spec.cta_group == 2 else 0,
+            "cp.async.bulk.tensor": loads,
+            "TMA multicast": loads if kind == "multicast" else 0,
+            # one cluster barrier (arrive + wait) after the barriers are initialized
+            "barrier.cluster": 0 if kind == "single" else 2,
+            "mbarrier.try_wait": try_waits(spec),
+            "mbarrier.init": rules_sm100.barrier_count(spec, spec.stages),
+            "tcgen05.ld": loads_per_tile,
+            "tcgen05.alloc": 1,
+            # one per stage released, one per accumulator filled
+            "tcgen05.commit": 2,
+            # multicast: the stage release goes to every sharer; pair: both commits name both CTAs
+            "tcgen05.commit multicast": {"single": 0, "multicast": 1, "pair": 2, "split": 0}[kind],
+            "TMA store": loads_per_tile if is_tma_store(spec) else 0,
+            "st.global": 0 if is_tma_store(spec) else row_stores,
+        }
+        | dynamic_counts(spec)
+        | splitk_counts(spec)
+    )
+
+
+def splitk_counts(spec: Spec) -> dict[str, int]:
+    """Split-K's DSMEM reduction: both ranks' epilogue branches load the accumulator from TMEM;
+    rank 0 maps each peer's staging chunk and consumed barrier, a peer rank 0's staged barrier;
+    rank 0 reads each peer's partial in 16-byte vectors; the cluster-scoped handshake."""
+    if not rules_sm100.is_split_k(spec):
+        return {}
+    peers = rules_sm100.splits(spec) - 1
+    _, chunks = epilogue_chunks(spec)
     return {
-        "tcgen05.mma": mmas,
-        "mma cta_group::1": mmas if spec.cta_group == 1 else 0,
-        # a 2-CTA kernel issues only cta_group::2 MMAs
-        "mma cta_group::2": mmas if spec.cta_group == 2 else 0,
-        "cp.async.bulk.tensor": loads,
-        "TMA multicast": loads if kind == "multicast" else 0,
-        # one cluster barrier (arrive + wait) after the barriers are initialized
-        "barrier.cluster": 0 if kind == "single" else 2,
-        "mbarrier.try_wait": try_waits(spec),
-        "mbarrier.init": rules_sm100.barrier_count(spec, spec.stages),
-        "tcgen05.ld": loads_per_tile,
-        "tcgen05.alloc": 1,
-        # one per stage released, one per accumulator filled
-        "tcgen05.commit": 2,
-        # multicast: the stage release goes to every sharer; pair: both commits name both CTAs
-        "tcgen05.commit multicast": {"single": 0, "multicast": 1, "pair": 2}[kind],
-        "TMA store": loads_per_tile if is_tma_store(spec) else 0,
-        "st.global": 0 if is_tma_store(spec) else row_stores,
+        "tcgen05.ld": 2 * chunks,
+        "mapa": peers * chunks + peers + 1,
+        "ld.shared::cluster": peers * spec.tile.n * rules_sm100.ACC_BYTES // DSMEM_VECTOR_BYTES,
+        "mbarrier acquire.cluster": 3,
+        "mbarrier release.cluster": 1 + peers,
     }
+
+
+def dynamic_counts(spec: Spec) -> dict[str, int]:
+    """The dynamic scheduler's cluster launch control: one try_cancel site (the producer's
+    request), and one query of the answer per next_tile call site (producer, MMA, epilogue)."""
+    if not rules_sm100.is_dynamic(spec):
+        return {}
+    # the producer and the epilogue read the cancelled CTA's x and y; the MMA warp reads neither
+    return {"clc try_cancel": 1, "clc is_canceled": 3, "clc first_ctaid": 4}
 
 
 def _binary(mask: int, bits: int) -> str:
@@ -162,6 +199,39 @@ def pipeline_lines(spec: Spec) -> list[str]:
                 "-",
             )
         )
+    if rules_sm100.is_split_k(spec):
+        n = rules_sm100.splits(spec)
+        peers = f"ranks 1..{n - 1}" if n > 2 else "rank 1"
+        rows += [
+            (
+                "staged",
+                f"{peers} epilogue -> rank 0 epilogue",
+                "1",
+                str(rules_sm100.splitk_staging_bytes(spec)),
+                f"{rules_sm100.staged_arrives(spec)} ({n - 1} peer(s) x 4 epilogue warps)",
+                "-",
+            ),
+            (
+                "consumed",
+                "rank 0 epilogue -> each peer's epilogue",
+                "1",
+                "-",
+                f"{rules_sm100.consumed_arrives(spec)} (rank 0's 4 epilogue warps)",
+                "-",
+            ),
+        ]
+    if rules_sm100.is_dynamic(spec):
+        readers = rules_sm100.clc_readers(spec)
+        rows.append(
+            (
+                "tile answer",
+                "try_cancel (warp 0) -> every warp",
+                "1",
+                str(rules_sm100.CLC_RESPONSE_BYTES),
+                f"1 + {rules_sm100.CLC_RESPONSE_BYTES} tx bytes",
+                f"{readers} (one per reading warp)",
+            )
+        )
     if is_tma_store(spec):
         rows.append(
             (
@@ -179,6 +249,17 @@ def pipeline_lines(spec: Spec) -> list[str]:
             f"Only the leader's full barriers are used: its producer arms them with both CTAs' "
             f"bytes (2 x {stage}), and the follower's cta_group::2 loads complete_tx on them."
         )
+    if kind == "split":
+        notes.append(
+            "Split K: cluster rank r accumulates k-tiles [r * k_tiles // SPLITS, (r + 1) * k_tiles "
+            "// SPLITS) of the cluster's tile in its TMEM (an empty share contributes zeros). Ranks "
+            "1.. copy their f32 partial TMEM -> registers -> their own `staging` SMEM and arrive "
+            "(release, cluster scope) on rank 0's `staged` barrier; rank 0 waits on it (acquire), "
+            "adds each peer's staging read through DSMEM (ld.shared::cluster) in rank order 1, 2, "
+            "... to its own partial, stores C and arrives on every peer's `consumed` barrier, which "
+            "a peer waits on before it restages and before it exits. Fixed summation order: "
+            "deterministic."
+        )
     if kind == "multicast":
         a_ctas, b_ctas = rules_sm100.multicast_ctas(spec)
         notes.append(
@@ -187,7 +268,9 @@ def pipeline_lines(spec: Spec) -> list[str]:
         )
     ring = f"{stages} x {rules.kib(stage)} KiB ring"
     parts = [ring]
-    if epi_bytes:
+    if epi_bytes and rules_sm100.is_split_k(spec):
+        parts.append(f"{rules.kib(epi_bytes)} KiB split-K staging")
+    elif epi_bytes:
         bufs = rules_sm100.EPI_BUFS
         parts.append(f"{bufs} x {rules.kib(epi_bytes // bufs)} KiB C sub-tiles")
     rest = smem - stages * stage - epi_bytes
@@ -252,12 +335,35 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
         rows.append(("epilogue", epilogue))
     else:
         rows.append(("epilogue", f"{spec.epilogue.style} store"))
-    if is_persistent(spec):
-        unit = "CTA pairs" if kind == "pair" else "CTAs"
+    if rules_sm100.is_split_k(spec):
+        n = rules_sm100.splits(spec)
+        rows.append(
+            (
+                "cluster",
+                f"{n} x 1 for split-K: {n} CTAs share one output tile and split its K range",
+            )
+        )
+        scheduler = (
+            f"persistent split-K over {n} CTAs: at most {rules_sm100.max_workers(spec)} "
+            "clusters walking tiles along M, rank 0 reducing the peers' partials through DSMEM "
+            f"and storing; {spec.accumulators} TMEM accumulator slot(s)"
+        )
+        rows.append(("scheduler", scheduler))
+    elif rules_sm100.is_dynamic(spec):
+        scheduler = (
+            "dynamic (cluster launch control): the grid is the whole tile grid; each CTA computes "
+            "its own tile, then cancels CTAs that have not started (clusterlaunchcontrol."
+            f"try_cancel) and computes theirs; {spec.accumulators} TMEM accumulator slot(s)"
+        )
+        rows.append(("scheduler", scheduler))
+    elif is_persistent(spec):
+        unit = {"pair": "CTA pairs", "multicast": "clusters"}.get(kind, "CTAs")
+        tiles = "cluster tiles" if kind == "multicast" else "tiles"
+        swizzle = f", tile swizzle group {spec.scheduler.group}" if spec.scheduler.group > 1 else ""
         scheduler = (
             f"persistent, static: at most {rules_sm100.max_workers(spec)} {unit}, worker w "
-            f"taking tiles w, w + workers, ... rastered along {spec.scheduler.raster.upper()}; "
-            f"{spec.accumulators} TMEM accumulator slot(s)"
+            f"taking {tiles} w, w + workers, ... rastered along {spec.scheduler.raster.upper()}"
+            f"{swizzle}; {spec.accumulators} TMEM accumulator slot(s)"
         )
         rows.append(("scheduler", scheduler))
     else:
@@ -279,7 +385,12 @@ def title(spec: Spec) -> str:
         parts.append(f"{spec.cluster.m}x{spec.cluster.n} cluster with TMA multicast")
     if is_persistent(spec):
         slots = spec.accumulators
-        parts.append(f"persistent with {slots} TMEM accumulator slot{'s' if slots > 1 else ''}")
+        how = "persistent"
+        if rules_sm100.is_dynamic(spec):
+            how = "dynamic persistent (cluster launch control)"
+        if rules_sm100.is_split_k(spec):
+            how = f"split-K over {rules_sm100.splits(spec)}-CTA clusters, persistent"
+        parts.append(f"{how} with {slots} TMEM accumulator slot{'s' if slots > 1 else ''}")
     return ", ".join(parts + [mode]) + "."
 
 
@@ -306,6 +417,8 @@ def cluster_values(spec: Spec) -> dict[str, object]:
     kind = cluster_kind(spec)
     if kind == "single":
         return {}
+    if kind == "split":
+        return {"cluster_shape": (rules_sm100.splits(spec), 1, 1)}
     shape = (spec.cluster.m, spec.cluster.n, 1)
     if kind == "pair":
         return {"cluster_shape": shape, "pair_mask": _binary(3, 2), "cta_rows": spec.tile.m // 2}
@@ -323,15 +436,10 @@ def cluster_values(spec: Spec) -> dict[str, object]:
     }
 
 
-def scheduler_values(spec: Spec) -> dict[str, object]:
-    """What the persistent scheduler partial prints."""
-    if not is_persistent(spec):
-        return {}
+def tile_loop_values(spec: Spec) -> dict[str, object]:
+    """What the persistent and dynamic scheduler partials both print: the epilogue warps and the
+    TMEM accumulator slots they hand back to the MMA warp."""
     pair = cluster_kind(spec) == "pair"
-    sm_count = spec.scheduler.sm_count or rules_sm100.SM_COUNT
-    fast = spec.scheduler.raster
-    slow = "n" if fast == "m" else "m"
-    shared = "B" if fast == "m" else "A"
     warps = rules_sm100.EPILOGUE_WARPS
     return {
         "epi_warp0": EPI_WARP0,
@@ -346,16 +454,95 @@ def scheduler_values(spec: Spec) -> dict[str, object]:
             if pair
             else f"one per epilogue warp ({warps})"
         ),
+        "tile_n": spec.tile.n,
+    }
+
+
+def dynamic_values(spec: Spec) -> dict[str, object]:
+    """What the dynamic (cluster launch control) scheduler partial prints."""
+    readers = rules_sm100.clc_readers(spec)
+    return tile_loop_values(spec) | {
+        "clc_response_bytes": rules_sm100.CLC_RESPONSE_BYTES,
+        "clc_readers": readers,
+        "clc_readers_note": f"clc_empty arrives per answer: producer, MMA, {readers - 2} epilogue warps",
+    }
+
+
+def splitk_values(spec: Spec) -> dict[str, object]:
+    """What the split-K scheduler partial prints: the persistent tile loop of its clusters (along
+    M, no swizzle) and the staged / consumed handshake of the DSMEM reduction."""
+    splits = rules_sm100.splits(spec)
+    warps = rules_sm100.EPILOGUE_WARPS
+    capped = spec.scheduler.max_clusters is not None
+    return tile_loop_values(spec) | {
         "max_workers": rules_sm100.max_workers(spec),
         "max_workers_note": (
-            f"{sm_count} SMs / 2 CTAs per pair: the grid never launches more pairs"
-            if pair
-            else f"{sm_count} SMs: the grid never launches more CTAs"
+            "the spec's max_clusters"
+            if capped
+            else f"{rules_sm100.SM_COUNT} SMs / {splits} CTAs per cluster: one wave of clusters"
         ),
+        "raster_fast": "m",
+        "raster_slow": "n",
+        "raster_note": "raster along M: the tiles running at once share B tiles",
+        "group": 1,
+        "cluster_tiles": False,
+        "coord_prefix": "t",
+        "count_prefix": "tiles",
+        "splits": splits,
+        "staged_arrives": rules_sm100.staged_arrives(spec),
+        "staged_note": f"rank 0's staged barrier: every epilogue warp ({warps}) of every peer ({splits - 1})",
+        "consumed_arrives": rules_sm100.consumed_arrives(spec),
+        "consumed_note": f"a peer's consumed barrier: every epilogue warp ({warps}) of rank 0",
+        "stage_vec": DSMEM_VECTOR_BYTES // rules_sm100.ACC_BYTES,
+    }
+
+
+def scheduler_values(spec: Spec) -> dict[str, object]:
+    """What the persistent (or dynamic) scheduler partial prints."""
+    if not is_persistent(spec):
+        return {}
+    if rules_sm100.is_dynamic(spec):
+        return dynamic_values(spec)
+    if rules_sm100.is_split_k(spec):
+        return splitk_values(spec)
+    kind = cluster_kind(spec)
+    pair = kind == "pair"
+    clustered = kind == "multicast"  # the cluster walks cluster tiles, one tile per CTA
+    sm_count = spec.scheduler.sm_count or rules_sm100.SM_COUNT
+    fast = spec.scheduler.raster
+    slow = "n" if fast == "m" else "m"
+    shared = "B" if fast == "m" else "A"
+    group = spec.scheduler.group
+    unit = "cluster tiles" if clustered else "tiles"
+    raster_note = f"raster along {fast.upper()}: the {unit} running at once share {shared} tiles"
+    if group > 1:
+        raster_note = (
+            f"tile swizzle: bands of GROUP {unit} along {fast.upper()}, walked along {slow.upper()}"
+        )
+    if pair:
+        workers_note = f"{sm_count} SMs / 2 CTAs per pair: the grid never launches more pairs"
+    elif clustered:
+        workers_note = (
+            f"{sm_count} SMs / {spec.cluster.size} CTAs per cluster: the grid never launches "
+            "more clusters"
+        )
+    else:
+        workers_note = f"{sm_count} SMs: the grid never launches more CTAs"
+    return tile_loop_values(spec) | {
+        "max_workers": rules_sm100.max_workers(spec),
+        "max_workers_note": workers_note,
         "raster_fast": fast,
         "raster_slow": slow,
-        "raster_note": f"raster along {fast.upper()}: the tiles running at once share {shared} tiles",
-        "tile_n": spec.tile.n,
+        "raster_note": raster_note,
+        "group": group,
+        "group_note": (
+            f"tile swizzle: walk GROUP {unit} along {fast.upper()}, then step along "
+            f"{slow.upper()}: the {unit} running at once share A and B tiles in L2"
+        ),
+        "cluster_tiles": clustered,
+        "coord_prefix": "ct" if clustered else "t",  # ctm, ctn: a cluster tile's coordinates
+        "count_prefix": "clusters" if clustered else "tiles",
+        "tile_unit": unit,
     }
 
 
@@ -395,7 +582,9 @@ def notes(spec: Spec) -> dict[str, str]:
     """The comments on the kernel's constants."""
     kind, persistent = cluster_kind(spec), is_persistent(spec)
     pair = kind == "pair"
-    if persistent:
+    if rules_sm100.is_dynamic(spec):
+        threads = "6 warps: 0 = TMA producer and tile requests, 1 = MMA issuer, 2-5 = epilogue"
+    elif persistent:
         threads = (
             "6 warps: 0 = TMA producer, 1 = MMA issuer"
             + (" (leader CTA)" if pair else "")

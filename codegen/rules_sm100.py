@@ -9,8 +9,22 @@ from __future__ import annotations
 
 from typing import Literal
 
-from codegen.rules import DTYPE_BYTES, MBARRIER_BYTES, Violation, is_power_of_two, stage_bytes
-from codegen.spec import PersistentScheduler, Spec, TmaStoreEpilogue
+from codegen.rules import (
+    DTYPE_BYTES,
+    MBARRIER_BYTES,
+    Violation,
+    align_up,
+    is_power_of_two,
+    stage_bytes,
+)
+from codegen.spec import (
+    DirectEpilogue,
+    DynamicScheduler,
+    PersistentScheduler,
+    Spec,
+    SplitKScheduler,
+    TmaStoreEpilogue,
+)
 
 TMEM_COLUMNS = 512
 TMEM_LANES = 128  # one CTA's accumulator rows: the epilogue maps 4 warps x 32 lanes onto them
@@ -20,8 +34,11 @@ EPI_TILE = (128, 64)  # TMA-store sub-tile: 128 rows x 64 columns (128-byte rows
 EPI_BUFS = 2  # SMEM sub-tile buffers: the TMA store of one overlaps filling the next
 MULTICAST_MIN_ROWS = 8  # a multicast slice of an operand tile holds whole 8-row swizzle atoms
 CLUSTER_MAX = 16  # CTAs in a portable cluster (the cluster-size rule lives in rules.check)
+SPLITK_MAX = 8  # split-K CTAs per cluster: a portable cluster
+ACC_BYTES = 4  # one f32 accumulator value (split-K stages partial tiles in SMEM)
+CLC_RESPONSE_BYTES = 16  # clusterlaunchcontrol.try_cancel writes an opaque 16-byte answer to SMEM
 
-ClusterKind = Literal["single", "multicast", "pair"]
+ClusterKind = Literal["single", "multicast", "pair", "split"]
 
 
 # ---- MMA shape and TMEM -------------------------------------------------------------------------
@@ -60,14 +77,56 @@ def spec_tmem_columns(spec: Spec) -> int:
 def cluster_kind(spec: Spec) -> ClusterKind:
     """How the CTAs of a cluster cooperate. "pair": the two CTAs of a cta_group::2 MMA;
     "multicast": 1-CTA MMAs whose cluster shares operand tiles by TMA multicast; "single": a CTA
-    on its own."""
+    on its own; "split": the (splits, 1, 1) cluster of split-K, whose CTAs share an output tile and
+    split its K range."""
+    if is_split_k(spec):
+        return "split"
     if spec.cta_group == 2:
         return "pair"
     return "multicast" if spec.cluster.size > 1 else "single"
 
 
 def is_persistent(spec: Spec) -> bool:
-    return isinstance(spec.scheduler, PersistentScheduler)
+    """A CTA loops over tiles (static persistent, dynamic, or split-K's clusters): dedicated
+    epilogue warps, TMEM accumulator slots handed between the MMA warp and the epilogue."""
+    return isinstance(spec.scheduler, (PersistentScheduler, DynamicScheduler, SplitKScheduler))
+
+
+def is_split_k(spec: Spec) -> bool:
+    return isinstance(spec.scheduler, SplitKScheduler)
+
+
+def splits(spec: Spec) -> int:
+    """CTAs that share one output tile and split its K range (1 without split-K)."""
+    return spec.scheduler.splits if isinstance(spec.scheduler, SplitKScheduler) else 1
+
+
+def splitk_staging_bytes(spec: Spec) -> int:
+    """The f32 partial tile a split-K peer stages in its SMEM for rank 0 (TM x TN)."""
+    return spec.tile.m * spec.tile.n * ACC_BYTES if is_split_k(spec) else 0
+
+
+def staged_arrives(spec: Spec) -> int:
+    """Arrivals completing rank 0's `staged` barrier once per tile: one elected lane of every
+    epilogue warp of every peer, after its warp staged its partial."""
+    return (splits(spec) - 1) * EPILOGUE_WARPS
+
+
+def consumed_arrives(spec: Spec) -> int:
+    """Arrivals completing a peer's `consumed` barrier once per tile: one elected lane of every
+    epilogue warp of rank 0, after its warp read that peer's staging through DSMEM."""
+    return EPILOGUE_WARPS
+
+
+def is_dynamic(spec: Spec) -> bool:
+    """The next tile comes from the hardware (cluster launch control), not from a static order."""
+    return isinstance(spec.scheduler, DynamicScheduler)
+
+
+def clc_readers(spec: Spec) -> int:
+    """Warps that read each cluster-launch-control answer and arrive (one elected lane each) on
+    clc_empty before it may be overwritten: the producer, the MMA warp, every epilogue warp."""
+    return 2 + EPILOGUE_WARPS if is_dynamic(spec) else 0
 
 
 def multicast_ctas(spec: Spec) -> tuple[int, int]:
@@ -112,9 +171,12 @@ def acc_empty_arrives(spec: Spec) -> int:
 
 
 def max_workers(spec: Spec) -> int:
-    """Persistent grid size in workers (CTAs, or CTA pairs): one per SM (or pair of SMs)."""
+    """Persistent grid size in workers (CTAs, CTA pairs or multicast clusters): one per SM, or per
+    cluster of SMs (a pair is a 2-CTA cluster)."""
+    if isinstance(spec.scheduler, SplitKScheduler):
+        return spec.scheduler.max_clusters or SM_COUNT // spec.scheduler.splits
     sm_count = getattr(spec.scheduler, "sm_count", None) or SM_COUNT
-    return sm_count // spec.cta_group
+    return sm_count // spec.cluster.size
 
 
 # ---- shared memory ------------------------------------------------------------------------------
@@ -129,12 +191,18 @@ def barrier_count(spec: Spec, stages: int) -> int:
     """mbarriers in the kernel's Barriers struct: full and empty per stage; acc_full (grid) or
     acc_full and acc_empty per accumulator slot (persistent); a pair's TMEM-dealloc handshake."""
     acc = 2 * spec.accumulators if is_persistent(spec) else 1
-    return 2 * stages + acc + (1 if spec.cta_group == 2 else 0)
+    clc = 2 if is_dynamic(spec) else 0  # clc_full, clc_empty: the hardware's answer handshake
+    split = 2 if is_split_k(spec) else 0  # staged, consumed: the DSMEM reduction's handshake
+    return 2 * stages + acc + clc + split + (1 if spec.cta_group == 2 else 0)
 
 
 def barrier_bytes(spec: Spec, stages: int) -> int:
-    """The Barriers struct: its mbarriers and the 4-byte TMEM address slot."""
-    return barrier_count(spec, stages) * MBARRIER_BYTES + 4
+    """The Barriers struct: its mbarriers and the 4-byte TMEM address slot; the dynamic
+    scheduler's 16-byte answer sits after the barriers, 16-byte aligned."""
+    count = barrier_count(spec, stages) * MBARRIER_BYTES
+    if is_dynamic(spec):
+        count = align_up(count, CLC_RESPONSE_BYTES) + CLC_RESPONSE_BYTES
+    return count + 4
 
 
 def epi_subtiles(spec: Spec) -> int:
@@ -143,9 +211,10 @@ def epi_subtiles(spec: Spec) -> int:
 
 
 def epilogue_smem_bytes(spec: Spec) -> int:
-    """SMEM the TMA-store epilogue stages sub-tiles through (none for direct stores)."""
+    """SMEM after the operand rings: the TMA-store epilogue's sub-tiles, or split-K's f32 staging
+    (none for plain direct stores)."""
     if not isinstance(spec.epilogue, TmaStoreEpilogue):
-        return 0
+        return splitk_staging_bytes(spec)
     out = spec.epilogue.out_dtype or spec.dtype
     return EPI_BUFS * EPI_TILE[0] * EPI_TILE[1] * DTYPE_BYTES[out]
 
@@ -153,12 +222,12 @@ def epilogue_smem_bytes(spec: Spec) -> int:
 def shape_multiples(spec: Spec) -> dict[str, int]:
     """What M, N and K must be multiples of. TMA needs 16-byte row strides (K, and N for a TMA
     store); TMA loads zero-fill and TMA stores clip partial tiles. The direct epilogue stores
-    whole tiles unpredicated, and a cluster's grid is rounded up to whole clusters: M and N must
-    then cover whole clusters of tiles."""
+    whole tiles unpredicated, and a multicast cluster (grid or persistent) covers whole cluster
+    tiles: M and N must then cover whole clusters of tiles (a pair's tile is already the pair's)."""
     if isinstance(spec.epilogue, TmaStoreEpilogue):
         return {"M": 1, "N": 8, "K": 8}
-    clusters_m = 1 if is_persistent(spec) else spec.cluster.m // spec.cta_group
-    clusters_n = 1 if is_persistent(spec) else spec.cluster.n
+    clusters_m = spec.cluster.m // spec.cta_group
+    clusters_n = spec.cluster.n
     return {"M": spec.tile.m * clusters_m, "N": spec.tile.n * clusters_n, "K": 8}
 
 
@@ -266,7 +335,7 @@ def _largest_split(rows: int) -> int:
 def multicast_violations(spec: Spec) -> list[Violation]:
     """TMA multicast (cta_group 1 in a cluster > 1x1) splits a tile among the CTAs of a cluster
     dimension > 1; each slice must hold whole 8-row swizzle atoms. The templates implement it
-    with the warp-specialized mainloop and the grid scheduler."""
+    with the warp-specialized mainloop (grid or persistent)."""
     if cluster_kind(spec) != "multicast":
         return []
     out: list[Violation] = []
@@ -292,14 +361,6 @@ def multicast_violations(spec: Spec) -> list[Violation]:
                 "warp_specialized",
                 "a cluster with TMA multicast is implemented for the warp-specialized mainloop "
                 "only; legal: true (or cluster [1, 1])",
-            )
-        )
-    if is_persistent(spec):
-        out.append(
-            Violation(
-                "scheduler",
-                "scheduler 'persistent' with a multicast cluster is not implemented for sm_100a "
-                "yet; legal: grid (or cluster [1, 1], or cta_group=2 with cluster [2, 1])",
             )
         )
     return out
@@ -356,17 +417,18 @@ def epilogue_violations(spec: Spec) -> list[Violation]:
 
 
 def scheduler_violations(spec: Spec) -> list[Violation]:
-    """The persistent scheduler needs dedicated epilogue warps (warp specialization), an even
-    number of TMA-store sub-tiles per tile (the two SMEM buffers alternate across tiles), and at
-    least one worker's worth of SMs."""
+    """The persistent and dynamic schedulers need dedicated epilogue warps (warp specialization)
+    and an even number of TMA-store sub-tiles per tile (the two SMEM buffers alternate across
+    tiles); the persistent grid needs at least one worker's worth of SMs."""
     if not is_persistent(spec):
         return []
     out: list[Violation] = []
+    kind = spec.scheduler.kind
     if not spec.warp_specialized:
         out.append(
             Violation(
                 "scheduler",
-                "scheduler 'persistent' needs warp_specialized = true (dedicated epilogue warps "
+                f"scheduler '{kind}' needs warp_specialized = true (dedicated epilogue warps "
                 "drain one tile while the MMA warp runs the next); legal: grid",
             )
         )
@@ -375,26 +437,80 @@ def scheduler_violations(spec: Spec) -> list[Violation]:
         out.append(
             Violation(
                 "scheduler",
-                f"scheduler 'persistent' with the TMA-store epilogue needs an even number of "
+                f"scheduler '{kind}' with the TMA-store epilogue needs an even number of "
                 f"{EPI_TILE[1]}-column sub-tiles per tile (its {EPI_BUFS} SMEM buffers alternate "
                 f"across tiles); tile N={spec.tile.n} gives {subtiles}; legal: N a multiple of "
                 f"{EPI_BUFS * EPI_TILE[1]}",
             )
         )
-    if spec.scheduler.group > 1:
+    if isinstance(spec.scheduler, PersistentScheduler) and max_workers(spec) < 1:
+        size = spec.cluster.size
+        unit = "CTA pair" if cluster_kind(spec) == "pair" else "cluster"
         out.append(
             Violation(
                 "scheduler",
-                f"scheduler group={spec.scheduler.group} (tile swizzle) is not implemented for "
-                "sm_100a yet; legal: 1",
+                f"scheduler sm_count={spec.scheduler.sm_count} is fewer than the {size} SMs one "
+                f"{unit} occupies; legal: at least {size}",
             )
         )
-    if max_workers(spec) < 1:
+    return out
+
+
+def dynamic_violations(spec: Spec) -> list[Violation]:
+    """The dynamic scheduler is implemented for one CTA: a cluster would need the answer multicast
+    to every CTA (try_cancel.multicast) and every CTA's readers released on rank 0's barrier."""
+    if not is_dynamic(spec) or spec.cluster.size == 1:
+        return []
+    return [
+        Violation(
+            "cluster",
+            f"cluster {spec.cluster.m}x{spec.cluster.n} with scheduler 'dynamic' is not "
+            "implemented for sm_100a yet (the cancelled cluster's tile would have to reach every "
+            "CTA); legal: cluster [1, 1] with cta_group = 1",
+        )
+    ]
+
+
+def splitk_violations(spec: Spec) -> list[Violation]:
+    """Split K runs on a (splits, 1, 1) cluster of 1-CTA MMAs: splits a power of two that fits a
+    portable cluster, no spec cluster or CTA pair beside it, and (as implemented) the direct
+    epilogue, which rank 0 runs after the DSMEM reduction."""
+    if not is_split_k(spec):
+        return []
+    out: list[Violation] = []
+    n = spec.scheduler.splits
+    if not is_power_of_two(n) or not 2 <= n <= SPLITK_MAX:
         out.append(
             Violation(
                 "scheduler",
-                f"scheduler sm_count={spec.scheduler.sm_count} is fewer than the {spec.cta_group} "
-                f"SMs one CTA pair occupies; legal: at least {spec.cta_group}",
+                f"split_k splits={n}: the K range is split over the CTAs of one cluster, so "
+                f"splits must be a power of two in [2, {SPLITK_MAX}]; legal: 2, 4, 8",
+            )
+        )
+    if spec.cta_group != 1:
+        out.append(
+            Violation(
+                "cta_group",
+                f"cta_group={spec.cta_group} with scheduler split_k is not implemented for "
+                "sm_100a (split-K's cluster is the K split; each CTA runs 1-CTA MMAs); legal: 1",
+            )
+        )
+    elif spec.cluster.size > 1:
+        out.append(
+            Violation(
+                "cluster",
+                f"cluster {spec.cluster.m}x{spec.cluster.n} with scheduler split_k: split-K uses "
+                f"the cluster itself ({n} CTAs along x, one per K share) and has no TMA "
+                "multicast; legal: [1, 1]",
+            )
+        )
+    if not isinstance(spec.epilogue, DirectEpilogue):
+        out.append(
+            Violation(
+                "epilogue",
+                f"epilogue {spec.epilogue.style!r} with scheduler split_k is not implemented for "
+                "sm_100a yet (rank 0 stores the reduced tile with the direct epilogue); legal: "
+                "direct",
             )
         )
     return out
@@ -437,8 +553,8 @@ def check(spec: Spec) -> list[Violation]:
     out += multicast_violations(spec)
     out += epilogue_violations(spec)
     out += scheduler_violations(spec)
-    if spec.scheduler.kind == "split_k":
-        out.append(Violation("scheduler", "split_k is not implemented for sm_100a yet"))
+    out += dynamic_violations(spec)
+    out += splitk_violations(spec)
     if spec.scheduler.kind == "stream_k":
         out.append(Violation("scheduler", "stream_k is not implemented for sm_100a yet"))
     if spec.consumer_mode != "cooperative":

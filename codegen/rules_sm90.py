@@ -392,4 +392,19 @@ def check(spec: Spec) -> list[Violation]:
     out += splitk_violations(spec)
     out += streamk_violations(spec)
     out += pingpong_violations(spec)
+    out += dynamic_scheduler_violations(spec)
     return out
+
+
+def dynamic_scheduler_violations(spec: Spec) -> list[Violation]:
+    """The dynamic scheduler asks the hardware for tiles (clusterlaunchcontrol.try_cancel), which
+    Hopper does not have."""
+    if spec.scheduler.kind != "dynamic":
+        return []
+    return [
+        Violation(
+            "scheduler",
+            "scheduler 'dynamic' needs sm_100a (cluster launch control); legal on sm_90a: grid, "
+            "persistent, split_k",
+        )
+    ]

@@ -156,8 +156,16 @@ class StreamKScheduler(_Frozen):
     sm_count: int | None = Field(default=None, gt=0)  # None: the arch's flagship (132 / 148)
 
 
+class DynamicScheduler(_Frozen):
+    """Dynamic persistent (sm_100a cluster launch control): the grid is the whole tile grid; a CTA
+    computes its own tile, then keeps cancelling CTAs that have not started yet
+    (clusterlaunchcontrol.try_cancel) and computes their tiles, until a request fails."""
+
+    kind: Literal["dynamic"] = "dynamic"
+
+
 Scheduler = Annotated[
-    GridScheduler | PersistentScheduler | SplitKScheduler | StreamKScheduler,
+    GridScheduler | PersistentScheduler | SplitKScheduler | StreamKScheduler | DynamicScheduler,
     Field(discriminator="kind"),
 ]
 

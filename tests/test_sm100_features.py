@@ -110,11 +110,11 @@ def test_multicast_needs_whole_8_row_slices() -> None:
     assert violations((128, 16, 64), cluster=[2, 1]) == []
 
 
-def test_multicast_is_implemented_for_the_warp_specialized_grid_kernel() -> None:
+def test_multicast_is_implemented_for_the_warp_specialized_kernel() -> None:
     got = violations(cluster=[2, 2], warp_specialized=False)
     assert [f for f, _ in got] == ["warp_specialized"] and "legal: true" in got[0][1]
-    got = violations(cluster=[2, 2], scheduler="persistent")
-    assert [f for f, _ in got] == ["scheduler"] and "legal: grid" in got[0][1]
+    # persistent multicast clusters: tests/test_sm100_schedulers.py
+    assert violations(cluster=[2, 2], scheduler="persistent") == []
 
 
 def test_persistent_scheduler_rules() -> None:
@@ -124,13 +124,8 @@ def test_persistent_scheduler_rules() -> None:
     ((field, message),) = violations((128, 64, 64), scheduler="persistent", epilogue="tma")
     assert field == "scheduler" and message.endswith("legal: N a multiple of 128")
     assert violations((128, 64, 64), scheduler="persistent") == []  # direct stores: fine
-    got = violations(scheduler={"kind": "persistent", "group": 8})
-    assert got == [
-        (
-            "scheduler",
-            "scheduler group=8 (tile swizzle) is not implemented for sm_100a yet; legal: 1",
-        )
-    ]
+    # the tile swizzle: tests/test_sm100_schedulers.py
+    assert violations(scheduler={"kind": "persistent", "group": 8}) == []
     got = violations((256, 256, 64), scheduler={"kind": "persistent", "sm_count": 1}, **PAIR)
     assert [f for f, _ in got] == ["scheduler"] and "legal: at least 2" in got[0][1]
 
