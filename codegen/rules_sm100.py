@@ -29,6 +29,7 @@ MULTICAST_MIN_ROWS = 8  # a multicast slice of an operand tile holds whole 8-row
 CLUSTER_MAX = 16  # CTAs in a portable cluster (the cluster-size rule lives in rules.check)
 TMA_ROW_ALIGN_BYTES = 16  # TMA needs 16-byte global row strides
 FP8_K_ROW_BYTES = 128  # e4m3 stages: 128-byte K rows (tile K = 128), one 128B swizzle atom
+EPI_SWIZZLE_BYTES = 128  # widest swizzle atom, and the widest TMA-store box row it allows
 M64_MIN_N = 16  # an M=64 tile's narrowest N: each thread's half row is at least 8 columns
 
 ClusterKind = Literal["single", "multicast", "pair"]
@@ -443,6 +444,26 @@ def epilogue_violations(spec: Spec) -> list[Violation]:
     return out
 
 
+def tma_store_row_violations(spec: Spec) -> list[Violation]:
+    """A TMA-store sub-tile row (64 columns of the output dtype) must fit one 128B swizzle atom,
+    one TMA box wide: 64 f32 columns are 256 bytes, which the DSL cuts into many narrow boxes."""
+    if not isinstance(spec.epilogue, TmaStoreEpilogue):
+        return []
+    out = spec.epilogue.out_dtype or spec.dtype
+    row = EPI_TILE[1] * DTYPE_BYTES[out]
+    if row <= EPI_SWIZZLE_BYTES:
+        return []
+    return [
+        Violation(
+            "epilogue",
+            f"out_dtype={out} with the TMA-store epilogue is not implemented for sm_100a yet (a "
+            f"{EPI_TILE[1]}-column sub-tile row is {row} bytes, wider than one "
+            f"{EPI_SWIZZLE_BYTES}-byte swizzle atom); legal: epilogue 'direct', or a 16-bit "
+            "out_dtype (bf16, f16)",
+        )
+    ]
+
+
 def scheduler_violations(spec: Spec) -> list[Violation]:
     """The persistent scheduler needs dedicated epilogue warps (warp specialization), an even
     number of TMA-store sub-tiles per tile (the two SMEM buffers alternate across tiles), and at
@@ -520,6 +541,7 @@ def check(spec: Spec) -> list[Violation]:
     out += accumulator_violations(spec)
     out += multicast_violations(spec)
     out += epilogue_violations(spec)
+    out += tma_store_row_violations(spec)
     out += scheduler_violations(spec)
     if spec.scheduler.kind == "split_k":
         out.append(Violation("scheduler", "split_k is not implemented for sm_100a yet"))

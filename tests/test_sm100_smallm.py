@@ -106,6 +106,19 @@ def test_fp8_is_legal_at_tile_k_128_with_sw128() -> None:
     assert violations((128, 256, 128), dtype="e4m3", epilogue=tma) == []
 
 
+def test_fp8_f32_output_needs_the_direct_epilogue() -> None:
+    # 64 f32 columns are a 256-byte row: the DSL cut it into 32 TMA stores per sub-tile
+    tma = {"style": "tma", "out_dtype": "f32"}
+    ((field, message),) = violations((128, 128, 128), dtype="e4m3", epilogue=tma)
+    assert field == "epilogue"
+    assert message == (
+        "out_dtype=f32 with the TMA-store epilogue is not implemented for sm_100a yet (a "
+        "64-column sub-tile row is 256 bytes, wider than one 128-byte swizzle atom); legal: "
+        "epilogue 'direct', or a 16-bit out_dtype (bf16, f16)"
+    )
+    assert violations((128, 128, 128), dtype="e4m3", epilogue=tma | {"out_dtype": "f16"}) == []
+
+
 def test_fp8_needs_an_out_dtype() -> None:
     assert violations((128, 128, 128), dtype="e4m3", epilogue="direct") == [
         (
