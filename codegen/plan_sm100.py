@@ -13,6 +13,7 @@ from codegen.rules_sm100 import cluster_kind, is_persistent
 from codegen.spec import Spec, TmaStoreEpilogue
 
 SMEM_ATOM = {"none": "K_INTER", "32B": "K_SW32", "64B": "K_SW64", "128B": "K_SW128"}
+TMEM_LD_OP = {"32x32b": "Ld32x32bOp", "16x32bx2": "Ld16x32bx2Op"}  # by tmem_load_shape
 EPI_MAX_COLS = 64  # widest tcgen05.ld repetition the direct epilogue uses per chunk
 VECTOR_STORE_BYTES = 16  # the direct epilogue's st.global.v4: 16 bytes of a thread's row each
 EPI_WARP0 = 2  # persistent: warps 0 (TMA) and 1 (MMA) come first, the epilogue warps after
@@ -32,6 +33,23 @@ def epilogue_chunks(spec: Spec) -> tuple[int, int]:
         return rules_sm100.EPI_TILE[1], rules_sm100.epi_subtiles(spec)
     cols = min(EPI_MAX_COLS, spec.tile.n)
     return cols, spec.tile.n // cols
+
+
+def values_per_thread(spec: Spec) -> int:
+    """Accumulator values one epilogue thread holds per output tile: a whole row (32x32b loads)
+    or half a row (16x32bx2 loads of an M=64 accumulator)."""
+    halves = 1 if rules_sm100.tmem_load_shape(spec) == "32x32b" else 2
+    return spec.tile.n // halves
+
+
+def direct_stores(spec: Spec) -> int:
+    """st.global instructions of the direct epilogue (its chunk loop is unrolled): a thread's row
+    run is contiguous in C, so 16-byte vectors; with swap_ab the run is a column of C (stride
+    ldc), so one store per element."""
+    values = values_per_thread(spec)
+    if spec.swap_ab:
+        return values
+    return values * rules.DTYPE_BYTES[spec.epilogue.out_dtype or spec.dtype] // VECTOR_STORE_BYTES
 
 
 def try_waits(spec: Spec) -> int:
@@ -65,8 +83,6 @@ def expected_counts_sm100(spec: Spec) -> dict[str, int]:
     mmas = rules.mmas_per_stage(spec)
     loads = 2 * per_operand
     _, loads_per_tile = epilogue_chunks(spec)
-    out_bytes = rules.DTYPE_BYTES[spec.epilogue.out_dtype or spec.dtype]
-    row_stores = spec.tile.n * out_bytes // VECTOR_STORE_BYTES
     return (
         {
             "tcgen05.mma": mmas,
@@ -86,7 +102,7 @@ def expected_counts_sm100(spec: Spec) -> dict[str, int]:
             # multicast: the stage release goes to every sharer; pair: both commits name both CTAs
             "tcgen05.commit multicast": {"single": 0, "multicast": 1, "pair": 2, "split": 0}[kind],
             "TMA store": loads_per_tile if is_tma_store(spec) else 0,
-            "st.global": 0 if is_tma_store(spec) else row_stores,
+            "st.global": 0 if is_tma_store(spec) else direct_stores(spec),
         }
         | dynamic_counts(spec)
         | splitk_counts(spec)
@@ -299,6 +315,7 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
     """The docstring's parameter list."""
     assert isinstance(spec.stages, int)
     t, kind = spec.tile, cluster_kind(spec)
+    kind_, mma_k = rules_sm100.mma_kind(spec), rules.mma_k(spec.dtype)
     mode = "warp-specialized" if spec.warp_specialized else "single-warp K-loop"
     rows = [("arch", spec.arch), ("dtype", spec.dtype)]
     if kind == "pair":
@@ -311,13 +328,18 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
         rows.append(
             (
                 "MMA instruction",
-                f"tcgen05.mma.cta_group::2.kind::f16 {t.m}x{t.n}x16 (issued by the leader CTA)",
+                (
+                    f"tcgen05.mma.cta_group::2.kind::{kind_} {t.m}x{t.n}x{mma_k} (issued by the "
+                    "leader CTA)"
+                ),
             )
         )
         rows.append(("cluster", "2 x 1: one CTA pair along M (rank 0 = leader, 1 = follower)"))
     else:
         rows.append(("tile (M, N, K)", f"({t.m}, {t.n}, {t.k})"))
-        rows.append(("MMA instruction", f"tcgen05.mma.cta_group::1.kind::f16 {t.m}x{t.n}x16"))
+        rows.append(
+            ("MMA instruction", f"tcgen05.mma.cta_group::1.kind::{kind_} {t.m}x{t.n}x{mma_k}")
+        )
     if kind == "multicast":
         m, n = spec.cluster.m, spec.cluster.n
         cluster = (
@@ -326,15 +348,16 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
         )
         rows.append(("cluster", cluster))
     rows += [("stages", str(spec.stages)), ("swizzle", str(spec.swizzle)), ("mainloop", mode)]
+    rows += swap_ab_parameters(spec)
     if is_tma_store(spec):
-        em, en = rules_sm100.EPI_TILE
+        em, en = rules_sm100.epi_tile(spec)
         epilogue = (
             f"tma store: TMEM -> registers -> swizzled SMEM {em}x{en} sub-tiles "
             f"({rules_sm100.EPI_BUFS} buffers) -> TMA store"
         )
         rows.append(("epilogue", epilogue))
     else:
-        rows.append(("epilogue", f"{spec.epilogue.style} store"))
+        rows.append(("epilogue", f"{spec.epilogue.style} store" + m64_epilogue_note(spec)))
     if rules_sm100.is_split_k(spec):
         n = rules_sm100.splits(spec)
         rows.append(
@@ -371,6 +394,25 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
     return rows
 
 
+def swap_ab_parameters(spec: Spec) -> list[tuple[str, str]]:
+    """The docstring's swap AB line (none without swap_ab)."""
+    if not spec.swap_ab:
+        return []
+    return [
+        (
+            "swap AB",
+            "yes: the kernel computes C^T = B @ A^T (tile M runs along N, tile N along M)",
+        )
+    ]
+
+
+def m64_epilogue_note(spec: Spec) -> str:
+    """How the epilogue reads a 64-row accumulator (nothing for 128 rows)."""
+    if rules_sm100.tmem_load_shape(spec) == "32x32b":
+        return ""
+    return " (M=64: tcgen05.ld 16x32bx2, two threads per row, N/2 columns each)"
+
+
 def title(spec: Spec) -> str:
     assert isinstance(spec.stages, int)
     t, kind = spec.tile, cluster_kind(spec)
@@ -391,23 +433,29 @@ def title(spec: Spec) -> str:
         if rules_sm100.is_split_k(spec):
             how = f"split-K over {rules_sm100.splits(spec)}-CTA clusters, persistent"
         parts.append(f"{how} with {slots} TMEM accumulator slot{'s' if slots > 1 else ''}")
+    if spec.swap_ab:
+        parts.append("swap AB (C^T = B @ A^T)")
     return ", ".join(parts + [mode]) + "."
 
 
 def shape_note(spec: Spec) -> str:
     multiples = rules_sm100.shape_multiples(spec)
+    k = multiples["K"]
     if is_tma_store(spec):
+        nk = "N and K multiples of 8" if k == 8 else f"N a multiple of 8, K of {k}"
         return (
-            "M any; N and K multiples of 8 (TMA needs 16-byte row strides). Partial tiles are "
+            f"M any; {nk} (TMA needs 16-byte row strides). Partial tiles are "
             "safe: TMA loads zero-fill rows and columns past M, N and K, and the TMA store clips "
             "them."
         )
     whole = "the direct epilogue stores whole tiles without predication"
     if multiples["M"] * multiples["N"] > spec.tile.m * spec.tile.n:
         whole += f", and the grid covers whole {spec.cluster.m}x{spec.cluster.n} clusters of tiles"
+    if spec.swap_ab:
+        whole += f"; swap AB: the {spec.tile.m}-row tile runs along N, its N along M"
     return (
         f"M must be a multiple of {multiples['M']} and N of {multiples['N']} ({whole}; run() "
-        "rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail is "
+        f"rejects other shapes); K any multiple of {k} (TMA needs 16-byte strides; the K tail is "
         "zero-filled by TMA)."
     )
 
@@ -550,18 +598,30 @@ def epilogue_values(spec: Spec) -> dict[str, object]:
     """What the epilogue partial prints."""
     cols, loads = epilogue_chunks(spec)
     out = spec.epilogue.out_dtype or spec.dtype
+    ld_shape = rules_sm100.tmem_load_shape(spec)
+    halves = 1 if ld_shape == "32x32b" else 2  # 16x32bx2: two threads per row
     values: dict[str, object] = {
         "epi_cols": cols,
         "epi_chunks": loads,
         "epi_last_chunk": loads - 1,
-        "ld_repetition": f"x{cols}",
+        "ld_repetition": f"x{cols // halves}",
+        "tmem_ld_op": TMEM_LD_OP[ld_shape],
+        "epi_cols_note": (
+            "accumulator columns one tcgen05.ld moves per thread"
+            if halves == 1
+            else "accumulator columns one tcgen05.ld moves per row pair (half per thread)"
+        ),
+        "epi_lanes": (
+            "32 lanes per warp" if halves == 1 else "16 lanes per warp, half a row per thread"
+        ),
+        **store_dtype_values(spec),
     }
     if is_tma_store(spec):
-        em, en = rules_sm100.EPI_TILE
+        em, en = rules_sm100.epi_tile(spec)
         row_bytes = en * rules.DTYPE_BYTES[out]
         values.update(
             {
-                "epi_tile": rules_sm100.EPI_TILE,
+                "epi_tile": (em, en),
                 "epi_tile_str": f"{em}x{en}",
                 "epi_tile_cols": en,
                 "epi_tile_note": (
@@ -572,16 +632,31 @@ def epilogue_values(spec: Spec) -> dict[str, object]:
                 "epi_bufs": rules_sm100.EPI_BUFS,
                 "epi_row_bytes": row_bytes,
                 "epi_smem_atom": SMEM_ATOM[rules.auto_swizzle(row_bytes)],
-                "epi_repetition": f"x{en}",
+                "epi_repetition": f"x{en // halves}",
+                "t2r_note": (
+                    "warp w reads TMEM lanes 32 (w % 4) ... + 31: each thread owns one row of a "
+                    "sub-tile"
+                    if halves == 1
+                    else "M=64: warp w reads TMEM lanes 32 (w % 4) ... + 15 (rows 16 (w % 4) ... "
+                    "+ 15); threads t and t + 16 own the left and right half of one row"
+                ),
             }
         )
     return values
+
+
+def store_dtype_values(spec: Spec) -> dict[str, object]:
+    """The dtype the direct epilogue converts the f32 accumulator to: the input dtype's constant
+    (IO_DTYPE) when C has it, else OUT_DTYPE (e4m3 in, bf16/f16/f32 out)."""
+    out = spec.epilogue.out_dtype or spec.dtype
+    return {"epi_store_dtype": "IO_DTYPE" if out == spec.dtype else "OUT_DTYPE"}
 
 
 def notes(spec: Spec) -> dict[str, str]:
     """The comments on the kernel's constants."""
     kind, persistent = cluster_kind(spec), is_persistent(spec)
     pair = kind == "pair"
+    kind_ = rules_sm100.mma_kind(spec)
     if rules_sm100.is_dynamic(spec):
         threads = "6 warps: 0 = TMA producer and tile requests, 1 = MMA issuer, 2-5 = epilogue"
     elif persistent:
@@ -619,9 +694,9 @@ def notes(spec: Spec) -> dict[str, str]:
         tx = "A + B bytes one stage's TMA copies deliver to its full barrier"
     return {
         "mma_inst_note": (
-            "one tcgen05.mma.cta_group::2 kind::f16 instruction: the CTA pair's tile"
+            f"one tcgen05.mma.cta_group::2 kind::{kind_} instruction: the CTA pair's tile"
             if pair
-            else "one tcgen05.mma.cta_group::1 kind::f16 instruction"
+            else f"one tcgen05.mma.cta_group::1 kind::{kind_} instruction"
         ),
         "tiler_note": (
             "one CTA pair's output tile and the K depth of a stage"
@@ -641,6 +716,8 @@ def partials(spec: Spec) -> dict[str, str]:
     else:
         mainloop = "ws_persistent" if is_persistent(spec) else "ws"
     return {
+        "mma_partial": f"sm100/mma/{rules_sm100.mma_kind(spec)}.py.j2",
+        "operands_partial": f"sm100/operands/{'swap' if spec.swap_ab else 'plain'}.py.j2",
         "mainloop_partial": f"sm100/mainloop/{mainloop}.py.j2",
         "cluster_partial": f"sm100/cluster/{cluster_kind(spec)}.py.j2",
         "epilogue_partial": f"sm100/epilogue/{spec.epilogue.style}.py.j2",
@@ -663,7 +740,8 @@ def plan_sm100(spec: Spec) -> Plan:
         "torch_dtype": TORCH_DTYPE[spec.dtype],
         "torch_out_dtype": TORCH_DTYPE[out],
         "out_dtype_name": out,
-        "mma_inst": (t.m, t.n, 16),
+        "mma_inst": (t.m, t.n, rules.mma_k(spec.dtype)),
+        "mma_k": rules.mma_k(spec.dtype),
         "tiler": (t.m, t.n, t.k),
         "stages": spec.stages,
         "threads": (2 + rules_sm100.EPILOGUE_WARPS if is_persistent(spec) else 4) * 32,

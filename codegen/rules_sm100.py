@@ -15,6 +15,7 @@ from codegen.rules import (
     Violation,
     align_up,
     is_power_of_two,
+    k_row_bytes,
     stage_bytes,
 )
 from codegen.spec import (
@@ -37,6 +38,10 @@ CLUSTER_MAX = 16  # CTAs in a portable cluster (the cluster-size rule lives in r
 SPLITK_MAX = 8  # split-K CTAs per cluster: a portable cluster
 ACC_BYTES = 4  # one f32 accumulator value (split-K stages partial tiles in SMEM)
 CLC_RESPONSE_BYTES = 16  # clusterlaunchcontrol.try_cancel writes an opaque 16-byte answer to SMEM
+TMA_ROW_ALIGN_BYTES = 16  # TMA needs 16-byte global row strides
+FP8_K_ROW_BYTES = 128  # e4m3 stages: 128-byte K rows (tile K = 128), one 128B swizzle atom
+EPI_SWIZZLE_BYTES = 128  # widest swizzle atom, and the widest TMA-store box row it allows
+M64_MIN_N = 16  # an M=64 tile's narrowest N: each thread's half row is at least 8 columns
 
 ClusterKind = Literal["single", "multicast", "pair", "split"]
 
@@ -54,6 +59,33 @@ def tcgen05_f16_shape_ok(m: int, n: int, cta_group: int = 1) -> bool:
     if m == 128:
         return n % 16 == 0 and 16 <= n <= 256
     return False
+
+
+def mma_kind(spec: Spec) -> str:
+    """The tcgen05.mma kind: f16 (f16/bf16 inputs, 16 deep) or f8f6f4 (e4m3, 32 deep). Both take
+    the same M and N (:func:`tcgen05_f16_shape_ok`)."""
+    return "f8f6f4" if spec.dtype == "e4m3" else "f16"
+
+
+def acc_rows_per_warp(spec: Spec) -> int:
+    """Accumulator rows each epilogue warp reads from its 32-lane TMEM quadrant: a 128-row
+    accumulator puts row r in lane r (32 per warp); a 64-row one (cta_group 1, M=64) puts rows
+    16q .. 16q + 15 in lanes 32q .. 32q + 15 of quadrant q, so only 16 lanes per warp hold rows."""
+    return spec.tile.m // spec.cta_group // EPILOGUE_WARPS
+
+
+def tmem_load_shape(spec: Spec) -> str:
+    """The tcgen05.ld shape that reads a warp's accumulator rows with one whole row run per
+    thread: 32x32b (lane i -> thread i) for 32 rows per warp; 16x32bx2 for 16 (threads 0-15 take
+    lanes 0-15 and the left half of the columns, threads 16-31 the same lanes' right half)."""
+    return "32x32b" if acc_rows_per_warp(spec) == 32 else "16x32bx2"
+
+
+def epi_tile(spec: Spec) -> tuple[int, int]:
+    """The TMA-store sub-tile: the CTA's accumulator rows (64 for an M=64 tile, else 128) x 64
+    columns."""
+    rows = 64 if (spec.tile.m, spec.cta_group) == (64, 1) else EPI_TILE[0]
+    return rows, EPI_TILE[1]
 
 
 def tmem_columns(tile_n: int, slots: int = 1) -> int:
@@ -216,63 +248,113 @@ def epilogue_smem_bytes(spec: Spec) -> int:
     if not isinstance(spec.epilogue, TmaStoreEpilogue):
         return splitk_staging_bytes(spec)
     out = spec.epilogue.out_dtype or spec.dtype
-    return EPI_BUFS * EPI_TILE[0] * EPI_TILE[1] * DTYPE_BYTES[out]
+    rows, cols = epi_tile(spec)
+    return EPI_BUFS * rows * cols * DTYPE_BYTES[out]
 
 
 def shape_multiples(spec: Spec) -> dict[str, int]:
-    """What M, N and K must be multiples of. TMA needs 16-byte row strides (K, and N for a TMA
-    store); TMA loads zero-fill and TMA stores clip partial tiles. The direct epilogue stores
-    whole tiles unpredicated, and a multicast cluster (grid or persistent) covers whole cluster
-    tiles: M and N must then cover whole clusters of tiles (a pair's tile is already the pair's)."""
+    """What M, N and K must be multiples of. TMA needs 16-byte row strides (K: 8 f16/bf16 or 16
+    e4m3 elements, and N for a TMA store); TMA loads zero-fill and TMA stores clip partial tiles.
+    The direct epilogue stores whole tiles unpredicated, and a multicast cluster (grid or
+    persistent) covers whole cluster tiles: M and N must then cover whole clusters of tiles (a
+    pair's tile is already the pair's). With swap_ab the kernel's rows are C's columns: the
+    tile's M covers N and its N covers M."""
+    k = TMA_ROW_ALIGN_BYTES // DTYPE_BYTES[spec.dtype]
     if isinstance(spec.epilogue, TmaStoreEpilogue):
-        return {"M": 1, "N": 8, "K": 8}
+        return {"M": 1, "N": 8, "K": k}
     clusters_m = spec.cluster.m // spec.cta_group
     clusters_n = spec.cluster.n
-    return {"M": spec.tile.m * clusters_m, "N": spec.tile.n * clusters_n, "K": 8}
+    rows, cols = spec.tile.m * clusters_m, spec.tile.n * clusters_n
+    if spec.swap_ab:
+        rows, cols = cols, rows
+    return {"M": rows, "N": cols, "K": k}
 
 
 # ---- rules: each returns the violations of one condition ----------------------------------------
 
 
 def shape_violations(spec: Spec) -> list[Violation]:
-    """The tile must be a tcgen05 shape, and give each CTA the 128 TMEM lanes the epilogue maps."""
-    t, pair = spec.tile, spec.cta_group == 2
+    """The tile must be a tcgen05 shape (kind::f16 and kind::f8f6f4 take the same M and N). A CTA
+    pair's tile must give each CTA 128 rows, the 128 TMEM lanes its epilogue maps."""
+    t, pair, kind = spec.tile, spec.cta_group == 2, mma_kind(spec)
     if not tcgen05_f16_shape_ok(t.m, t.n, spec.cta_group):
         if pair:
             legal = "M=128 or 256 with N a multiple of 16 in [16, 256]"
             return [
                 Violation(
                     "tile",
-                    f"tile {t.m}x{t.n} is not a tcgen05 kind::f16 shape for a CTA pair "
+                    f"tile {t.m}x{t.n} is not a tcgen05 kind::{kind} shape for a CTA pair "
                     f"(cta_group=2); legal: {legal}",
                 )
             ]
         return [
             Violation(
                 "tile",
-                f"tile {t.m}x{t.n} is not a tcgen05 kind::f16 shape for one CTA; legal: "
+                f"tile {t.m}x{t.n} is not a tcgen05 kind::{kind} shape for one CTA; legal: "
                 "M=64 with N a multiple of 8 in [8, 256], or M=128 with N a multiple of 16 "
                 "in [16, 256]",
             )
         ]
-    if t.m != TMEM_LANES * spec.cta_group:
-        if pair:
-            return [
-                Violation(
-                    "tile",
-                    f"tile M={t.m} with cta_group=2 is not implemented for sm_100a yet (each CTA "
-                    f"of the pair maps 4 warps to 128 TMEM lanes); legal: {2 * TMEM_LANES}, the "
-                    "pair's tile",
-                )
-            ]
+    if pair and t.m != TMEM_LANES * spec.cta_group:
         return [
             Violation(
                 "tile",
-                f"tile M={t.m} is not implemented for sm_100a yet (the epilogue maps 4 warps to "
-                f"128 TMEM lanes); legal: {TMEM_LANES}",
+                f"tile M={t.m} with cta_group=2 is not implemented for sm_100a yet (each CTA "
+                f"of the pair maps 4 warps to 128 TMEM lanes); legal: {2 * TMEM_LANES}, the "
+                "pair's tile",
             )
         ]
     return []
+
+
+def m64_violations(spec: Spec) -> list[Violation]:
+    """An M=64 accumulator gives each epilogue thread half a row (tcgen05.ld 16x32bx2): N/2
+    columns, at least 8 (one 16-byte store of f16/bf16), so N >= 16."""
+    t = spec.tile
+    if t.m != 64 or spec.cta_group != 1 or not tcgen05_f16_shape_ok(t.m, t.n):
+        return []
+    if t.n >= M64_MIN_N:
+        return []
+    return [
+        Violation(
+            "tile",
+            f"tile 64x{t.n}: an M=64 accumulator splits each row between two epilogue threads "
+            f"(tcgen05.ld 16x32bx2), {t.n // 2} columns each, less than one 16-byte store; "
+            f"legal: N a multiple of 8 in [{M64_MIN_N}, 256]",
+        )
+    ]
+
+
+def fp8_violations(spec: Spec) -> list[Violation]:
+    """e4m3 stages are 128-byte K rows (tile K = 128) with the 128B swizzle: four 32-deep
+    kind::f8f6f4 MMAs per stage, one swizzle atom per row."""
+    if spec.dtype != "e4m3":
+        return []
+    row = k_row_bytes(spec)
+    if row == FP8_K_ROW_BYTES and spec.swizzle == "128B":
+        return []
+    return [
+        Violation(
+            "tile",
+            f"dtype=e4m3 takes {FP8_K_ROW_BYTES}-byte K rows with the 128B swizzle on sm_100a; "
+            f"got tile K={spec.tile.k} ({row} B rows) with swizzle={spec.swizzle}; legal: tile "
+            f"K={FP8_K_ROW_BYTES // DTYPE_BYTES['e4m3']}, swizzle 128B",
+        )
+    ]
+
+
+def swap_ab_violations(spec: Spec) -> list[Violation]:
+    """swap_ab stores C^T, a column-major view of C: the direct epilogue writes it element by
+    element; the TMA-store epilogue's row-major SMEM sub-tiles do not fit it."""
+    if not spec.swap_ab or not isinstance(spec.epilogue, TmaStoreEpilogue):
+        return []
+    return [
+        Violation(
+            "swap_ab",
+            "swap_ab stores C^T (a column-major view of C); the sm_100a TMA-store epilogue "
+            'writes row-major sub-tiles only: use epilogue = "direct" with swap_ab',
+        )
+    ]
 
 
 def tmem_violations(spec: Spec) -> list[Violation]:
@@ -396,7 +478,9 @@ def epilogue_violations(spec: Spec) -> list[Violation]:
                 f"{EPI_TILE[1]}, or epilogue 'direct'",
             )
         )
-    if spec.epilogue.out_dtype not in (None, spec.dtype):
+    # e4m3 must name its output (rules.check says so when it does not); 16-bit inputs store
+    # their own dtype until the fused epilogues come
+    if spec.dtype != "e4m3" and spec.epilogue.out_dtype not in (None, spec.dtype):
         out.append(
             Violation(
                 "epilogue",
@@ -414,6 +498,26 @@ def epilogue_violations(spec: Spec) -> list[Violation]:
             )
         )
     return out
+
+
+def tma_store_row_violations(spec: Spec) -> list[Violation]:
+    """A TMA-store sub-tile row (64 columns of the output dtype) must fit one 128B swizzle atom,
+    one TMA box wide: 64 f32 columns are 256 bytes, which the DSL cuts into many narrow boxes."""
+    if not isinstance(spec.epilogue, TmaStoreEpilogue):
+        return []
+    out = spec.epilogue.out_dtype or spec.dtype
+    row = EPI_TILE[1] * DTYPE_BYTES[out]
+    if row <= EPI_SWIZZLE_BYTES:
+        return []
+    return [
+        Violation(
+            "epilogue",
+            f"out_dtype={out} with the TMA-store epilogue is not implemented for sm_100a yet (a "
+            f"{EPI_TILE[1]}-column sub-tile row is {row} bytes, wider than one "
+            f"{EPI_SWIZZLE_BYTES}-byte swizzle atom); legal: epilogue 'direct', or a 16-bit "
+            "out_dtype (bf16, f16)",
+        )
+    ]
 
 
 def scheduler_violations(spec: Spec) -> list[Violation]:
@@ -533,9 +637,8 @@ def accumulator_violations(spec: Spec) -> list[Violation]:
 
 def check(spec: Spec) -> list[Violation]:
     """Every sm_100a rule the spec breaks, in the order of the spec's fields."""
-    out = shape_violations(spec) + tmem_violations(spec)
-    if spec.dtype == "e4m3":
-        out.append(Violation("dtype", "e4m3 is not implemented for sm_100a yet; legal: f16, bf16"))
+    out = shape_violations(spec) + m64_violations(spec) + tmem_violations(spec)
+    out += fp8_violations(spec)
     if spec.consumer_warpgroups is not None:
         out.append(
             Violation(
@@ -544,14 +647,12 @@ def check(spec: Spec) -> list[Violation]:
                 "the MMA: remove it",
             )
         )
-    if spec.swap_ab:
-        out.append(
-            Violation("swap_ab", "swap_ab=True is not implemented for sm_100a yet; legal: False")
-        )
+    out += swap_ab_violations(spec)
     out += cta_pair_violations(spec)
     out += accumulator_violations(spec)
     out += multicast_violations(spec)
     out += epilogue_violations(spec)
+    out += tma_store_row_violations(spec)
     out += scheduler_violations(spec)
     out += dynamic_violations(spec)
     out += splitk_violations(spec)

@@ -79,7 +79,8 @@ def test_fp8_tile_k_must_hold_whole_mmas() -> None:
     assert ("tile", "tile K=48 must be a multiple of 32 (one MMA is 32 deep)") in got
 
 
-def test_sm100_rejects_fp8() -> None:
+def test_sm100_takes_fp8() -> None:
+    # sm_100a e4m3 rules and kernels: tests/test_sm100_smallm.py
     spec = rules.resolve(
         Spec.model_validate(
             {
@@ -90,9 +91,7 @@ def test_sm100_rejects_fp8() -> None:
             }
         )
     )
-    assert ("dtype", "e4m3 is not implemented for sm_100a yet; legal: f16, bf16") in violations(
-        spec
-    )
+    assert violations(spec) == []
 
 
 def test_fp8_plan_numbers() -> None:

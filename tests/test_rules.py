@@ -456,10 +456,10 @@ def test_sm100_rejections_name_their_fields() -> None:
     assert "cluster 3x1 has 3 CTAs; it must be a power of two, at most 16" in [m for _, m in got]
 
 
-def test_sm100_tile_m_64_is_a_legal_mma_but_not_implemented() -> None:
+def test_sm100_tile_m_64_is_a_legal_mma() -> None:
+    # the M=64 rules and kernels: tests/test_sm100_smallm.py
     assert rules_sm100.tcgen05_f16_shape_ok(64, 128)
-    ((field, message),) = violations((64, 128, 64))
-    assert field == "tile" and message.startswith("tile M=64 is not implemented for sm_100a")
+    assert violations((64, 128, 64)) == []
 
 
 def test_tmem_overflow_is_rejected() -> None:
