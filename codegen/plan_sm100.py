@@ -8,7 +8,7 @@ ws_persistent). Every number comes from :mod:`codegen.rules` and :mod:`codegen.r
 from __future__ import annotations
 
 from codegen import rules, rules_sm100
-from codegen.plan import CUTLASS_DTYPE, TORCH_DTYPE, Plan, table
+from codegen.plan import CUTLASS_DTYPE, TORCH_DTYPE, Plan, fusion_values, table
 from codegen.rules_sm100 import cluster_kind, is_persistent
 from codegen.spec import Spec, TmaStoreEpilogue
 
@@ -487,6 +487,7 @@ def plan_sm100(spec: Spec) -> Plan:
         "shape_multiples": rules_sm100.shape_multiples(spec),
         "smem_bytes": rules.smem_bytes(spec, spec.stages),
         **notes(spec),
+        **fusion_values(spec),
         **epilogue_values(spec),
         **cluster_values(spec),
         **scheduler_values(spec),
