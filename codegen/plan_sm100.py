@@ -8,7 +8,7 @@ ws_persistent). Every number comes from :mod:`codegen.rules` and :mod:`codegen.r
 from __future__ import annotations
 
 from codegen import rules, rules_sm100
-from codegen.plan import CUTLASS_DTYPE, TORCH_DTYPE, Plan, fusion_values, table
+from codegen.plan import CUTLASS_DTYPE, TORCH_DTYPE, Plan, fusion_note, fusion_values, table
 from codegen.rules_sm100 import cluster_kind, is_persistent
 from codegen.spec import Spec, TmaStoreEpilogue
 
@@ -60,16 +60,20 @@ def expected_counts_sm100(spec: Spec) -> dict[str, int]:
     _, loads_per_tile = epilogue_chunks(spec)
     out_bytes = rules.DTYPE_BYTES[spec.epilogue.out_dtype or spec.dtype]
     row_stores = spec.tile.n * out_bytes // VECTOR_STORE_BYTES
+    tma_boxes = loads_per_tile * rules_sm100.epi_tma_boxes(spec) if is_tma_store(spec) else 0
+    c_loads = tma_boxes if rules_sm100.loads_c_by_tma(spec) else 0
     return {
         "tcgen05.mma": mmas,
         "mma cta_group::1": mmas if spec.cta_group == 1 else 0,
         # a 2-CTA kernel issues only cta_group::2 MMAs
         "mma cta_group::2": mmas if spec.cta_group == 2 else 0,
-        "cp.async.bulk.tensor": loads,
+        # + beta's C sub-tile loads (TMA-store epilogue), one per box
+        "cp.async.bulk.tensor": loads + c_loads,
         "TMA multicast": loads if kind == "multicast" else 0,
         # one cluster barrier (arrive + wait) after the barriers are initialized
         "barrier.cluster": 0 if kind == "single" else 2,
-        "mbarrier.try_wait": try_waits(spec),
+        # + beta's wait for each C sub-tile (the sub-tile loop is unrolled)
+        "mbarrier.try_wait": try_waits(spec) + (loads_per_tile if c_loads else 0),
         "mbarrier.init": rules_sm100.barrier_count(spec, spec.stages),
         "tcgen05.ld": loads_per_tile,
         "tcgen05.alloc": 1,
@@ -77,8 +81,27 @@ def expected_counts_sm100(spec: Spec) -> dict[str, int]:
         "tcgen05.commit": 2,
         # multicast: the stage release goes to every sharer; pair: both commits name both CTAs
         "tcgen05.commit multicast": {"single": 0, "multicast": 1, "pair": 2}[kind],
-        "TMA store": loads_per_tile if is_tma_store(spec) else 0,
+        "TMA store": tma_boxes,
         "st.global": 0 if is_tma_store(spec) else row_stores,
+        **fusion_counts(spec),
+    }
+
+
+def fusion_counts(spec: Spec) -> dict[str, int]:
+    """PTX evidence of the fused epilogue (all 0 for a plain store). Each thread owns one row of
+    the CTA's TN columns. Global loads: beta's C row in the direct epilogue (16-byte vectors,
+    like its stores; the TMA-store epilogue TMA-loads C instead); a row bias: one scalar; a
+    column bias: the tile's TN values in 16-byte vectors. Per element: relu is one max.f32; silu
+    (exp) and gelu (tanh, through exp) one ex2 each."""
+    epi = spec.epilogue
+    out_bytes = rules.DTYPE_BYTES[epi.out_dtype or spec.dtype]
+    row_vectors = spec.tile.n * out_bytes // VECTOR_STORE_BYTES
+    loads = row_vectors if epi.beta != 0.0 and not is_tma_store(spec) else 0
+    loads += {"none": 0, "row": 1, "col": row_vectors}[epi.bias]
+    return {
+        "ld.global": loads,
+        "max.f32": spec.tile.n if epi.activation == "relu" else 0,
+        "ex2": spec.tile.n if epi.activation in ("silu", "gelu_tanh") else 0,
     }
 
 
@@ -173,6 +196,18 @@ def pipeline_lines(spec: Spec) -> list[str]:
                 "wait_group.read",
             )
         )
+    if rules_sm100.loads_c_by_tma(spec):
+        c_bytes = rules_sm100.c_load_bytes(spec)
+        rows.append(
+            (
+                "C in (beta)",
+                f"TMA -> {epi_warps}",
+                "1 per sub-tile",
+                str(c_bytes),
+                f"1 + {c_bytes} tx bytes (c_full)",
+                "- (into the sub-tile's buffer)",
+            )
+        )
     notes: list[str] = []
     if kind == "pair":
         notes.append(
@@ -252,6 +287,8 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
         rows.append(("epilogue", epilogue))
     else:
         rows.append(("epilogue", f"{spec.epilogue.style} store"))
+    if spec.epilogue.fused:
+        rows.append(("fusion", fusion_text(spec)))
     if is_persistent(spec):
         unit = "CTA pairs" if kind == "pair" else "CTAs"
         scheduler = (
@@ -263,6 +300,22 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
     else:
         rows.append(("scheduler", spec.scheduler.kind))
     return rows
+
+
+def fusion_text(spec: Spec) -> str:
+    """The docstring's fusion parameter: the formula, then where C and the bias come from."""
+    epi = spec.epilogue
+    parts = [fusion_note(spec).removeprefix("; ")]
+    if epi.beta != 0.0:
+        parts.append(
+            "C read in place: each C sub-tile TMA-loaded into the SMEM buffer it is stored from"
+            if is_tma_store(spec)
+            else "C read in place: each thread loads its chunk of C before storing over it"
+        )
+    if epi.bias != "none":
+        per = "row" if epi.bias == "row" else "column"
+        parts.append(f"bias: one {epi.out_dtype or spec.dtype} value per {per} of C")
+    return "; ".join(parts)
 
 
 def title(spec: Spec) -> str:
@@ -359,6 +412,34 @@ def scheduler_values(spec: Spec) -> dict[str, object]:
     }
 
 
+def bias_values(spec: Spec) -> dict[str, object]:
+    """What the bias views print (templates/sm100/epilogue/bias.py.j2): the host sees the 1-D
+    bias as an (M, N) tensor with stride 0 along the dimension it does not run along, and the
+    kernel tiles it like C: one tile (grid) or all tiles, sliced per tile (persistent)."""
+    if spec.epilogue.bias == "none":
+        return {}
+    row = spec.epilogue.bias == "row"
+    persistent = is_persistent(spec)
+    return {
+        "bias_stride": (1, 0) if row else (0, 1),
+        "bias_broadcast_dim": "N" if row else "M",
+        "bias_view_note": (
+            "the bias seen as an (M, N) tensor (stride 0 along N): it tiles and partitions like C"
+            if row
+            else "the bias seen as an (M, N) tensor (stride 0 along M): it tiles and partitions "
+            "like C"
+        ),
+        "epi_tile_coord": "(None, None, None)" if persistent else "coord",
+        "epi_tile_shape": "(TM, TN, tiles_m, tiles_n)" if persistent else "(TM, TN)",
+        "epi_part_shape": (
+            "(MMA, MMA_M, MMA_N, tiles_m, tiles_n)" if persistent else "(MMA, MMA_M, MMA_N)"
+        ),
+        "epi_tile_slice": "[(None, None, None, tm, tn)]" if persistent else "",
+        # the TMA-store epilogue takes partial tiles: its bias loads check M and N
+        "epi_bias_predicated": is_tma_store(spec),
+    }
+
+
 def epilogue_values(spec: Spec) -> dict[str, object]:
     """What the epilogue partial prints."""
     cols, loads = epilogue_chunks(spec)
@@ -368,10 +449,18 @@ def epilogue_values(spec: Spec) -> dict[str, object]:
         "epi_chunks": loads,
         "epi_last_chunk": loads - 1,
         "ld_repetition": f"x{cols}",
+        # no fusion: convert and store, the lines the unfused kernels have always had
+        "epi_plain": not spec.epilogue.fused,
+        # the direct store's register dtype: IO_DTYPE (the same type) in the kernels that
+        # shipped before out_dtype, which keep their text
+        "epi_store_dtype": "OUT_DTYPE" if spec.epilogue.out_dtype else "IO_DTYPE",
+        **bias_values(spec),
     }
     if is_tma_store(spec):
         em, en = rules_sm100.EPI_TILE
-        row_bytes = en * rules.DTYPE_BYTES[out]
+        row_bytes = rules_sm100.epi_row_bytes(spec)
+        swizzle = rules.auto_swizzle(row_bytes)
+        atoms = rules_sm100.epi_tma_boxes(spec)  # a box row is one swizzle atom
         values.update(
             {
                 "epi_tile": rules_sm100.EPI_TILE,
@@ -383,9 +472,20 @@ def epilogue_values(spec: Spec) -> dict[str, object]:
                 ),
                 "epi_subtiles": loads,
                 "epi_bufs": rules_sm100.EPI_BUFS,
-                "epi_row_bytes": row_bytes,
-                "epi_smem_atom": SMEM_ATOM[rules.auto_swizzle(row_bytes)],
+                "epi_smem_atom": SMEM_ATOM[swizzle],
+                "epi_smem_atom_note": (
+                    f"a {row_bytes}-byte sub-tile row: one swizzle atom"
+                    if atoms == 1
+                    else f"a {row_bytes}-byte sub-tile row: {atoms} {swizzle} swizzle atoms"
+                ),
+                "epi_host_atom_note": (
+                    "one swizzle atom per row" if atoms == 1 else f"{atoms} swizzle atoms per row"
+                ),
+                # one swizzle atom per row: its 8-row atoms stack along M either way; several:
+                # stack them along M first, so each atom column is one 128-row TMA box
+                "epi_tile_order": (1, 0, 2) if atoms == 1 else (0, 1, 2),
                 "epi_repetition": f"x{en}",
+                "c_tx_bytes": rules_sm100.c_load_bytes(spec),
             }
         )
     return values
@@ -465,7 +565,7 @@ def plan_sm100(spec: Spec) -> Plan:
     out = spec.epilogue.out_dtype or spec.dtype
     values: dict[str, object] = {
         "title": title(spec),
-        "dtype_note": f"{spec.dtype} in, f32 accumulate, {out} out",
+        "dtype_note": f"{spec.dtype} in, f32 accumulate, {out} out{fusion_note(spec)}",
         "parameters": parameters(spec),
         "pipeline_table": pipeline_lines(spec),
         "shape_note": shape_note(spec),

@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from codegen.rules import DTYPE_BYTES, MBARRIER_BYTES, Violation, is_power_of_two, stage_bytes
+from codegen.rules import (
+    DTYPE_BYTES,
+    MBARRIER_BYTES,
+    SWIZZLE_BYTES,
+    Violation,
+    auto_swizzle,
+    is_power_of_two,
+    stage_bytes,
+)
 from codegen.spec import PersistentScheduler, Spec, TmaStoreEpilogue
 
 TMEM_COLUMNS = 512
@@ -125,11 +133,27 @@ def operand_rows_per_cta(spec: Spec) -> tuple[int, int]:
     return spec.tile.m // spec.cta_group, spec.tile.n // spec.cta_group
 
 
+def loads_c_by_tma(spec: Spec) -> bool:
+    """beta != 0 reads C; the TMA-store epilogue TMA-loads each C sub-tile into the SMEM buffer it
+    then stores from (the direct epilogue reads C from global memory into registers)."""
+    return isinstance(spec.epilogue, TmaStoreEpilogue) and spec.epilogue.beta != 0.0
+
+
+def c_load_bytes(spec: Spec) -> int:
+    """Bytes one C sub-tile TMA load delivers (the c_full barrier's tx count), 0 without one: the
+    whole 128 x 64 box, zero-filled past M and N."""
+    if not loads_c_by_tma(spec):
+        return 0
+    return EPI_TILE[0] * EPI_TILE[1] * DTYPE_BYTES[spec.epilogue.out_dtype or spec.dtype]
+
+
 def barrier_count(spec: Spec, stages: int) -> int:
     """mbarriers in the kernel's Barriers struct: full and empty per stage; acc_full (grid) or
-    acc_full and acc_empty per accumulator slot (persistent); a pair's TMEM-dealloc handshake."""
+    acc_full and acc_empty per accumulator slot (persistent); a pair's TMEM-dealloc handshake;
+    c_full when the TMA-store epilogue loads C (beta)."""
     acc = 2 * spec.accumulators if is_persistent(spec) else 1
-    return 2 * stages + acc + (1 if spec.cta_group == 2 else 0)
+    pair = 1 if spec.cta_group == 2 else 0
+    return 2 * stages + acc + pair + (1 if loads_c_by_tma(spec) else 0)
 
 
 def barrier_bytes(spec: Spec, stages: int) -> int:
@@ -140,6 +164,18 @@ def barrier_bytes(spec: Spec, stages: int) -> int:
 def epi_subtiles(spec: Spec) -> int:
     """TMA-store sub-tiles per output tile: one per 64 columns."""
     return spec.tile.n // EPI_TILE[1]
+
+
+def epi_row_bytes(spec: Spec) -> int:
+    """Bytes of one TMA-store sub-tile row in the output dtype (128 for f16/bf16, 256 for f32)."""
+    return EPI_TILE[1] * DTYPE_BYTES[spec.epilogue.out_dtype or spec.dtype]
+
+
+def epi_tma_boxes(spec: Spec) -> int:
+    """TMA boxes per C sub-tile, each way (store, and load for beta): a swizzled box row spans at
+    most one swizzle atom, so an f32 sub-tile (256-byte rows) is two 128 x 32 boxes."""
+    row = epi_row_bytes(spec)
+    return row // SWIZZLE_BYTES[auto_swizzle(row)]
 
 
 def epilogue_smem_bytes(spec: Spec) -> int:
@@ -312,7 +348,9 @@ def direct_epilogue_covers(n: int) -> bool:
 
 
 def epilogue_violations(spec: Spec) -> list[Violation]:
-    """The TMA-store epilogue stores 128x64 sub-tiles; C is stored, unfused, in the input dtype."""
+    """The direct epilogue reads TMEM in power-of-two chunks; the TMA-store epilogue stores 128x64
+    sub-tiles. Both fuse alpha, beta, a row or column bias and relu / gelu_tanh / silu, and write
+    f16, bf16 or f32 (templates/common/fusion.py.j2)."""
     out: list[Violation] = []
     n = spec.tile.n
     direct = not isinstance(spec.epilogue, TmaStoreEpilogue)
@@ -333,23 +371,6 @@ def epilogue_violations(spec: Spec) -> list[Violation]:
                 f"the TMA-store epilogue stores {EPI_TILE[0]}x{EPI_TILE[1]} sub-tiles; tile "
                 f"N={spec.tile.n} is not a multiple of {EPI_TILE[1]}; legal: N a multiple of "
                 f"{EPI_TILE[1]}, or epilogue 'direct'",
-            )
-        )
-    if spec.epilogue.out_dtype not in (None, spec.dtype):
-        out.append(
-            Violation(
-                "epilogue",
-                f"out_dtype={spec.epilogue.out_dtype} is not implemented for sm_100a yet; "
-                f"legal: {spec.dtype} (the input dtype)",
-            )
-        )
-    # alpha / beta / bias / activation: the sm_100a epilogues store A @ B^T as it is
-    if spec.epilogue.fused:
-        out.append(
-            Violation(
-                "epilogue",
-                "a fused epilogue (alpha, beta, bias, activation) is not implemented for sm_100a "
-                'yet; legal: alpha = 1, beta = 0, bias = "none", activation = "none"',
             )
         )
     return out
