@@ -476,7 +476,7 @@ def epilogue_values(spec: Spec) -> dict[str, object]:
                 "epi_smem_atom_note": (
                     f"a {row_bytes}-byte sub-tile row: one swizzle atom"
                     if atoms == 1
-                    else f"a {row_bytes}-byte sub-tile row: {atoms} {swizzle} swizzle atoms"
+                    else f"{row_bytes}-byte rows: {atoms} atoms, {atoms} TMA boxes of {em}x{en // atoms}"
                 ),
                 "epi_host_atom_note": (
                     "one swizzle atom per row" if atoms == 1 else f"{atoms} swizzle atoms per row"

@@ -73,7 +73,7 @@ TX_BYTES = 49152  # A + B bytes one stage's TMA copies deliver to its full barri
 EPI_TILE = (128, 64)  # one C sub-tile: 128 rows x 64 columns = 256-byte rows, 32 KiB of f32
 EPI_SUBTILES = 4  # TN / 64 sub-tiles per output tile
 EPI_BUFS = 2  # SMEM sub-tile buffers: the TMA store of one overlaps filling the next
-EPI_SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128  # a 256-byte sub-tile row: 2 128B swizzle atoms
+EPI_SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128  # 256-byte rows: 2 atoms, 2 TMA boxes of 128x32
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
 SHAPE_MULTIPLES = {"M": 1, "N": 8, "K": 8}  # run() rejects other shapes (see the docstring)
 
