@@ -451,9 +451,11 @@ def epilogue_values(spec: Spec) -> dict[str, object]:
         "ld_repetition": f"x{cols}",
         # no fusion: convert and store, the lines the unfused kernels have always had
         "epi_plain": not spec.epilogue.fused,
-        # the direct store's register dtype: IO_DTYPE (the same type) in the kernels that
-        # shipped before out_dtype, which keep their text
-        "epi_store_dtype": "OUT_DTYPE" if spec.epilogue.out_dtype else "IO_DTYPE",
+        # the direct store's register dtype: IO_DTYPE (the same type) in the plain kernels that
+        # shipped before out_dtype and fusions, which keep their text
+        "epi_store_dtype": (
+            "OUT_DTYPE" if spec.epilogue.out_dtype or spec.epilogue.fused else "IO_DTYPE"
+        ),
         **bias_values(spec),
     }
     if is_tma_store(spec):

@@ -207,7 +207,7 @@ def gemm_kernel(
     src = t2r_thr.partition_S(acc_epi)  # (T2R, T2R_M, chunks)
     dst = t2r_thr.partition_D(gC_epi)  # (T2R, T2R_M, chunks)
     r_acc = cute.make_rmem_tensor(dst[None, None, 0].shape, ACC_DTYPE)
-    r_out = cute.make_rmem_tensor(dst[None, None, 0].shape, IO_DTYPE)
+    r_out = cute.make_rmem_tensor(dst[None, None, 0].shape, OUT_DTYPE)
     # (T2R, T2R_M, chunks): this thread's bias values, where its C values are
     bias_src = t2r_thr.partition_D(cute.zipped_divide(tCgBias, epi))
     r_bias = cute.make_rmem_tensor(dst[None, None, 0].shape, OUT_DTYPE)
