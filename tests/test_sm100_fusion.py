@@ -78,10 +78,35 @@ def test_no_fused_epilogue_violation_is_left() -> None:
 
 
 def test_what_is_still_rejected_is_rejected_precisely() -> None:
-    # a float8 input is not implemented on sm_100a, fused or not
+    # a fused epilogue assumes one thread per row of a 128-row accumulator, in C's orientation,
+    # stored by the epilogue itself: e4m3, swap_ab, M=64, split-K and dynamic are rejected
     epi = {"style": "direct", "out_dtype": "bf16", "beta": 1.0}
-    got = violations((128, 256, 128), dtype="e4m3", epilogue=epi)
-    assert got == [Violation("dtype", "e4m3 is not implemented for sm_100a yet; legal: f16, bf16")]
+    assert violations((128, 256, 128), dtype="e4m3", epilogue=epi | {"beta": 0.0}) == []
+    (v,) = violations((128, 256, 128), dtype="e4m3", epilogue=epi)
+    assert v.field == "epilogue" and "with dtype e4m3 is not implemented for sm_100a" in v.message
+    assert "legal: a plain store" in v.message
+    fused = {"style": "direct", "bias": "row"}
+    cases = [
+        ({"tile": (128, 64, 64), "swap_ab": True}, "swap_ab"),
+        ({"tile": (64, 64, 64)}, "tile M=64"),
+        ({"scheduler": {"kind": "split_k", "splits": 2}, "cluster": [2, 1]}, "scheduler split_k"),
+        ({"scheduler": "dynamic", "accumulators": 2}, "scheduler 'dynamic'"),
+    ]
+    for knobs, clash in cases:
+        knobs = dict(knobs)
+        tile = knobs.pop("tile", (128, 256, 64))
+        spec = make(tile, epilogue=fused, stages=2, **knobs)
+        assert rules_sm100.fusion_combination_violations(spec) == [
+            Violation(
+                "epilogue",
+                f"a fused epilogue (alpha, beta, bias, activation) with {clash} is not implemented "
+                "for sm_100a yet; legal: a plain store (alpha = 1, beta = 0, bias = 'none', "
+                "activation = 'none'), or a fused one with dtype f16/bf16, a 128-row accumulator "
+                "per CTA, no swap_ab and scheduler grid or persistent",
+            )
+        ], clash
+        plain = make(tile, epilogue="direct", stages=2, **knobs)
+        assert rules_sm100.fusion_combination_violations(plain) == [], clash
     # beta's c_full phase is `sub-tile % 2` because a persistent TMA-store tile has an even number
     # of sub-tiles: the rule that guarantees it still holds with beta
     (v,) = violations((128, 64, 64), scheduler="persistent", epilogue={"style": "tma", "beta": 1.0})
@@ -128,8 +153,10 @@ def test_both_arches_print_the_same_fusion_values() -> None:
 def test_bias_values_name_the_dimension_it_runs_along() -> None:
     row = plan.plan(make(epilogue={"style": "direct", "bias": "row"})).values
     col = plan.plan(make(epilogue={"style": "tma", "bias": "col"})).values
-    assert (row["bias_dim"], row["bias_len"], row["bias_stride"]) == ("M", "a.shape[0]", (1, 0))
-    assert (col["bias_dim"], col["bias_len"], col["bias_stride"]) == ("N", "b.shape[0]", (0, 1))
+    assert (row["bias_dim"], row["bias_user_extent"], row["bias_stride"]) == ("M", "M", (1, 0))
+    assert (col["bias_dim"], col["bias_user_extent"], col["bias_stride"]) == ("N", "N", (0, 1))
+    assert (row["host_tensors"], row["gemm_doc"]) == (["bias"], ", bias (M,)")
+    assert row["bias_entry_doc"] and not plan.plan(make()).values["bias_entry_doc"]
     # only the TMA-store epilogue takes partial tiles, so only its bias loads are predicated
     assert not row["epi_bias_predicated"] and col["epi_bias_predicated"]
     persistent = plan.plan(
@@ -141,10 +168,12 @@ def test_bias_values_name_the_dimension_it_runs_along() -> None:
 
 def test_fusion_formula_in_the_docstring() -> None:
     spec = make(epilogue={"style": "tma", "alpha": 2.0, "beta": 1.0, "bias": "row"})
-    assert plan.fusion_note(spec) == "; D = 2 * A @ B^T + 1 * C + row_bias"
-    assert (
-        plan.plan(spec).values["dtype_note"].endswith("f16 out; D = 2 * A @ B^T + 1 * C + row_bias")
-    )
+    assert plan.fusion_note(spec) == "; D = 2 * A @ B^T + 1 * C + bias[row]"
+    note = plan.plan(spec).values["dtype_note"]
+    assert note.endswith("f16 out; D = 2 * A @ B^T + 1 * C + bias[row]")
+    # one formula for both architectures (sm_90a's docstrings say the same)
+    h = make(arch="sm_90a", epilogue={"style": "direct", "bias": "col", "activation": "relu"})
+    assert plan.fusion_note(h) == "; D = relu(A @ B^T + bias[column])"
     assert plan.fusion_note(make()) == ""
 
 
@@ -258,11 +287,11 @@ def test_bias_kernel_entry_points_check_the_bias() -> None:
     a = torch.zeros(64, 128, dtype=torch.float16)
     b = torch.zeros(256, 128, dtype=torch.float16)
     c = torch.zeros(64, 256, dtype=torch.float16)
-    with pytest.raises(ValueError, match=r"adds a bias per column of C: pass bias, a \(N,\)"):
+    with pytest.raises(TypeError, match=r"adds a bias per column of C: pass bias=, a \(N,\)"):
         module.run(a, b, c)
-    with pytest.raises(ValueError, match=r"expected bias \(N,\) = \(256,\), one value per column"):
+    with pytest.raises(ValueError, match=r"a 1-D torch.float16 tensor of length N=256"):
         module.launcher(a, b, c, torch.zeros(64, dtype=torch.float16))
-    with pytest.raises(TypeError, match="takes a torch.float16 bias"):
+    with pytest.raises(ValueError, match=r"got torch.float32 \(256,\)"):
         module.launcher(a, b, c, torch.zeros(256, dtype=torch.float32))
     fake = module.compile_args()
     assert len(fake) == 5 and fake[3].element_type is module.OUT_DTYPE
