@@ -149,11 +149,14 @@ def test_fp8_names_its_mma_kind_in_shape_errors() -> None:
     assert message.startswith("tile 128x24 is not a tcgen05 kind::f8f6f4 shape for one CTA")
 
 
-def test_16_bit_inputs_still_store_their_own_dtype() -> None:
-    ((field, message),) = violations(
-        (128, 64, 64), epilogue={"style": "direct", "out_dtype": "f32"}
-    )
-    assert field == "epilogue" and message.endswith("legal: f16 (the input dtype)")
+def test_16_bit_inputs_may_store_another_dtype() -> None:
+    # the fused epilogues brought out_dtype to 16-bit inputs: f32, or the other 16-bit type
+    for out in ("f32", "bf16"):
+        assert violations((128, 64, 64), epilogue={"style": "direct", "out_dtype": out}) == []
+    # an M=64 tile's direct epilogue converts whatever it stores
+    assert violations((64, 64, 64), epilogue={"style": "direct", "out_dtype": "f32"}) == []
+    values = plan.plan(make((64, 64, 64), epilogue={"style": "direct", "out_dtype": "f32"})).values
+    assert values["epi_store_dtype"] == "OUT_DTYPE"
 
 
 # ---- planned numbers -----------------------------------------------------------------------------
