@@ -6,6 +6,7 @@ root template includes and which instruction counts the build must find in the P
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from codegen.spec import Spec
@@ -22,6 +23,13 @@ TORCH_DTYPE = {
     "e4m3": "torch.float8_e4m3fn",
     "f32": "torch.float32",
 }
+
+
+# gelu, tanh form: gelu(x) = x/2 (1 + tanh(GELU_C (x + GELU_CUBIC x^3)))
+GELU_C = math.sqrt(2.0 / math.pi)
+GELU_CUBIC = 0.044715
+# bias: the dimension of C its values run along (its length): "row" one per row, "col" per column
+BIAS_DIM = {"row": "M", "col": "N"}
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,47 @@ def tile_order(
         width = min(counts[major] - first, group)
         fast, slow = first + (index % group_tiles) % width, (index % group_tiles) // width
     return (fast, slow) if raster == "m" else (slow, fast)
+
+
+def fusion_note(spec: Spec) -> str:
+    """The fused epilogue as a formula, or nothing when it is a plain store."""
+    epi = spec.epilogue
+    if not epi.fused:
+        return ""
+    expr = "A @ B^T" if epi.alpha == 1.0 else f"{epi.alpha:g} * A @ B^T"
+    if epi.beta != 0.0:
+        expr += f" + {epi.beta:g} * C"
+    if epi.bias != "none":
+        expr += f" + bias[{'row' if epi.bias == 'row' else 'column'}]"
+    if epi.activation != "none":
+        expr = f"{epi.activation}({expr})"
+    return f"; D = {expr}"
+
+
+def fusion_values(spec: Spec) -> dict[str, object]:
+    """What the fusion macros print (templates/common/fusion.py.j2 for sm_100a; sm_90a's own
+    templates/sm90/epilogue/fusion.py.j2, which adds the bias in the wgmma registers). Whether
+    there is a bias, and along which axis of the kernel's tile, comes from bias_values."""
+    epi = spec.epilogue
+    values: dict[str, object] = {
+        "alpha": epi.alpha,
+        "beta": epi.beta,
+        "activation": epi.activation,
+        "gelu_c": GELU_C,
+        "gelu_cubic": GELU_CUBIC,
+    }
+    if epi.bias != "none":
+        dim = BIAS_DIM[epi.bias]
+        values |= {
+            "bias_dim": dim,  # the bias has one value per row (M) or column (N) of C
+            "bias_per": "row" if dim == "M" else "column",
+            "bias_note": (
+                "+ bias[row]: one value per row of C"
+                if dim == "M"
+                else "+ bias[col]: one value per column of C"
+            ),
+        }
+    return values
 
 
 def plan(spec: Spec) -> Plan:

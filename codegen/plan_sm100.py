@@ -8,7 +8,16 @@ ws_persistent). Every number comes from :mod:`codegen.rules` and :mod:`codegen.r
 from __future__ import annotations
 
 from codegen import rules, rules_sm100
-from codegen.plan import CUTLASS_DTYPE, TORCH_DTYPE, Plan, bias_values, extra_tensors, table
+from codegen.plan import (
+    CUTLASS_DTYPE,
+    TORCH_DTYPE,
+    Plan,
+    bias_values,
+    extra_tensors,
+    fusion_note,
+    fusion_values,
+    table,
+)
 from codegen.rules_sm100 import cluster_kind, is_persistent
 from codegen.spec import Spec, TmaStoreEpilogue
 
@@ -83,17 +92,21 @@ def expected_counts_sm100(spec: Spec) -> dict[str, int]:
     mmas = rules.mmas_per_stage(spec)
     loads = 2 * per_operand
     _, loads_per_tile = epilogue_chunks(spec)
+    tma_boxes = loads_per_tile * rules_sm100.epi_tma_boxes(spec) if is_tma_store(spec) else 0
+    c_loads = tma_boxes if rules_sm100.loads_c_by_tma(spec) else 0
     return (
         {
             "tcgen05.mma": mmas,
             "mma cta_group::1": mmas if spec.cta_group == 1 else 0,
             # a 2-CTA kernel issues only cta_group::2 MMAs
             "mma cta_group::2": mmas if spec.cta_group == 2 else 0,
-            "cp.async.bulk.tensor": loads,
+            # + beta's C sub-tile loads (TMA-store epilogue), one per box
+            "cp.async.bulk.tensor": loads + c_loads,
             "TMA multicast": loads if kind == "multicast" else 0,
             # one cluster barrier (arrive + wait) after the barriers are initialized
             "barrier.cluster": 0 if kind == "single" else 2,
-            "mbarrier.try_wait": try_waits(spec),
+            # + beta's wait for each C sub-tile (the sub-tile loop is unrolled)
+            "mbarrier.try_wait": try_waits(spec) + (loads_per_tile if c_loads else 0),
             "mbarrier.init": rules_sm100.barrier_count(spec, spec.stages),
             "tcgen05.ld": loads_per_tile,
             "tcgen05.alloc": 1,
@@ -101,9 +114,10 @@ def expected_counts_sm100(spec: Spec) -> dict[str, int]:
             "tcgen05.commit": 2,
             # multicast: the stage release goes to every sharer; pair: both commits name both CTAs
             "tcgen05.commit multicast": {"single": 0, "multicast": 1, "pair": 2, "split": 0}[kind],
-            "TMA store": loads_per_tile if is_tma_store(spec) else 0,
+            "TMA store": tma_boxes,
             "st.global": 0 if is_tma_store(spec) else direct_stores(spec),
         }
+        | fusion_counts(spec)
         | dynamic_counts(spec)
         | splitk_counts(spec)
     )
@@ -123,6 +137,24 @@ def splitk_counts(spec: Spec) -> dict[str, int]:
         "ld.shared::cluster": peers * spec.tile.n * rules_sm100.ACC_BYTES // DSMEM_VECTOR_BYTES,
         "mbarrier acquire.cluster": 3,
         "mbarrier release.cluster": 1 + peers,
+    }
+
+
+def fusion_counts(spec: Spec) -> dict[str, int]:
+    """PTX evidence of the fused epilogue (all 0 for a plain store). Each thread owns one row of
+    the CTA's TN columns. Global loads: beta's C row in the direct epilogue (16-byte vectors,
+    like its stores; the TMA-store epilogue TMA-loads C instead); a row bias: one scalar; a
+    column bias: the tile's TN values in 16-byte vectors. Per element: relu is one max.f32; silu
+    (exp) and gelu (tanh, through exp) one ex2 each."""
+    epi = spec.epilogue
+    out_bytes = rules.DTYPE_BYTES[epi.out_dtype or spec.dtype]
+    row_vectors = spec.tile.n * out_bytes // VECTOR_STORE_BYTES
+    loads = row_vectors if epi.beta != 0.0 and not is_tma_store(spec) else 0
+    loads += {"none": 0, "row": 1, "col": row_vectors}[epi.bias]
+    return {
+        "ld.global": loads,
+        "max.f32": spec.tile.n if epi.activation == "relu" else 0,
+        "ex2": spec.tile.n if epi.activation in ("silu", "gelu_tanh") else 0,
     }
 
 
@@ -259,6 +291,18 @@ def pipeline_lines(spec: Spec) -> list[str]:
                 "wait_group.read",
             )
         )
+    if rules_sm100.loads_c_by_tma(spec):
+        c_bytes = rules_sm100.c_load_bytes(spec)
+        rows.append(
+            (
+                "C in (beta)",
+                f"TMA -> {epi_warps}",
+                "1 per sub-tile",
+                str(c_bytes),
+                f"1 + {c_bytes} tx bytes (c_full)",
+                "- (into the sub-tile's buffer)",
+            )
+        )
     notes: list[str] = []
     if kind == "pair":
         notes.append(
@@ -358,6 +402,8 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
         rows.append(("epilogue", epilogue))
     else:
         rows.append(("epilogue", f"{spec.epilogue.style} store" + m64_epilogue_note(spec)))
+    if spec.epilogue.fused:
+        rows.append(("fusion", fusion_text(spec)))
     if rules_sm100.is_split_k(spec):
         n = rules_sm100.splits(spec)
         rows.append(
@@ -411,6 +457,22 @@ def m64_epilogue_note(spec: Spec) -> str:
     if rules_sm100.tmem_load_shape(spec) == "32x32b":
         return ""
     return " (M=64: tcgen05.ld 16x32bx2, two threads per row, N/2 columns each)"
+
+
+def fusion_text(spec: Spec) -> str:
+    """The docstring's fusion parameter: the formula, then where C and the bias come from."""
+    epi = spec.epilogue
+    parts = [fusion_note(spec).removeprefix("; ")]
+    if epi.beta != 0.0:
+        parts.append(
+            "C read in place: each C sub-tile TMA-loaded into the SMEM buffer it is stored from"
+            if is_tma_store(spec)
+            else "C read in place: each thread loads its chunk of C before storing over it"
+        )
+    if epi.bias != "none":
+        per = "row" if epi.bias == "row" else "column"
+        parts.append(f"bias: one {epi.out_dtype or spec.dtype} value per {per} of C")
+    return "; ".join(parts)
 
 
 def title(spec: Spec) -> str:
@@ -594,6 +656,34 @@ def scheduler_values(spec: Spec) -> dict[str, object]:
     }
 
 
+def bias_view_values(spec: Spec) -> dict[str, object]:
+    """What the bias views print (templates/sm100/epilogue/bias.py.j2): the host sees the 1-D
+    bias as an (M, N) tensor with stride 0 along the dimension it does not run along, and the
+    kernel tiles it like C: one tile (grid) or all tiles, sliced per tile (persistent)."""
+    if spec.epilogue.bias == "none":
+        return {}
+    row = bias_values(spec)["bias_axis"] == "row"  # the kernel's axis (rules reject swap_ab)
+    persistent = is_persistent(spec)
+    return {
+        "bias_stride": (1, 0) if row else (0, 1),
+        "bias_broadcast_dim": "N" if row else "M",
+        "bias_view_note": (
+            "the bias seen as an (M, N) tensor (stride 0 along N): it tiles and partitions like C"
+            if row
+            else "the bias seen as an (M, N) tensor (stride 0 along M): it tiles and partitions "
+            "like C"
+        ),
+        "epi_tile_coord": "(None, None, None)" if persistent else "coord",
+        "epi_tile_shape": "(TM, TN, tiles_m, tiles_n)" if persistent else "(TM, TN)",
+        "epi_part_shape": (
+            "(MMA, MMA_M, MMA_N, tiles_m, tiles_n)" if persistent else "(MMA, MMA_M, MMA_N)"
+        ),
+        "epi_tile_slice": "[(None, None, None, tm, tn)]" if persistent else "",
+        # the TMA-store epilogue takes partial tiles: its bias loads check M and N
+        "epi_bias_predicated": is_tma_store(spec),
+    }
+
+
 def epilogue_values(spec: Spec) -> dict[str, object]:
     """What the epilogue partial prints."""
     cols, loads = epilogue_chunks(spec)
@@ -614,11 +704,15 @@ def epilogue_values(spec: Spec) -> dict[str, object]:
         "epi_lanes": (
             "32 lanes per warp" if halves == 1 else "16 lanes per warp, half a row per thread"
         ),
+        # no fusion: convert and store, the lines the unfused kernels have always had
+        "epi_plain": not spec.epilogue.fused,
         **store_dtype_values(spec),
+        **bias_view_values(spec),
     }
     if is_tma_store(spec):
         em, en = rules_sm100.epi_tile(spec)
         row_bytes = en * rules.DTYPE_BYTES[out]
+        atoms = rules_sm100.epi_tma_boxes(spec)  # a box row is one swizzle atom
         values.update(
             {
                 "epi_tile": (em, en),
@@ -632,6 +726,17 @@ def epilogue_values(spec: Spec) -> dict[str, object]:
                 "epi_bufs": rules_sm100.EPI_BUFS,
                 "epi_row_bytes": row_bytes,
                 "epi_smem_atom": SMEM_ATOM[rules.auto_swizzle(row_bytes)],
+                "epi_smem_atom_note": (
+                    f"a {row_bytes}-byte sub-tile row: one swizzle atom"
+                    if atoms == 1
+                    else f"{row_bytes}-byte rows: {atoms} atoms, {atoms} TMA boxes of {em}x{en // atoms}"
+                ),
+                "epi_host_atom_note": (
+                    "one swizzle atom per row" if atoms == 1 else f"{atoms} swizzle atoms per row"
+                ),
+                # one swizzle atom per row: its 8-row atoms stack along M either way; several:
+                # stack them along M first, so each atom column is one 128-row TMA box
+                "epi_tile_order": (1, 0, 2) if atoms == 1 else (0, 1, 2),
                 "epi_repetition": f"x{en // halves}",
                 "t2r_note": (
                     "warp w reads TMEM lanes 32 (w % 4) ... + 31: each thread owns one row of a "
@@ -640,6 +745,7 @@ def epilogue_values(spec: Spec) -> dict[str, object]:
                     else "M=64: warp w reads TMEM lanes 32 (w % 4) ... + 15 (rows 16 (w % 4) ... "
                     "+ 15); threads t and t + 16 own the left and right half of one row"
                 ),
+                "c_tx_bytes": rules_sm100.c_load_bytes(spec),
             }
         )
     return values
@@ -647,9 +753,11 @@ def epilogue_values(spec: Spec) -> dict[str, object]:
 
 def store_dtype_values(spec: Spec) -> dict[str, object]:
     """The dtype the direct epilogue converts the f32 accumulator to: the input dtype's constant
-    (IO_DTYPE) when C has it, else OUT_DTYPE (e4m3 in, bf16/f16/f32 out)."""
+    (IO_DTYPE) when C has it in a plain store, else OUT_DTYPE (e4m3 in, bf16/f16/f32 out, and
+    every fused epilogue)."""
     out = spec.epilogue.out_dtype or spec.dtype
-    return {"epi_store_dtype": "IO_DTYPE" if out == spec.dtype else "OUT_DTYPE"}
+    plain = out == spec.dtype and not spec.epilogue.fused
+    return {"epi_store_dtype": "IO_DTYPE" if plain else "OUT_DTYPE"}
 
 
 def notes(spec: Spec) -> dict[str, str]:
@@ -731,7 +839,7 @@ def plan_sm100(spec: Spec) -> Plan:
     out = spec.epilogue.out_dtype or spec.dtype
     values: dict[str, object] = {
         "title": title(spec),
-        "dtype_note": f"{spec.dtype} in, f32 accumulate, {out} out",
+        "dtype_note": f"{spec.dtype} in, f32 accumulate, {out} out{fusion_note(spec)}",
         "parameters": parameters(spec),
         "pipeline_table": pipeline_lines(spec),
         "shape_note": shape_note(spec),
@@ -754,11 +862,14 @@ def plan_sm100(spec: Spec) -> Plan:
         "shape_multiples": rules_sm100.shape_multiples(spec),
         "smem_bytes": rules.smem_bytes(spec, spec.stages),
         **notes(spec),
+        **fusion_values(spec),
         **epilogue_values(spec),
         **cluster_values(spec),
         **scheduler_values(spec),
         **bias_values(spec),
         **extra_tensors(spec, 0),
+        # the docstring's entry points name the bias argument
+        "bias_entry_doc": spec.epilogue.bias != "none",
     }
     return Plan(
         template="sm100/gemm.py.j2",

@@ -12,8 +12,10 @@ from typing import Literal
 from codegen.rules import (
     DTYPE_BYTES,
     MBARRIER_BYTES,
+    SWIZZLE_BYTES,
     Violation,
     align_up,
+    auto_swizzle,
     is_power_of_two,
     k_row_bytes,
     stage_bytes,
@@ -219,13 +221,29 @@ def operand_rows_per_cta(spec: Spec) -> tuple[int, int]:
     return spec.tile.m // spec.cta_group, spec.tile.n // spec.cta_group
 
 
+def loads_c_by_tma(spec: Spec) -> bool:
+    """beta != 0 reads C; the TMA-store epilogue TMA-loads each C sub-tile into the SMEM buffer it
+    then stores from (the direct epilogue reads C from global memory into registers)."""
+    return isinstance(spec.epilogue, TmaStoreEpilogue) and spec.epilogue.beta != 0.0
+
+
+def c_load_bytes(spec: Spec) -> int:
+    """Bytes one C sub-tile TMA load delivers (the c_full barrier's tx count), 0 without one: the
+    whole 128 x 64 box, zero-filled past M and N."""
+    if not loads_c_by_tma(spec):
+        return 0
+    return EPI_TILE[0] * EPI_TILE[1] * DTYPE_BYTES[spec.epilogue.out_dtype or spec.dtype]
+
+
 def barrier_count(spec: Spec, stages: int) -> int:
     """mbarriers in the kernel's Barriers struct: full and empty per stage; acc_full (grid) or
-    acc_full and acc_empty per accumulator slot (persistent); a pair's TMEM-dealloc handshake."""
+    acc_full and acc_empty per accumulator slot (persistent); a pair's TMEM-dealloc handshake;
+    c_full when the TMA-store epilogue loads C (beta)."""
     acc = 2 * spec.accumulators if is_persistent(spec) else 1
     clc = 2 if is_dynamic(spec) else 0  # clc_full, clc_empty: the hardware's answer handshake
     split = 2 if is_split_k(spec) else 0  # staged, consumed: the DSMEM reduction's handshake
-    return 2 * stages + acc + clc + split + (1 if spec.cta_group == 2 else 0)
+    pair = 1 if spec.cta_group == 2 else 0
+    return 2 * stages + acc + clc + split + pair + (1 if loads_c_by_tma(spec) else 0)
 
 
 def barrier_bytes(spec: Spec, stages: int) -> int:
@@ -240,6 +258,18 @@ def barrier_bytes(spec: Spec, stages: int) -> int:
 def epi_subtiles(spec: Spec) -> int:
     """TMA-store sub-tiles per output tile: one per 64 columns."""
     return spec.tile.n // EPI_TILE[1]
+
+
+def epi_row_bytes(spec: Spec) -> int:
+    """Bytes of one TMA-store sub-tile row in the output dtype (128 for f16/bf16, 256 for f32)."""
+    return EPI_TILE[1] * DTYPE_BYTES[spec.epilogue.out_dtype or spec.dtype]
+
+
+def epi_tma_boxes(spec: Spec) -> int:
+    """TMA boxes per C sub-tile, each way (store, and load for beta): a swizzled box row spans at
+    most one swizzle atom, so an f32 sub-tile (256-byte rows) is two 128 x 32 boxes."""
+    row = epi_row_bytes(spec)
+    return row // SWIZZLE_BYTES[auto_swizzle(row)]
 
 
 def epilogue_smem_bytes(spec: Spec) -> int:
@@ -455,7 +485,9 @@ def direct_epilogue_covers(n: int) -> bool:
 
 
 def epilogue_violations(spec: Spec) -> list[Violation]:
-    """The TMA-store epilogue stores 128x64 sub-tiles; C is stored, unfused, in the input dtype."""
+    """The direct epilogue reads TMEM in power-of-two chunks; the TMA-store epilogue stores 128x64
+    sub-tiles. Both fuse alpha, beta, a row or column bias and relu / gelu_tanh / silu, and write
+    f16, bf16 or f32 (templates/common/fusion.py.j2)."""
     out: list[Violation] = []
     n = spec.tile.n
     direct = not isinstance(spec.epilogue, TmaStoreEpilogue)
@@ -478,32 +510,14 @@ def epilogue_violations(spec: Spec) -> list[Violation]:
                 f"{EPI_TILE[1]}, or epilogue 'direct'",
             )
         )
-    # e4m3 must name its output (rules.check says so when it does not); 16-bit inputs store
-    # their own dtype until the fused epilogues come
-    if spec.dtype != "e4m3" and spec.epilogue.out_dtype not in (None, spec.dtype):
-        out.append(
-            Violation(
-                "epilogue",
-                f"out_dtype={spec.epilogue.out_dtype} is not implemented for sm_100a yet; "
-                f"legal: {spec.dtype} (the input dtype)",
-            )
-        )
-    # alpha / beta / bias / activation: the sm_100a epilogues store A @ B^T as it is
-    if spec.epilogue.fused:
-        out.append(
-            Violation(
-                "epilogue",
-                "a fused epilogue (alpha, beta, bias, activation) is not implemented for sm_100a "
-                'yet; legal: alpha = 1, beta = 0, bias = "none", activation = "none"',
-            )
-        )
     return out
 
 
 def tma_store_row_violations(spec: Spec) -> list[Violation]:
-    """A TMA-store sub-tile row (64 columns of the output dtype) must fit one 128B swizzle atom,
-    one TMA box wide: 64 f32 columns are 256 bytes, which the DSL cuts into many narrow boxes."""
-    if not isinstance(spec.epilogue, TmaStoreEpilogue):
+    """A 128-row TMA-store sub-tile wider than one 128B swizzle atom (64 f32 columns, 256 bytes)
+    is stored as one 128-row box per atom (epi_tma_boxes); the 64-row sub-tile of an M=64 tile
+    is not laid out that way yet, so its row must fit one atom, one TMA box wide."""
+    if not isinstance(spec.epilogue, TmaStoreEpilogue) or epi_tile(spec)[0] == EPI_TILE[0]:
         return []
     out = spec.epilogue.out_dtype or spec.dtype
     row = EPI_TILE[1] * DTYPE_BYTES[out]
@@ -514,8 +528,39 @@ def tma_store_row_violations(spec: Spec) -> list[Violation]:
             "epilogue",
             f"out_dtype={out} with the TMA-store epilogue is not implemented for sm_100a yet (a "
             f"{EPI_TILE[1]}-column sub-tile row is {row} bytes, wider than one "
-            f"{EPI_SWIZZLE_BYTES}-byte swizzle atom); legal: epilogue 'direct', or a 16-bit "
-            "out_dtype (bf16, f16)",
+            f"{EPI_SWIZZLE_BYTES}-byte swizzle atom); legal: epilogue 'direct', a 16-bit "
+            "out_dtype (bf16, f16), or a 128-row tile",
+        )
+    ]
+
+
+def fusion_combination_violations(spec: Spec) -> list[Violation]:
+    """The fused epilogues (alpha, beta, bias, activation) assume each epilogue thread owns one
+    whole row of a 128-row accumulator in C's own orientation, stored by the epilogue itself:
+    not yet with swap_ab (the kernel's rows are C's columns), an M=64 tile (two threads per row),
+    split-K (rank 0 stores the reduced sum), the dynamic scheduler, or an e4m3 input."""
+    if not spec.epilogue.fused:
+        return []
+    clashes = []
+    if spec.swap_ab:
+        clashes.append("swap_ab")
+    if tmem_load_shape(spec) != "32x32b":
+        clashes.append(f"tile M={spec.tile.m}")
+    if is_split_k(spec):
+        clashes.append("scheduler split_k")
+    if is_dynamic(spec):
+        clashes.append("scheduler 'dynamic'")
+    if spec.dtype == "e4m3":
+        clashes.append("dtype e4m3")
+    if not clashes:
+        return []
+    return [
+        Violation(
+            "epilogue",
+            f"a fused epilogue (alpha, beta, bias, activation) with {', '.join(clashes)} is not "
+            "implemented for sm_100a yet; legal: a plain store (alpha = 1, beta = 0, bias = "
+            "'none', activation = 'none'), or a fused one with dtype f16/bf16, a 128-row "
+            "accumulator per CTA, no swap_ab and scheduler grid or persistent",
         )
     ]
 
@@ -653,6 +698,7 @@ def check(spec: Spec) -> list[Violation]:
     out += multicast_violations(spec)
     out += epilogue_violations(spec)
     out += tma_store_row_violations(spec)
+    out += fusion_combination_violations(spec)
     out += scheduler_violations(spec)
     out += dynamic_violations(spec)
     out += splitk_violations(spec)

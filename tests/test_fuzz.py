@@ -59,6 +59,14 @@ VALID: dict[str, st.SearchStrategy[object]] = {
             {"style": "direct"},
             {"style": "direct", "out_dtype": "f32"},
             {"style": "tma", "out_dtype": "bf16"},
+            {"style": "tma", "beta": 0.5, "bias": "row", "activation": "silu"},
+            {
+                "style": "direct",
+                "out_dtype": "f32",
+                "alpha": 2.0,
+                "bias": "col",
+                "activation": "relu",
+            },
         ]
     ),
     "scheduler": st.sampled_from(

@@ -136,11 +136,6 @@ def test_tma_store_epilogue_needs_64_column_sub_tiles() -> None:
     assert "tile N=32 is not a multiple of 64" in message and "or epilogue 'direct'" in message
 
 
-def test_a_fused_epilogue_is_not_implemented_for_sm100() -> None:
-    ((field, message),) = violations(epilogue={"style": "tma", "alpha": 2.0})
-    assert field == "epilogue" and "not implemented for sm_100a yet" in message
-
-
 def test_every_new_violation_names_a_field_and_what_is_legal() -> None:
     cases = [
         {"tile": (256, 256, 64), "cta_group": 2, "cluster": [1, 1]},

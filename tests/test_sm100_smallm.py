@@ -106,17 +106,19 @@ def test_fp8_is_legal_at_tile_k_128_with_sw128() -> None:
     assert violations((128, 256, 128), dtype="e4m3", epilogue=tma) == []
 
 
-def test_fp8_f32_output_needs_the_direct_epilogue() -> None:
-    # 64 f32 columns are a 256-byte row: the DSL cut it into 32 TMA stores per sub-tile
+def test_f32_tma_store_needs_a_128_row_sub_tile() -> None:
+    # 64 f32 columns are a 256-byte row: a 128-row sub-tile is stored as two 128x32 boxes (one per
+    # swizzle atom); the 64-row sub-tile of an M=64 tile is not laid out that way yet
     tma = {"style": "tma", "out_dtype": "f32"}
-    ((field, message),) = violations((128, 128, 128), dtype="e4m3", epilogue=tma)
+    assert violations((128, 128, 128), dtype="e4m3", epilogue=tma) == []
+    ((field, message),) = violations((64, 128, 128), dtype="e4m3", epilogue=tma)
     assert field == "epilogue"
     assert message == (
         "out_dtype=f32 with the TMA-store epilogue is not implemented for sm_100a yet (a "
         "64-column sub-tile row is 256 bytes, wider than one 128-byte swizzle atom); legal: "
-        "epilogue 'direct', or a 16-bit out_dtype (bf16, f16)"
+        "epilogue 'direct', a 16-bit out_dtype (bf16, f16), or a 128-row tile"
     )
-    assert violations((128, 128, 128), dtype="e4m3", epilogue=tma | {"out_dtype": "f16"}) == []
+    assert violations((64, 128, 128), dtype="e4m3", epilogue=tma | {"out_dtype": "f16"}) == []
 
 
 def test_fp8_needs_an_out_dtype() -> None:
@@ -147,11 +149,14 @@ def test_fp8_names_its_mma_kind_in_shape_errors() -> None:
     assert message.startswith("tile 128x24 is not a tcgen05 kind::f8f6f4 shape for one CTA")
 
 
-def test_16_bit_inputs_still_store_their_own_dtype() -> None:
-    ((field, message),) = violations(
-        (128, 64, 64), epilogue={"style": "direct", "out_dtype": "f32"}
-    )
-    assert field == "epilogue" and message.endswith("legal: f16 (the input dtype)")
+def test_16_bit_inputs_may_store_another_dtype() -> None:
+    # the fused epilogues brought out_dtype to 16-bit inputs: f32, or the other 16-bit type
+    for out in ("f32", "bf16"):
+        assert violations((128, 64, 64), epilogue={"style": "direct", "out_dtype": out}) == []
+    # an M=64 tile's direct epilogue converts whatever it stores
+    assert violations((64, 64, 64), epilogue={"style": "direct", "out_dtype": "f32"}) == []
+    values = plan.plan(make((64, 64, 64), epilogue={"style": "direct", "out_dtype": "f32"})).values
+    assert values["epi_store_dtype"] == "OUT_DTYPE"
 
 
 # ---- planned numbers -----------------------------------------------------------------------------

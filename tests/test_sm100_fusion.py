@@ -1,0 +1,390 @@
+"""Fused epilogues on sm_100a: D = activation(alpha * A @ B^T + beta * C + bias), f16/bf16/f32 out.
+
+Four parts: the rules (everything the two epilogues fuse is legal; what beta and an f32 output
+cost in barriers, bytes and TMA boxes); the shared pieces (one fusion macro and one set of
+constants for both architectures, the bias argument only where the spec has a bias); the
+generated files (the entry points, and the persistent epilogue still handing its TMEM slot back
+before it reads C or converts); and a cross-compile of ``specs/sm100/fusion.toml`` whose PTX must
+show each fusion (marked ``build``, about a minute on two cores). No Blackwell GPU ran these.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from pathlib import Path
+
+import pytest
+from conftest import GENERATED, SPECS
+
+from codegen import build, loader, plan, rules, rules_sm100
+from codegen.build import BuildResult
+from codegen.rules import Violation
+from codegen.spec import Spec
+
+KIB = 1024
+
+
+def make(tile: tuple[int, int, int] = (128, 256, 64), **knobs: object) -> Spec:
+    knobs.setdefault("swizzle", "128B")
+    return rules.resolve(Spec.model_validate({"tile": list(tile), **knobs}))
+
+
+def violations(tile: tuple[int, int, int] = (128, 256, 64), **knobs: object) -> list[Violation]:
+    knobs.setdefault("stages", 2)
+    return rules.check(make(tile, **knobs))
+
+
+EVERYTHING = {"alpha": 2.0, "beta": 0.5, "bias": "col", "activation": "gelu_tanh"}
+
+
+@pytest.fixture(scope="module")
+def fusion_specs() -> dict[str, Spec]:
+    loaded = loader.load([SPECS / "sm100" / "fusion.toml"])
+    return {s.name: s.spec.model_copy(update={"name": s.name}) for s in loaded}
+
+
+# ---- rules ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("style", ["direct", "tma"])
+@pytest.mark.parametrize("out_dtype", [None, "f16", "bf16", "f32"])
+@pytest.mark.parametrize(
+    "fusion",
+    [
+        {"alpha": 1.5},
+        {"beta": 0.5},
+        {"bias": "row"},
+        {"bias": "col"},
+        {"activation": "relu"},
+        {"activation": "gelu_tanh"},
+        {"activation": "silu"},
+        EVERYTHING,
+    ],
+)
+def test_every_fusion_is_legal_in_both_epilogues(style: str, out_dtype: str | None, fusion: dict):
+    epi = {"style": style, "out_dtype": out_dtype, **fusion}
+    assert violations(epilogue=epi) == []
+    # the persistent epilogue warps, one CTA or a pair, with two TMEM slots
+    assert violations(accumulators=2, scheduler="persistent", epilogue=epi) == []
+    pair = {"cta_group": 2, "cluster": [2, 1], "accumulators": 2, "scheduler": "persistent"}
+    assert violations((256, 256, 64), epilogue=epi, **pair) == []
+
+
+def test_no_fused_epilogue_violation_is_left() -> None:
+    for style in ("direct", "tma"):
+        spec = make(epilogue={"style": style, "out_dtype": "f32", **EVERYTHING}, stages=2)
+        assert rules_sm100.epilogue_violations(spec) == []
+
+
+def test_what_is_still_rejected_is_rejected_precisely() -> None:
+    # a fused epilogue assumes one thread per row of a 128-row accumulator, in C's orientation,
+    # stored by the epilogue itself: e4m3, swap_ab, M=64, split-K and dynamic are rejected
+    epi = {"style": "direct", "out_dtype": "bf16", "beta": 1.0}
+    assert violations((128, 256, 128), dtype="e4m3", epilogue=epi | {"beta": 0.0}) == []
+    (v,) = violations((128, 256, 128), dtype="e4m3", epilogue=epi)
+    assert v.field == "epilogue" and "with dtype e4m3 is not implemented for sm_100a" in v.message
+    assert "legal: a plain store" in v.message
+    fused = {"style": "direct", "bias": "row"}
+    cases = [
+        ({"tile": (128, 64, 64), "swap_ab": True}, "swap_ab"),
+        ({"tile": (64, 64, 64)}, "tile M=64"),
+        ({"scheduler": {"kind": "split_k", "splits": 2}, "cluster": [2, 1]}, "scheduler split_k"),
+        ({"scheduler": "dynamic", "accumulators": 2}, "scheduler 'dynamic'"),
+    ]
+    for knobs, clash in cases:
+        knobs = dict(knobs)
+        tile = knobs.pop("tile", (128, 256, 64))
+        spec = make(tile, epilogue=fused, stages=2, **knobs)
+        assert rules_sm100.fusion_combination_violations(spec) == [
+            Violation(
+                "epilogue",
+                f"a fused epilogue (alpha, beta, bias, activation) with {clash} is not implemented "
+                "for sm_100a yet; legal: a plain store (alpha = 1, beta = 0, bias = 'none', "
+                "activation = 'none'), or a fused one with dtype f16/bf16, a 128-row accumulator "
+                "per CTA, no swap_ab and scheduler grid or persistent",
+            )
+        ], clash
+        plain = make(tile, epilogue="direct", stages=2, **knobs)
+        assert rules_sm100.fusion_combination_violations(plain) == [], clash
+    # beta's c_full phase is `sub-tile % 2` because a persistent TMA-store tile has an even number
+    # of sub-tiles: the rule that guarantees it still holds with beta
+    (v,) = violations((128, 64, 64), scheduler="persistent", epilogue={"style": "tma", "beta": 1.0})
+    assert v.field == "scheduler" and v.message.endswith("legal: N a multiple of 128")
+
+
+def test_beta_with_tma_store_adds_one_barrier_and_no_buffer() -> None:
+    plain = make(epilogue="tma")
+    beta = make(epilogue={"style": "tma", "beta": 0.5})
+    assert rules_sm100.barrier_count(beta, 4) == rules_sm100.barrier_count(plain, 4) + 1  # c_full
+    # C is loaded into the sub-tile buffer it is stored from: the same SMEM, the same stages
+    assert rules_sm100.epilogue_smem_bytes(beta) == rules_sm100.epilogue_smem_bytes(plain)
+    assert rules.max_stages(beta) == rules.max_stages(plain) == 4
+    # the direct epilogue reads C into registers: no barrier
+    direct = make(epilogue={"style": "direct", "beta": 0.5})
+    assert rules_sm100.barrier_count(direct, 4) == rules_sm100.barrier_count(make(), 4)
+    assert not rules_sm100.loads_c_by_tma(direct) and rules_sm100.c_load_bytes(direct) == 0
+
+
+def test_c_loads_and_tma_boxes_per_output_dtype() -> None:
+    f16 = make(epilogue={"style": "tma", "beta": 1.0})
+    f32 = make(epilogue={"style": "tma", "beta": 1.0, "out_dtype": "f32"})
+    assert rules_sm100.c_load_bytes(f16) == 128 * 64 * 2 == 16 * KIB
+    assert rules_sm100.c_load_bytes(f32) == 128 * 64 * 4 == 32 * KIB
+    # a 128B-swizzled box row is at most 128 bytes: 64 f32 columns are two 128 x 32 boxes
+    assert rules_sm100.epi_tma_boxes(f16) == 1 and rules_sm100.epi_tma_boxes(f32) == 2
+    # the f32 sub-tiles count in the budget: 2 x 32 KiB leave room for 3 stages of 48 KiB
+    assert rules_sm100.epilogue_smem_bytes(f32) == 2 * 32 * KIB
+    assert rules.max_stages(f32) == 3
+
+
+# ---- shared pieces -------------------------------------------------------------------------------
+
+
+def test_both_arches_print_the_same_fusion_values() -> None:
+    epi = {"style": "direct", "alpha": 1.5, "beta": 0.5, "activation": "gelu_tanh"}
+    h = plan.plan(make(arch="sm_90a", epilogue=epi)).values
+    b = plan.plan(make(epilogue=epi)).values
+    for key in ("alpha", "beta", "activation", "bias", "gelu_c", "gelu_cubic"):
+        assert h[key] == b[key], key
+    assert b["gelu_c"] == plan.GELU_C and b["gelu_cubic"] == plan.GELU_CUBIC
+
+
+def test_bias_values_name_the_dimension_it_runs_along() -> None:
+    row = plan.plan(make(epilogue={"style": "direct", "bias": "row"})).values
+    col = plan.plan(make(epilogue={"style": "tma", "bias": "col"})).values
+    assert (row["bias_dim"], row["bias_user_extent"], row["bias_stride"]) == ("M", "M", (1, 0))
+    assert (col["bias_dim"], col["bias_user_extent"], col["bias_stride"]) == ("N", "N", (0, 1))
+    assert (row["host_tensors"], row["gemm_doc"]) == (["bias"], ", bias (M,)")
+    assert row["bias_entry_doc"] and not plan.plan(make()).values["bias_entry_doc"]
+    # only the TMA-store epilogue takes partial tiles, so only its bias loads are predicated
+    assert not row["epi_bias_predicated"] and col["epi_bias_predicated"]
+    persistent = plan.plan(
+        make(scheduler="persistent", epilogue={"style": "direct", "bias": "row"})
+    ).values
+    assert persistent["epi_tile_slice"] == "[(None, None, None, tm, tn)]"
+    assert "bias_dim" not in plan.plan(make()).values
+
+
+def test_fusion_formula_in_the_docstring() -> None:
+    spec = make(epilogue={"style": "tma", "alpha": 2.0, "beta": 1.0, "bias": "row"})
+    assert plan.fusion_note(spec) == "; D = 2 * A @ B^T + 1 * C + bias[row]"
+    note = plan.plan(spec).values["dtype_note"]
+    assert note.endswith("f16 out; D = 2 * A @ B^T + 1 * C + bias[row]")
+    # one formula for both architectures (sm_90a's docstrings say the same)
+    h = make(arch="sm_90a", epilogue={"style": "direct", "bias": "col", "activation": "relu"})
+    assert plan.fusion_note(h) == "; D = relu(A @ B^T + bias[column])"
+    assert plan.fusion_note(make()) == ""
+
+
+# ---- expected counts: pinned per shipped variant ------------------------------------------------
+
+# (ld.global, max.f32, ex2, TMA store, st.global, cp.async.bulk.tensor, mbarrier.try_wait), derived
+# by hand: each thread owns one row of the CTA's 256 (128) columns; a 16-byte vector is 8 f16 or 4
+# f32; a row bias is one scalar load; beta through TMA adds a load and a wait per sub-tile.
+PINNED = {
+    "bw_fused_direct_a1p5_b0p5_relu": (256 * 2 // 16, 256, 0, 0, 32, 2, 3),
+    "bw_fused_direct_bf16_f32_gelu": (0, 0, 128, 0, 128 * 4 // 16, 2, 3),
+    "bw_fused_tma_bf16_silu": (0, 0, 256, 4, 0, 2, 3),
+    "bw_fused_tma_f32": (0, 0, 0, 2 * 4, 0, 2, 3),  # two 128x32 boxes per f32 sub-tile
+    "bw_fused_tma_a2_b1_relu": (0, 256, 0, 4, 0, 2 + 4, 3 + 4),  # C comes by TMA, not ld.global
+    "bw_fused_direct_bias_row": (1, 0, 0, 0, 32, 2, 3),
+    "bw_fused_direct_bias_col": (32, 0, 0, 0, 32, 2, 3),
+    "bw_fused_tma_bias_row": (1, 0, 0, 4, 0, 2, 3),
+    "bw_fused_tma_bias_col": (32, 0, 0, 4, 0, 2, 3),
+    # a CTA pair, persistent: 7 waits (see plan_sm100.try_waits) + 4 C sub-tile waits
+    "bw_fused_persistent_2acc_tma_b0p5_bias_col_gelu": (32, 0, 256, 4, 0, 2 + 4, 7 + 4),
+    # one CTA, persistent: 5 waits; C (32 vectors) and one row-bias scalar by ld.global
+    "bw_fused_persistent_2acc_direct_a0p5_b2_bias_row_silu": (32 + 1, 0, 256, 0, 32, 2, 5),
+}
+PINNED_KEYS = (
+    "ld.global",
+    "max.f32",
+    "ex2",
+    "TMA store",
+    "st.global",
+    "cp.async.bulk.tensor",
+    "mbarrier.try_wait",
+)
+
+
+def test_every_shipped_variant_is_pinned(fusion_specs: dict[str, Spec]) -> None:
+    assert set(fusion_specs) == set(PINNED)
+    for name, spec in fusion_specs.items():
+        assert rules.check(spec) == [], name
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_expected_counts_are_the_pinned_ones(name: str, fusion_specs: dict[str, Spec]) -> None:
+    counts = plan.plan(fusion_specs[name]).expected_counts
+    assert tuple(counts[k] for k in PINNED_KEYS) == PINNED[name]
+
+
+def test_unfused_kernels_expect_no_fusion_instructions() -> None:
+    for spec in (make(), make(epilogue="tma"), make(epilogue={"style": "tma", "out_dtype": "f32"})):
+        counts = plan.plan(spec).expected_counts
+        assert (counts["ld.global"], counts["max.f32"], counts["ex2"]) == (0, 0, 0)
+
+
+# ---- generated files -----------------------------------------------------------------------------
+
+
+def _text(name: str) -> str:
+    return (GENERATED / f"{name}.py").read_text(encoding="utf-8")
+
+
+def test_only_bias_kernels_take_a_bias_argument() -> None:
+    for path in sorted(GENERATED.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        has_bias = '"bias": "row"' in text or '"bias": "col"' in text
+        if has_bias:
+            assert "def launcher(a, b, c, bias):" in text, path.name
+            assert "def run(a, b, c=None, bias=None):" in text, path.name
+            signature = (
+                r"def gemm\(\s*a: cute.Tensor,\s*b: cute.Tensor,\s*c: cute.Tensor,\s*bias: cute"
+            )
+            assert re.search(signature, text), path.name
+        else:
+            assert "def launcher(a, b, c):" in text and "def run(a, b, c=None):" in text, path.name
+            assert "bias" not in text.split("def compile_args")[1], path.name
+
+
+def test_persistent_epilogue_releases_its_slot_before_it_reads_c_or_converts() -> None:
+    for name in (
+        "bw_fused_persistent_2acc_tma_b0p5_bias_col_gelu",
+        "bw_fused_persistent_2acc_direct_a0p5_b2_bias_row_silu",
+    ):
+        epilogue = _text(name).split("# ---- 4. epilogue")[1].split("# ---- 5. teardown")[0]
+        release = epilogue.index("cute.arch.mbarrier_arrive(acc_empty + slot")
+        assert epilogue.index("cute.arch.fence_view_async_tmem_load()") < release
+        assert epilogue.index("cute.copy(t2r, src") < release  # the chunk's TMEM load
+        for later in (" d = r", "r_out.store(d.to(OUT_DTYPE))"):  # the f32 fragment, the store
+            assert release < epilogue.index(later), (name, later)
+    tma = _text("bw_fused_persistent_2acc_tma_b0p5_bias_col_gelu")
+    assert tma.index("mbarrier_arrive(acc_empty + slot") < tma.index("mbarrier_wait(c_full,")
+
+
+def test_generated_files_hold_only_their_fusions() -> None:
+    relu = _text("bw_fused_direct_a1p5_b0p5_relu")
+    assert "ALPHA = 1.5" in relu and "BETA = 0.5" in relu and "cute.where(d > 0.0" in relu
+    assert "GELU_C" not in relu and "bias" not in relu
+    assert not re.search(r"\bc_full\b", relu)  # the direct epilogue reads C into registers
+    tma_beta = _text("bw_fused_tma_a2_b1_relu")
+    assert "c_full: cutlass.Int64" in tma_beta and "C_TX_BYTES = 16384" in tma_beta
+    for name in ("bw_fused_tma_bias_row", "bw_fused_tma_f32", "bw_fused_tma_bf16_silu"):
+        assert not re.search(r"\bc_full\b", _text(name)) and "tma_c_in" not in _text(name), name
+    f32 = _text("bw_fused_tma_f32")
+    assert "OUT_DTYPE = cutlass.Float32" in f32 and "order=(0, 1, 2)" in f32
+    # out_dtype alone is a conversion, not a fusion: the unfused store line
+    assert not re.search(r"^\s+d = ", f32, re.MULTILINE)
+    assert "r_out.store(r2s_acc.load().to(OUT_DTYPE))" in f32
+
+
+def test_bias_kernel_entry_points_check_the_bias() -> None:
+    pytest.importorskip("cutlass")
+    torch = pytest.importorskip("torch")
+    module = build.load_module(GENERATED / "bw_fused_tma_bias_col.py")
+    a = torch.zeros(64, 128, dtype=torch.float16)
+    b = torch.zeros(256, 128, dtype=torch.float16)
+    c = torch.zeros(64, 256, dtype=torch.float16)
+    with pytest.raises(TypeError, match=r"adds a bias per column of C: pass bias=, a \(N,\)"):
+        module.run(a, b, c)
+    with pytest.raises(ValueError, match=r"a 1-D torch.float16 tensor of length N=256"):
+        module.launcher(a, b, c, torch.zeros(64, dtype=torch.float16))
+    with pytest.raises(ValueError, match=r"got torch.float32 \(256,\)"):
+        module.launcher(a, b, c, torch.zeros(256, dtype=torch.float32))
+    fake = module.compile_args()
+    assert len(fake) == 5 and fake[3].element_type is module.OUT_DTYPE
+
+
+# ---- cross-compiled: the PTX shows each fusion ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, BuildResult], Path]:
+    files = [GENERATED / f"{n}.py" for n in sorted(PINNED)]
+    assert all(f.exists() for f in files), "run `codegen render specs/` first"
+    out = tmp_path_factory.mktemp("build")
+    return {r.name: r for r in build.build(files, out, jobs=2)}, out
+
+
+def _ptx(built: tuple[dict[str, BuildResult], Path], name: str) -> str:
+    return "\n".join(p.read_text() for p in sorted((built[1] / name).rglob("*.ptx")))
+
+
+def _count(pattern: str, ptx: str) -> int:
+    return len(re.findall(pattern, ptx))
+
+
+def _f32_bits(value: float) -> str:
+    """A float as PTX writes an f32 immediate."""
+    return "0f" + struct.pack(">f", value).hex().upper()
+
+
+@pytest.mark.build
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_fused_variants_compile_with_their_counts(name: str, built) -> None:
+    r = built[0][name]
+    assert r.passed, (name, r.error or r.mismatches)
+    assert r.spill_bytes == 0 and r.registers is not None and r.registers <= 255
+    assert tuple(r.counts[k] for k in PINNED_KEYS) == PINNED[name]
+
+
+@pytest.mark.build
+def test_activations_leave_their_instructions(built) -> None:
+    gelu = _ptx(built, "bw_fused_direct_bf16_f32_gelu")
+    # the shared constants reach the PTX as immediates; silu has neither
+    assert _f32_bits(plan.GELU_C) in gelu and _f32_bits(plan.GELU_CUBIC) in gelu
+    silu = _ptx(built, "bw_fused_tma_bf16_silu")
+    assert _f32_bits(plan.GELU_C) not in silu and _count(r"\bex2\.approx", silu) == 256
+    relu = _ptx(built, "bw_fused_direct_a1p5_b0p5_relu")
+    assert _count(r"\bmax\.f32", relu) == 256 and _count(r"\bex2\.", relu) == 0
+    # alpha and beta are multiplied in: their immediates are there
+    assert _f32_bits(1.5) in relu and _f32_bits(0.5) in relu
+
+
+@pytest.mark.build
+def test_c_is_read_only_with_beta(built) -> None:
+    # direct: C comes in 16-byte vectors, as many as the stores
+    relu = _ptx(built, "bw_fused_direct_a1p5_b0p5_relu")
+    assert _count(r"ld\.global\.v4", relu) == _count(r"st\.global\.v4", relu) == 32
+    # TMA store: C comes by TMA into the sub-tile buffer, then from SMEM (16-byte vectors)
+    tma = _ptx(built, "bw_fused_tma_a2_b1_relu")
+    assert _count(r"cp\.async\.bulk\.tensor\.2d\.shared::cta\.global", tma) == 2 + 4
+    assert _count(r"ld\.shared\.v4", tma) == 32 and _count(r"ld\.global", tma) == 0
+    # no beta: no C load of either kind
+    for name in ("bw_fused_tma_bf16_silu", "bw_fused_tma_f32", "bw_fused_direct_bias_col"):
+        ptx = _ptx(built, name)
+        assert _count(r"ld\.shared\.v4", ptx) == 0, name
+        assert _count(r"cp\.async\.bulk\.tensor\.2d\.shared::cta\.global", ptx) == 2, name
+
+
+@pytest.mark.build
+def test_bias_is_loaded_only_with_bias(built) -> None:
+    for name in ("bw_fused_direct_bias_row", "bw_fused_tma_bias_row"):
+        ptx = _ptx(built, name)
+        assert _count(r"ld\.global\.b16", ptx) == 1 and _count(r"ld\.global\.v4", ptx) == 0, name
+    for name in ("bw_fused_direct_bias_col", "bw_fused_tma_bias_col"):
+        ptx = _ptx(built, name)  # the tile's 256 f16 column biases, 8 per vector
+        assert _count(r"ld\.global\.v4", ptx) == 32 and _count(r"ld\.global\.b16", ptx) == 0, name
+    tma_row = _ptx(built, "bw_fused_tma_bias_row")
+    # partial tiles: the row-bias load is branched around past M
+    assert re.search(r"setp\.[a-z0-9.]+\s+(%p\d+)[^;]*;\s*(?:[^\n]*\n){0,3}\s*@\1 bra", tma_row)
+    for name in ("bw_fused_tma_bf16_silu", "bw_fused_tma_f32", "bw_fused_direct_bf16_f32_gelu"):
+        assert _count(r"ld\.global", _ptx(built, name)) == 0, name
+
+
+@pytest.mark.build
+def test_f32_output_is_stored_as_f32(built) -> None:
+    f32 = _ptx(built, "bw_fused_tma_f32")
+    f16 = _ptx(built, "bw_fused_tma_bias_row")
+    # no conversion to 16 bits; twice the SMEM vectors (256 f32 of a row, 4 per vector)
+    assert _count(r"cvt\.rn\.(b?f16)x2\.f32", f32) == 0 < _count(r"cvt\.rn\.f16x2\.f32", f16)
+    assert _count(r"st\.shared\.v4", f32) == 64 and _count(r"st\.shared\.v4", f16) == 32
+    # two TMA boxes per sub-tile, none of them a st.global
+    assert _count(r"cp\.async\.bulk\.tensor\.2d\.global\.shared", f32) == 8
+    assert _count(r"\bst\.global", f32) == 0
+    gelu = _ptx(built, "bw_fused_direct_bf16_f32_gelu")
+    # 128 f32 of a row in 16-byte stores (2 x b64 each)
+    assert _count(r"cvt\.rn\.(b?f16)x2\.f32", gelu) == 0
+    assert _count(r"st\.global\.v2\.b64", gelu) == _count(r"st\.global", gelu) == 32
