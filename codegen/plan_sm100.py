@@ -869,7 +869,6 @@ def plan_sm100(spec: Spec) -> Plan:
         **bias_values(spec),
         **extra_tensors(spec, 0),
         # the docstring's entry points name the bias argument
-        "bias_entry_doc": spec.epilogue.bias != "none",
     }
     return Plan(
         template="sm100/gemm.py.j2",

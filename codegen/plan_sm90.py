@@ -407,7 +407,6 @@ def plan_sm90(spec: Spec) -> Plan:
         **extra_tensors(spec, rules_sm90.streamk_workspace_elems(spec)),
         # the sm_90a docstrings keep the plain entry-point line, bias or not (their generated
         # files are pinned); `gemm`'s own docstring names the bias
-        "bias_entry_doc": False,
         "sk_ctas": rules_sm90.streamk_ctas(spec),
         "sk_tile_elems": rules_sm90.streamk_tile_elems(spec),
         "sk_workspace_elems": rules_sm90.streamk_workspace_elems(spec),

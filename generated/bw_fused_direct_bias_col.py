@@ -27,10 +27,9 @@ Pipeline
 
 Shapes: M must be a multiple of 128 and N of 256 (the direct epilogue stores whole tiles without predication; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
 
-Entry points: `gemm(a, b, c, bias, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c,
-bias)` (torch tensors: checks and converts once, compiles once per process, returns a function that
-launches on the stream current at the call); `run(a, b, c=None, bias=None)` (allocates C if needed;
-bias, (N,) in C's dtype, is required).
+Entry points: `gemm(a, b, c, bias, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c, bias)`
+(torch tensors: checks and converts once, compiles once per process, returns a function
+that launches on the stream current at the call); `run(a, b, c=None, bias=None)` (allocates C if needed; bias, (N,) in C's dtype, is required).
 """
 
 import cutlass

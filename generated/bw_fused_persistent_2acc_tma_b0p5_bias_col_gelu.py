@@ -33,10 +33,9 @@ Pipeline
 
 Shapes: M any; N and K multiples of 8 (TMA needs 16-byte row strides). Partial tiles are safe: TMA loads zero-fill rows and columns past M, N and K, and the TMA store clips them.
 
-Entry points: `gemm(a, b, c, bias, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c,
-bias)` (torch tensors: checks and converts once, compiles once per process, returns a function that
-launches on the stream current at the call); `run(a, b, c=None, bias=None)` (allocates C if needed;
-bias, (N,) in C's dtype, is required).
+Entry points: `gemm(a, b, c, bias, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c, bias)`
+(torch tensors: checks and converts once, compiles once per process, returns a function
+that launches on the stream current at the call); `run(a, b, c=None, bias=None)` (allocates C if needed; bias, (N,) in C's dtype, is required).
 """
 
 import cutlass

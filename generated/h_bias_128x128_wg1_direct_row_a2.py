@@ -26,9 +26,9 @@ Pipeline
 
 Shapes: any M; N and K multiples of 8 (TMA needs 16-byte row strides). Tails are exact: TMA zero-fills loads past M, N and K, and the direct epilogue predicates every store on M and N.
 
-Entry points: `gemm(a, b, c, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)` (torch
-tensors: checks and converts once, compiles once per process, returns a function that launches on
-the stream current at the call); `run(a, b, c=None)` (C = A @ B^T, allocating C if needed).
+Entry points: `gemm(a, b, c, bias, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c, bias)`
+(torch tensors: checks and converts once, compiles once per process, returns a function
+that launches on the stream current at the call); `run(a, b, c=None, bias=None)` (allocates C if needed; bias, (M,) in C's dtype, is required).
 """
 
 import cutlass

@@ -156,7 +156,7 @@ def test_bias_values_name_the_dimension_it_runs_along() -> None:
     assert (row["bias_dim"], row["bias_user_extent"], row["bias_stride"]) == ("M", "M", (1, 0))
     assert (col["bias_dim"], col["bias_user_extent"], col["bias_stride"]) == ("N", "N", (0, 1))
     assert (row["host_tensors"], row["gemm_doc"]) == (["bias"], ", bias (M,)")
-    assert row["bias_entry_doc"] and not plan.plan(make()).values["bias_entry_doc"]
+    assert row["bias"] and not plan.plan(make()).values["host_tensors"]
     # only the TMA-store epilogue takes partial tiles, so only its bias loads are predicated
     assert not row["epi_bias_predicated"] and col["epi_bias_predicated"]
     persistent = plan.plan(
