@@ -38,11 +38,11 @@ DSMEM_VECTOR_BYTES = 16  # ld.shared::cluster.v4.b32: a thread's staged f32 run 
 
 
 def epilogue_loads(spec: Spec) -> int:
-    """Global loads of the epilogue (unrolled over a thread's accumulator): with beta, one per
-    store vector of C; with a bias, one per distinct row (2 per 64-row wgmma atom: rows r and
+    """Global loads of the epilogue (unrolled over a thread's accumulator): with beta in the
+    direct epilogue, one per store vector of C (the TMA-store epilogue TMA-loads C instead); with a bias, one per distinct row (2 per 64-row wgmma atom: rows r and
     r + 8) or column (TN / 4: 2 adjacent columns per 8-column group) of a thread's fragment."""
     loads = 0
-    if spec.epilogue.beta != 0.0:
+    if spec.epilogue.beta != 0.0 and not rules_sm90.tma_loads_c(spec):
         loads += rules_sm90.accumulator_regs(spec) // (1 if spec.swap_ab else 2)
     kernel_axis = bias_values(spec)["bias_axis"]
     if spec.epilogue.bias != "none":
@@ -56,18 +56,18 @@ def expected_counts_sm90(spec: Spec) -> dict[str, int]:
     wgs = rules_sm90.tile_warpgroups(spec)
     tma = isinstance(spec.epilogue, TmaStoreEpilogue)
     cm, cn = spec.cluster.m, spec.cluster.n
+    subtiles = (spec.tile.m // rules_sm90.epi_m(spec)) * (spec.tile.n // rules_sm90.EPI_N)
     counts = {
         # one wgmma per k-block (32 bytes of K: 16-deep f16/bf16, 32-deep e4m3) per 64-row atom
         # the warpgroup owns, in the unrolled stage
         "wgmma.mma_async": rules.mmas_per_stage(spec) * spec.tile.m // (64 * wgs),
-        # one load issue site per operand (its own slice when multicast)
-        "cp.async.bulk.tensor": 2,
+        # one load issue site per operand (its own slice when multicast); beta through the TMA
+        # store: one C load per sub-tile (the sub-tile loop is unrolled)
+        "cp.async.bulk.tensor": 2 + (subtiles if rules_sm90.tma_loads_c(spec) else 0),
         "TMA multicast": int(cn > 1) + int(cm > 1),
         "setmaxnreg": 2,
         "barrier.cluster": 2 if spec.cluster.size > 1 else 0,
-        "TMA store": (spec.tile.m // rules_sm90.epi_m(spec)) * (spec.tile.n // rules_sm90.EPI_N)
-        if tma
-        else 0,
+        "TMA store": subtiles if tma else 0,
     }
     counts["ld.global"] = epilogue_loads(spec)
     streamk = rules_sm90.is_stream_k(spec)
@@ -401,6 +401,9 @@ def plan_sm90(spec: Spec) -> Plan:
         "raster_major": spec.scheduler.raster if persistent else "m",
         "raster_minor": ("n" if spec.scheduler.raster == "m" else "m") if persistent else "n",
         "smem_bytes": smem,
+        "tma_loads_c": rules_sm90.tma_loads_c(spec),
+        "c_full_barriers": rules_sm90.c_full_barriers(spec),
+        "c_tx_bytes": rules_sm90.epi_m(spec) * rules_sm90.EPI_N * rules.DTYPE_BYTES[out],
         # the DSL picks the wgmma SMEM atom from the K row width; the swizzle rule makes it this
         "swizzle_atom": {"32B": "SW32", "64B": "SW64", "128B": "SW128"}[str(spec.swizzle)],
         **bias_values(spec),

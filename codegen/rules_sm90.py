@@ -86,9 +86,22 @@ def shape_multiples(spec: Spec) -> dict[str, int]:
     return {"M": 1, "N": 8, "K": TMA_ROW_ALIGN_BYTES // DTYPE_BYTES[spec.dtype]}
 
 
+def tma_loads_c(spec: Spec) -> bool:
+    """The TMA-store epilogue with beta != 0 TMA-loads each C sub-tile into the SMEM buffer it
+    then stores D from."""
+    return isinstance(spec.epilogue, TmaStoreEpilogue) and spec.epilogue.beta != 0.0
+
+
+def c_full_barriers(spec: Spec) -> int:
+    """c_full barriers (one per epilogue buffer set: per ping-pong warpgroup) when C is loaded."""
+    return epilogue_buffer_sets(spec) if tma_loads_c(spec) else 0
+
+
 def barrier_bytes(spec: Spec, stages: int) -> int:
-    """full and empty per stage, plus split-K's staged and consumed handshake barriers."""
-    return (2 * stages + (2 if is_split_k(spec) else 0)) * MBARRIER_BYTES
+    """full and empty per stage, split-K's staged and consumed handshake barriers, and the
+    TMA-store epilogue's c_full barriers when it loads C (beta)."""
+    split = 2 if is_split_k(spec) else 0
+    return (2 * stages + split + c_full_barriers(spec)) * MBARRIER_BYTES
 
 
 def epi_m(spec: Spec) -> int:
@@ -273,27 +286,19 @@ def pingpong_violations(spec: Spec) -> list[Violation]:
 
 
 def fusion_violations(spec: Spec) -> list[Violation]:
-    """What the sm_90a epilogues fuse: alpha and activation in both styles; beta (which reads C)
-    and f32 output only in the direct epilogue (the TMA store path stages 16-bit sub-tiles)."""
+    """What the sm_90a epilogues fuse: alpha, beta (C read in place: the TMA-store epilogue
+    TMA-loads each C sub-tile), bias and activation in both styles; f32 output only in the direct
+    epilogue (the TMA store path stages 16-bit sub-tiles through stmatrix)."""
     out: list[Violation] = []
     epi = spec.epilogue
-    if isinstance(epi, TmaStoreEpilogue):
-        if epi.beta != 0.0:
-            out.append(
-                Violation(
-                    "epilogue",
-                    f"beta={epi.beta:g} reads C, which the sm_90a TMA-store epilogue does not do "
-                    'yet; use epilogue style "direct" or beta = 0',
-                )
+    if isinstance(epi, TmaStoreEpilogue) and epi.out_dtype == "f32":
+        out.append(
+            Violation(
+                "epilogue",
+                "out_dtype=f32 needs the direct epilogue on sm_90a (the TMA-store epilogue "
+                "stages 16-bit sub-tiles); legal with tma: f16, bf16",
             )
-        if epi.out_dtype == "f32":
-            out.append(
-                Violation(
-                    "epilogue",
-                    "out_dtype=f32 needs the direct epilogue on sm_90a (the TMA-store epilogue "
-                    "stages 16-bit sub-tiles); legal with tma: f16, bf16",
-                )
-            )
+        )
     return out
 
 

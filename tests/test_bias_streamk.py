@@ -130,3 +130,39 @@ def test_stream_k_rejects_clusters_and_pingpong() -> None:
 def test_sm100_rejects_stream_k() -> None:
     s = Spec(arch="sm_100a", tile=[128, 128, 64], stages=2, swizzle="128B", scheduler="stream_k")
     assert any("stream_k" in v.message for v in rules.check(s))
+
+
+# ---- beta through the sm_90a TMA-store epilogue -------------------------------------------------
+
+
+def test_tma_store_beta_loads_c_per_sub_tile() -> None:
+    from codegen import rules_sm90
+    from codegen.plan_sm90 import expected_counts_sm90
+
+    coop = spec(tile=[128, 256, 64], consumer_warpgroups=2, epilogue={"style": "tma", "beta": 1.0})
+    pp = spec(
+        tile=[128, 128, 64],
+        consumer_warpgroups=2,
+        consumer_mode="pingpong",
+        scheduler="persistent",
+        epilogue={"style": "tma", "beta": 0.5},
+    )
+    plain = spec(tile=[128, 256, 64], consumer_warpgroups=2, epilogue="tma")
+    assert rules.check(coop) == [] and rules.check(pp) == []
+    # one c_full barrier, or one per ping-pong warpgroup (each has its own sub-tile buffers)
+    assert (rules_sm90.c_full_barriers(coop), rules_sm90.c_full_barriers(pp)) == (1, 2)
+    assert rules_sm90.c_full_barriers(plain) == 0
+    assert rules_sm90.barrier_bytes(coop, 4) == rules_sm90.barrier_bytes(plain, 4) + 8
+    # 128 x 256 in 128 x 32 sub-tiles (a 64-row atom per warpgroup): 8 C loads, 8 stores, and
+    # no global loads of C
+    counts = expected_counts_sm90(coop)
+    assert counts["cp.async.bulk.tensor"] == 2 + 8 and counts["TMA store"] == 8
+    assert counts["ld.global"] == 0
+    assert expected_counts_sm90(plain)["cp.async.bulk.tensor"] == 2
+
+
+def test_tma_store_still_rejects_f32() -> None:
+    s = spec(
+        tile=[128, 256, 64], consumer_warpgroups=2, epilogue={"style": "tma", "out_dtype": "f32"}
+    )
+    assert [v.field for v in rules.check(s)] == ["epilogue"]
