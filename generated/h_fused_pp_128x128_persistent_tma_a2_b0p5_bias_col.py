@@ -249,6 +249,9 @@ def gemm_kernel(
         rC_in = cute.make_rmem_tensor(
             tRS_sC[(None, None, None, 0)].shape, OUT_DTYPE
         )  # (R2S, R2S_M, R2S_N): C, for beta
+        # (row, col) in the tile of each retiled accumulator value: stmatrix scatters a thread's
+        # values over other lanes' addresses, so C is read element by element at these coordinates
+        tRS_cC = r2s.retile(thr_mma.partition_C(cute.make_identity_tensor((TILER[0], TILER[1]))))
         sub_size = cute.size(tRS_rC)
         # the retiled accumulator enumerates (value, N repeat, M repeat) fastest first, so
         # sub-tile (im, jn) is the flat range starting at (im * EPI_SUBTILES[1] + jn) * sub_size
@@ -361,10 +364,12 @@ def gemm_kernel(
                         )
                     # each sub-tile completes one phase of c_full: the parity of this one is epi_count's
                     cute.arch.mbarrier_wait(c_full, epi_count % 2)
-                    # each thread reads exactly the elements its stmatrix writes below: no other
-                    # thread's write can overtake the read
-                    cute.autovec_copy(tRS_sC[(None, None, None, buf)], rC_in)
                     base = (im * EPI_SUBTILES[1] + jn) * sub_size
+                    for v in cutlass.range_constexpr(sub_size):
+                        r, c = tRS_cC[base + v]
+                        rC_in[v] = sC[(r - im * EPI_M, c - jn * EPI_N, buf)]
+                    # every thread has read its C values before any stmatrix overwrites the buffer
+                    cute.arch.barrier(barrier_id=epi_bar, number_of_threads=WG_THREADS)
                     for v in cutlass.range_constexpr(sub_size):
                         tRS_rAcc[v] = tRS_acc[base + v]
                     d = tRS_rAcc.load()  # f32 sub-tile
