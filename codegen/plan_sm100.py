@@ -678,7 +678,9 @@ def streamk_values(spec: Spec) -> dict[str, object]:
             f"chunk ({chunks} chunk{'s' if chunks > 1 else ''} per tile)"
         ),
         # the epilogue's TMEM source and last chunk, as its own drain names them
-        "sk_src_chunk": "src[(None, None, None, 0, i)]" if is_tma_store(spec) else "src[None, None, i]",
+        "sk_src_chunk": (
+            "src[(None, None, None, 0, i)]" if is_tma_store(spec) else "src[None, None, i]"
+        ),
         "sk_last_chunk": "EPI_SUBTILES - 1" if is_tma_store(spec) else chunks - 1,
     }
 

@@ -122,8 +122,9 @@ def cluster_kind(spec: Spec) -> ClusterKind:
 
 
 def is_persistent(spec: Spec) -> bool:
-    """A CTA loops over tiles (static persistent, dynamic, split-K's clusters, or stream-K's units):
-    dedicated epilogue warps, TMEM accumulator slots handed between the MMA warp and the epilogue."""
+    """A CTA loops over tiles (static persistent, dynamic, split-K's clusters, stream-K's units):
+    dedicated epilogue warps, TMEM accumulator slots handed between the MMA warp and the epilogue.
+    """
     return isinstance(
         spec.scheduler,
         (PersistentScheduler, DynamicScheduler, SplitKScheduler, StreamKScheduler),
