@@ -120,7 +120,35 @@ def expected_counts_sm100(spec: Spec) -> dict[str, int]:
         | fusion_counts(spec)
         | dynamic_counts(spec)
         | splitk_counts(spec)
+        | streamk_counts(spec)
     )
+
+
+def streamk_handover_vectors(spec: Spec) -> int:
+    """16-byte vectors one epilogue thread moves through the stream-K workspace per partial tile:
+    its accumulator values of the tile (a row, or half a row for M=64), 4 f32 each."""
+    values = values_per_thread(spec)
+    assert values % 4 == 0, "a thread's row run splits into whole 16-byte vectors"
+    return values // 4
+
+
+def streamk_counts(spec: Spec) -> dict[str, int]:
+    """Stream-K's hand-over through the global workspace: both epilogue branches load every chunk
+    from TMEM (the hand-over and the finisher's drain); the hand-over stores each 16-byte vector
+    once, the finisher's peer loop loads each once (one dynamic loop per unrolled chunk); one
+    flag release, one acquire (the spin) and one plain store clearing the flag."""
+    if not rules_sm100.is_stream_k(spec):
+        return {}
+    _, chunks = epilogue_chunks(spec)
+    vectors = streamk_handover_vectors(spec)
+    stores = 0 if is_tma_store(spec) else direct_stores(spec)
+    return {
+        "tcgen05.ld": 2 * chunks,
+        "st.global": stores + vectors + 1,
+        "ld.global": vectors,
+        "flag release.gpu": 1,
+        "flag acquire.gpu": 1,
+    }
 
 
 def splitk_counts(spec: Spec) -> dict[str, int]:
@@ -320,6 +348,22 @@ def pipeline_lines(spec: Spec) -> list[str]:
             "a peer waits on before it restages and before it exits. Fixed summation order: "
             "deterministic."
         )
+    if rules_sm100.is_stream_k(spec):
+        ws_bytes = rules_sm100.streamk_workspace_elems(spec) * rules_sm100.ACC_BYTES
+        slot_kib = rules.kib(rules_sm100.streamk_tile_elems(spec) * rules_sm100.ACC_BYTES)
+        notes.append(
+            "Stream-K: CTA b runs MAC iterations [b * T // CTAS, (b + 1) * T // CTAS) of the T = "
+            "tiles x k_tiles, tile after tile (tiles along M); each unit (tile, [k_begin, k_end)) "
+            "fills one TMEM slot, its first k-tile overwriting it. A CTA that does not run a "
+            "tile's first k-tile (only its first unit can be such) copies its f32 partial TMEM -> "
+            "registers -> its workspace slot, 16-byte vectors per epilogue thread, hands the TMEM "
+            "slot back, and after a named barrier thread 0 stores its flag (st.release.gpu). The "
+            "finisher (its last unit) has thread 0 wait on each such CTA's flag (ld.acquire.gpu), "
+            "lowest CTA first, and clear it for the next launch; after a named barrier every "
+            "epilogue thread adds those partials (fixed order: deterministic) to each chunk it "
+            f"loads from TMEM, then stores C. Workspace: {ws_bytes} B of global memory "
+            f"({rules_sm100.streamk_ctas(spec)} x {slot_kib} KiB slots + flags)."
+        )
     if kind == "multicast":
         a_ctas, b_ctas = rules_sm100.multicast_ctas(spec)
         notes.append(
@@ -418,6 +462,14 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
             f"and storing; {spec.accumulators} TMEM accumulator slot(s)"
         )
         rows.append(("scheduler", scheduler))
+    elif rules_sm100.is_stream_k(spec):
+        scheduler = (
+            f"stream-K: at most {rules_sm100.streamk_ctas(spec)} CTAs (one per SM) run equal "
+            "shares of all tiles' k-tiles (tiles along M); the CTA that runs a tile's first "
+            "k-tile finishes it; "
+            f"{spec.accumulators} TMEM accumulator slot(s), one per unit"
+        )
+        rows.append(("scheduler", scheduler))
     elif rules_sm100.is_dynamic(spec):
         scheduler = (
             "dynamic (cluster launch control): the grid is the whole tile grid; each CTA computes "
@@ -494,6 +546,8 @@ def title(spec: Spec) -> str:
             how = "dynamic persistent (cluster launch control)"
         if rules_sm100.is_split_k(spec):
             how = f"split-K over {rules_sm100.splits(spec)}-CTA clusters, persistent"
+        if rules_sm100.is_stream_k(spec):
+            how = "stream-K, persistent"
         parts.append(f"{how} with {slots} TMEM accumulator slot{'s' if slots > 1 else ''}")
     if spec.swap_ab:
         parts.append("swap AB (C^T = B @ A^T)")
@@ -607,12 +661,38 @@ def splitk_values(spec: Spec) -> dict[str, object]:
     }
 
 
+def streamk_values(spec: Spec) -> dict[str, object]:
+    """What the stream-K scheduler partial prints: the persistent warp roles and accumulator
+    slots, the workspace (a partial-tile slot per CTA, then the flags) and how one epilogue chunk
+    maps onto it."""
+    _, chunks = epilogue_chunks(spec)
+    vectors = streamk_handover_vectors(spec)
+    return tile_loop_values(spec) | {
+        "sk_ctas": rules_sm100.streamk_ctas(spec),
+        "sk_tile_elems": rules_sm100.streamk_tile_elems(spec),
+        "sk_workspace_elems": rules_sm100.streamk_workspace_elems(spec),
+        "sk_values": values_per_thread(spec),
+        "sk_chunk_vecs": vectors // chunks,
+        "sk_chunk_vecs_note": (
+            f"16-byte vectors of one thread's {values_per_thread(spec) // chunks} f32 per epilogue "
+            f"chunk ({chunks} chunk{'s' if chunks > 1 else ''} per tile)"
+        ),
+        # the epilogue's TMEM source and last chunk, as its own drain names them
+        "sk_src_chunk": (
+            "src[(None, None, None, 0, i)]" if is_tma_store(spec) else "src[None, None, i]"
+        ),
+        "sk_last_chunk": "EPI_SUBTILES - 1" if is_tma_store(spec) else chunks - 1,
+    }
+
+
 def scheduler_values(spec: Spec) -> dict[str, object]:
     """What the persistent (or dynamic) scheduler partial prints."""
     if not is_persistent(spec):
         return {}
     if rules_sm100.is_dynamic(spec):
         return dynamic_values(spec)
+    if rules_sm100.is_stream_k(spec):
+        return streamk_values(spec)
     if rules_sm100.is_split_k(spec):
         return splitk_values(spec)
     kind = cluster_kind(spec)
@@ -833,6 +913,14 @@ def partials(spec: Spec) -> dict[str, str]:
     }
 
 
+def workspace_values(spec: Spec) -> dict[str, object]:
+    """The tensors after C: the bias (printed by the epilogue partial) and stream-K's workspace,
+    which the kernel takes last (`sched_tensors`) and the host passes last (`sched_args`)."""
+    extra = extra_tensors(spec, rules_sm100.streamk_workspace_elems(spec))
+    work = [t for t in extra["kernel_tensors"] if t[0] == "mWork"]
+    return extra | {"sched_tensors": work, "sched_args": ["workspace"] if work else []}
+
+
 def plan_sm100(spec: Spec) -> Plan:
     assert isinstance(spec.stages, int)
     t = spec.tile
@@ -867,7 +955,7 @@ def plan_sm100(spec: Spec) -> Plan:
         **cluster_values(spec),
         **scheduler_values(spec),
         **bias_values(spec),
-        **extra_tensors(spec, 0),
+        **workspace_values(spec),
         # the docstring's entry points name the bias argument
     }
     return Plan(

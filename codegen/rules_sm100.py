@@ -26,6 +26,7 @@ from codegen.spec import (
     PersistentScheduler,
     Spec,
     SplitKScheduler,
+    StreamKScheduler,
     TmaStoreEpilogue,
 )
 
@@ -121,9 +122,13 @@ def cluster_kind(spec: Spec) -> ClusterKind:
 
 
 def is_persistent(spec: Spec) -> bool:
-    """A CTA loops over tiles (static persistent, dynamic, or split-K's clusters): dedicated
-    epilogue warps, TMEM accumulator slots handed between the MMA warp and the epilogue."""
-    return isinstance(spec.scheduler, (PersistentScheduler, DynamicScheduler, SplitKScheduler))
+    """A CTA loops over tiles (static persistent, dynamic, split-K's clusters, stream-K's units):
+    dedicated epilogue warps, TMEM accumulator slots handed between the MMA warp and the epilogue.
+    """
+    return isinstance(
+        spec.scheduler,
+        (PersistentScheduler, DynamicScheduler, SplitKScheduler, StreamKScheduler),
+    )
 
 
 def is_split_k(spec: Spec) -> bool:
@@ -150,6 +155,31 @@ def consumed_arrives(spec: Spec) -> int:
     """Arrivals completing a peer's `consumed` barrier once per tile: one elected lane of every
     epilogue warp of rank 0, after its warp read that peer's staging through DSMEM."""
     return EPILOGUE_WARPS
+
+
+def is_stream_k(spec: Spec) -> bool:
+    return isinstance(spec.scheduler, StreamKScheduler)
+
+
+def streamk_ctas(spec: Spec) -> int:
+    """Persistent CTAs stream-K launches at most, one per SM (fewer when there are fewer MAC
+    iterations): the spec's sm_count, else the B200's."""
+    if not isinstance(spec.scheduler, StreamKScheduler):
+        return 0
+    return spec.scheduler.sm_count or SM_COUNT
+
+
+def streamk_tile_elems(spec: Spec) -> int:
+    """f32 values of one CTA's workspace slot: a whole TM x TN partial tile (the 128 epilogue
+    threads' accumulator values: a row each, or half a row each for an M=64 tile)."""
+    return spec.tile.m * spec.tile.n if is_stream_k(spec) else 0
+
+
+def streamk_workspace_elems(spec: Spec) -> int:
+    """The global workspace (f32 words): a partial-tile slot per CTA, then a flag word per CTA.
+    Each CTA hands over at most one partial tile (its first unit, when an earlier CTA ran the
+    tile's first k-tile and finishes it)."""
+    return streamk_ctas(spec) * (streamk_tile_elems(spec) + 1) if is_stream_k(spec) else 0
 
 
 def is_dynamic(spec: Spec) -> bool:
@@ -665,6 +695,51 @@ def splitk_violations(spec: Spec) -> list[Violation]:
     return out
 
 
+def streamk_violations(spec: Spec) -> list[Violation]:
+    """Stream-K as implemented on sm_100a: single CTAs (cta_group 1, cluster [1, 1]) running
+    their share of the MAC iterations with 1-CTA MMAs, each finisher fixing its tile up through
+    the global workspace; plain stores (the fused epilogues are not wired to the fix-up yet) in
+    C's own orientation (no swap_ab)."""
+    if not is_stream_k(spec):
+        return []
+    out: list[Violation] = []
+    if spec.cta_group != 1:
+        out.append(
+            Violation(
+                "cta_group",
+                f"cta_group={spec.cta_group} with scheduler stream_k is not implemented for "
+                "sm_100a (each CTA runs its own share of the MAC iterations with 1-CTA MMAs); "
+                "legal: 1",
+            )
+        )
+    elif spec.cluster.size > 1:
+        out.append(
+            Violation(
+                "cluster",
+                f"cluster {spec.cluster.m}x{spec.cluster.n} with scheduler stream_k is not "
+                "implemented for sm_100a (each CTA runs its own share of the MAC iterations, so "
+                "cluster peers would load different tiles); legal: [1, 1]",
+            )
+        )
+    if spec.epilogue.fused:
+        out.append(
+            Violation(
+                "epilogue",
+                "a fused epilogue (alpha, beta, bias, activation) with scheduler stream_k is not "
+                "implemented for sm_100a yet; legal: a plain store (alpha = 1, beta = 0, bias = "
+                "'none', activation = 'none')",
+            )
+        )
+    if spec.swap_ab:
+        out.append(
+            Violation(
+                "swap_ab",
+                "swap_ab with scheduler stream_k is not implemented for sm_100a yet; legal: false",
+            )
+        )
+    return out
+
+
 def accumulator_violations(spec: Spec) -> list[Violation]:
     """Two TMEM accumulator slots overlap one tile's epilogue with the next tile's MMAs: only a
     persistent CTA has a next tile."""
@@ -702,8 +777,7 @@ def check(spec: Spec) -> list[Violation]:
     out += scheduler_violations(spec)
     out += dynamic_violations(spec)
     out += splitk_violations(spec)
-    if spec.scheduler.kind == "stream_k":
-        out.append(Violation("scheduler", "stream_k is not implemented for sm_100a yet"))
+    out += streamk_violations(spec)
     if spec.consumer_mode != "cooperative":
         out.append(Violation("consumer_mode", "consumer_mode=pingpong is a Hopper (sm_90a) knob"))
     return out

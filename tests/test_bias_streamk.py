@@ -127,9 +127,13 @@ def test_stream_k_rejects_clusters_and_pingpong() -> None:
     assert {"cluster", "consumer_mode"} <= fields
 
 
-def test_sm100_rejects_stream_k() -> None:
+def test_sm100_stream_k_is_single_cta() -> None:
+    # legal with 1-CTA MMAs (tests/test_sm100_streamk.py); a CTA pair is rejected
     s = Spec(arch="sm_100a", tile=[128, 128, 64], stages=2, swizzle="128B", scheduler="stream_k")
-    assert any("stream_k" in v.message for v in rules.check(s))
+    assert rules.check(s) == []
+    pair = s.model_copy(update={"tile": s.tile.model_copy(update={"m": 256}), "cta_group": 2})
+    pair = pair.model_copy(update={"cluster": pair.cluster.model_copy(update={"m": 2})})
+    assert any("stream_k" in v.message for v in rules.check(pair))
 
 
 # ---- beta through the sm_90a TMA-store epilogue -------------------------------------------------

@@ -1,0 +1,314 @@
+"""sm_100a stream-K (specs/sm100/streamk.toml): the rules (what is legal, what each rejection
+names), the workspace, the expected PTX counts per shipped variant, and the generated kernels' own
+unit lines run in Python over many problem shapes: every MAC iteration is run exactly once, each
+tile is finished by the CTA of its first k-tile, and that CTA waits only on later CTAs' first
+units (no chains). A cross-compile (marked ``build``) checks the PTX of the hand-over.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from pathlib import Path
+
+import pytest
+from conftest import GENERATED, SPECS
+
+from codegen import build, loader, plan, rules, rules_sm100
+from codegen.build import BuildResult
+from codegen.spec import Spec
+
+SHIPPED = ["sk_128x128_direct", "sk_128x256_tma_acc2", "sk_128x32_direct_acc2"]
+SM100 = {"arch": "sm_100a", "dtype": "bf16", "swizzle": "128B", "stages": 2}
+
+# (tcgen05.ld, st.global, ld.global, TMA store) per shipped variant. Each epilogue thread holds one
+# row of the tile: N f32, N / 4 16-byte vectors handed over (st.global) and taken (ld.global).
+# Direct stores add N bf16 / 16 B; one more st.global clears a peer's flag. Both epilogue
+# branches (hand-over, finisher) load every chunk from TMEM: 2 x chunks.
+COUNTS = {
+    "sk_128x128_direct": (2 * 2, 128 * 2 // 16 + 128 // 4 + 1, 128 // 4, 0),
+    "sk_128x256_tma_acc2": (2 * 4, 256 // 4 + 1, 256 // 4, 4),
+    "sk_128x32_direct_acc2": (2 * 1, 32 * 2 // 16 + 32 // 4 + 1, 32 // 4, 0),
+}
+
+
+def make(**knobs: object) -> Spec:
+    return Spec.model_validate(SM100 | {"tile": [128, 128, 64], "scheduler": "stream_k"} | knobs)
+
+
+def violations(**knobs: object) -> list[tuple[str, str]]:
+    return [(v.field, v.message) for v in rules.check(make(**knobs))]
+
+
+@pytest.fixture(scope="module")
+def shipped() -> dict[str, Spec]:
+    loaded = loader.load([SPECS / "sm100" / "streamk.toml"])
+    return {s.name: s.spec.model_copy(update={"name": s.name}) for s in loaded}
+
+
+# ---- rules --------------------------------------------------------------------------------------
+
+
+def test_the_shipped_variants_are_legal(shipped: dict[str, Spec]) -> None:
+    assert set(shipped) == set(SHIPPED)
+    for name, spec in shipped.items():
+        assert rules.check(spec) == [], name
+        assert rules_sm100.is_persistent(spec) and rules_sm100.is_stream_k(spec)
+
+
+@pytest.mark.parametrize(
+    "knobs",
+    [
+        {},
+        {"accumulators": 2},
+        {"epilogue": "tma", "tile": [128, 256, 64], "accumulators": 2},
+        {"tile": [64, 64, 64]},  # M=64: half a row per thread, the same hand-over
+        {
+            "dtype": "e4m3",
+            "tile": [128, 128, 128],
+            "epilogue": {"style": "direct", "out_dtype": "bf16"},
+        },
+        {"scheduler": {"kind": "stream_k", "sm_count": 8}},
+    ],
+)
+def test_stream_k_is_legal_for_single_ctas(knobs: dict) -> None:
+    assert violations(**knobs) == []
+
+
+def test_a_cta_pair_is_rejected() -> None:
+    got = violations(tile=[256, 128, 64], cta_group=2, cluster=[2, 1])
+    assert [f for f, _ in got] == ["cta_group"]
+    assert "cta_group=2 with scheduler stream_k is not implemented" in got[0][1]
+    assert got[0][1].endswith("legal: 1")
+
+
+def test_a_multicast_cluster_is_rejected() -> None:
+    got = violations(cluster=[2, 1])
+    assert [f for f, _ in got] == ["cluster"]
+    assert "cluster 2x1 with scheduler stream_k" in got[0][1] and got[0][1].endswith("[1, 1]")
+
+
+def test_fused_epilogues_and_swap_ab_are_rejected() -> None:
+    got = violations(epilogue={"style": "direct", "alpha": 2.0})
+    assert [f for f, _ in got] == ["epilogue"]
+    assert "fused epilogue" in got[0][1] and "stream_k" in got[0][1]
+    got = violations(swap_ab=True)
+    assert [f for f, _ in got] == ["swap_ab"]
+    assert "swap_ab with scheduler stream_k" in got[0][1]
+
+
+def test_the_persistent_rules_apply() -> None:
+    # dedicated epilogue warps: warp specialization; the TMA epilogue's buffers alternate
+    fields = [f for f, _ in violations(warp_specialized=False)]
+    assert "scheduler" in fields
+    got = violations(tile=[128, 192, 64], epilogue="tma")
+    assert any("even number" in m for _, m in got)
+
+
+def test_the_old_not_implemented_violation_is_gone() -> None:
+    assert all("not implemented for sm_100a yet" not in m for _, m in violations())
+
+
+# ---- the workspace ------------------------------------------------------------------------------
+
+
+def test_workspace_is_a_slot_per_cta_then_flags() -> None:
+    s = make()
+    assert rules_sm100.streamk_ctas(s) == rules_sm100.SM_COUNT == 148
+    assert rules_sm100.streamk_tile_elems(s) == 128 * 128
+    assert rules_sm100.streamk_workspace_elems(s) == 148 * (128 * 128 + 1)
+    small = make(tile=[64, 64, 64], scheduler={"kind": "stream_k", "sm_count": 8})
+    assert rules_sm100.streamk_workspace_elems(small) == 8 * (64 * 64 + 1)
+    grid = make(scheduler="grid")
+    assert rules_sm100.streamk_workspace_elems(grid) == 0
+
+
+def test_workspace_reaches_the_file_and_the_entry_points(shipped: dict[str, Spec]) -> None:
+    for name, spec in shipped.items():
+        text = (GENERATED / f"{name}.py").read_text(encoding="utf-8")
+        elems = rules_sm100.streamk_workspace_elems(spec)
+        assert f"\nWORKSPACE_ELEMS = {elems}  #" in text  # a module constant: export.py reads it
+        assert "c: cute.Tensor, workspace: cute.Tensor, stream):" in text
+        assert "    mWork: cute.Tensor,  # (WORKSPACE_ELEMS,) f32" in text
+        # the kernel takes the workspace last, and the host passes it last
+        kernel = _kernel(GENERATED / f"{name}.py")
+        assert kernel.args.args[-1].arg == "mWork"
+        launch = next(
+            n
+            for n in ast.walk(ast.parse(text))
+            if isinstance(n, ast.Call) and ast.unparse(n.func) == "gemm_kernel"
+        )
+        assert ast.unparse(launch.args[-1]) == "workspace"
+        assert "workspace = torch.zeros(WORKSPACE_ELEMS" in text
+        p = plan.plan(spec)
+        assert p.host_tensors == ["workspace"] and p.sched_args == ["workspace"]
+    plain = plan.plan(make(scheduler="grid"))
+    assert plain.host_tensors == [] and plain.sched_tensors == [] and plain.sched_args == []
+
+
+# ---- expected PTX counts ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_expected_counts(shipped: dict[str, Spec], name: str) -> None:
+    c = plan.plan(shipped[name]).expected_counts
+    ld, st, ldg, tma = COUNTS[name]
+    assert (c["tcgen05.ld"], c["st.global"], c["ld.global"], c["TMA store"]) == (ld, st, ldg, tma)
+    assert c["flag release.gpu"] == c["flag acquire.gpu"] == 1
+    # ring empty + full, acc_full, acc_empty and its tail: the persistent scheduler's waits
+    assert c["mbarrier.try_wait"] == 5
+    assert c["mma cta_group::1"] == 4 and c["mma cta_group::2"] == 0
+    assert c["barrier.cluster"] == 0 and c["TMA multicast"] == 0
+
+
+def test_m64_hands_over_half_rows() -> None:
+    c = plan.plan(make(tile=[64, 64, 64])).expected_counts
+    # tcgen05.ld 16x32bx2: 32 f32 per thread, 8 vectors each way
+    assert c["ld.global"] == 8 and c["st.global"] == 32 * 2 // 16 + 8 + 1
+
+
+# ---- the generated kernel's units, run in Python ------------------------------------------------
+
+UNIT_NAMES = ("total_iters", "it_begin", "it_end", "first_tile", "last_tile")
+
+
+def _kernel(path: Path) -> ast.FunctionDef:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "gemm_kernel")
+
+
+def _first_assignments(fn: ast.FunctionDef, names: tuple[str, ...]) -> dict[str, str]:
+    """Source of the first assignment to each name in the kernel (walked in source order)."""
+    found: dict[str, str] = {}
+    for node in sorted(ast.walk(fn), key=lambda n: (getattr(n, "lineno", 0), 0)):
+        if isinstance(node, ast.Assign):
+            targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            targets += [
+                e.id
+                for t in node.targets
+                if isinstance(t, ast.Tuple)
+                for e in t.elts
+                if isinstance(e, ast.Name)
+            ]
+            for name in targets:
+                if name in names and name not in found:
+                    found[name] = ast.unparse(node)
+    return found
+
+
+def _unit_code(name: str) -> tuple[str, str, str]:
+    """The kernel's per-CTA range lines, per-unit k-range lines and the finisher's last_cta line,
+    with cutlass.max / min as Python's."""
+    fn = _kernel(GENERATED / f"{name}.py")
+    got = _first_assignments(fn, (*UNIT_NAMES, "k_begin", "k_end", "last_cta"))
+    assert set(got) == {*UNIT_NAMES, "k_begin", "k_end", "last_cta"}, got
+    fix = {"cutlass.max": "max", "cutlass.min": "min"}
+
+    def py(src: str) -> str:
+        for a, b in fix.items():
+            src = src.replace(a, b)
+        return src
+
+    per_cta = "\n".join(py(got[n]) for n in ("total_iters", "it_begin", "it_end", "first_tile"))
+    return per_cta, py(got["k_begin"] + "\n" + got["k_end"]), py(got["last_cta"])
+
+
+def _simulate(name: str, num_tiles: int, k_tiles: int, ctas: int) -> dict[int, list[tuple]]:
+    per_cta, per_unit, last_cta = _unit_code(name)
+    units: dict[int, list[tuple]] = {}
+    for bidx in range(ctas):
+        env = {"bidx": bidx, "gdimx": ctas, "num_tiles": num_tiles, "k_tiles": k_tiles}
+        exec(per_cta, {}, env)  # noqa: S102 - the generated kernel's own integer arithmetic
+        units[bidx] = []
+        for t in range(env["first_tile"], env["last_tile"] + 1):
+            env["t"] = t
+            exec(per_unit, {}, env)  # noqa: S102
+            exec(last_cta, {}, env)  # noqa: S102
+            units[bidx].append((t, env["k_begin"], env["k_end"], env["last_cta"]))
+    return units
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_units_cover_every_iteration_and_the_first_k_tile_finishes(name: str) -> None:
+    for num_tiles, k_tiles, sms in itertools.product((1, 3, 7, 40), (1, 2, 5, 64), (1, 4, 148)):
+        ctas = min(num_tiles * k_tiles, sms)  # what the host launches
+        units = _simulate(name, num_tiles, k_tiles, ctas)
+        owner: dict[tuple[int, int], int] = {}
+        for bidx, us in units.items():
+            assert us, (name, bidx)  # no empty share
+            for t, kb, ke, _ in us:
+                assert kb < ke, (name, bidx, t)
+                for k in range(kb, ke):
+                    assert (t, k) not in owner
+                    owner[(t, k)] = bidx
+        assert len(owner) == num_tiles * k_tiles  # every MAC iteration, exactly once
+        for bidx, us in units.items():
+            for i, (t, kb, ke, last) in enumerate(us):
+                if kb > 0:
+                    # a hand-over: only ever the CTA's first unit (one workspace slot suffices),
+                    # and an earlier CTA runs the tile's first k-tile
+                    assert i == 0 and owner[(t, 0)] < bidx
+                    continue
+                # the finisher runs the tile's first k-tile; last_cta runs its last one
+                assert owner[(t, 0)] == bidx and last == owner[(t, k_tiles - 1)]
+                peers = {owner[(t, k)] for k in range(ke, k_tiles)}
+                assert peers == set(range(bidx + 1, last + 1))
+                if ke < k_tiles:
+                    # it waits at the end of its share, on the peers' first units: no chains
+                    assert i == len(us) - 1
+                    assert all(units[p][0][0] == t for p in peers)
+
+
+def test_the_epilogue_branches_on_the_first_k_tile(shipped: dict[str, Spec]) -> None:
+    for name in SHIPPED:
+        fn = _kernel(GENERATED / f"{name}.py")
+        branch = next(
+            n
+            for n in ast.walk(fn)
+            if isinstance(n, ast.If) and ast.unparse(n.test) == "k_begin > 0"
+        )
+        handover, finisher = (
+            ast.unparse(branch.body[-1]),
+            "\n".join(ast.unparse(s) for s in branch.orelse),
+        )
+        body = "\n".join(ast.unparse(s) for s in branch.body)
+        assert "work[None, etidx, j, i, bidx]" in body
+        assert "flags + bidx, cutlass.Int32(1), sem='release', scope='gpu'" in handover
+        # the finisher waits on the later CTAs in order, adds them, and alone stores C
+        assert "last_cta = ((t + 1) * k_tiles * gdimx - 1) // total_iters" in finisher
+        assert finisher.count("cutlass.range(bidx + 1, last_cta + 1, unroll=1)") == 2
+        assert "wait_flag_acquire(flags + peer)" in finisher
+        assert "work[None, etidx, j, i, peer]" in finisher
+        store = "tma_c, tDsC" if shipped[name].epilogue.style == "tma" else "autovec_copy(r_out"
+        assert store in finisher and store not in body
+        # the TMEM slot goes back to the MMA warp in both branches
+        assert body.count("mbarrier_arrive(acc_empty + slot)") == 1
+        assert finisher.count("mbarrier_arrive(acc_empty + slot)") == 1
+
+
+# ---- cross-compiled -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, BuildResult]:
+    files = [GENERATED / f"{n}.py" for n in SHIPPED]
+    assert all(f.exists() for f in files), "run `codegen render specs/` first"
+    results = build.build(files, tmp_path_factory.mktemp("build"), jobs=1)
+    return {r.name: r for r in results}
+
+
+@pytest.mark.build
+def test_shipped_variants_compile_with_their_counts(built: dict[str, BuildResult]) -> None:
+    for name in SHIPPED:
+        r = built[name]
+        assert r.passed, (name, r.error or r.mismatches)
+        assert r.spill_bytes == 0 and r.registers is not None and r.registers <= 255
+        ld, st, ldg, tma = COUNTS[name]
+        c = r.counts
+        assert (c["tcgen05.ld"], c["st.global"], c["ld.global"], c["TMA store"]) == (
+            ld,
+            st,
+            ldg,
+            tma,
+        )
+        assert c["flag release.gpu"] == c["flag acquire.gpu"] == 1
