@@ -341,9 +341,8 @@ def reduce_kernel(
             for s in cutlass.range_constexpr(1, SPLITS):  # split order 0, 1, ..: deterministic sums
                 cute.copy(ld_part, slots[(None, v, ct, s)], part)
                 acc.store(acc.load() + part.load())
-            rC_in = cute.make_rmem_tensor(
-                (REDUCE_VEC,), OUT_DTYPE
-            )  # beta: this vector of C, read first
+            # beta: this vector of C, read before it is overwritten
+            rC_in = cute.make_rmem_tensor((REDUCE_VEC,), OUT_DTYPE)
             cute.copy(c_vec, gC_v[vec], rC_in)
             d = acc.load()  # (REDUCE_VEC,) f32
             # bias per row: one value for the whole vector
