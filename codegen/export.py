@@ -70,6 +70,15 @@ def module_workspace_bytes(module) -> int:
     return 4 * int(getattr(module, "WORKSPACE_ELEMS", 0))
 
 
+def module_tile_capacity(module) -> tuple[int, int, int] | None:
+    """(rows, columns of C per output tile, MAX_TILES) of a split-K separate-reduce kernel, whose
+    fixed workspace holds at most MAX_TILES tiles; None for other kernels."""
+    if not getattr(module, "MAX_TILES", 0):
+        return None
+    rows, cols = module.C_TILE
+    return int(rows), int(cols), int(module.MAX_TILES)
+
+
 def tensor_roles(
     bias: str | None, workspace: bool = False
 ) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
@@ -320,11 +329,14 @@ def render_shim(
     checks: dict[str, int],
     bias: str | None = None,
     workspace_bytes: int = 0,
+    capacity: tuple[int, int, int] | None = None,
 ) -> str:
     """C source of ``NAME_gemm``: fill the header's structs and call its wrapper.
 
     ``checks`` maps a shim parameter (m, n, k, lda, ...) to the multiple the kernel was compiled
     to assume; a call that breaks one returns cudaErrorInvalidValue instead of launching.
+    ``capacity`` (rows, columns, max tiles): a call with more output tiles than the workspace
+    holds is refused the same way.
     """
     fill: list[str] = []
     call: list[str] = []
@@ -357,6 +369,9 @@ def render_shim(
     conds += [f"{v} <= 0" for v in ("m", "n", "k")]
     conds += ["lda < k", "ldb < k", "ldc < n"]
     conds += [f"{v} % {mult}" for v, mult in checks.items() if mult > 1]
+    if capacity:  # m, n > 0 was checked first: (x - 1) / t + 1 tiles, without overflow
+        rows, cols, max_tiles = capacity
+        conds.append(f"(long long)((m - 1) / {rows} + 1) * ((n - 1) / {cols} + 1) > {max_tiles}")
     cond = "\n        || ".join(conds)
     # NAME.h includes cuda_fp16.h, which needs CCCL's <nv/target> (include/cccl/ in CUDA 13, not
     # on gcc's path). Nothing the shim uses is a half type, so skip it by defining its guard.
@@ -368,7 +383,14 @@ def render_shim(
     )
     fills = "\n".join(fill)
     workspace_decl, workspace_alloc = "", ""
-    if workspace_bytes:
+    if workspace_bytes and capacity:
+        workspace_decl = (
+            f"// split-K workspace ({workspace_bytes} bytes: f32 partial tiles of at most "
+            f"{capacity[2]} tiles),\n"
+            "// allocated once; calls must be stream-ordered (each launch rewrites it).\n"
+            "static void *shim_workspace;\n\n"
+        )
+    elif workspace_bytes:
         workspace_decl = (
             f"// stream-K workspace ({workspace_bytes} bytes: partial tiles, then flags), zeroed\n"
             "// once; every launch leaves the flags at 0 again, so calls must be stream-ordered.\n"
@@ -522,7 +544,8 @@ def export_file(path: str, out_dir: str, arch: str) -> dict:
     for dim, mult in getattr(module, "SHAPE_MULTIPLES", {}).items():
         v = dim.lower()
         checks[v] = max(checks.get(v, 1), int(mult))
-    shim = render_shim(name, header, slots, checks, bias, workspace_bytes)
+    capacity = module_tile_capacity(module)
+    shim = render_shim(name, header, slots, checks, bias, workspace_bytes, capacity)
     (dest / f"{name}_shim.c").write_text(shim)
 
     out_dtype = getattr(module, "OUT_DTYPE", module.IO_DTYPE)
@@ -539,7 +562,9 @@ def export_file(path: str, out_dir: str, arch: str) -> dict:
         "align_bytes": 16,
         "entry": f"{name}_gemm",
         "bias": bias,  # None, "row" (length M) or "col" (length N): then `void *bias` follows c
-        "workspace_bytes": workspace_bytes,  # stream-K: allocated by the shim, not passed
+        "workspace_bytes": workspace_bytes,  # stream-K, split-K separate: the shim's, not passed
+        # split-K separate: (rows, columns of C per tile, most tiles a call may have)
+        "tile_capacity": list(capacity) if capacity else None,
         "signature": f"int {name}_gemm(void *a, void *b, void *c, "
         + ("void *bias, " if bias else "")
         + "int m, int n, int k, int lda, int ldb, int ldc, void *stream)",

@@ -299,6 +299,15 @@ def is_fused(spec: dict) -> bool:
     return epi.fused or epi.out_dtype not in (None, spec["dtype"])
 
 
+def workspace_fits(module, m: int, n: int) -> bool:
+    """A split-K separate-reduce kernel's workspace holds MAX_TILES output tiles: False for a
+    shape with more (its launcher would refuse it); True for every other kernel."""
+    if not getattr(module, "MAX_TILES", 0):
+        return True
+    rows, cols = module.C_TILE
+    return -(-m // rows) * -(-n // cols) <= module.MAX_TILES
+
+
 def bench_shape(shape: Shape, modules: dict[str, object], rounds: int, reps: int) -> list[BenchRow]:
     """Time every module that takes this shape, interleaved with torch.mm on the same inputs."""
     import torch
@@ -313,6 +322,7 @@ def bench_shape(shape: Shape, modules: dict[str, object], rounds: int, reps: int
             v % mod.SHAPE_MULTIPLES[d] == 0
             for d, v in (("M", shape.m), ("N", shape.n), ("K", shape.k))
         )
+        and workspace_fits(mod, shape.m, shape.n)
     }
     if not fits:
         return []

@@ -78,6 +78,8 @@ def expected_counts_sm90(spec: Spec) -> dict[str, int]:
     counts["flag release.gpu"] = counts["flag acquire.gpu"] = int(streamk)
     if tma:
         counts["st.global"] = handover + int(streamk)
+    if rules_sm90.is_split_k_separate(spec):
+        counts |= separate_counts(spec)
     if rules_sm90.is_split_k(spec):
         peers = rules_sm90.splits(spec) - 1
         counts |= {
@@ -99,6 +101,94 @@ def expected_counts_sm90(spec: Spec) -> dict[str, int]:
     return counts
 
 
+def partial_vec(spec: Spec) -> int:
+    """f32 values of one partial-tile store to the workspace slot, which is laid out like C: a
+    thread's adjacent wgmma values are adjacent columns, contiguous in a row-major slot (2), but
+    adjacent rows of C^T with swap AB, whose slot is column-major (1)."""
+    return 1 if spec.swap_ab else 2
+
+
+def separate_counts(spec: Spec) -> dict[str, int]:
+    """PTX counts of reduce = "separate": the GEMM kernel has no cluster and no epilogue loads;
+    it stores its partial (accumulator_regs / partial_vec stores); the reduce kernel's vector
+    loop (not unrolled) loads one 16-byte vector per split, C with beta, the bias (one vector
+    along the vector's axis, else one value), and stores one C vector."""
+    loads = rules_sm90.splits(spec) + int(spec.epilogue.beta != 0.0)
+    loads += int(spec.epilogue.bias != "none")
+    return {
+        "barrier.cluster": 0,
+        "ld.global": loads,
+        "st.global": rules_sm90.accumulator_regs(spec) // partial_vec(spec) + 1,
+        "mapa": 0,
+        "ld.shared::cluster": 0,
+        "mbarrier acquire.cluster": 0,
+        "mbarrier release.cluster": 0,
+        # gelu (tanh) and silu: one ex2 per value of the reduce kernel's vector
+        "ex2": rules_sm90.REDUCE_VEC * int(spec.epilogue.activation in ("gelu_tanh", "silu")),
+        "max.f32": rules_sm90.REDUCE_VEC * int(spec.epilogue.activation == "relu"),
+    }
+
+
+def splitk_max_tiles_line(spec: Spec) -> str:
+    """The workspace's slot count, spelled out for the docstring."""
+    return f"{rules_sm90.splits(spec)} splits x MAX_TILES = {rules_sm90.splitk_max_tiles(spec)}"
+
+
+def separate_values(spec: Spec) -> dict[str, object]:
+    """What the separate-reduce partials print (sm90/scheduler/split_k_separate.py.j2 and
+    sm90/epilogue/partial.py.j2): the workspace geometry and the reduce kernel's vectors."""
+    t = spec.tile
+    splits = rules_sm90.splits(spec)
+    max_tiles = rules_sm90.splitk_max_tiles(spec)
+    tile_elems = rules_sm90.separate_tile_elems(spec)
+    vec = rules_sm90.REDUCE_VEC
+    out = spec.epilogue.out_dtype or spec.dtype
+    # the slot is (TM, TN) in the kernel's orientation, strided like C: row-major, or
+    # column-major for C^T (swap AB); the reduce kernel's vectors run along the contiguous mode
+    slot_mn = (1, t.m) if spec.swap_ab else (t.n, 1)
+    vec_axis = "row" if spec.swap_ab else "column"
+    bias = bias_values(spec)
+    return {
+        "max_tiles": max_tiles,
+        "max_tiles_note": (
+            "the spec's max_tiles"
+            if spec.scheduler.max_tiles
+            else f"2^23 output elements / (TM x TN): {rules_sm90.SEPARATE_DEFAULT_ELEMS} per split"
+        ),
+        "sep_tile_elems": tile_elems,
+        "sep_workspace_elems": rules_sm90.separate_workspace_elems(spec),
+        "slot_shape": (t.m, t.n, max_tiles, splits),
+        "slot_stride": (*slot_mn, tile_elems, max_tiles * tile_elems),
+        "slot_note": "column-major, like C^T" if spec.swap_ab else "row-major, like C",
+        "vec_slot_shape": (vec, tile_elems // vec, max_tiles, splits),
+        "vec_slot_stride": (1, vec, tile_elems, max_tiles * tile_elems),
+        "c_tile": (t.n, t.m) if spec.swap_ab else (t.m, t.n),
+        "partial_vec": partial_vec(spec),
+        "partial_bits": partial_vec(spec) * 8 * rules_sm90.ACC_BYTES,
+        "partial_vec_note": (
+            "swap AB: a thread's adjacent values are adjacent rows of the column-major slot"
+            if spec.swap_ab
+            else "a thread's wgmma values come in pairs of adjacent columns of the row-major slot"
+        ),
+        "reduce_threads": rules_sm90.REDUCE_THREADS,
+        "reduce_vec": vec,
+        "vecs_per_thread": rules_sm90.reduce_vecs_per_thread(spec),
+        "vecs_along": (t.m if spec.swap_ab else t.n) // vec,
+        "vec_tiler": (vec, 1) if spec.swap_ab else (1, vec),
+        "vec_axis": vec_axis,
+        "c_vec_bits": vec * 8 * rules.DTYPE_BYTES[out],
+        "bias_along_vec": bias["bias"] and bias["bias_axis"] == vec_axis,
+        "epilogue_heading": "f32 accumulators -> this K share's workspace slot",
+        # the GEMM kernel takes only the workspace; bias and C's values are the reduce kernel's
+        "launch_tensors": ["workspace"],
+        "kernel_tensors": [
+            ("mWork", "(WORKSPACE_ELEMS,) f32: SPLITS x MAX_TILES partial-tile slots")
+        ],
+        "gemm_doc": (", bias " + f"({bias['bias_user_extent']},)" if bias["bias"] else "")
+        + ", workspace (WORKSPACE_ELEMS,) f32 (any contents: every slot read is written first)",
+    }
+
+
 def plan_sm90(spec: Spec) -> Plan:
     assert isinstance(spec.stages, int)
     t = spec.tile
@@ -111,7 +201,8 @@ def plan_sm90(spec: Spec) -> Plan:
     clustered = spec.cluster.size > 1
     tma_epi = isinstance(spec.epilogue, TmaStoreEpilogue)
     persistent = isinstance(spec.scheduler, PersistentScheduler)
-    split = rules_sm90.is_split_k(spec)
+    split = rules_sm90.is_split_k(spec)  # reduced over the cluster through DSMEM
+    separate = rules_sm90.is_split_k_separate(spec)  # reduced by a second kernel
     splits = rules_sm90.splits(spec)
     streamk = rules_sm90.is_stream_k(spec)
     sk_ctas = rules_sm90.streamk_ctas(spec)
@@ -237,6 +328,24 @@ def plan_sm90(spec: Spec) -> Plan:
             "stores C. A peer waits on its `consumed` barrier before it overwrites its staging for",
             "the next tile, and before it exits. Fixed summation order: deterministic.",
         ]
+    if separate:
+        sep_slot_kib = rules.kib(rules_sm90.separate_tile_elems(spec) * rules_sm90.ACC_BYTES)
+        ws_mib = rules_sm90.separate_workspace_elems(spec) * rules_sm90.ACC_BYTES / 2**20
+        pipeline += [
+            "",
+            "Split K, separate reduce: the GEMM kernel runs one CTA per (tile, K share), no cluster:",
+            "CTA b accumulates k-tiles [s * k_tiles // SPLITS, (s + 1) * k_tiles // SPLITS) of tile",
+            "b // SPLITS, s = b % SPLITS (an empty range stores zeros), and stores its f32 partial",
+            "to workspace slot [s][tile], laid out like C. The reduce kernel, launched right after",
+            "on the same stream (so it sees every partial), runs one CTA per tile: each thread sums",
+            "16-byte vectors of the SPLITS slots in split order 0, 1, .. (deterministic), applies",
+            "the epilogue and stores C, predicated on M and N.",
+            f"Workspace: {splitk_max_tiles_line(spec)} x {sep_slot_kib} KiB slots =",
+            f"{ws_mib:g} MiB, fixed at generation time (AOT shim: allocated once). A call with more",
+            "than MAX_TILES output tiles is rejected by launcher() and by the AOT shim",
+            "(cudaErrorInvalidValue), and a direct `gemm` call computes only the first MAX_TILES",
+            "tiles: a fixed capacity keeps the workspace a static argument, allocated once.",
+        ]
     if streamk:
         ws_bytes = rules_sm90.streamk_workspace_elems(spec) * rules_sm90.ACC_BYTES
         pipeline += [
@@ -265,12 +374,19 @@ def plan_sm90(spec: Spec) -> Plan:
             f"stream-K: at most {sk_ctas} CTAs (one per SM) run equal shares of all tiles' "
             "k-tiles; the CTA that runs a tile's first k-tile finishes it"
         )
+    if separate:
+        sched_note = (
+            f"split-K over {splits} CTAs per tile (grid of tiles x {splits}, no cluster), "
+            "reduced by a second kernel"
+        )
     cluster_note = f"{cm}x{cn}" + mcast_note
     if split:
         cluster_note = (
             f"{splits}x1 for split-K ({splits} CTAs share one output tile and split its K range)"
         )
     epilogue_note = "TMA store through SMEM sub-tiles" if tma_epi else "direct store"
+    if separate:
+        epilogue_note = "f32 partials to a workspace; the reduce kernel sums them and stores C"
     if split:
         epilogue_note += " by cluster rank 0 after a DSMEM reduction"
     values: dict[str, object] = {
@@ -282,6 +398,7 @@ def plan_sm90(spec: Spec) -> Plan:
             + (", swap AB (C^T = B @ A^T)" if spec.swap_ab else "")
             + (f", split-K over {splits}-CTA clusters" if split else "")
             + (", stream-K" if streamk else "")
+            + (f", split-K over {splits} CTAs with a separate reduce kernel" if separate else "")
             + "."
         ),
         "dtype_note": f"{spec.dtype} in, f32 accumulate, {out} out" + fusion_note(spec),
@@ -407,18 +524,33 @@ def plan_sm90(spec: Spec) -> Plan:
         # the DSL picks the wgmma SMEM atom from the K row width; the swizzle rule makes it this
         "swizzle_atom": {"32B": "SW32", "64B": "SW64", "128B": "SW128"}[str(spec.swizzle)],
         **bias_values(spec),
-        **extra_tensors(spec, rules_sm90.streamk_workspace_elems(spec)),
+        **extra_tensors(
+            spec,
+            rules_sm90.streamk_workspace_elems(spec) + rules_sm90.separate_workspace_elems(spec),
+        ),
         # the sm_90a docstrings keep the plain entry-point line, bias or not (their generated
         # files are pinned); `gemm`'s own docstring names the bias
         "sk_ctas": rules_sm90.streamk_ctas(spec),
         "sk_tile_elems": rules_sm90.streamk_tile_elems(spec),
         "sk_workspace_elems": rules_sm90.streamk_workspace_elems(spec),
+        "epilogue_heading": f"f32 accumulators -> {out} -> C",
     }
+    values["launch_tensors"] = values["host_tensors"]  # what gemm_kernel takes after C
+    if separate:
+        values |= separate_values(spec)
     return Plan(
         template="sm90/gemm.py.j2",
         partials={
-            "epilogue_partial": f"sm90/epilogue/{spec.epilogue.style}.py.j2",
-            "scheduler_partial": f"sm90/scheduler/{spec.scheduler.kind}.py.j2",
+            "epilogue_partial": (
+                "sm90/epilogue/partial.py.j2"
+                if separate
+                else f"sm90/epilogue/{spec.epilogue.style}.py.j2"
+            ),
+            "scheduler_partial": (
+                "sm90/scheduler/split_k_separate.py.j2"
+                if separate
+                else f"sm90/scheduler/{spec.scheduler.kind}.py.j2"
+            ),
         },
         values=values,
         expected_counts=expected_counts_sm90(spec),

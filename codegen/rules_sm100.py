@@ -740,6 +740,31 @@ def streamk_violations(spec: Spec) -> list[Violation]:
     return out
 
 
+def splitk_reduce_violations(spec: Spec) -> list[Violation]:
+    """sm_100a reduces split-K partials over the cluster (DSMEM) only: the separate reduce kernel
+    and its workspace capacity are sm_90a knobs so far."""
+    if not isinstance(spec.scheduler, SplitKScheduler):
+        return []
+    out: list[Violation] = []
+    if spec.scheduler.reduce != "cluster":
+        out.append(
+            Violation(
+                "scheduler",
+                f'split_k reduce="{spec.scheduler.reduce}" is not implemented for sm_100a yet; '
+                'legal: reduce = "cluster" (rank 0 adds the peers\' partials through DSMEM)',
+            )
+        )
+    elif spec.scheduler.max_tiles is not None:
+        out.append(
+            Violation(
+                "scheduler",
+                f"split_k max_tiles={spec.scheduler.max_tiles} sizes the workspace of "
+                'reduce = "separate"; the cluster reduction has none: remove max_tiles',
+            )
+        )
+    return out
+
+
 def accumulator_violations(spec: Spec) -> list[Violation]:
     """Two TMEM accumulator slots overlap one tile's epilogue with the next tile's MMAs: only a
     persistent CTA has a next tile."""
@@ -778,6 +803,7 @@ def check(spec: Spec) -> list[Violation]:
     out += dynamic_violations(spec)
     out += splitk_violations(spec)
     out += streamk_violations(spec)
+    out += splitk_reduce_violations(spec)
     if spec.consumer_mode != "cooperative":
         out.append(Violation("consumer_mode", "consumer_mode=pingpong is a Hopper (sm_90a) knob"))
     return out

@@ -133,7 +133,13 @@ def epilogue_smem_bytes(spec: Spec) -> int:
 
 
 def is_split_k(spec: Spec) -> bool:
-    return isinstance(spec.scheduler, SplitKScheduler)
+    """Split-K reduced in-kernel over a (splits, 1, 1) cluster (DSMEM): staging, handshakes."""
+    return isinstance(spec.scheduler, SplitKScheduler) and spec.scheduler.reduce == "cluster"
+
+
+def is_split_k_separate(spec: Spec) -> bool:
+    """Split-K reduced by a second kernel from a global workspace (reduce = "separate")."""
+    return isinstance(spec.scheduler, SplitKScheduler) and spec.scheduler.reduce == "separate"
 
 
 def splits(spec: Spec) -> int:
@@ -168,6 +174,88 @@ def splitk_max_clusters(spec: Spec) -> int:
     if not isinstance(spec.scheduler, SplitKScheduler):
         return 0
     return spec.scheduler.max_clusters or SM_COUNT // spec.scheduler.splits
+
+
+# ---- split K, separate reduce --------------------------------------------------------------------
+
+SEPARATE_MAX_SPLITS = 16  # the reduce kernel unrolls its sum over the splits
+SEPARATE_DEFAULT_ELEMS = 1 << 23  # default workspace capacity: 2^23 output elements per split
+REDUCE_THREADS = 128  # threads of one reduce CTA (one CTA per output tile)
+REDUCE_VEC = 4  # f32 values one reduce thread loads at once: 16 bytes
+INDEX_LIMIT = 1 << 31  # workspace offsets are 32-bit
+
+
+def splitk_max_tiles(spec: Spec) -> int:
+    """Output tiles the separate-reduce workspace holds: the spec's max_tiles, or as many as
+    SEPARATE_DEFAULT_ELEMS output elements need (2^23 / (TM x TN))."""
+    if not is_split_k_separate(spec):
+        return 0
+    return spec.scheduler.max_tiles or SEPARATE_DEFAULT_ELEMS // (spec.tile.m * spec.tile.n)
+
+
+def separate_tile_elems(spec: Spec) -> int:
+    """f32 values of one workspace slot: a whole TM x TN partial tile."""
+    return spec.tile.m * spec.tile.n if is_split_k_separate(spec) else 0
+
+
+def separate_workspace_elems(spec: Spec) -> int:
+    """The global workspace (f32 words): splits x max_tiles slots, slot [split][tile]."""
+    return splits(spec) * splitk_max_tiles(spec) * separate_tile_elems(spec)
+
+
+def reduce_vecs_per_thread(spec: Spec) -> int:
+    """16-byte vectors of one tile each reduce thread sums: TM x TN / (REDUCE_VEC x threads).
+    Exact for every wgmma tile: TM is a multiple of 64 and TN of 8, so TM x TN of 512."""
+    return separate_tile_elems(spec) // (REDUCE_VEC * REDUCE_THREADS)
+
+
+def splitk_separate_violations(spec: Spec) -> list[Violation]:
+    """The separate reduce: splits in [2, SEPARATE_MAX_SPLITS] (its sum is unrolled), no
+    max_clusters (it launches a grid), a workspace with 32-bit offsets; max_tiles only sizes this
+    workspace, so the cluster reduce takes none."""
+    if not isinstance(spec.scheduler, SplitKScheduler):
+        return []
+    if not is_split_k_separate(spec):
+        if spec.scheduler.max_tiles is None:
+            return []
+        return [
+            Violation(
+                "scheduler",
+                f"split_k max_tiles={spec.scheduler.max_tiles} sizes the workspace of reduce = "
+                '"separate"; the cluster reduction has none: remove max_tiles or set reduce = '
+                '"separate"',
+            )
+        ]
+    out: list[Violation] = []
+    n = spec.scheduler.splits
+    if spec.scheduler.max_clusters is not None:
+        out.append(
+            Violation(
+                "scheduler",
+                f"split_k max_clusters={spec.scheduler.max_clusters} caps the persistent clusters "
+                'of reduce = "cluster"; reduce = "separate" launches one CTA per tile and split: '
+                "remove max_clusters",
+            )
+        )
+    if n > SEPARATE_MAX_SPLITS:
+        out.append(
+            Violation(
+                "scheduler",
+                f'split_k splits={n} with reduce = "separate": the reduce kernel unrolls its sum '
+                f"over the splits; legal: 2 to {SEPARATE_MAX_SPLITS}",
+            )
+        )
+    if separate_workspace_elems(spec) >= INDEX_LIMIT:
+        out.append(
+            Violation(
+                "scheduler",
+                f"split_k max_tiles={splitk_max_tiles(spec)}: the workspace of {n} splits x "
+                f"max_tiles x {separate_tile_elems(spec)} f32 must stay under 2^31 words "
+                "(32-bit offsets); legal: max_tiles 1 to "
+                f"{(INDEX_LIMIT - 1) // (n * separate_tile_elems(spec))}",
+            )
+        )
+    return out
 
 
 def is_stream_k(spec: Spec) -> bool:
@@ -223,7 +311,7 @@ def splitk_violations(spec: Spec) -> list[Violation]:
         return []
     out: list[Violation] = []
     n = spec.scheduler.splits
-    if not is_power_of_two(n) or not 2 <= n <= CLUSTER_MAX:
+    if is_split_k(spec) and (not is_power_of_two(n) or not 2 <= n <= CLUSTER_MAX):
         out.append(
             Violation(
                 "scheduler",
@@ -231,7 +319,16 @@ def splitk_violations(spec: Spec) -> list[Violation]:
                 f"splits must be a power of two in [2, {CLUSTER_MAX}]; legal: 2, 4, 8",
             )
         )
-    if spec.cluster.size > 1:
+    if spec.cluster.size > 1 and is_split_k_separate(spec):
+        out.append(
+            Violation(
+                "cluster",
+                f'cluster {spec.cluster.m}x{spec.cluster.n} with split_k reduce = "separate" '
+                "is not implemented (one CTA per tile and K share, no TMA multicast); legal: "
+                "[1, 1]",
+            )
+        )
+    elif spec.cluster.size > 1:
         out.append(
             Violation(
                 "cluster",
@@ -240,7 +337,16 @@ def splitk_violations(spec: Spec) -> list[Violation]:
                 "multicast; legal: [1, 1]",
             )
         )
-    if not isinstance(spec.epilogue, DirectEpilogue):
+    if not isinstance(spec.epilogue, DirectEpilogue) and is_split_k_separate(spec):
+        out.append(
+            Violation(
+                "epilogue",
+                f'epilogue {spec.epilogue.style!r} with split_k reduce = "separate" is not '
+                "implemented (the reduce kernel stores C with direct, predicated stores); legal: "
+                "direct",
+            )
+        )
+    elif not isinstance(spec.epilogue, DirectEpilogue):
         out.append(
             Violation(
                 "epilogue",
@@ -395,6 +501,7 @@ def check(spec: Spec) -> list[Violation]:
         if size > 1 and not is_power_of_two(size):
             out.append(Violation("cluster", f"cluster {dim}={size} must be a power of two"))
     out += splitk_violations(spec)
+    out += splitk_separate_violations(spec)
     out += streamk_violations(spec)
     out += pingpong_violations(spec)
     out += dynamic_scheduler_violations(spec)

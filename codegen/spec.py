@@ -144,6 +144,24 @@ class SplitKScheduler(_Frozen):
     kind: Literal["split_k"] = "split_k"
     splits: int = Field(default=2, ge=2)  # CTAs per cluster, each taking 1/splits of K
     max_clusters: int | None = Field(default=None, gt=0)  # None: the arch's SM count // splits
+    # "cluster": the in-kernel DSMEM reduction above. "separate": no cluster; (tiles x splits)
+    # CTAs each store an f32 partial to a global workspace slot [split][tile], and a second
+    # kernel sums the partials in split order, applies the epilogue and stores C (sm_90a only)
+    reduce: Literal["cluster", "separate"] = "cluster"
+    # reduce="separate": the workspace holds the partials of at most max_tiles output tiles;
+    # None: as many tiles as 2^23 output elements need (rules_sm90.splitk_max_tiles)
+    max_tiles: int | None = Field(default=None, gt=0)
+
+    @model_serializer(mode="wrap")
+    def _omit_late_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        # reduce and max_tiles came after kernels shipped: left out at their defaults, so those
+        # kernels' SPEC dicts and spec hashes stay as they were
+        data = handler(self)
+        if data.get("reduce") == "cluster":
+            del data["reduce"]
+        if data.get("max_tiles") is None:
+            data.pop("max_tiles", None)
+        return data
 
 
 class StreamKScheduler(_Frozen):
@@ -281,6 +299,10 @@ class Spec(_Frozen):
             sched = f"splitk{self.scheduler.splits}"
             if self.scheduler.max_clusters is not None:
                 sched += f"_mc{self.scheduler.max_clusters}"
+            if self.scheduler.reduce == "separate":
+                sched += "_sep"
+            if self.scheduler.max_tiles is not None:
+                sched += f"_mt{self.scheduler.max_tiles}"
         parts.append(sched)
         return "_".join(parts)
 
