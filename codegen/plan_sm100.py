@@ -170,19 +170,24 @@ def splitk_counts(spec: Spec) -> dict[str, int]:
 
 def fusion_counts(spec: Spec) -> dict[str, int]:
     """PTX evidence of the fused epilogue (all 0 for a plain store). Each thread owns one row of
-    the CTA's TN columns. Global loads: beta's C row in the direct epilogue (16-byte vectors,
-    like its stores; the TMA-store epilogue TMA-loads C instead); a row bias: one scalar; a
-    column bias: the tile's TN values in 16-byte vectors. Per element: relu is one max.f32; silu
-    (exp) and gelu (tanh, through exp) one ex2 each."""
+    the CTA's TN columns, or half of it (values_per_thread: an M=64 tile), and fuses each value
+    once (split-K: in rank 0 only, after the reduction). Global loads: beta's C run in the direct
+    epilogue, loaded like it is stored (direct_stores: 16-byte vectors, or one element at a time
+    down C^T's column with swap_ab; the TMA-store epilogue TMA-loads C instead); a bias along the
+    kernel's rows (bias_values: a column bias of C with swap_ab): one scalar; along its columns:
+    the thread's values in 16-byte vectors (the bias is contiguous). Per element: relu is one
+    max.f32; silu (exp) and gelu (tanh, through exp) one ex2 each."""
     epi = spec.epilogue
+    values = values_per_thread(spec)
     out_bytes = rules.DTYPE_BYTES[epi.out_dtype or spec.dtype]
-    row_vectors = spec.tile.n * out_bytes // VECTOR_STORE_BYTES
-    loads = row_vectors if epi.beta != 0.0 and not is_tma_store(spec) else 0
-    loads += {"none": 0, "row": 1, "col": row_vectors}[epi.bias]
+    vectors = values * out_bytes // VECTOR_STORE_BYTES
+    loads = direct_stores(spec) if epi.beta != 0.0 and not is_tma_store(spec) else 0
+    if epi.bias != "none":
+        loads += 1 if bias_values(spec)["bias_axis"] == "row" else vectors
     return {
         "ld.global": loads,
-        "max.f32": spec.tile.n if epi.activation == "relu" else 0,
-        "ex2": spec.tile.n if epi.activation in ("silu", "gelu_tanh") else 0,
+        "max.f32": values if epi.activation == "relu" else 0,
+        "ex2": values if epi.activation in ("silu", "gelu_tanh") else 0,
     }
 
 
@@ -742,7 +747,7 @@ def bias_view_values(spec: Spec) -> dict[str, object]:
     kernel tiles it like C: one tile (grid) or all tiles, sliced per tile (persistent)."""
     if spec.epilogue.bias == "none":
         return {}
-    row = bias_values(spec)["bias_axis"] == "row"  # the kernel's axis (rules reject swap_ab)
+    row = bias_values(spec)["bias_axis"] == "row"  # the kernel's axis (swap_ab swaps the user's)
     persistent = is_persistent(spec)
     return {
         "bias_stride": (1, 0) if row else (0, 1),

@@ -259,10 +259,11 @@ def loads_c_by_tma(spec: Spec) -> bool:
 
 def c_load_bytes(spec: Spec) -> int:
     """Bytes one C sub-tile TMA load delivers (the c_full barrier's tx count), 0 without one: the
-    whole 128 x 64 box, zero-filled past M and N."""
+    whole sub-tile (128 or, for an M=64 tile, 64 rows x 64 columns), zero-filled past M and N."""
     if not loads_c_by_tma(spec):
         return 0
-    return EPI_TILE[0] * EPI_TILE[1] * DTYPE_BYTES[spec.epilogue.out_dtype or spec.dtype]
+    rows, cols = epi_tile(spec)
+    return rows * cols * DTYPE_BYTES[spec.epilogue.out_dtype or spec.dtype]
 
 
 def barrier_count(spec: Spec, stages: int) -> int:
@@ -564,37 +565,6 @@ def tma_store_row_violations(spec: Spec) -> list[Violation]:
     ]
 
 
-def fusion_combination_violations(spec: Spec) -> list[Violation]:
-    """The fused epilogues (alpha, beta, bias, activation) assume each epilogue thread owns one
-    whole row of a 128-row accumulator in C's own orientation, stored by the epilogue itself:
-    not yet with swap_ab (the kernel's rows are C's columns), an M=64 tile (two threads per row),
-    split-K (rank 0 stores the reduced sum), the dynamic scheduler, or an e4m3 input."""
-    if not spec.epilogue.fused:
-        return []
-    clashes = []
-    if spec.swap_ab:
-        clashes.append("swap_ab")
-    if tmem_load_shape(spec) != "32x32b":
-        clashes.append(f"tile M={spec.tile.m}")
-    if is_split_k(spec):
-        clashes.append("scheduler split_k")
-    if is_dynamic(spec):
-        clashes.append("scheduler 'dynamic'")
-    if spec.dtype == "e4m3":
-        clashes.append("dtype e4m3")
-    if not clashes:
-        return []
-    return [
-        Violation(
-            "epilogue",
-            f"a fused epilogue (alpha, beta, bias, activation) with {', '.join(clashes)} is not "
-            "implemented for sm_100a yet; legal: a plain store (alpha = 1, beta = 0, bias = "
-            "'none', activation = 'none'), or a fused one with dtype f16/bf16, a 128-row "
-            "accumulator per CTA, no swap_ab and scheduler grid or persistent",
-        )
-    ]
-
-
 def scheduler_violations(spec: Spec) -> list[Violation]:
     """The persistent and dynamic schedulers need dedicated epilogue warps (warp specialization)
     and an even number of TMA-store sub-tiles per tile (the two SMEM buffers alternate across
@@ -765,6 +735,22 @@ def splitk_reduce_violations(spec: Spec) -> list[Violation]:
     return out
 
 
+def splitk_tile_violations(spec: Spec) -> list[Violation]:
+    """Split-K stages each epilogue thread's whole accumulator row (TN f32 values, in 16-byte runs)
+    for rank 0: an M=64 tile gives a thread half a row (tcgen05.ld 16x32bx2), which the staging
+    does not lay out (with it, rank 0 would read no peer partial at all)."""
+    if not is_split_k(spec) or (spec.tile.m, spec.cta_group) != (64, 1):
+        return []
+    return [
+        Violation(
+            "tile",
+            f"tile M={spec.tile.m} with scheduler split_k is not implemented for sm_100a yet (the "
+            "DSMEM staging holds one whole accumulator row per epilogue thread; an M=64 tile "
+            "gives each thread half a row); legal: tile M=128",
+        )
+    ]
+
+
 def accumulator_violations(spec: Spec) -> list[Violation]:
     """Two TMEM accumulator slots overlap one tile's epilogue with the next tile's MMAs: only a
     persistent CTA has a next tile."""
@@ -798,10 +784,10 @@ def check(spec: Spec) -> list[Violation]:
     out += multicast_violations(spec)
     out += epilogue_violations(spec)
     out += tma_store_row_violations(spec)
-    out += fusion_combination_violations(spec)
     out += scheduler_violations(spec)
     out += dynamic_violations(spec)
     out += splitk_violations(spec)
+    out += splitk_tile_violations(spec)
     out += streamk_violations(spec)
     out += splitk_reduce_violations(spec)
     if spec.consumer_mode != "cooperative":

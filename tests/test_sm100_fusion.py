@@ -77,36 +77,9 @@ def test_no_fused_epilogue_violation_is_left() -> None:
         assert rules_sm100.epilogue_violations(spec) == []
 
 
-def test_what_is_still_rejected_is_rejected_precisely() -> None:
-    # a fused epilogue assumes one thread per row of a 128-row accumulator, in C's orientation,
-    # stored by the epilogue itself: e4m3, swap_ab, M=64, split-K and dynamic are rejected
-    epi = {"style": "direct", "out_dtype": "bf16", "beta": 1.0}
-    assert violations((128, 256, 128), dtype="e4m3", epilogue=epi | {"beta": 0.0}) == []
-    (v,) = violations((128, 256, 128), dtype="e4m3", epilogue=epi)
-    assert v.field == "epilogue" and "with dtype e4m3 is not implemented for sm_100a" in v.message
-    assert "legal: a plain store" in v.message
-    fused = {"style": "direct", "bias": "row"}
-    cases = [
-        ({"tile": (128, 64, 64), "swap_ab": True}, "swap_ab"),
-        ({"tile": (64, 64, 64)}, "tile M=64"),
-        ({"scheduler": {"kind": "split_k", "splits": 2}, "cluster": [2, 1]}, "scheduler split_k"),
-        ({"scheduler": "dynamic", "accumulators": 2}, "scheduler 'dynamic'"),
-    ]
-    for knobs, clash in cases:
-        knobs = dict(knobs)
-        tile = knobs.pop("tile", (128, 256, 64))
-        spec = make(tile, epilogue=fused, stages=2, **knobs)
-        assert rules_sm100.fusion_combination_violations(spec) == [
-            Violation(
-                "epilogue",
-                f"a fused epilogue (alpha, beta, bias, activation) with {clash} is not implemented "
-                "for sm_100a yet; legal: a plain store (alpha = 1, beta = 0, bias = 'none', "
-                "activation = 'none'), or a fused one with dtype f16/bf16, a 128-row accumulator "
-                "per CTA, no swap_ab and scheduler grid or persistent",
-            )
-        ], clash
-        plain = make(tile, epilogue="direct", stages=2, **knobs)
-        assert rules_sm100.fusion_combination_violations(plain) == [], clash
+def test_beta_by_tma_keeps_an_even_number_of_sub_tiles_per_persistent_tile() -> None:
+    # (the fused epilogue's combinations with e4m3, swap_ab, M=64, split-K and the dynamic
+    # scheduler are legal now: tests/test_sm100_fusion_combos.py)
     # beta's c_full phase is `sub-tile % 2` because a persistent TMA-store tile has an even number
     # of sub-tiles: the rule that guarantees it still holds with beta
     (v,) = violations((128, 64, 64), scheduler="persistent", epilogue={"style": "tma", "beta": 1.0})

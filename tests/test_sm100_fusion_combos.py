@@ -1,0 +1,354 @@
+"""Fused sm_100a epilogues combined with e4m3, the dynamic scheduler, split-K, M=64 and swap_ab.
+
+Four parts: the rules (every combination is legal; what stays rejected says what is legal); the
+counts the planner derives (a thread's values: a whole row, or half of one with M=64; beta's C
+loads like the stores, one element at a time down C^T's column with swap_ab; the bias axis of
+the kernel's tile, which swap_ab swaps); the generated files (split-K fuses in rank 0 only,
+after the reduction; swap_ab's bias view); and a cross-compile of
+``specs/sm100/fusion_combos.toml`` whose PTX must show it (marked ``build``). Compile-only: no
+Blackwell GPU has run these kernels.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from conftest import GENERATED, SPECS
+
+from codegen import build, loader, plan, plan_sm100, rules, rules_sm100
+from codegen.build import BuildResult
+from codegen.spec import Spec
+
+EVERYTHING = {"alpha": 2.0, "beta": 0.5, "bias": "col", "activation": "gelu_tanh"}
+FP8 = {"dtype": "e4m3", "swizzle": "128B"}
+
+
+def make(tile: tuple[int, int, int] = (128, 128, 64), **knobs: object) -> Spec:
+    knobs.setdefault("swizzle", "128B")
+    knobs.setdefault("stages", 2)
+    return rules.resolve(Spec.model_validate({"tile": list(tile), **knobs}))
+
+
+def violations(
+    tile: tuple[int, int, int] = (128, 128, 64), **knobs: object
+) -> list[tuple[str, str]]:
+    return [(v.field, v.message) for v in rules.check(make(tile, **knobs))]
+
+
+@pytest.fixture(scope="module")
+def combo_specs() -> dict[str, Spec]:
+    loaded = loader.load([SPECS / "sm100" / "fusion_combos.toml"])
+    return {s.name: s.spec.model_copy(update={"name": s.name}) for s in loaded}
+
+
+# ---- rules ---------------------------------------------------------------------------------------
+
+FUSIONS = [
+    {"alpha": 1.5},
+    {"beta": 0.5},
+    {"bias": "row"},
+    {"bias": "col"},
+    {"activation": "relu"},
+    {"activation": "silu"},
+    EVERYTHING,
+]
+
+
+@pytest.mark.parametrize("fusion", FUSIONS)
+@pytest.mark.parametrize("out", ["bf16", "f16", "f32"])
+def test_e4m3_takes_every_fusion(fusion: dict, out: str) -> None:
+    for style in ("direct", "tma"):
+        epi = {"style": style, "out_dtype": out, **fusion}
+        assert violations((128, 256, 128), epilogue=epi, **FP8) == [], style
+        persistent = {"scheduler": "persistent", "accumulators": 2}
+        assert violations((128, 256, 128), epilogue=epi, **FP8, **persistent) == [], style
+
+
+@pytest.mark.parametrize("fusion", FUSIONS)
+def test_dynamic_and_split_k_take_every_fusion(fusion: dict) -> None:
+    for style in ("direct", "tma"):
+        epi = {"style": style, **fusion}
+        assert violations((128, 256, 64), scheduler="dynamic", accumulators=2, epilogue=epi) == []
+    for splits in (2, 4, 8):
+        split = {"kind": "split_k", "splits": splits}
+        epi = {"style": "direct", "out_dtype": "f32", **fusion}
+        assert violations(scheduler=split, epilogue=epi) == [], splits
+        assert violations((128, 32, 64), swap_ab=True, scheduler=split, epilogue=epi) == []
+
+
+@pytest.mark.parametrize("fusion", FUSIONS)
+def test_m64_and_swap_ab_take_every_fusion(fusion: dict) -> None:
+    for style in ("direct", "tma"):
+        epi = {"style": style, **fusion}
+        assert violations((64, 128, 64), epilogue=epi) == [], style
+        assert violations((64, 128, 64), scheduler="persistent", epilogue=epi) == [], style
+    direct = {"style": "direct", **fusion}
+    for tile in ((64, 16, 64), (64, 32, 64), (128, 16, 64)):
+        assert violations(tile, swap_ab=True, epilogue=direct) == [], tile
+        assert violations(tile, swap_ab=True, scheduler="persistent", epilogue=direct) == []
+    # the decode case: e4m3, swap AB, a 64-row tile, f32 out
+    epi = {"style": "direct", "out_dtype": "f32", **fusion}
+    assert violations((64, 32, 128), swap_ab=True, epilogue=epi, **FP8) == []
+
+
+def test_split_k_rejects_a_64_row_tile_fused_or_not() -> None:
+    # split-K stages each thread's whole accumulator row; M=64 gives it half a row (and rank 0
+    # would read no peer partial: the cross-compile showed no ld.shared::cluster at all)
+    message = (
+        "tile M=64 with scheduler split_k is not implemented for sm_100a yet (the DSMEM staging "
+        "holds one whole accumulator row per epilogue thread; an M=64 tile gives each thread half "
+        "a row); legal: tile M=128"
+    )
+    for epi in ("direct", {"style": "direct", **EVERYTHING}):
+        assert violations((64, 64, 64), scheduler="split_k", epilogue=epi) == [("tile", message)]
+    assert violations((128, 64, 64), scheduler="split_k") == []
+
+
+def test_what_stays_rejected_is_not_about_the_fusion() -> None:
+    # each remaining rejection of a fused combination is its knob's own rule, fused or not
+    cases = [
+        ({"tile": (64, 64, 64), "swap_ab": True}, "tma", "swap_ab"),
+        ({"scheduler": "split_k"}, "tma", "epilogue"),
+        ({"tile": (64, 128, 128), **FP8}, "tma", "epilogue"),  # a 64-row f32 TMA sub-tile
+    ]
+    for knobs, style, field in cases:
+        knobs = dict(knobs)
+        tile = knobs.pop("tile", (128, 128, 64))
+        out = {"out_dtype": "f32"} if knobs.get("dtype") else {}
+        plain = violations(tile, epilogue={"style": style, **out}, **knobs)
+        fused = violations(tile, epilogue={"style": style, **out, **EVERYTHING}, **knobs)
+        assert [f for f, _ in plain] == [f for f, _ in fused] == [field], knobs
+        assert plain == fused
+
+
+def test_beta_by_tma_loads_the_64_row_sub_tile() -> None:
+    m64 = make((64, 128, 64), epilogue={"style": "tma", "beta": 1.0})
+    assert rules_sm100.epi_tile(m64) == (64, 64)
+    assert rules_sm100.c_load_bytes(m64) == 64 * 64 * 2  # not the 128-row box
+    m128 = make((128, 128, 64), epilogue={"style": "tma", "beta": 1.0})
+    assert rules_sm100.c_load_bytes(m128) == 128 * 64 * 2
+    assert "C_TX_BYTES = 8192" in _text("fc_m64_tma_a0p5_b2_bias_row_gelu")
+
+
+# ---- counts --------------------------------------------------------------------------------------
+
+
+def test_a_thread_fuses_half_a_row_with_m64() -> None:
+    epi = {"style": "direct", "beta": 1.0, "bias": "col", "activation": "relu"}
+    m64, m128 = make((64, 128, 64), epilogue=epi), make((128, 128, 64), epilogue=epi)
+    assert plan_sm100.values_per_thread(m64) == 64 and plan_sm100.values_per_thread(m128) == 128
+    # f16: 8 values per 16-byte vector, for C and the column bias alike
+    assert plan_sm100.fusion_counts(m64) == {"ld.global": 8 + 8, "max.f32": 64, "ex2": 0}
+    assert plan_sm100.fusion_counts(m128) == {"ld.global": 16 + 16, "max.f32": 128, "ex2": 0}
+
+
+def test_swap_ab_reads_c_by_element_and_swaps_the_bias_axis() -> None:
+    row = make(
+        (128, 16, 64), swap_ab=True, epilogue={"style": "direct", "beta": 1.0, "bias": "row"}
+    )
+    col = make((128, 16, 64), swap_ab=True, epilogue={"style": "direct", "bias": "col"})
+    # a bias per row of C runs along the kernel's columns (C^T): contiguous, 16-byte vectors
+    assert plan.bias_values(row)["bias_axis"] == "column"
+    assert plan.plan(row).values["bias_stride"] == (0, 1)
+    assert plan.bias_values(col)["bias_axis"] == "row"
+    assert plan.plan(col).values["bias_stride"] == (1, 0)
+    # beta: 16 scalar loads down C^T's column (stride ldc), then 2 vectors of 8 row biases
+    assert plan_sm100.fusion_counts(row)["ld.global"] == 16 + 2
+    assert plan_sm100.fusion_counts(col)["ld.global"] == 1  # one column bias per kernel row
+
+
+def test_split_k_fuses_once() -> None:
+    spec = make(
+        scheduler="split_k", epilogue={"style": "direct", "beta": 0.5, "activation": "silu"}
+    )
+    counts = plan.plan(spec).expected_counts
+    # rank 0's store path only: one copy of the fusion, after both ranks' tcgen05.ld
+    assert (counts["ld.global"], counts["ex2"], counts["tcgen05.ld"]) == (16, 128, 2 * 2)
+
+
+# (ld.global, max.f32, ex2, TMA store, st.global, cp.async.bulk.tensor, mbarrier.try_wait,
+#  ld.shared::cluster), derived by hand. A thread holds TN values (TN/2 with M=64); a 16-byte vector
+# is 8 f16/bf16 or 4 f32; beta in the direct epilogue loads like it stores, the TMA-store epilogue
+# TMA-loads C (one box per sub-tile, two for f32) and waits per sub-tile; a bias along the kernel's
+# rows is one scalar, along its columns the thread's values in vectors; swap_ab swaps the axes.
+PINNED = {
+    # 128 bf16 values: C 16 + column bias 16 vectors; relu per value
+    "fc_e4m3_direct_bf16_a2_b0p5_bias_col_relu": (32, 128, 0, 0, 16, 2, 3, 0),
+    # 4 f32 sub-tiles of 2 boxes, stored and (beta) loaded; persistent waits 5 + 4 c_full
+    "fc_e4m3_persistent_2acc_tma_f32_b1_bias_row_silu": (1, 0, 256, 8, 0, 2 + 8, 5 + 4, 0),
+    # dynamic waits 3 + 2 + 1 + 3, + 4 c_full; 256 f16 column biases in 32 vectors
+    "fc_dynamic_tma_b0p5_bias_col_gelu": (32, 0, 256, 4, 0, 2 + 4, 9 + 4, 0),
+    # rank 0: C 16 + bias 16 vectors; it reads the peer's 128 f32 in 32 v4 runs
+    "fc_splitk2_direct_a1p5_b0p5_bias_col_silu": (32, 0, 128, 0, 16, 2, 8, 32),
+    # 64 f32 out: 16 vector stores; 3 peers x 64 f32 / 4
+    "fc_splitk4_acc2_direct_f32_bias_row_relu": (1, 64, 0, 0, 16, 2, 8, 48),
+    # M=64: 64 values per thread
+    "fc_m64_direct_b1_bias_col_relu": (8 + 8, 64, 0, 0, 8, 2, 3, 0),
+    "fc_m64_tma_a0p5_b2_bias_row_gelu": (1, 0, 64, 2, 0, 2 + 2, 3 + 2, 0),
+    "fc_m64_tma_bias_col_silu": (8, 0, 64, 2, 0, 2, 3, 0),
+    # swap AB: C^T's 16 values of a kernel row one by one; the user's row bias in 2 vectors
+    "fc_swap_128x16_direct_b0p5_bias_row_relu": (16 + 2, 16, 0, 0, 16, 2, 3, 0),
+    # swap AB, M=64: 16 values; the user's column bias is one value per kernel row
+    "fc_swap_64x32_persistent_direct_bias_col_silu": (1, 0, 16, 0, 16, 2, 5, 0),
+    # 16 values: 16 scalar C loads, the row bias in 4 f32 vectors, 16 scalar f32 stores
+    "fc_e4m3_swap_64x32_direct_f32_a2_b1_bias_row": (16 + 4, 0, 0, 0, 16, 2, 3, 0),
+    # 32 values: 32 scalar C loads + 4 bias vectors; the peer's 32 f32 in 8 runs
+    "fc_swap_splitk2_128x32_direct_b0p5_bias_row_relu": (32 + 4, 32, 0, 0, 32, 2, 8, 8),
+}
+PINNED_KEYS = (
+    "ld.global",
+    "max.f32",
+    "ex2",
+    "TMA store",
+    "st.global",
+    "cp.async.bulk.tensor",
+    "mbarrier.try_wait",
+    "ld.shared::cluster",
+)
+
+
+def test_every_shipped_variant_is_pinned(combo_specs: dict[str, Spec]) -> None:
+    assert set(combo_specs) == set(PINNED)
+    for name, spec in combo_specs.items():
+        assert rules.check(spec) == [], name
+        assert spec.epilogue.fused, name
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_expected_counts_are_the_pinned_ones(name: str, combo_specs: dict[str, Spec]) -> None:
+    counts = plan.plan(combo_specs[name]).expected_counts
+    assert tuple(counts.get(k, 0) for k in PINNED_KEYS) == PINNED[name]
+
+
+# ---- generated files -----------------------------------------------------------------------------
+
+
+def _text(name: str) -> str:
+    return (GENERATED / f"{name}.py").read_text(encoding="utf-8")
+
+
+def _rank0(name: str) -> str:
+    """Split-K's rank-0 branch of the epilogue."""
+    epilogue = _text(name).split("# ---- 4. epilogue")[1].split("# ---- 5. teardown")[0]
+    return epilogue.split("wait_cluster_acquire(staged, tile_count % 2)")[1]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "fc_splitk2_direct_a1p5_b0p5_bias_col_silu",
+        "fc_swap_splitk2_128x32_direct_b0p5_bias_row_relu",
+    ],
+)
+def test_split_k_fuses_in_rank_0_after_the_reduction(name: str) -> None:
+    text = _text(name)
+    peers = text.split("# ---- 4. epilogue")[1].split(
+        "wait_cluster_acquire(staged, tile_count % 2)"
+    )[0]
+    assert " d = r_acc.load()" not in peers and not re.search(
+        r"autovec_copy\(\s*dst", peers
+    )  # the peers stage
+    rank0 = _rank0(name)
+    reduced = rank0.index("r_vec.store(r_vec.load() + peer_vals.load())")
+    # C and the column bias are read after the peer's partial is added, then fused and stored
+    c_load = re.search(r"cute\.autovec_copy\(\s*dst\[None, None, i\], r_c\s*\)", rank0).start()
+    bias_load = rank0.index("cute.autovec_copy(bias_src[None, None, i], r_bias)")
+    fused = rank0.index("d = d + r_c.load().to(ACC_DTYPE) * BETA")
+    store = rank0.index("r_out.store(d.to(OUT_DTYPE))")
+    assert reduced < c_load < bias_load < fused < store < rank0.index("autovec_copy(r_out, dst")
+    assert text.count("d = d + r_c.load()") == 1  # one copy of the fusion
+
+
+def test_split_k_without_fusion_keeps_its_store_line() -> None:
+    assert "r_out.store(r_acc.load().to(IO_DTYPE))" in _text("sched_splitk2")
+    assert "r_out.store(r_acc.load().to(IO_DTYPE))" not in _text(
+        "fc_splitk4_acc2_direct_f32_bias_row_relu"
+    )
+
+
+def test_swap_ab_views_the_bias_along_the_kernel_axis() -> None:
+    row = _text("fc_swap_128x16_direct_b0p5_bias_row_relu")
+    # the user's row bias (length M) runs along the kernel's N (C^T's columns)
+    assert "make_layout(c.shape, stride=(0, 1))" in row and "r_bias.fill" not in row
+    assert row.index("    c = cute.make_tensor(\n") < row.index(
+        "bias_mn = cute.make_tensor"
+    )  # C^T first
+    col = _text("fc_swap_64x32_persistent_direct_bias_col_silu")
+    assert "make_layout(c.shape, stride=(1, 0))" in col and "r_bias.fill(bias_src[0])" in col
+
+
+# ---- cross-compiled ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, BuildResult], Path]:
+    files = [GENERATED / f"{n}.py" for n in sorted(PINNED)]
+    assert all(f.exists() for f in files), "run `codegen render specs/` first"
+    out = tmp_path_factory.mktemp("build")
+    return {r.name: r for r in build.build(files, out, jobs=2)}, out
+
+
+def _ptx(built: tuple[dict[str, BuildResult], Path], name: str) -> str:
+    return "\n".join(p.read_text() for p in sorted((built[1] / name).rglob("*.ptx")))
+
+
+def _count(pattern: str, ptx: str) -> int:
+    return len(re.findall(pattern, ptx))
+
+
+@pytest.mark.build
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_combos_compile_with_their_counts(name: str, built) -> None:
+    r = built[0][name]
+    assert r.passed, (name, r.error or r.mismatches)
+    assert r.spill_bytes == 0 and r.registers is not None and r.registers <= 255
+    assert tuple(r.counts.get(k, 0) for k in PINNED_KEYS) == PINNED[name]
+
+
+@pytest.mark.build
+def test_e4m3_fuses_on_the_f8f6f4_accumulator(built) -> None:
+    for name in (
+        "fc_e4m3_direct_bf16_a2_b0p5_bias_col_relu",
+        "fc_e4m3_persistent_2acc_tma_f32_b1_bias_row_silu",
+    ):
+        ptx = _ptx(built, name)
+        assert _count(r"tcgen05\.mma\.cta_group::1\.kind::f8f6f4", ptx) == 4, name
+    bf16 = _ptx(built, "fc_e4m3_direct_bf16_a2_b0p5_bias_col_relu")
+    assert _count(r"ld\.global\.v4", bf16) == 32 and _count(r"cvt\.rn\.bf16x2\.f32", bf16) > 0
+
+
+@pytest.mark.build
+def test_m64_fuses_half_rows(built) -> None:
+    ptx = _ptx(built, "fc_m64_direct_b1_bias_col_relu")
+    assert _count(r"tcgen05\.ld\.sync\.aligned\.16x32bx2", ptx) == 2
+    # 64 bf16 values of C and of the bias per thread: 8 + 8 vectors, as many C loads as stores
+    assert _count(r"ld\.global\.v4", ptx) == 16 and _count(r"st\.global\.v4", ptx) == 8
+    tma = _ptx(built, "fc_m64_tma_a0p5_b2_bias_row_gelu")
+    assert _count(r"cp\.async\.bulk\.tensor\.2d\.shared::cta\.global", tma) == 2 + 2
+    assert _count(r"ld\.global\.b16", tma) == 1  # the row's bias
+
+
+@pytest.mark.build
+def test_swap_ab_loads_c_one_element_at_a_time(built) -> None:
+    ptx = _ptx(built, "fc_swap_128x16_direct_b0p5_bias_row_relu")
+    # 16 scalar C loads down C^T's column, 2 vectors of row biases, 16 scalar stores
+    assert _count(r"ld\.global\.b16", ptx) == 16 and _count(r"ld\.global\.v4", ptx) == 2
+    assert _count(r"st\.global\.b16", ptx) == 16
+    f32 = _ptx(built, "fc_e4m3_swap_64x32_direct_f32_a2_b1_bias_row")
+    # 16 scalar f32 C loads; the 16 f32 row biases in 16-byte loads (2 x b64)
+    assert _count(r"ld\.global\.b32", f32) == 16 and _count(r"ld\.global\.v2\.b64", f32) == 4
+
+
+@pytest.mark.build
+def test_split_k_reads_c_and_bias_after_the_peer_partials(built) -> None:
+    for name in (
+        "fc_splitk2_direct_a1p5_b0p5_bias_col_silu",
+        "fc_swap_splitk2_128x32_direct_b0p5_bias_row_relu",
+    ):
+        ptx = _ptx(built, name)
+        # (the chunk loop is unrolled: chunk 0's C and bias loads follow its DSMEM reads)
+        first_global = re.search(r"\bld\.global\.", ptx)
+        first_dsmem = re.search(r"\bld\.shared::cluster\.", ptx)
+        assert first_global and first_dsmem and first_dsmem.start() < first_global.start(), name
