@@ -390,6 +390,9 @@ def render_shim(
             "// allocated once; calls must be stream-ordered (each launch rewrites it).\n"
             "static void *shim_workspace;\n\n"
         )
+        workspace_alloc = f"""
+    if (shim_load_error == cudaSuccess)
+        shim_load_error = cudaMalloc(&shim_workspace, {workspace_bytes}u);"""
     elif workspace_bytes:
         workspace_decl = (
             f"// stream-K workspace ({workspace_bytes} bytes: partial tiles, then flags), zeroed\n"

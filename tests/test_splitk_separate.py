@@ -327,6 +327,9 @@ def test_shim_checks_the_capacity() -> None:
     shim = render_shim("k", header, slots, {}, None, 4 * 1024, (32, 64, 4096))
     assert "(long long)((m - 1) / 32 + 1) * ((n - 1) / 64 + 1) > 4096" in shim
     assert "split-K workspace (4096 bytes: f32 partial tiles of at most 4096 tiles)" in shim
+    # the shim owns the workspace: allocated on the first call (the first GPU run of the AOT
+    # library crashed with an illegal address because only stream-K's branch allocated it)
+    assert "shim_load_error = cudaMalloc(&shim_workspace, 4096u);" in shim
     assert "> 4096" not in render_shim("k", header, slots, {}, None, 4 * 1024)
 
 
