@@ -7,7 +7,7 @@ ws_persistent). Every number comes from :mod:`codegen.rules` and :mod:`codegen.r
 
 from __future__ import annotations
 
-from codegen import rules, rules_sm100
+from codegen import plan_sm90, rules, rules_sm90, rules_sm100
 from codegen.plan import (
     CUTLASS_DTYPE,
     TORCH_DTYPE,
@@ -121,6 +121,7 @@ def expected_counts_sm100(spec: Spec) -> dict[str, int]:
         | dynamic_counts(spec)
         | splitk_counts(spec)
         | streamk_counts(spec)
+        | separate_counts(spec)
     )
 
 
@@ -165,6 +166,23 @@ def splitk_counts(spec: Spec) -> dict[str, int]:
         "ld.shared::cluster": peers * spec.tile.n * rules_sm100.ACC_BYTES // DSMEM_VECTOR_BYTES,
         "mbarrier acquire.cluster": 3,
         "mbarrier release.cluster": 1 + peers,
+    }
+
+
+def separate_counts(spec: Spec) -> dict[str, int]:
+    """reduce = "separate": the GEMM kernel's epilogue warps store their f32 accumulator row to
+    the workspace slot in 16-byte vectors (TN / 4 per thread) and load nothing; the reduce kernel
+    (plan_sm90.separate_counts: its vector loop is not unrolled) loads one 16-byte vector per
+    split, C with beta, the bias, stores one C vector and fuses REDUCE_VEC values."""
+    if not rules_sm100.is_split_k_separate(spec):
+        return {}
+    reduce = plan_sm90.separate_counts(spec)
+    vectors = values_per_thread(spec) * rules_sm100.ACC_BYTES // VECTOR_STORE_BYTES
+    return {
+        "ld.global": reduce["ld.global"],
+        "st.global": vectors + 1,
+        "ex2": reduce["ex2"],
+        "max.f32": reduce["max.f32"],
     }
 
 
@@ -353,6 +371,19 @@ def pipeline_lines(spec: Spec) -> list[str]:
             "a peer waits on before it restages and before it exits. Fixed summation order: "
             "deterministic."
         )
+    if rules_sm100.is_split_k_separate(spec):
+        ws_mib = rules_sm90.separate_workspace_elems(spec) * rules_sm100.ACC_BYTES / 2**20
+        notes.append(
+            "Split K, separate reduce: the GEMM kernel runs one CTA per (tile, K share), no "
+            "cluster: CTA b accumulates k-tiles [s * k_tiles // SPLITS, (s + 1) * k_tiles // "
+            "SPLITS) of tile b // SPLITS, s = b % SPLITS, in TMEM (an empty share stores zeros); "
+            "its epilogue warps copy the f32 partial TMEM -> registers -> workspace slot [s][tile], "
+            "laid out like C, in 16-byte vectors along each thread's row. The reduce kernel, "
+            "launched right after on the same stream (so it sees every partial), runs one CTA per "
+            "tile: each thread sums its 16-byte vectors over the splits in split order "
+            "(deterministic), applies the fusions and stores C predicated on M and N. Workspace: "
+            f"{ws_mib:g} MiB of global memory ({plan_sm90.splitk_max_tiles_line(spec)} slots)."
+        )
     if rules_sm100.is_stream_k(spec):
         ws_bytes = rules_sm100.streamk_workspace_elems(spec) * rules_sm100.ACC_BYTES
         slot_kib = rules.kib(rules_sm100.streamk_tile_elems(spec) * rules_sm100.ACC_BYTES)
@@ -449,6 +480,10 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
             f"({rules_sm100.EPI_BUFS} buffers) -> TMA store"
         )
         rows.append(("epilogue", epilogue))
+    elif rules_sm100.is_split_k_separate(spec):
+        rows.append(
+            ("epilogue", "f32 partials to a workspace; the reduce kernel sums them and stores C")
+        )
     else:
         rows.append(("epilogue", f"{spec.epilogue.style} store" + m64_epilogue_note(spec)))
     if spec.epilogue.fused:
@@ -465,6 +500,13 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
             f"persistent split-K over {n} CTAs: at most {rules_sm100.max_workers(spec)} "
             "clusters walking tiles along M, rank 0 reducing the peers' partials through DSMEM "
             f"and storing; {spec.accumulators} TMEM accumulator slot(s)"
+        )
+        rows.append(("scheduler", scheduler))
+    elif rules_sm100.is_split_k_separate(spec):
+        n = rules_sm100.splits(spec)
+        scheduler = (
+            f"split-K over {n} CTAs with a separate reduce kernel: one CTA per (tile, K share), "
+            f"no cluster; workspace of {plan_sm90.splitk_max_tiles_line(spec)} tile slots"
         )
         rows.append(("scheduler", scheduler))
     elif rules_sm100.is_stream_k(spec):
@@ -666,6 +708,35 @@ def splitk_values(spec: Spec) -> dict[str, object]:
     }
 
 
+def separate_values(spec: Spec) -> dict[str, object]:
+    """What the separate-reduce partials print (sm100/scheduler/split_k_separate.py.j2,
+    sm100/epilogue/partial.py.j2 and the shared common/split_k_reduce.py.j2): one tile per CTA
+    on the persistent warp roles, and sm_90a's workspace geometry and reduce-kernel vectors."""
+    shared = plan_sm90.separate_values(spec)
+    for key in ("launch_tensors", "epilogue_heading", "partial_vec", "partial_bits"):
+        shared.pop(key)
+    shared.pop("partial_vec_note")
+    return (
+        tile_loop_values(spec)
+        | shared
+        | {
+            "raster_fast": "m",
+            "raster_slow": "n",
+            "raster_note": "tiles along M",
+            "group": 1,
+            "cluster_tiles": False,
+            "coord_prefix": "t",
+            "count_prefix": "tiles",
+            "splits": rules_sm100.splits(spec),
+            "swap_ab": spec.swap_ab,
+            "sched_tensors": shared["kernel_tensors"],
+            "sched_args": ["workspace"],
+            "host_tensors": (["bias"] if spec.epilogue.bias != "none" else []) + ["workspace"],
+            "workspace_elems": rules_sm90.separate_workspace_elems(spec),
+        }
+    )
+
+
 def streamk_values(spec: Spec) -> dict[str, object]:
     """What the stream-K scheduler partial prints: the persistent warp roles and accumulator
     slots, the workspace (a partial-tile slot per CTA, then the flags) and how one epilogue chunk
@@ -700,6 +771,8 @@ def scheduler_values(spec: Spec) -> dict[str, object]:
         return streamk_values(spec)
     if rules_sm100.is_split_k(spec):
         return splitk_values(spec)
+    if rules_sm100.is_split_k_separate(spec):
+        return separate_values(spec)
     kind = cluster_kind(spec)
     pair = kind == "pair"
     clustered = kind == "multicast"  # the cluster walks cluster tiles, one tile per CTA
@@ -903,7 +976,9 @@ def notes(spec: Spec) -> dict[str, str]:
 
 
 def partials(spec: Spec) -> dict[str, str]:
-    """One partial per knob value."""
+    """One partial per knob value; split-K reduce = "separate" has its own scheduler and epilogue
+    (f32 partials to the workspace)."""
+    separate = rules_sm100.is_split_k_separate(spec)
     if not spec.warp_specialized:
         mainloop = "kloop"
     else:
@@ -913,8 +988,8 @@ def partials(spec: Spec) -> dict[str, str]:
         "operands_partial": f"sm100/operands/{'swap' if spec.swap_ab else 'plain'}.py.j2",
         "mainloop_partial": f"sm100/mainloop/{mainloop}.py.j2",
         "cluster_partial": f"sm100/cluster/{cluster_kind(spec)}.py.j2",
-        "epilogue_partial": f"sm100/epilogue/{spec.epilogue.style}.py.j2",
-        "scheduler_partial": f"sm100/scheduler/{spec.scheduler.kind}.py.j2",
+        "epilogue_partial": f"sm100/epilogue/{'partial' if separate else spec.epilogue.style}.py.j2",
+        "scheduler_partial": f"sm100/scheduler/{spec.scheduler.kind}{'_separate' if separate else ''}.py.j2",
     }
 
 
@@ -961,6 +1036,8 @@ def plan_sm100(spec: Spec) -> Plan:
         **scheduler_values(spec),
         **bias_values(spec),
         **workspace_values(spec),
+        # split-K separate: its workspace and tensors (scheduler_values) replace stream-K's
+        **(separate_values(spec) if rules_sm100.is_split_k_separate(spec) else {}),
         # the docstring's entry points name the bias argument
     }
     return Plan(

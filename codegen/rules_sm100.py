@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from codegen import rules_sm90
 from codegen.rules import (
     DTYPE_BYTES,
     MBARRIER_BYTES,
@@ -132,7 +133,14 @@ def is_persistent(spec: Spec) -> bool:
 
 
 def is_split_k(spec: Spec) -> bool:
-    return isinstance(spec.scheduler, SplitKScheduler)
+    """Split-K reduced over a (splits, 1, 1) cluster through DSMEM (reduce = "cluster")."""
+    return isinstance(spec.scheduler, SplitKScheduler) and spec.scheduler.reduce == "cluster"
+
+
+def is_split_k_separate(spec: Spec) -> bool:
+    """Split-K reduced by a second kernel from a global workspace (reduce = "separate"): one
+    1-CTA GEMM CTA per (tile, K share), then the reduce kernel shared with sm_90a."""
+    return isinstance(spec.scheduler, SplitKScheduler) and spec.scheduler.reduce == "separate"
 
 
 def splits(spec: Spec) -> int:
@@ -711,25 +719,54 @@ def streamk_violations(spec: Spec) -> list[Violation]:
 
 
 def splitk_reduce_violations(spec: Spec) -> list[Violation]:
-    """sm_100a reduces split-K partials over the cluster (DSMEM) only: the separate reduce kernel
-    and its workspace capacity are sm_90a knobs so far."""
-    if not isinstance(spec.scheduler, SplitKScheduler):
+    """reduce = "separate" on sm_100a: the workspace and reduce-kernel limits of sm_90a, plus what
+    its GEMM kernel implements: one CTA per (tile, K share) with 1-CTA MMAs (cta_group 1, no
+    cluster), the direct epilogue's TMEM -> registers copy, and M=128 tiles (a thread's row)."""
+    if not is_split_k_separate(spec):
+        if is_split_k(spec) and spec.scheduler.max_tiles is not None:
+            return [
+                Violation(
+                    "scheduler",
+                    f"split_k max_tiles={spec.scheduler.max_tiles} sizes the workspace of "
+                    'reduce = "separate"; the cluster reduction has none: remove max_tiles',
+                )
+            ]
         return []
-    out: list[Violation] = []
-    if spec.scheduler.reduce != "cluster":
+    out = rules_sm90.splitk_separate_violations(spec)
+    if spec.cta_group != 1 or spec.cluster.size > 1:
         out.append(
             Violation(
-                "scheduler",
-                f'split_k reduce="{spec.scheduler.reduce}" is not implemented for sm_100a yet; '
-                'legal: reduce = "cluster" (rank 0 adds the peers\' partials through DSMEM)',
+                "cluster",
+                f"cta_group={spec.cta_group}, cluster {spec.cluster.m}x{spec.cluster.n} with "
+                'split_k reduce = "separate" is not implemented for sm_100a (one CTA per tile '
+                "and K share, 1-CTA MMAs); legal: cta_group = 1, cluster [1, 1]",
             )
         )
-    elif spec.scheduler.max_tiles is not None:
+    if not isinstance(spec.epilogue, DirectEpilogue):
         out.append(
             Violation(
-                "scheduler",
-                f"split_k max_tiles={spec.scheduler.max_tiles} sizes the workspace of "
-                'reduce = "separate"; the cluster reduction has none: remove max_tiles',
+                "epilogue",
+                f'epilogue {spec.epilogue.style!r} with split_k reduce = "separate" is not '
+                "implemented for sm_100a (the GEMM kernel stores f32 partials, the reduce kernel "
+                "stores C); legal: direct",
+            )
+        )
+    if spec.swap_ab:
+        out.append(
+            Violation(
+                "swap_ab",
+                'swap_ab with split_k reduce = "separate" is not implemented for sm_100a yet (the '
+                "slot of C^T is column-major: a thread's accumulator row would be strided); "
+                "legal: false",
+            )
+        )
+    if spec.tile.m != 128:
+        out.append(
+            Violation(
+                "tile",
+                f'tile M={spec.tile.m} with split_k reduce = "separate" is not implemented for '
+                "sm_100a yet (each epilogue thread stores one whole accumulator row to the "
+                "workspace slot); legal: tile M=128",
             )
         )
     return out
