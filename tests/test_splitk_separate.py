@@ -149,14 +149,9 @@ def test_separate_needs_no_cluster_and_the_direct_epilogue() -> None:
     )
 
 
-def test_sm100_rejects_the_separate_reduce() -> None:
+def test_sm100_cluster_reduce_takes_no_max_tiles() -> None:
+    # sm_100a implements reduce = "separate" too (tests/test_sm100_splitk_separate.py)
     base = {"tile": [128, 128, 64]}
-    s = rules.resolve(
-        Spec.model_validate(base | {"scheduler": {"kind": "split_k", "reduce": "separate"}})
-    )
-    ((field, message),) = violations(s)
-    assert field == "scheduler"
-    assert message.startswith('split_k reduce="separate" is not implemented for sm_100a yet')
     s = rules.resolve(
         Spec.model_validate(base | {"scheduler": {"kind": "split_k", "max_tiles": 8}})
     )
