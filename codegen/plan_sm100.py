@@ -595,6 +595,11 @@ def title(spec: Spec) -> str:
             how = f"split-K over {rules_sm100.splits(spec)}-CTA clusters, persistent"
         if rules_sm100.is_stream_k(spec):
             how = "stream-K, persistent"
+        if rules_sm100.is_split_k_separate(spec):
+            how = (
+                f"split-K over {rules_sm100.splits(spec)} CTAs per tile and a separate reduce "
+                "kernel, one tile per CTA"
+            )
         parts.append(f"{how} with {slots} TMEM accumulator slot{'s' if slots > 1 else ''}")
     if spec.swap_ab:
         parts.append("swap AB (C^T = B @ A^T)")

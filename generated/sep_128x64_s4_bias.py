@@ -2,7 +2,7 @@
 # spec: specs/sm100/splitk_separate.toml [sep_128x64_s4_bias]
 # template: sm100/gemm.py.j2
 # spec hash: 8faa8bc14205
-"""Blackwell (sm_100a) bf16 GEMM, 128x64x64 tile, 9-stage ring, persistent with 1 TMEM accumulator slot, warp-specialized.
+"""Blackwell (sm_100a) bf16 GEMM, 128x64x64 tile, 9-stage ring, split-K over 4 CTAs per tile and a separate reduce kernel, one tile per CTA with 1 TMEM accumulator slot, warp-specialized.
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out; D = A @ B^T + bias[column])
 
