@@ -190,3 +190,13 @@ def check(spec: Spec) -> list[Violation]:
                 )
             )
     return out
+
+
+def splitk_cluster_violation(spec: Spec, splits: int) -> Violation:
+    """The cluster rule both arches share: split-K over a cluster takes the cluster itself."""
+    return Violation(
+        "cluster",
+        f"cluster {spec.cluster.m}x{spec.cluster.n} with scheduler split_k: split-K uses the "
+        f"cluster itself ({splits} CTAs along x, one per K share) and has no TMA multicast; "
+        "legal: [1, 1]",
+    )

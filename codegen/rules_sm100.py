@@ -19,6 +19,7 @@ from codegen.rules import (
     auto_swizzle,
     is_power_of_two,
     k_row_bytes,
+    splitk_cluster_violation,
     stage_bytes,
 )
 from codegen.spec import (
@@ -653,14 +654,7 @@ def splitk_violations(spec: Spec) -> list[Violation]:
             )
         )
     elif spec.cluster.size > 1:
-        out.append(
-            Violation(
-                "cluster",
-                f"cluster {spec.cluster.m}x{spec.cluster.n} with scheduler split_k: split-K uses "
-                f"the cluster itself ({n} CTAs along x, one per K share) and has no TMA "
-                "multicast; legal: [1, 1]",
-            )
-        )
+        out.append(splitk_cluster_violation(spec, n))
     if not isinstance(spec.epilogue, DirectEpilogue):
         out.append(
             Violation(

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from codegen.rules import DTYPE_BYTES, MBARRIER_BYTES, Violation, is_power_of_two, k_row_bytes
+from codegen.rules import (
+    DTYPE_BYTES,
+    MBARRIER_BYTES,
+    Violation,
+    is_power_of_two,
+    k_row_bytes,
+    splitk_cluster_violation,
+)
 from codegen.spec import (
     DirectEpilogue,
     PersistentScheduler,
@@ -329,14 +336,7 @@ def splitk_violations(spec: Spec) -> list[Violation]:
             )
         )
     elif spec.cluster.size > 1:
-        out.append(
-            Violation(
-                "cluster",
-                f"cluster {spec.cluster.m}x{spec.cluster.n} with scheduler split_k: split-K uses "
-                f"the cluster itself ({n} CTAs along x, one per K share) and has no TMA "
-                "multicast; legal: [1, 1]",
-            )
-        )
+        out.append(splitk_cluster_violation(spec, n))
     if not isinstance(spec.epilogue, DirectEpilogue) and is_split_k_separate(spec):
         out.append(
             Violation(
