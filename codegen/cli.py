@@ -55,9 +55,14 @@ def render_cmd(
         bool,
         typer.Option("--check", help="Write nothing; exit 1 if any file is stale or orphaned."),
     ] = False,
+    tuning: Annotated[
+        Path,
+        typer.Option("--tuning", help="Tuning tables (codegen tune) the dispatcher is made from."),
+    ] = Path("specs/tuning"),
 ) -> None:
-    """Render every spec to a kernel file in OUT, writing only files that changed."""
-    from codegen import render
+    """Render every spec to a kernel file in OUT/cutegemm/<arch>/, with the package around them
+    (registry, dispatcher, runtime, pyproject.toml), writing only files that changed."""
+    from codegen import package, render
 
     specs = load_specs(paths)
     with _progress("rendering") as progress:
@@ -74,7 +79,10 @@ def render_cmd(
     sources = {s.path for s in specs} | {
         loader.display_path(f) for f in loader.spec_files(paths or [Path("specs")])
     }
-    outcome = render.sync(rendered, out, check=check, sources=sources)
+    try:
+        outcome = render.sync(rendered, out, check=check, sources=sources, tuning=tuning)
+    except (render.RenderError, package.TuningError) as e:
+        fail([str(e)])
     if check:
         problems = [f"{out / f}: stale (differs from what the specs render)" for f in outcome.stale]
         problems += [f"{out / f}: orphan (no spec renders it)" for f in outcome.orphans]
@@ -82,10 +90,12 @@ def render_cmd(
             fail(problems + ["run `codegen render specs/` to regenerate."])
         console.print(f"{len(rendered)} kernels up to date in {out}/")
         return
+    kernels = {r.relpath for r in rendered}
     console.print(
-        f"{len(rendered)} kernels: {len([w for w in outcome.written if w.endswith('.py')])} "
-        f"written, {len([u for u in outcome.unchanged if u.endswith('.py')])} unchanged, "
-        f"{len(outcome.orphans)} orphan(s) removed, in {out}/"
+        f"{len(rendered)} kernels: {len(kernels & set(outcome.written))} "
+        f"written, {len(kernels & set(outcome.unchanged))} unchanged, "
+        f"{len(outcome.orphans)} orphan(s) removed; package files "
+        f"{len(set(outcome.written) - kernels)} written; in {out}/"
     )
 
 
@@ -130,9 +140,9 @@ def _progress(verb: str) -> Progress:
 def _generated_files(folder: Path, only: str | None) -> list[Path]:
     if not folder.is_dir():
         fail([f"{folder}: no such folder; run `codegen render specs/` first."])
-    files = sorted(
-        p for p in folder.glob("*.py") if p.read_text(encoding="utf-8").startswith("# @generated")
-    )
+    from codegen.package import kernel_files
+
+    files = kernel_files(folder)
     if only:
         files = [p for p in files if fnmatch.fnmatch(p.stem, only)]
     if not files:

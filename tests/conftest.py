@@ -14,6 +14,21 @@ ROOT = TESTS.parent
 SPECS = ROOT / "specs"
 GENERATED = ROOT / "generated"
 TEMPLATES = ROOT / "templates"
+PACKAGE = GENERATED / "cutegemm"
+
+
+def kernel_glob(pattern: str = "*.py") -> list[Path]:
+    """Generated kernel files (both arch folders of the package) whose name matches `pattern`."""
+    return sorted(
+        (p for p in PACKAGE.glob(f"sm*/{pattern}") if p.name != "__init__.py"),
+        key=lambda p: p.name,
+    )
+
+
+def kernel_file(name: str) -> Path:
+    """The generated kernel file of variant `name`, in whichever arch folder holds it."""
+    found = kernel_glob(f"{name}.py")
+    return found[0] if found else PACKAGE / "sm90" / f"{name}.py"
 
 
 def pytest_configure(config: pytest.Config) -> None:

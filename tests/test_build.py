@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import GENERATED
+from conftest import kernel_glob
 
 from codegen import build as b
 from codegen.build import BuildResult
@@ -22,7 +22,7 @@ from codegen.plan import plan
 pytestmark = pytest.mark.build
 
 FILES = sorted(
-    p for p in GENERATED.glob("*.py") if p.read_text(encoding="utf-8").startswith("# @generated")
+    p for p in kernel_glob("*.py") if p.read_text(encoding="utf-8").startswith("# @generated")
 )
 
 # Seed section 4, compile_check output: tcgen05.mma, tma.load (cp.async.bulk.tensor),

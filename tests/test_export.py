@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import kernel_file
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ["seed_s4_k64_sw128", "ladder_1_kloop", "h_bias_128x128_wg1_direct_row_a2"]
@@ -42,7 +43,7 @@ def _why_not() -> str | None:
         export.runtime_shared_library()
     except export.ExportError as e:
         return f"export impossible here: {e}"
-    missing = [k for k in KERNELS if not (ROOT / "generated" / f"{k}.py").exists()]
+    missing = [k for k in KERNELS if not kernel_file(k).exists()]
     if missing:
         return f"generated kernels missing: {missing}"
     return None
@@ -56,7 +57,7 @@ def exported(tmp_path_factory) -> Path:
     from codegen.export import export_variants
 
     out = tmp_path_factory.mktemp("aot")
-    dirs = export_variants([ROOT / "generated" / f"{k}.py" for k in KERNELS], out)
+    dirs = export_variants([kernel_file(k) for k in KERNELS], out)
     assert dirs == [out / k for k in KERNELS]
     return out
 

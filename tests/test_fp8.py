@@ -4,7 +4,7 @@ on CPU tensors. Not yet run on a GPU."""
 from __future__ import annotations
 
 import pytest
-from conftest import GENERATED
+from conftest import kernel_glob
 
 from codegen import rules, rules_sm90
 from codegen.plan import plan
@@ -12,7 +12,7 @@ from codegen.plan_sm90 import expected_counts_sm90
 from codegen.spec import Spec
 
 # the sm_90a e4m3 kernels: plain stores, no bias argument (a fused kernel takes a fifth tensor)
-FP8_FILES = sorted(GENERATED.glob("h_e4m3*.py"))
+FP8_FILES = kernel_glob("h_e4m3*.py")
 
 
 def fp8(tile: tuple[int, int, int] = (128, 256, 128), **knobs: object) -> Spec:

@@ -7,13 +7,13 @@ import ast
 from pathlib import Path
 
 import pytest
-from conftest import GENERATED
+from conftest import kernel_glob
 
 from codegen import rules, rules_sm90
 from codegen.plan import plan
 from codegen.spec import Spec
 
-PINGPONG = sorted(GENERATED.glob("*_pp_*.py"))
+PINGPONG = kernel_glob("*_pp_*.py")
 
 
 def pp(tile: tuple[int, int, int] = (64, 256, 64), **knobs: object) -> Spec:
@@ -83,7 +83,7 @@ def test_cooperative_spec_dump_unchanged() -> None:
 
 def test_only_pingpong_files_have_the_turnstile() -> None:
     assert len(PINGPONG) >= 4
-    for path in sorted(GENERATED.glob("*.py")):
+    for path in kernel_glob("*.py"):
         text = path.read_text(encoding="utf-8")
         is_pp = path in PINGPONG
         assert ("PP_TURN_BARRIER" in text) == is_pp, path.name

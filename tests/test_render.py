@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import GENERATED, ROOT, TEMPLATES, cli_env, run_cli
+from conftest import GENERATED, ROOT, TEMPLATES, cli_env, kernel_glob, run_cli
 
 from codegen import loader, render
 from codegen.spec import Spec
@@ -240,7 +240,7 @@ def test_generated_folder_is_up_to_date(renders: dict) -> None:
     assert re.fullmatch(r"\d+ kernels up to date in generated/\n", proc.stdout), proc.stdout
 
 
-GENERATED_FILES = sorted(GENERATED.glob("*.py"))
+GENERATED_FILES = kernel_glob("*.py")
 
 
 def test_generated_folder_has_kernels_and_a_manifest() -> None:

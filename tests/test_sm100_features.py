@@ -11,7 +11,7 @@ marked ``build`` (about 10 s on two cores).
 from __future__ import annotations
 
 import pytest
-from conftest import GENERATED, SPECS
+from conftest import SPECS, kernel_file
 
 from codegen import build, loader, plan, rules, rules_sm100
 from codegen.build import BuildResult
@@ -271,7 +271,7 @@ def test_expected_counts_match_the_prototypes(name: str, ladder: dict[str, Spec]
 
 
 def test_generated_files_hold_only_what_their_variant_needs() -> None:
-    text = {n: (GENERATED / f"{n}.py").read_text(encoding="utf-8") for n in LADDER}
+    text = {n: (kernel_file(n)).read_text(encoding="utf-8") for n in LADDER}
     assert "st.global" not in text["ladder_5_tma_epilogue"]
     for n in ("ladder_5_tma_epilogue", "ladder_6_multicast_2x2"):
         assert "is_leader" not in text[n] and "CtaGroup.TWO" not in text[n]
@@ -290,7 +290,7 @@ def test_generated_files_hold_only_what_their_variant_needs() -> None:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, BuildResult]:
-    files = [GENERATED / f"{n}.py" for n in LADDER]
+    files = [kernel_file(n) for n in LADDER]
     assert all(f.exists() for f in files), "run `codegen render specs/` first"
     results = build.build(files, tmp_path_factory.mktemp("build"), jobs=2)
     return {r.name: r for r in results}

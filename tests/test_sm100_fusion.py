@@ -15,7 +15,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from conftest import GENERATED, SPECS
+from conftest import SPECS, kernel_file, kernel_glob
 
 from codegen import build, loader, plan, rules, rules_sm100
 from codegen.build import BuildResult
@@ -203,11 +203,11 @@ def test_unfused_kernels_expect_no_fusion_instructions() -> None:
 
 
 def _text(name: str) -> str:
-    return (GENERATED / f"{name}.py").read_text(encoding="utf-8")
+    return (kernel_file(name)).read_text(encoding="utf-8")
 
 
 def test_only_bias_kernels_take_a_bias_argument() -> None:
-    for path in sorted(GENERATED.glob("*.py")):
+    for path in kernel_glob("*.py"):
         text = path.read_text(encoding="utf-8")
         has_bias = '"bias": "row"' in text or '"bias": "col"' in text
         if has_bias:
@@ -256,7 +256,7 @@ def test_generated_files_hold_only_their_fusions() -> None:
 def test_bias_kernel_entry_points_check_the_bias() -> None:
     pytest.importorskip("cutlass")
     torch = pytest.importorskip("torch")
-    module = build.load_module(GENERATED / "bw_fused_tma_bias_col.py")
+    module = build.load_module(kernel_file("bw_fused_tma_bias_col"))
     a = torch.zeros(64, 128, dtype=torch.float16)
     b = torch.zeros(256, 128, dtype=torch.float16)
     c = torch.zeros(64, 256, dtype=torch.float16)
@@ -275,7 +275,7 @@ def test_bias_kernel_entry_points_check_the_bias() -> None:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, BuildResult], Path]:
-    files = [GENERATED / f"{n}.py" for n in sorted(PINNED)]
+    files = [kernel_file(n) for n in sorted(PINNED)]
     assert all(f.exists() for f in files), "run `codegen render specs/` first"
     out = tmp_path_factory.mktemp("build")
     return {r.name: r for r in build.build(files, out, jobs=2)}, out

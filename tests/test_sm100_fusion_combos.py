@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import GENERATED, SPECS
+from conftest import SPECS, kernel_file
 
 from codegen import build, loader, plan, plan_sm100, rules, rules_sm100
 from codegen.build import BuildResult
@@ -226,7 +226,7 @@ def test_expected_counts_are_the_pinned_ones(name: str, combo_specs: dict[str, S
 
 
 def _text(name: str) -> str:
-    return (GENERATED / f"{name}.py").read_text(encoding="utf-8")
+    return (kernel_file(name)).read_text(encoding="utf-8")
 
 
 def _rank0(name: str) -> str:
@@ -284,7 +284,7 @@ def test_swap_ab_views_the_bias_along_the_kernel_axis() -> None:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, BuildResult], Path]:
-    files = [GENERATED / f"{n}.py" for n in sorted(PINNED)]
+    files = [kernel_file(n) for n in sorted(PINNED)]
     assert all(f.exists() for f in files), "run `codegen render specs/` first"
     out = tmp_path_factory.mktemp("build")
     return {r.name: r for r in build.build(files, out, jobs=2)}, out

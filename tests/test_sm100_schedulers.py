@@ -14,7 +14,7 @@ import itertools
 from pathlib import Path
 
 import pytest
-from conftest import GENERATED, SPECS
+from conftest import SPECS, kernel_file
 
 from codegen import build, loader, plan, rules, rules_sm100
 from codegen.build import BuildResult
@@ -366,7 +366,7 @@ def _run_tile_lines(stmts: list[ast.stmt], names: dict[str, int], out: tuple[str
 def test_generated_tile_order_is_the_reference(
     name: str, counts_names: tuple[str, str], out: tuple[str, str]
 ) -> None:
-    path = GENERATED / f"{name}.py"
+    path = kernel_file(name)
     stmts = _producer_tile_lines(path)
     sched = build.read_spec(path).scheduler
     idx = "t" if name.startswith("sched") else "ct"
@@ -381,7 +381,7 @@ def test_generated_tile_order_is_the_reference(
 
 
 def test_a_cluster_cta_computes_its_own_tile_of_the_cluster_tile() -> None:
-    stmts = _producer_tile_lines(GENERATED / "sched_persistent_mcast_2x2.py")
+    stmts = _producer_tile_lines(kernel_file("sched_persistent_mcast_2x2"))
     for cm, cn in itertools.product(range(2), range(2)):
         names = {"t": 4, "clusters_m": 3, "clusters_n": 2, "cm": cm, "cn": cn, "CLUSTER": (2, 2, 1)}
         ctm, ctn = plan.tile_order(4, (3, 2))
@@ -392,7 +392,7 @@ def test_a_cluster_cta_computes_its_own_tile_of_the_cluster_tile() -> None:
 
 
 def test_generated_files_hold_only_what_their_variant_needs() -> None:
-    text = {n: (GENERATED / f"{n}.py").read_text(encoding="utf-8") for n in SHIPPED}
+    text = {n: (kernel_file(n)).read_text(encoding="utf-8") for n in SHIPPED}
     assert (
         "GROUP = 8" in text["sched_persistent_g8"]
         and "mcast_mask" not in text["sched_persistent_g8"]
@@ -422,7 +422,7 @@ def test_generated_files_hold_only_what_their_variant_needs() -> None:
         assert "mcast_mask" not in sk and "producer_tail" not in sk
     for name in STATIC + ["sched_dynamic"]:
         assert "SPLITS" not in text[name] and "nvvm" not in text[name]
-    ladder6 = (GENERATED / "ladder_6_multicast_2x2.py").read_text(encoding="utf-8")
+    ladder6 = (kernel_file("ladder_6_multicast_2x2")).read_text(encoding="utf-8")
     assert "worker" not in ladder6 and "acc_empty" not in ladder6
 
 
@@ -431,7 +431,7 @@ def test_generated_files_hold_only_what_their_variant_needs() -> None:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, BuildResult]:
-    files = [GENERATED / f"{n}.py" for n in SHIPPED]
+    files = [kernel_file(n) for n in SHIPPED]
     assert all(f.exists() for f in files), "run `codegen render specs/` first"
     results = build.build(files, tmp_path_factory.mktemp("build"), jobs=2)
     return {r.name: r for r in results}

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import GENERATED, SPECS
+from conftest import SPECS, kernel_file
 
 from codegen import build, loader, plan, plan_sm100, rules, rules_sm100
 from codegen.build import BuildResult
@@ -255,7 +255,7 @@ def test_the_shipped_variants_are_legal_and_listed(shipped: dict[str, Spec]) -> 
 
 def test_generated_files_hold_only_what_their_variant_needs(shipped: dict[str, Spec]) -> None:
     for name, spec in shipped.items():
-        text = (GENERATED / f"{name}.py").read_text(encoding="utf-8")
+        text = (kernel_file(name)).read_text(encoding="utf-8")
         fp8 = spec.dtype == "e4m3"
         assert ("MmaF8F6F4Op" in text, "MmaF16BF16Op" in text) == (fp8, not fp8), name
         assert ("a, b = b, a" in text) == spec.swap_ab, name
@@ -271,7 +271,7 @@ def test_generated_files_hold_only_what_their_variant_needs(shipped: dict[str, S
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, BuildResult], Path]:
-    files = [GENERATED / f"{n}.py" for n in EXPECTED]
+    files = [kernel_file(n) for n in EXPECTED]
     assert all(f.exists() for f in files), "run `codegen render specs/` first"
     out = tmp_path_factory.mktemp("build")
     return {r.name: r for r in build.build(files, out, jobs=2)}, out

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import GENERATED, SPECS
+from conftest import SPECS, kernel_file
 
 from codegen import build, loader, plan_sm100, rules, rules_sm100
 from codegen.spec import Spec
@@ -94,7 +94,7 @@ def test_expected_counts(shipped: Spec) -> None:
 
 
 def test_the_generated_file() -> None:
-    text = (GENERATED / f"{SHIPPED}.py").read_text()
+    text = (kernel_file(SHIPPED)).read_text()
     assert "def reduce_kernel(" in text and "reduce_kernel(workspace, c, bias).launch(" in text
     assert "grid=(clusters * SPLITS, 1, 1)" in text
     assert "MAX_TILES = 1024" in text and "SPLITS = 4" in text
@@ -107,7 +107,7 @@ def test_the_generated_file() -> None:
 
 @pytest.mark.build
 def test_the_shipped_variant_compiles_with_its_counts(tmp_path: Path) -> None:
-    (r,) = build.build([GENERATED / f"{SHIPPED}.py"], tmp_path / "build", jobs=1)
+    (r,) = build.build([kernel_file(SHIPPED)], tmp_path / "build", jobs=1)
     assert r.passed, r.error or r.mismatches
     assert r.spill_bytes == 0
     c = r.counts

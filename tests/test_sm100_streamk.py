@@ -12,7 +12,7 @@ import itertools
 from pathlib import Path
 
 import pytest
-from conftest import GENERATED, SPECS
+from conftest import SPECS, kernel_file
 
 from codegen import build, loader, plan, rules, rules_sm100
 from codegen.build import BuildResult
@@ -125,13 +125,13 @@ def test_workspace_is_a_slot_per_cta_then_flags() -> None:
 
 def test_workspace_reaches_the_file_and_the_entry_points(shipped: dict[str, Spec]) -> None:
     for name, spec in shipped.items():
-        text = (GENERATED / f"{name}.py").read_text(encoding="utf-8")
+        text = (kernel_file(name)).read_text(encoding="utf-8")
         elems = rules_sm100.streamk_workspace_elems(spec)
         assert f"\nWORKSPACE_ELEMS = {elems}  #" in text  # a module constant: export.py reads it
         assert "c: cute.Tensor, workspace: cute.Tensor, stream):" in text
         assert "    mWork: cute.Tensor,  # (WORKSPACE_ELEMS,) f32" in text
         # the kernel takes the workspace last, and the host passes it last
-        kernel = _kernel(GENERATED / f"{name}.py")
+        kernel = _kernel(kernel_file(name))
         assert kernel.args.args[-1].arg == "mWork"
         launch = next(
             n
@@ -199,7 +199,7 @@ def _first_assignments(fn: ast.FunctionDef, names: tuple[str, ...]) -> dict[str,
 def _unit_code(name: str) -> tuple[str, str, str]:
     """The kernel's per-CTA range lines, per-unit k-range lines and the finisher's last_cta line,
     with cutlass.max / min as Python's."""
-    fn = _kernel(GENERATED / f"{name}.py")
+    fn = _kernel(kernel_file(name))
     got = _first_assignments(fn, (*UNIT_NAMES, "k_begin", "k_end", "last_cta"))
     assert set(got) == {*UNIT_NAMES, "k_begin", "k_end", "last_cta"}, got
     fix = {"cutlass.max": "max", "cutlass.min": "min"}
@@ -261,7 +261,7 @@ def test_units_cover_every_iteration_and_the_first_k_tile_finishes(name: str) ->
 
 def test_the_epilogue_branches_on_the_first_k_tile(shipped: dict[str, Spec]) -> None:
     for name in SHIPPED:
-        fn = _kernel(GENERATED / f"{name}.py")
+        fn = _kernel(kernel_file(name))
         branch = next(
             n
             for n in ast.walk(fn)
@@ -291,7 +291,7 @@ def test_the_epilogue_branches_on_the_first_k_tile(shipped: dict[str, Spec]) -> 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, BuildResult]:
-    files = [GENERATED / f"{n}.py" for n in SHIPPED]
+    files = [kernel_file(n) for n in SHIPPED]
     assert all(f.exists() for f in files), "run `codegen render specs/` first"
     results = build.build(files, tmp_path_factory.mktemp("build"), jobs=1)
     return {r.name: r for r in results}

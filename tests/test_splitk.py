@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import GENERATED
+from conftest import kernel_file, kernel_glob
 from pydantic import ValidationError
 
 from codegen import build as b
@@ -215,12 +215,12 @@ def test_split_k_variants_are_shipped() -> None:
         s = specs[name].spec
         assert isinstance(s.scheduler, SplitKScheduler) and s.scheduler.splits == 2
         assert s.stages == stages and s.swap_ab and s.epilogue.style == "direct"
-        assert (GENERATED / f"{name}.py").is_file(), f"{name}.py: run `codegen render specs/`"
+        assert (kernel_file(name)).is_file(), f"{name}.py: run `codegen render specs/`"
 
 
 def test_only_split_k_files_carry_the_reduction() -> None:
     """Only what a variant needs: the split-K hooks print nothing into the other sm90 files."""
-    for path in sorted(GENERATED.glob("*.py")):
+    for path in kernel_glob("*.py"):
         text = path.read_text(encoding="utf-8")
         if "\n# template: sm90/" not in text:
             continue
@@ -236,7 +236,7 @@ def test_only_split_k_files_carry_the_reduction() -> None:
 
 @pytest.mark.build
 def test_split_k_build_counts_include_the_dsmem_reduction(tmp_path: Path) -> None:
-    files = [GENERATED / f"{name}.py" for name in sorted(SHIPPED)]
+    files = [kernel_file(name) for name in sorted(SHIPPED)]
     results = {r.name: r for r in b.build(files, tmp_path / "build", jobs=2)}
     for name, (_, loads) in SHIPPED.items():
         r = results[name]

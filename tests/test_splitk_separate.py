@@ -12,7 +12,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-from conftest import GENERATED
+from conftest import kernel_file
 
 from codegen import build as b
 from codegen import loader, rules, rules_sm90
@@ -260,12 +260,12 @@ def test_variants_are_shipped() -> None:
         assert isinstance(s.scheduler, SplitKScheduler)
         assert s.scheduler.reduce == "separate" and s.scheduler.splits == splits
         assert s.stages == stages and s.canonical_name().endswith(tail), s.canonical_name()
-        assert (GENERATED / f"{name}.py").is_file(), f"{name}.py: run `codegen render specs/`"
+        assert (kernel_file(name)).is_file(), f"{name}.py: run `codegen render specs/`"
 
 
 def test_generated_file_launches_both_kernels_in_order() -> None:
     for name in SHIPPED:
-        text = (GENERATED / f"{name}.py").read_text(encoding="utf-8")
+        text = (kernel_file(name)).read_text(encoding="utf-8")
         host = text[text.index("\ndef gemm(") :]
         assert host.index("gemm_kernel(") < host.index("reduce_kernel(")
         assert "grid=(clusters * SPLITS, 1, 1)" in host and "cluster=" not in host
@@ -277,7 +277,7 @@ def test_generated_file_launches_both_kernels_in_order() -> None:
 
 
 def _load(name: str):
-    path = GENERATED / f"{name}.py"
+    path = kernel_file(name)
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
@@ -330,7 +330,7 @@ def test_shim_checks_the_capacity() -> None:
 
 @pytest.mark.build
 def test_build_counts(tmp_path: Path) -> None:
-    files = [GENERATED / f"{name}.py" for name in sorted(SHIPPED)]
+    files = [kernel_file(name) for name in sorted(SHIPPED)]
     results = {r.name: r for r in b.build(files, tmp_path / "build", jobs=1)}
     for name, (_, _, _, loads, stores) in SHIPPED.items():
         r = results[name]
