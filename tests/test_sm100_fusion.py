@@ -211,14 +211,15 @@ def test_only_bias_kernels_take_a_bias_argument() -> None:
         text = path.read_text(encoding="utf-8")
         has_bias = '"bias": "row"' in text or '"bias": "col"' in text
         if has_bias:
-            assert "def launcher(a, b, c, bias):" in text, path.name
-            assert "def run(a, b, c=None, bias=None):" in text, path.name
+            assert re.search(r"def launcher\(\s*a: \S+, b: \S+, c: \S+, bias: \S+\s*\)", text), path.name
+            assert re.search(r"def run\(\s*a: \S+,\s*b: \S+,\s*c: [^=]+= None,\s*\*,\s*bias: ", text), path.name
             signature = (
                 r"def gemm\(\s*a: cute.Tensor,\s*b: cute.Tensor,\s*c: cute.Tensor,\s*bias: cute"
             )
             assert re.search(signature, text), path.name
         else:
-            assert "def launcher(a, b, c):" in text and "def run(a, b, c=None):" in text, path.name
+            assert re.search(r"def launcher\(\s*a: \S+, b: \S+, c: \S+\s*\)", text), path.name
+            assert re.search(r"def run\(\s*a: \S+, b: \S+, c: [^=]+= None\s*\)", text), path.name
             assert "bias" not in text.split("def compile_args")[1], path.name
 
 
@@ -260,12 +261,17 @@ def test_bias_kernel_entry_points_check_the_bias() -> None:
     a = torch.zeros(64, 128, dtype=torch.float16)
     b = torch.zeros(256, 128, dtype=torch.float16)
     c = torch.zeros(64, 256, dtype=torch.float16)
-    with pytest.raises(TypeError, match=r"adds a bias per column of C: pass bias=, a \(N,\)"):
+    with pytest.raises(TypeError, match=r"required keyword-only argument: 'bias'"):
         module.run(a, b, c)
+    with pytest.raises(TypeError, match=r"adds a bias per column of C: pass bias=, a \(N,\)"):
+        module.run(a, b, c, bias=None)
     with pytest.raises(ValueError, match=r"a 1-D torch.float16 tensor of length N=256"):
         module.launcher(a, b, c, torch.zeros(64, dtype=torch.float16))
     with pytest.raises(ValueError, match=r"got torch.float32 \(256,\)"):
         module.launcher(a, b, c, torch.zeros(256, dtype=torch.float32))
+    # CPU tensors never reach a launch (a launch on host memory loses the CUDA context)
+    with pytest.raises(ValueError, match=r"every tensor must be on one CUDA device, got cpu, cpu"):
+        module.launcher(a, b, c, torch.zeros(256, dtype=torch.float16))
     fake = module.compile_args()
     assert len(fake) == 5 and fake[3].element_type is module.OUT_DTYPE
 

@@ -261,12 +261,6 @@ def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, bias: cute.Tensor, stre
     )
 
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import torch
-
 __all__ = [
     "DSL_VERSION",
     "SPEC",
@@ -328,11 +322,6 @@ def launcher(
         raise TypeError(
             f"bw_fused_direct_bias_col takes torch tensors, got {', '.join(type(t).__name__ for t in tensors)}"
         )
-    if not all(t.is_cuda and t.device == a.device for t in tensors):
-        raise ValueError(
-            "bw_fused_direct_bias_col: every tensor must be on one CUDA device (nothing was launched), got "
-            + ", ".join(str(t.device) for t in tensors)
-        )
     if a.dtype != torch.float16 or b.dtype != torch.float16 or c.dtype != torch.float16:
         raise TypeError(
             f"bw_fused_direct_bias_col takes torch.float16 a and b and torch.float16 c, "
@@ -364,8 +353,16 @@ def launcher(
         )
     elif bias.stride(0) != 1 or bias.data_ptr() % 16:
         problems.append("bias must be contiguous with a 16-byte aligned base")
+    if not all(t.is_cuda and t.device == a.device for t in tensors):
+        problems.append(
+            "every tensor must be on one CUDA device, got "
+            + ", ".join(str(t.device) for t in tensors)
+        )
     if problems:
-        raise ValueError("bw_fused_direct_bias_col cannot run this call: " + "; ".join(problems))
+        raise ValueError(
+            "bw_fused_direct_bias_col cannot run this call (nothing was launched): "
+            + "; ".join(problems)
+        )
 
     args = [from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=1) for t in (a, b, c)]
     args.append(from_dlpack(bias, assumed_align=16).mark_layout_dynamic(leading_dim=0))

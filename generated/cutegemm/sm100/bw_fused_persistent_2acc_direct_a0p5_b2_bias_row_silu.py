@@ -333,12 +333,6 @@ def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, bias: cute.Tensor, stre
     )
 
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import torch
-
 __all__ = [
     "DSL_VERSION",
     "SPEC",
@@ -400,11 +394,6 @@ def launcher(
         raise TypeError(
             f"bw_fused_persistent_2acc_direct_a0p5_b2_bias_row_silu takes torch tensors, got {', '.join(type(t).__name__ for t in tensors)}"
         )
-    if not all(t.is_cuda and t.device == a.device for t in tensors):
-        raise ValueError(
-            "bw_fused_persistent_2acc_direct_a0p5_b2_bias_row_silu: every tensor must be on one CUDA device (nothing was launched), got "
-            + ", ".join(str(t.device) for t in tensors)
-        )
     if a.dtype != torch.float16 or b.dtype != torch.float16 or c.dtype != torch.float16:
         raise TypeError(
             f"bw_fused_persistent_2acc_direct_a0p5_b2_bias_row_silu takes torch.float16 a and b and torch.float16 c, "
@@ -436,9 +425,14 @@ def launcher(
         )
     elif bias.stride(0) != 1 or bias.data_ptr() % 16:
         problems.append("bias must be contiguous with a 16-byte aligned base")
+    if not all(t.is_cuda and t.device == a.device for t in tensors):
+        problems.append(
+            "every tensor must be on one CUDA device, got "
+            + ", ".join(str(t.device) for t in tensors)
+        )
     if problems:
         raise ValueError(
-            "bw_fused_persistent_2acc_direct_a0p5_b2_bias_row_silu cannot run this call: "
+            "bw_fused_persistent_2acc_direct_a0p5_b2_bias_row_silu cannot run this call (nothing was launched): "
             + "; ".join(problems)
         )
 

@@ -276,12 +276,6 @@ def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, bias: cute.Tensor, stre
     )
 
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import torch
-
 __all__ = [
     "DSL_VERSION",
     "SPEC",
@@ -343,11 +337,6 @@ def launcher(
         raise TypeError(
             f"fc_e4m3_swap_64x32_direct_f32_a2_b1_bias_row takes torch tensors, got {', '.join(type(t).__name__ for t in tensors)}"
         )
-    if not all(t.is_cuda and t.device == a.device for t in tensors):
-        raise ValueError(
-            "fc_e4m3_swap_64x32_direct_f32_a2_b1_bias_row: every tensor must be on one CUDA device (nothing was launched), got "
-            + ", ".join(str(t.device) for t in tensors)
-        )
     if a.dtype != torch.float8_e4m3fn or b.dtype != torch.float8_e4m3fn or c.dtype != torch.float32:
         raise TypeError(
             f"fc_e4m3_swap_64x32_direct_f32_a2_b1_bias_row takes torch.float8_e4m3fn a and b and torch.float32 c, "
@@ -379,9 +368,14 @@ def launcher(
         )
     elif bias.stride(0) != 1 or bias.data_ptr() % 16:
         problems.append("bias must be contiguous with a 16-byte aligned base")
+    if not all(t.is_cuda and t.device == a.device for t in tensors):
+        problems.append(
+            "every tensor must be on one CUDA device, got "
+            + ", ".join(str(t.device) for t in tensors)
+        )
     if problems:
         raise ValueError(
-            "fc_e4m3_swap_64x32_direct_f32_a2_b1_bias_row cannot run this call: "
+            "fc_e4m3_swap_64x32_direct_f32_a2_b1_bias_row cannot run this call (nothing was launched): "
             + "; ".join(problems)
         )
 

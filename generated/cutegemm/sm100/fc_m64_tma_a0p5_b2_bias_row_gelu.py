@@ -369,12 +369,6 @@ def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, bias: cute.Tensor, stre
     )
 
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import torch
-
 __all__ = [
     "DSL_VERSION",
     "SPEC",
@@ -436,11 +430,6 @@ def launcher(
         raise TypeError(
             f"fc_m64_tma_a0p5_b2_bias_row_gelu takes torch tensors, got {', '.join(type(t).__name__ for t in tensors)}"
         )
-    if not all(t.is_cuda and t.device == a.device for t in tensors):
-        raise ValueError(
-            "fc_m64_tma_a0p5_b2_bias_row_gelu: every tensor must be on one CUDA device (nothing was launched), got "
-            + ", ".join(str(t.device) for t in tensors)
-        )
     if a.dtype != torch.float16 or b.dtype != torch.float16 or c.dtype != torch.float16:
         raise TypeError(
             f"fc_m64_tma_a0p5_b2_bias_row_gelu takes torch.float16 a and b and torch.float16 c, "
@@ -472,9 +461,15 @@ def launcher(
         )
     elif bias.stride(0) != 1 or bias.data_ptr() % 16:
         problems.append("bias must be contiguous with a 16-byte aligned base")
+    if not all(t.is_cuda and t.device == a.device for t in tensors):
+        problems.append(
+            "every tensor must be on one CUDA device, got "
+            + ", ".join(str(t.device) for t in tensors)
+        )
     if problems:
         raise ValueError(
-            "fc_m64_tma_a0p5_b2_bias_row_gelu cannot run this call: " + "; ".join(problems)
+            "fc_m64_tma_a0p5_b2_bias_row_gelu cannot run this call (nothing was launched): "
+            + "; ".join(problems)
         )
 
     args = [from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=1) for t in (a, b, c)]

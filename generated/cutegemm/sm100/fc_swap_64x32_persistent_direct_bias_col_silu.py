@@ -330,12 +330,6 @@ def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, bias: cute.Tensor, stre
     )
 
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import torch
-
 __all__ = [
     "DSL_VERSION",
     "SPEC",
@@ -397,11 +391,6 @@ def launcher(
         raise TypeError(
             f"fc_swap_64x32_persistent_direct_bias_col_silu takes torch tensors, got {', '.join(type(t).__name__ for t in tensors)}"
         )
-    if not all(t.is_cuda and t.device == a.device for t in tensors):
-        raise ValueError(
-            "fc_swap_64x32_persistent_direct_bias_col_silu: every tensor must be on one CUDA device (nothing was launched), got "
-            + ", ".join(str(t.device) for t in tensors)
-        )
     if a.dtype != torch.bfloat16 or b.dtype != torch.bfloat16 or c.dtype != torch.bfloat16:
         raise TypeError(
             f"fc_swap_64x32_persistent_direct_bias_col_silu takes torch.bfloat16 a and b and torch.bfloat16 c, "
@@ -433,9 +422,14 @@ def launcher(
         )
     elif bias.stride(0) != 1 or bias.data_ptr() % 16:
         problems.append("bias must be contiguous with a 16-byte aligned base")
+    if not all(t.is_cuda and t.device == a.device for t in tensors):
+        problems.append(
+            "every tensor must be on one CUDA device, got "
+            + ", ".join(str(t.device) for t in tensors)
+        )
     if problems:
         raise ValueError(
-            "fc_swap_64x32_persistent_direct_bias_col_silu cannot run this call: "
+            "fc_swap_64x32_persistent_direct_bias_col_silu cannot run this call (nothing was launched): "
             + "; ".join(problems)
         )
 

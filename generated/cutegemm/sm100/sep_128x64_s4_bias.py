@@ -404,12 +404,6 @@ def gemm(
     )
 
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import torch
-
 __all__ = [
     "DSL_VERSION",
     "SPEC",
@@ -474,11 +468,6 @@ def launcher(
         raise TypeError(
             f"sep_128x64_s4_bias takes torch tensors, got {', '.join(type(t).__name__ for t in tensors)}"
         )
-    if not all(t.is_cuda and t.device == a.device for t in tensors):
-        raise ValueError(
-            "sep_128x64_s4_bias: every tensor must be on one CUDA device (nothing was launched), got "
-            + ", ".join(str(t.device) for t in tensors)
-        )
     if a.dtype != torch.bfloat16 or b.dtype != torch.bfloat16 or c.dtype != torch.bfloat16:
         raise TypeError(
             f"sep_128x64_s4_bias takes torch.bfloat16 a and b and torch.bfloat16 c, "
@@ -516,8 +505,15 @@ def launcher(
             f"M={m}, N={n} make {tiles} output tiles of {C_TILE[0]}x{C_TILE[1]}; the split-K workspace "
             f"holds MAX_TILES={MAX_TILES} (the spec's scheduler.max_tiles)"
         )
+    if not all(t.is_cuda and t.device == a.device for t in tensors):
+        problems.append(
+            "every tensor must be on one CUDA device, got "
+            + ", ".join(str(t.device) for t in tensors)
+        )
     if problems:
-        raise ValueError("sep_128x64_s4_bias cannot run this call: " + "; ".join(problems))
+        raise ValueError(
+            "sep_128x64_s4_bias cannot run this call (nothing was launched): " + "; ".join(problems)
+        )
 
     args = [from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=1) for t in (a, b, c)]
     args.append(from_dlpack(bias, assumed_align=16).mark_layout_dynamic(leading_dim=0))

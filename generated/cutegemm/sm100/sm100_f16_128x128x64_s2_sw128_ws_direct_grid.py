@@ -247,12 +247,6 @@ def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
     )
 
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import torch
-
 __all__ = [
     "DSL_VERSION",
     "SPEC",
@@ -308,11 +302,6 @@ def launcher(a: "torch.Tensor", b: "torch.Tensor", c: "torch.Tensor") -> "Callab
         raise TypeError(
             f"sm100_f16_128x128x64_s2_sw128_ws_direct_grid takes torch tensors, got {', '.join(type(t).__name__ for t in tensors)}"
         )
-    if not all(t.is_cuda and t.device == a.device for t in tensors):
-        raise ValueError(
-            "sm100_f16_128x128x64_s2_sw128_ws_direct_grid: every tensor must be on one CUDA device (nothing was launched), got "
-            + ", ".join(str(t.device) for t in tensors)
-        )
     if a.dtype != torch.float16 or b.dtype != torch.float16 or c.dtype != torch.float16:
         raise TypeError(
             f"sm100_f16_128x128x64_s2_sw128_ws_direct_grid takes torch.float16 a and b and torch.float16 c, "
@@ -337,9 +326,14 @@ def launcher(a: "torch.Tensor", b: "torch.Tensor", c: "torch.Tensor") -> "Callab
     for t, label in ((a, "a"), (b, "b"), (c, "c")):
         if t.stride(1) != 1 or t.data_ptr() % 16 or (t.stride(0) * t.element_size()) % 16:
             problems.append(f"{label} must have last stride 1, 16-byte aligned rows and base")
+    if not all(t.is_cuda and t.device == a.device for t in tensors):
+        problems.append(
+            "every tensor must be on one CUDA device, got "
+            + ", ".join(str(t.device) for t in tensors)
+        )
     if problems:
         raise ValueError(
-            "sm100_f16_128x128x64_s2_sw128_ws_direct_grid cannot run this call: "
+            "sm100_f16_128x128x64_s2_sw128_ws_direct_grid cannot run this call (nothing was launched): "
             + "; ".join(problems)
         )
 

@@ -373,12 +373,6 @@ def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, bias: cute.Tensor, stre
     )
 
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import torch
-
 __all__ = [
     "DSL_VERSION",
     "SPEC",
@@ -440,11 +434,6 @@ def launcher(
         raise TypeError(
             f"h_bias_128x256_wg2_persistent_tma_col_gelu takes torch tensors, got {', '.join(type(t).__name__ for t in tensors)}"
         )
-    if not all(t.is_cuda and t.device == a.device for t in tensors):
-        raise ValueError(
-            "h_bias_128x256_wg2_persistent_tma_col_gelu: every tensor must be on one CUDA device (nothing was launched), got "
-            + ", ".join(str(t.device) for t in tensors)
-        )
     if a.dtype != torch.bfloat16 or b.dtype != torch.bfloat16 or c.dtype != torch.bfloat16:
         raise TypeError(
             f"h_bias_128x256_wg2_persistent_tma_col_gelu takes torch.bfloat16 a and b and torch.bfloat16 c, "
@@ -476,9 +465,14 @@ def launcher(
         )
     elif bias.stride(0) != 1 or bias.data_ptr() % 16:
         problems.append("bias must be contiguous with a 16-byte aligned base")
+    if not all(t.is_cuda and t.device == a.device for t in tensors):
+        problems.append(
+            "every tensor must be on one CUDA device, got "
+            + ", ".join(str(t.device) for t in tensors)
+        )
     if problems:
         raise ValueError(
-            "h_bias_128x256_wg2_persistent_tma_col_gelu cannot run this call: "
+            "h_bias_128x256_wg2_persistent_tma_col_gelu cannot run this call (nothing was launched): "
             + "; ".join(problems)
         )
 

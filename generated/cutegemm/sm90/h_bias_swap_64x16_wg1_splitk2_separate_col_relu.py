@@ -410,12 +410,6 @@ def gemm(
     )
 
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import torch
-
 __all__ = [
     "DSL_VERSION",
     "SPEC",
@@ -480,11 +474,6 @@ def launcher(
         raise TypeError(
             f"h_bias_swap_64x16_wg1_splitk2_separate_col_relu takes torch tensors, got {', '.join(type(t).__name__ for t in tensors)}"
         )
-    if not all(t.is_cuda and t.device == a.device for t in tensors):
-        raise ValueError(
-            "h_bias_swap_64x16_wg1_splitk2_separate_col_relu: every tensor must be on one CUDA device (nothing was launched), got "
-            + ", ".join(str(t.device) for t in tensors)
-        )
     if a.dtype != torch.bfloat16 or b.dtype != torch.bfloat16 or c.dtype != torch.bfloat16:
         raise TypeError(
             f"h_bias_swap_64x16_wg1_splitk2_separate_col_relu takes torch.bfloat16 a and b and torch.bfloat16 c, "
@@ -522,9 +511,14 @@ def launcher(
             f"M={m}, N={n} make {tiles} output tiles of {C_TILE[0]}x{C_TILE[1]}; the split-K workspace "
             f"holds MAX_TILES={MAX_TILES} (the spec's scheduler.max_tiles)"
         )
+    if not all(t.is_cuda and t.device == a.device for t in tensors):
+        problems.append(
+            "every tensor must be on one CUDA device, got "
+            + ", ".join(str(t.device) for t in tensors)
+        )
     if problems:
         raise ValueError(
-            "h_bias_swap_64x16_wg1_splitk2_separate_col_relu cannot run this call: "
+            "h_bias_swap_64x16_wg1_splitk2_separate_col_relu cannot run this call (nothing was launched): "
             + "; ".join(problems)
         )
 

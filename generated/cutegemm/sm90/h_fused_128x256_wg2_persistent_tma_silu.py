@@ -352,12 +352,6 @@ def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
     )
 
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import torch
-
 __all__ = [
     "DSL_VERSION",
     "SPEC",
@@ -413,11 +407,6 @@ def launcher(a: "torch.Tensor", b: "torch.Tensor", c: "torch.Tensor") -> "Callab
         raise TypeError(
             f"h_fused_128x256_wg2_persistent_tma_silu takes torch tensors, got {', '.join(type(t).__name__ for t in tensors)}"
         )
-    if not all(t.is_cuda and t.device == a.device for t in tensors):
-        raise ValueError(
-            "h_fused_128x256_wg2_persistent_tma_silu: every tensor must be on one CUDA device (nothing was launched), got "
-            + ", ".join(str(t.device) for t in tensors)
-        )
     if a.dtype != torch.bfloat16 or b.dtype != torch.bfloat16 or c.dtype != torch.bfloat16:
         raise TypeError(
             f"h_fused_128x256_wg2_persistent_tma_silu takes torch.bfloat16 a and b and torch.bfloat16 c, "
@@ -442,9 +431,15 @@ def launcher(a: "torch.Tensor", b: "torch.Tensor", c: "torch.Tensor") -> "Callab
     for t, label in ((a, "a"), (b, "b"), (c, "c")):
         if t.stride(1) != 1 or t.data_ptr() % 16 or (t.stride(0) * t.element_size()) % 16:
             problems.append(f"{label} must have last stride 1, 16-byte aligned rows and base")
+    if not all(t.is_cuda and t.device == a.device for t in tensors):
+        problems.append(
+            "every tensor must be on one CUDA device, got "
+            + ", ".join(str(t.device) for t in tensors)
+        )
     if problems:
         raise ValueError(
-            "h_fused_128x256_wg2_persistent_tma_silu cannot run this call: " + "; ".join(problems)
+            "h_fused_128x256_wg2_persistent_tma_silu cannot run this call (nothing was launched): "
+            + "; ".join(problems)
         )
 
     args = [from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=1) for t in (a, b, c)]

@@ -416,12 +416,6 @@ def gemm(
     )
 
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import torch
-
 __all__ = [
     "DSL_VERSION",
     "SPEC",
@@ -486,11 +480,6 @@ def launcher(
         raise TypeError(
             f"h_fused_128x64_wg1_splitk3_separate_bias_row_gelu takes torch tensors, got {', '.join(type(t).__name__ for t in tensors)}"
         )
-    if not all(t.is_cuda and t.device == a.device for t in tensors):
-        raise ValueError(
-            "h_fused_128x64_wg1_splitk3_separate_bias_row_gelu: every tensor must be on one CUDA device (nothing was launched), got "
-            + ", ".join(str(t.device) for t in tensors)
-        )
     if a.dtype != torch.bfloat16 or b.dtype != torch.bfloat16 or c.dtype != torch.float32:
         raise TypeError(
             f"h_fused_128x64_wg1_splitk3_separate_bias_row_gelu takes torch.bfloat16 a and b and torch.float32 c, "
@@ -528,9 +517,14 @@ def launcher(
             f"M={m}, N={n} make {tiles} output tiles of {C_TILE[0]}x{C_TILE[1]}; the split-K workspace "
             f"holds MAX_TILES={MAX_TILES} (the spec's scheduler.max_tiles)"
         )
+    if not all(t.is_cuda and t.device == a.device for t in tensors):
+        problems.append(
+            "every tensor must be on one CUDA device, got "
+            + ", ".join(str(t.device) for t in tensors)
+        )
     if problems:
         raise ValueError(
-            "h_fused_128x64_wg1_splitk3_separate_bias_row_gelu cannot run this call: "
+            "h_fused_128x64_wg1_splitk3_separate_bias_row_gelu cannot run this call (nothing was launched): "
             + "; ".join(problems)
         )
 

@@ -394,12 +394,6 @@ def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, workspace: cute.Tensor,
     )
 
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import torch
-
 __all__ = [
     "DSL_VERSION",
     "SPEC",
@@ -460,11 +454,6 @@ def launcher(a: "torch.Tensor", b: "torch.Tensor", c: "torch.Tensor") -> "Callab
         raise TypeError(
             f"h_swap_64x32_wg1_splitk4_separate takes torch tensors, got {', '.join(type(t).__name__ for t in tensors)}"
         )
-    if not all(t.is_cuda and t.device == a.device for t in tensors):
-        raise ValueError(
-            "h_swap_64x32_wg1_splitk4_separate: every tensor must be on one CUDA device (nothing was launched), got "
-            + ", ".join(str(t.device) for t in tensors)
-        )
     if a.dtype != torch.bfloat16 or b.dtype != torch.bfloat16 or c.dtype != torch.bfloat16:
         raise TypeError(
             f"h_swap_64x32_wg1_splitk4_separate takes torch.bfloat16 a and b and torch.bfloat16 c, "
@@ -495,9 +484,15 @@ def launcher(a: "torch.Tensor", b: "torch.Tensor", c: "torch.Tensor") -> "Callab
             f"M={m}, N={n} make {tiles} output tiles of {C_TILE[0]}x{C_TILE[1]}; the split-K workspace "
             f"holds MAX_TILES={MAX_TILES} (the spec's scheduler.max_tiles)"
         )
+    if not all(t.is_cuda and t.device == a.device for t in tensors):
+        problems.append(
+            "every tensor must be on one CUDA device, got "
+            + ", ".join(str(t.device) for t in tensors)
+        )
     if problems:
         raise ValueError(
-            "h_swap_64x32_wg1_splitk4_separate cannot run this call: " + "; ".join(problems)
+            "h_swap_64x32_wg1_splitk4_separate cannot run this call (nothing was launched): "
+            + "; ".join(problems)
         )
 
     args = [from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=1) for t in (a, b, c)]

@@ -28,7 +28,9 @@ Shapes: M must be a multiple of 128 and N of 128 (the direct epilogue stores who
 
 Entry points: `gemm(a, b, c, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)` (torch
 tensors: checks and converts once, compiles once per process, returns a function that launches on
-the stream current at the call); `run(a, b, c=None)` (C = A @ B^T, allocating C if needed).
+the stream current at the call); `run(a, b, c=None)` (C = A @ B^T, allocating C if needed);
+`compile_tvm_ffi()` (a function called on torch tensors directly, `f(a, b, c)`, with the lowest host
+cost; what the cutegemm package calls).
 """
 
 import cutlass
@@ -245,9 +247,23 @@ def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
     )
 
 
-def compile_args():
+__all__ = [
+    "DSL_VERSION",
+    "SPEC",
+    "SHAPE_MULTIPLES",
+    "gemm",
+    "compile_args",
+    "compile_tvm_ffi",
+    "launcher",
+    "run",
+]
+DSL_VERSION = "4.8.1"  # the nvidia-cutlass-dsl release this file was generated and compiled against
+
+
+def compile_args(tvm_ffi: bool = False) -> tuple:
     """Fake (a, b, c, stream) for cute.compile: M dynamic; N and K dynamic multiples of 8 with
-    16-byte aligned rows. `codegen build` cross-compiles exactly what `launcher` runs."""
+    16-byte aligned rows. `codegen build` cross-compiles exactly what `launcher` runs. With
+    tvm_ffi the stream is torch's current stream at each call, taken by the compiled function."""
     from cutlass.cute.runtime import make_fake_compact_tensor
     from cutlass.runtime import make_fake_stream
 
@@ -256,13 +272,22 @@ def compile_args():
     def fake(dtype, rows, cols):
         return make_fake_compact_tensor(dtype, (rows, cols), stride_order=(1, 0), assumed_align=16)
 
-    return fake(IO_DTYPE, m, k), fake(IO_DTYPE, n, k), fake(OUT_DTYPE, m, n), make_fake_stream()
+    stream = make_fake_stream(use_tvm_ffi_env_stream=True) if tvm_ffi else make_fake_stream()
+    return fake(IO_DTYPE, m, k), fake(IO_DTYPE, n, k), fake(OUT_DTYPE, m, n), stream
+
+
+def compile_tvm_ffi(gpu_arch: str | None = None):
+    """Compile `gemm` with the TVM-FFI calling convention: the result is called on torch tensors,
+    `f(a, b, c)`, on torch's current stream, with a few µs of host cost
+    (needs the apache-tvm-ffi package). gpu_arch (e.g. "sm_100a") cross-compiles."""
+    options = "--enable-tvm-ffi" + (f" --gpu-arch {gpu_arch}" if gpu_arch else "")
+    return cute.compile(gemm, *compile_args(tvm_ffi=True), options=options)
 
 
 _COMPILED: dict = {}
 
 
-def launcher(a, b, c):
+def launcher(a: "torch.Tensor", b: "torch.Tensor", c: "torch.Tensor") -> "Callable[[], None]":
     """Check and convert torch tensors once; return a function that launches C = A @ B^T.
 
     a (M, K), b (N, K), c (M, N): CUDA tensors, last stride 1, 16-byte aligned. The kernel is
@@ -272,6 +297,11 @@ def launcher(a, b, c):
     import torch
     from cutlass.cute.runtime import from_dlpack
 
+    tensors = (a, b, c)
+    if not all(isinstance(t, torch.Tensor) for t in tensors):
+        raise TypeError(
+            f"sm100_f16_128x128x32_s2_sw32_kloop_direct_grid takes torch tensors, got {', '.join(type(t).__name__ for t in tensors)}"
+        )
     if a.dtype != torch.float16 or b.dtype != torch.float16 or c.dtype != torch.float16:
         raise TypeError(
             f"sm100_f16_128x128x32_s2_sw32_kloop_direct_grid takes torch.float16 a and b and torch.float16 c, "
@@ -296,9 +326,14 @@ def launcher(a, b, c):
     for t, label in ((a, "a"), (b, "b"), (c, "c")):
         if t.stride(1) != 1 or t.data_ptr() % 16 or (t.stride(0) * t.element_size()) % 16:
             problems.append(f"{label} must have last stride 1, 16-byte aligned rows and base")
+    if not all(t.is_cuda and t.device == a.device for t in tensors):
+        problems.append(
+            "every tensor must be on one CUDA device, got "
+            + ", ".join(str(t.device) for t in tensors)
+        )
     if problems:
         raise ValueError(
-            "sm100_f16_128x128x32_s2_sw32_kloop_direct_grid cannot run this call: "
+            "sm100_f16_128x128x32_s2_sw32_kloop_direct_grid cannot run this call (nothing was launched): "
             + "; ".join(problems)
         )
 
@@ -310,7 +345,7 @@ def launcher(a, b, c):
     return lambda: compiled(*args, stream)
 
 
-def run(a, b, c=None):
+def run(a: "torch.Tensor", b: "torch.Tensor", c: "torch.Tensor | None" = None) -> "torch.Tensor":
     """C = A @ B^T on torch CUDA tensors: a (M, K), b (N, K); c (M, N) or None to allocate it."""
     import torch
 
