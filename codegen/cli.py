@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import json
 import math
 import os
 from pathlib import Path
@@ -280,14 +281,24 @@ def test_cmd(
         typer.Option("--aot", help="Run the AOT-exported kernels in this folder instead of JIT."),
     ] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write every case here.")] = None,
+    package: Annotated[
+        bool,
+        typer.Option(
+            "--package",
+            help="Test the cutegemm package as a user calls it: gemm() for every epilogue the "
+            "registry offers here, its errors, torch.compile, CUDA graphs, the warm-cache first call.",
+        ),
+    ] = False,
 ) -> None:
     """Run each variant on this GPU against a float32 torch reference (NaN-poisoned outputs)."""
     from codegen import gpu
 
+    if package:
+        _test_package(generated, shapes, seed, json_out)
+        return
     runnable, arch, here = _runnable_here(generated, only)
     if not runnable:
-        console.print(f"nothing to run here ({here}).")
-        return
+        fail([f"nothing to run here ({here}): `codegen test` needs a GPU and torch."])
     console.print(
         f"running {len(runnable)} {arch} variant(s) on {here}, "
         f"{'AOT from ' + str(aot) if aot else 'JIT'}"
@@ -323,6 +334,105 @@ def test_cmd(
         fail([f"FAILED: {name}" for name in failed_variants])
 
 
+def _test_package(generated: Path, shapes: int, seed: int, json_out: Path | None) -> None:
+    import random
+
+    from codegen import gpu, library
+
+    arch, here = gpu.gpu_arch()
+    if arch is None:
+        fail([f"nothing to run here ({here}): `codegen test --package` needs a GPU and torch."])
+    pkg = library.import_package(generated)
+    rng = random.Random(seed)
+    checks = []
+    classes = library._classes(pkg, arch)
+    console.print(f"cutegemm from {Path(pkg.__file__).parent}: {len(classes)} epilogue classes on {here}")
+    for cls in classes:
+        got = library.check_class(pkg, cls, max(1, shapes), rng)
+        for c in got:
+            console.print(c.line(), markup=False)
+        checks += got
+    for group in (library.check_errors, library.check_torch_compile, library.check_cuda_graph):
+        got = group(pkg)
+        for c in got:
+            console.print(c.line(), markup=False)
+        checks += got
+    runs = library.first_call(generated)
+    for r in runs:
+        console.print(f"first gemm() in a new process, {json.dumps(r)}", markup=False)
+    bad = [c for c in checks if not c.passed] + [r for r in runs if "error" in r]
+    if json_out:
+        gpu.results_json(json_out, {"gpu": here, "checks": checks, "first_call": runs})
+    console.print(f"{len(checks) - len([c for c in checks if not c.passed])}/{len(checks)} checks passed")
+    if bad:
+        fail([f"FAILED: {getattr(c, 'what', c)}" for c in bad])
+
+
+@app.command("tune")
+def tune_cmd(
+    shapes: Annotated[
+        list[Path] | None, typer.Option("--shapes", help="Shape lists (TOML); repeatable.")
+    ] = None,
+    only: Annotated[str | None, typer.Option("--only", help="Glob on kernel names.")] = None,
+    generated: Annotated[Path, typer.Option("--dir", help="Folder of generated kernels.")] = Path(
+        "generated"
+    ),
+    rounds: Annotated[int, typer.Option("--rounds", help="Timed samples per kernel.")] = 10,
+    reps: Annotated[int, typer.Option("--reps", help="Launches per timed sample.")] = 5,
+    out: Annotated[
+        Path | None,
+        typer.Option("-o", "--out", help="Tuning table (default specs/tuning/<gpu>.toml)."),
+    ] = None,
+    command_note: Annotated[
+        str, typer.Option("--command", help="The command line to record in the table.")
+    ] = "codegen tune",
+) -> None:
+    """On a GPU: time every plain kernel of its arch on shape lists, interleaved with torch, and
+    write the tuning table `codegen render` makes the dispatcher from."""
+    from codegen import build as b
+    from codegen import gpu, tune
+
+    shape_files = shapes or [Path("specs/shapes/llama3-70b.toml")]
+    missing = [str(p) for p in shape_files if not p.exists()]
+    if missing:
+        fail([f"{p}: no such shape list" for p in missing])
+    shape_list = [s for p in shape_files for s in gpu.load_shapes(p)]
+    runnable, arch, here = _runnable_here(generated, only)
+    if not runnable:
+        fail([f"nothing to tune here ({here}): `codegen tune` needs a GPU and torch."])
+    import torch
+
+    name = torch.cuda.get_device_name()
+    with _progress("tuning") as progress:
+        task = progress.add_task("", total=None)
+        picks = tune.tune(
+            runnable, lambda f: b.read_spec(f).model_dump(), shape_list, rounds, reps,
+            on_shape=lambda label: progress.update(task, description=label),
+        )
+    table = Table("dtype", "shape", "M", "N", "K", "winner", "µs", "torch µs", "ratio", "failed")
+    for p in picks:
+        if not p.times:
+            table.add_row(p.dtype, p.shape.name, *[""] * 7, str(len(p.failed)))
+            continue
+        w = p.ranked[0]
+        table.add_row(
+            f"{p.dtype}->{p.out_dtype}", p.shape.name, str(p.shape.m), str(p.shape.n),
+            str(p.shape.k), w, f"{p.times[w]:.1f}", f"{p.times['torch']:.1f}", f"{p.ratio:.2f}x",
+            str(len(p.failed)),
+        )
+    console.print(table)
+    for p in picks:
+        for k, why in p.failed.items():
+            console.print(f"not ranked on {p.shape.name}: {k}: {why}", markup=False)
+    slug = name.lower().removeprefix("nvidia ").replace(" ", "-")
+    path = out or Path("specs/tuning") / f"{slug}.toml"
+    versions = f"torch {torch.__version__}, CUDA {torch.version.cuda}"
+    from codegen.render import write_atomic
+
+    write_atomic(path, tune.table_text(picks, name, arch, command_note, versions))
+    console.print(f"tuning table: {path} ({len(picks)} entries); `codegen render` makes it the dispatcher")
+
+
 @app.command("bench")
 def bench_cmd(
     shapes: Annotated[Path, typer.Option("--shapes", help="Shape list (TOML).")] = Path(
@@ -340,13 +450,30 @@ def bench_cmd(
     plot_out: Annotated[Path, typer.Option("--plot", help="Speedup plot (PNG).")] = Path(
         "bench.png"
     ),
+    pick: Annotated[
+        str,
+        typer.Option(
+            "--pick",
+            help="dispatcher: time what cutegemm.gemm runs per shape (what a user gets), plus host "
+            "µs per call; all: time every variant and report the best (an oracle).",
+        ),
+    ] = "dispatcher",
+    extra_shapes: Annotated[
+        list[Path] | None,
+        typer.Option("--also", help="More shape lists (e.g. shapes the tuning never saw)."),
+    ] = None,
 ) -> None:
-    """Time each variant beside torch.matmul, interleaved, on a named shape list."""
+    """Time generated kernels beside torch, interleaved, in one process, on shape lists."""
     from codegen import build as b
     from codegen import gpu
 
     if not shapes.exists():
         fail([f"{shapes}: no such shape list"])
+    if pick not in ("dispatcher", "all"):
+        fail([f"--pick {pick!r}: use dispatcher or all"])
+    if pick == "dispatcher":
+        _bench_dispatch([shapes, *(extra_shapes or [])], generated, rounds, reps, json_out)
+        return
     shape_list = gpu.load_shapes(shapes)
     runnable, _, here = _runnable_here(generated, only)
     if not runnable:
@@ -417,6 +544,57 @@ def bench_cmd(
     if best:
         gpu.plot([best[s.name] for s in shape_list if s.name in best], plot_out)
     console.print(f"results: {json_out}, plot: {plot_out}")
+
+
+def _bench_dispatch(
+    shape_files: list[Path], generated: Path, rounds: int, reps: int, json_out: Path
+) -> None:
+    from codegen import gpu, library
+
+    arch, here = gpu.gpu_arch()
+    if arch is None:
+        fail([f"nothing to time here ({here}): `codegen bench` needs a GPU and torch."])
+    pkg = library.import_package(generated)
+    dtypes = [d for d in ("bf16", "e4m3") if any(k.arch == arch and k.dtype == d for k in pkg.KERNELS)]
+    report: dict = {"gpu": here, "rounds": rounds, "reps": reps, "tables": []}
+    for path in shape_files:
+        if not path.exists():
+            fail([f"{path}: no such shape list"])
+        shapes = gpu.load_shapes(path)
+        for dtype in dtypes:
+            rows = library.bench_picks(pkg, shapes, dtype, rounds, reps)
+            torch_name = "torch._scaled_mm" if dtype == "e4m3" else "torch.matmul"
+            table = Table(
+                "shape", "M", "N", "K", "dispatcher's pick", "µs", "TFLOP/s", "TB/s",
+                f"{torch_name} µs", "ratio", "rel_err",
+                title=f"{path} {dtype}: cutegemm.gemm vs {torch_name}, same process, interleaved",
+            )
+            in_b = 1 if dtype == "e4m3" else 2
+            for r in rows:
+                sh = r.shape
+                table.add_row(
+                    sh.name, str(sh.m), str(sh.n), str(sh.k), r.kernel, f"{r.us:.1f}",
+                    f"{sh.flop / r.us / 1e6:.0f}", f"{sh.bytes_moved(in_b, 2) / r.us / 1e6:.2f}",
+                    f"{r.torch_us:.1f}", f"{r.ratio:.2f}x", f"{r.rel_err:.1e}",
+                )
+            console.print(table)
+            if rows:
+                geo = math.exp(sum(math.log(r.ratio) for r in rows) / len(rows))
+                console.print(f"geomean ratio {geo:.3f}x over {len(rows)} shapes ({path}, {dtype})")
+            report["tables"].append(
+                {"shapes": str(path), "dtype": dtype, "rows": [
+                    {"shape": r.shape.name, "m": r.shape.m, "n": r.shape.n, "k": r.shape.k,
+                     "kernel": r.kernel, "us": r.us, "torch_us": r.torch_us, "ratio": r.ratio,
+                     "rel_err": r.rel_err} for r in rows]}
+            )
+    costs = library.host_costs(pkg)
+    table = Table("call (M=16, N=K=256, bf16)", "host µs per call", title="host cost per call")
+    for k, v in costs.items():
+        table.add_row(k, f"{v:.1f}")
+    console.print(table)
+    report["host_us"] = costs
+    gpu.results_json(json_out, report)
+    console.print(f"results: {json_out}")
 
 
 @app.command("export")

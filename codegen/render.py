@@ -22,7 +22,17 @@ from codegen import package
 from codegen.loader import LoadedSpec
 from codegen.plan import plan
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+
+def _templates() -> Path:
+    """templates/ of a checkout (editable install), or codegen/templates/ inside a wheel."""
+    here = Path(__file__).resolve().parent
+    for folder in (here.parent / "templates", here / "templates"):
+        if (folder / "common" / "header.py.j2").is_file():
+            return folder
+    raise RuntimeError(f"codegen's templates are missing (looked in {here.parent}/templates)")
+
+
+TEMPLATES = _templates()
 MANIFEST = "MANIFEST"
 BLACK_MODE = black.Mode(line_length=100, target_versions={black.TargetVersion.PY311})
 MANIFEST_HEADER = (

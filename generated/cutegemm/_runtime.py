@@ -58,7 +58,8 @@ for _k in KERNELS:
 def _rule_order(kernels: list[Kernel], m: int) -> list[Kernel]:
     """The order where nothing was measured: small M (<= 128) prefers swap-AB kernels (M rides in
     the MMA's N) with the narrowest tile that covers M, then split-K and stream-K; larger M prefers
-    plain persistent kernels with the largest tile. Ties keep the registry's (name) order."""
+    plain unclustered persistent kernels with the largest tile. Ties keep the registry's (name) order.
+    """
 
     def key(k: Kernel) -> tuple:
         if m <= 128:
@@ -73,6 +74,7 @@ def _rule_order(kernels: list[Kernel], m: int) -> list[Kernel]:
         return (
             k.swap_ab,
             k.scheduler in ("split_k", "stream_k"),
+            k.cluster != (1, 1),  # multicast clusters measured slower on the H200
             k.scheduler != "persistent",
             -area,
         )

@@ -1,0 +1,364 @@
+"""The GPU stages of the kernels package, as a user calls it: `cutegemm.gemm` checked against a
+float32 torch reference for every epilogue the registry offers on this GPU, its errors, torch.compile
+and CUDA-graph use, the first call with a warm disk cache; and the dispatcher's pick timed beside
+torch in the same process, with host µs per call.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from codegen.gpu import TOLERANCE, Shape, reference, time_interleaved
+
+
+def import_package(generated: Path):
+    """cutegemm from `generated/` (or wherever it is installed when that folder lacks it)."""
+    if (generated / "cutegemm" / "__init__.py").is_file():
+        sys.path.insert(0, str(generated.resolve()))
+    import cutegemm
+
+    return cutegemm
+
+
+@dataclass
+class Check:
+    what: str
+    passed: bool
+    detail: str
+
+    def line(self) -> str:
+        return f"{'ok  ' if self.passed else 'FAIL'} {self.what}: {self.detail}"
+
+
+def _classes(pkg, arch: str) -> list[tuple]:
+    seen = {}
+    for k in pkg.KERNELS:
+        if k.arch == arch:
+            key = (k.dtype, k.out_dtype, k.alpha, k.beta, k.activation, k.bias)
+            seen.setdefault(key, k)
+    return sorted(seen, key=str)
+
+
+def _torch_dtype(name: str):
+    import torch
+
+    return {
+        "f16": torch.float16,
+        "bf16": torch.bfloat16,
+        "f32": torch.float32,
+        "e4m3": torch.float8_e4m3fn,
+    }[name]
+
+
+def _shapes(count: int, rng: random.Random) -> list[tuple[int, int, int]]:
+    """Odd M always (no tile divides it); N and K multiples of 8 (what TMA needs)."""
+    fixed = [(1, 256, 512), (37, 1000, 1032), (333, 520, 2056), (1001, 1536, 4096)]
+    rand = [
+        (2 * rng.randint(0, 1100) + 1, 8 * rng.randint(1, 300), 8 * rng.randint(1, 600))
+        for _ in range(count)
+    ]
+    return fixed + rand
+
+
+def check_class(pkg, cls: tuple, count: int, rng: random.Random) -> list[Check]:
+    """gemm() on random shapes for one epilogue class, against a float32 reference."""
+    import torch
+
+    dtype, out, alpha, beta, activation, bias_kind = cls
+    tin, tout = _torch_dtype(dtype), _torch_dtype(out)
+    tol = TOLERANCE[out]
+    epi = {"alpha": alpha, "beta": beta, "activation": activation or "none", "bias": bias_kind}
+    label = f"{dtype}->{out} alpha={alpha:g} beta={beta:g} act={activation} bias={bias_kind}"
+    checks = []
+    for i, (m, n, k) in enumerate(_shapes(count, rng)):
+        a = torch.randn(m, k, device="cuda").to(tin)
+        b = torch.randn(n, k, device="cuda").to(tin)
+        bias = None
+        if bias_kind:
+            bias = torch.randn(m if bias_kind == "row" else n, device="cuda").to(tout)
+        # out lives in a NaN-poisoned buffer with a spare row and spare columns: an unwritten
+        # element and a store past the edge both show; every other call lets gemm allocate
+        buf = torch.full((m + 1, n + 8), float("nan"), device="cuda", dtype=tout)
+        c = buf[:m, :n]
+        if beta:
+            c.copy_(torch.randn(m, n, device="cuda"))
+        c0 = c.float().clone()
+        use_out = beta != 0.0 or i % 2 == 0
+        try:
+            pick = pkg.kernel_for(
+                m, n, k, dtype=tin, out_dtype=tout, alpha=alpha, beta=beta,
+                activation=activation, bias=bias_kind,
+            ).name
+            got = pkg.gemm(
+                a, b, out=c if use_out else None, bias=bias, alpha=alpha, beta=beta,
+                activation=activation, out_dtype=tout,
+            )
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001 - a failed call is a failed check
+            checks.append(Check(f"{label} M={m} N={n} K={k}", False, f"{type(e).__name__}: {e}"))
+            continue
+        ref = reference(a, b, c0, epi, bias)
+        err = ((got.float() - ref).norm() / ref.norm()).item()
+        outside = torch.cat([buf[:m, n:].flatten(), buf[m, :].flatten()])
+        clean = bool(torch.isnan(outside).all())
+        ok = math.isfinite(err) and err <= tol and clean and (got is c) == use_out
+        checks.append(
+            Check(
+                f"{label} M={m} N={n} K={k}",
+                ok,
+                f"{pick}: rel_err {err:.2e} tol {tol:.0e}"
+                + ("" if clean else "; wrote outside C")
+                + ("" if use_out else " (allocated out)"),
+            )
+        )
+    return checks
+
+
+def _raises(fn: Callable[[], object], error: type, text: str) -> tuple[bool, str]:
+    try:
+        fn()
+    except error as e:
+        return text in str(e), f"{type(e).__name__}: {e}"
+    except Exception as e:  # noqa: BLE001
+        return False, f"wrong error {type(e).__name__}: {e}"
+    return False, "no error raised"
+
+
+def check_errors(pkg) -> list[Check]:
+    """Bad input: one clear GemmError before any launch, and the next call still correct."""
+    import torch
+
+    bf = torch.bfloat16
+    a = torch.randn(64, 256, device="cuda", dtype=bf)
+    b = torch.randn(128, 256, device="cuda", dtype=bf)
+    cases = [
+        ("CPU tensor", lambda: pkg.gemm(a.cpu(), b), "CUDA device"),
+        ("K not a multiple of 8", lambda: pkg.gemm(a[:, :250].contiguous(), b[:, :250].contiguous()), "K=250"),
+        ("mixed dtypes", lambda: pkg.gemm(a, b.half()), "one dtype"),
+        ("beta without out", lambda: pkg.gemm(a, b, beta=1.0, activation="relu"), "pass out="),
+        ("no such epilogue", lambda: pkg.gemm(a, b, alpha=3.0), "no sm_90a kernel computes"),
+        ("float32 inputs", lambda: pkg.gemm(a.float(), b.float()), "float16, bfloat16"),
+        ("transposed a", lambda: pkg.gemm(torch.randn(256, 64, device="cuda", dtype=bf).T, b), "last stride 1"),
+        ("bias of a wrong length", lambda: pkg.gemm(a, b, bias=torch.randn(7, device="cuda", dtype=bf)), "length N=128"),
+    ]
+    checks = []
+    for what, fn, text in cases:
+        ok, detail = _raises(fn, pkg.GemmError, text)
+        checks.append(Check(f"error: {what}", ok, detail))
+    ref = a.float() @ b.float().T
+    got = pkg.gemm(a, b)
+    torch.cuda.synchronize()
+    err = ((got.float() - ref).norm() / ref.norm()).item()
+    checks.append(Check("the call after the errors", err <= 1e-2, f"rel_err {err:.2e} tol 1e-02"))
+    return checks
+
+
+def check_torch_compile(pkg) -> list[Check]:
+    """A two-layer MLP calling gemm, compiled with fullgraph=True (a graph break is an error)."""
+    import torch
+
+    bf = torch.bfloat16
+
+    class MLP(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w1 = torch.nn.Parameter(torch.randn(1024, 512, device="cuda", dtype=bf) / 16)
+            self.b1 = torch.nn.Parameter(torch.randn(1024, device="cuda", dtype=bf))
+            self.w2 = torch.nn.Parameter(torch.randn(512, 1024, device="cuda", dtype=bf) / 32)
+            self.b2 = torch.nn.Parameter(torch.randn(512, device="cuda", dtype=bf))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = pkg.gemm(x, self.w1, bias=self.b1, activation="silu")
+            return pkg.gemm(h, self.w2, bias=self.b2) * 0.5
+
+    model = MLP()
+    checks = []
+    for m in (77, 256):
+        x = torch.randn(m, 512, device="cuda", dtype=bf)
+        with torch.no_grad():
+            h = torch.nn.functional.silu(x.float() @ model.w1.float().T + model.b1.float())
+            ref = (h.to(bf).float() @ model.w2.float().T + model.b2.float()) * 0.5
+            try:
+                compiled = torch.compile(model, fullgraph=True)
+                got = compiled(x)
+                torch.cuda.synchronize()
+            except Exception as e:  # noqa: BLE001
+                checks.append(Check(f"torch.compile(fullgraph=True) MLP M={m}", False, f"{type(e).__name__}: {e}"))
+                continue
+        err = ((got.float() - ref).norm() / ref.norm()).item()
+        checks.append(
+            Check(f"torch.compile(fullgraph=True) MLP M={m}", err <= 1e-2, f"rel_err {err:.2e} tol 1e-02")
+        )
+    return checks
+
+
+def check_cuda_graph(pkg) -> list[Check]:
+    """gemm captured in a CUDA graph (after a warm-up call), replayed on new inputs."""
+    import torch
+
+    bf = torch.bfloat16
+    checks = []
+    for m, n, k in ((16, 8192, 8192), (300, 2048, 1024)):
+        a = torch.randn(m, k, device="cuda", dtype=bf)
+        b = torch.randn(n, k, device="cuda", dtype=bf)
+        out = torch.empty(m, n, device="cuda", dtype=bf)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            pkg.gemm(a, b, out=out)  # warm-up: compile, load, workspace, on the capture stream
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            pkg.gemm(a, b, out=out)
+        a.copy_(torch.randn(m, k, device="cuda", dtype=bf))
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        ref = a.float() @ b.float().T
+        err = ((out.float() - ref).norm() / ref.norm()).item()
+        pick = pkg.kernel_for(m, n, k).name
+        checks.append(Check(f"CUDA graph replay M={m} N={n} K={k}", err <= 1e-2, f"{pick}: rel_err {err:.2e} tol 1e-02"))
+    return checks
+
+
+FIRST_CALL = """
+import json, os, sys, time
+import torch
+sys.path.insert(0, sys.argv[1])
+a = torch.randn(256, 1024, device="cuda", dtype=torch.bfloat16)
+b = torch.randn(512, 1024, device="cuda", dtype=torch.bfloat16)
+torch.cuda.synchronize()
+t0 = time.perf_counter()
+from cutegemm import gemm, kernel_for
+t1 = time.perf_counter()
+c = gemm(a, b)
+torch.cuda.synchronize()
+t2 = time.perf_counter()
+c = gemm(a, b)
+torch.cuda.synchronize()
+t3 = time.perf_counter()
+err = ((c.float() - a.float() @ b.float().T).norm() / (a.float() @ b.float().T).norm()).item()
+print(json.dumps({"import_ms": (t1 - t0) * 1e3, "first_ms": (t2 - t1) * 1e3,
+                  "second_ms": (t3 - t2) * 1e3, "kernel": kernel_for(256, 512, 1024).name,
+                  "rel_err": err, "cutlass_imported": "cutlass" in sys.modules}))
+"""
+
+
+def first_call(generated: Path) -> list[dict]:
+    """A new process, twice, sharing one empty cache folder: the first compiles and stores the
+    kernel, the second loads it (the warm cache). Times are of the process's first gemm()."""
+    runs = []
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, CUTEGEMM_CACHE_DIR=cache)
+        for label in ("cold cache", "warm cache"):
+            proc = subprocess.run(
+                [sys.executable, "-c", FIRST_CALL, str(generated.resolve())],
+                env=env, capture_output=True, text=True, timeout=300, check=False,
+            )
+            if proc.returncode != 0:
+                runs.append({"run": label, "error": proc.stderr[-2000:]})
+                continue
+            runs.append({"run": label, **json.loads(proc.stdout.strip().splitlines()[-1])})
+    return runs
+
+
+# ---- timing ------------------------------------------------------------------------------------
+
+
+@dataclass
+class PickRow:
+    dtype: str
+    shape: Shape
+    kernel: str
+    us: float
+    torch_us: float
+    rel_err: float
+
+    @property
+    def ratio(self) -> float:
+        return self.torch_us / self.us
+
+
+def bench_picks(pkg, shapes: list[Shape], dtype: str, rounds: int, reps: int) -> list[PickRow]:
+    """gemm() as a user calls it (the dispatcher's pick, out= given) beside torch, interleaved."""
+    import torch
+
+    from codegen.tune import _sets, torch_launch
+
+    out = "bf16" if dtype == "e4m3" else dtype
+    rows = []
+    for shape in shapes:
+        tin = _torch_dtype(dtype)
+        try:
+            kern = pkg.kernel_for(shape.m, shape.n, shape.k, dtype=tin, out_dtype=_torch_dtype(out))
+        except pkg.GemmError as e:
+            print(f"  {shape.name}: {e}")
+            continue
+        sets = _sets(shape, dtype, out)
+        a, b, c = sets[0]
+        try:
+            torch_launch(dtype, a, b, c)()
+        except RuntimeError as e:  # e.g. torch._scaled_mm wants multiples of 16
+            print(f"  {shape.name}: torch cannot run it ({str(e).splitlines()[0]}); not timed")
+            continue
+        c.fill_(float("nan"))
+        pkg.gemm(a, b, out=c)
+        ref = a.float() @ b.float().T
+        err = ((c.float() - ref).norm() / ref.norm()).item()
+        fns = {
+            "gemm": [lambda a=a, b=b, c=c: pkg.gemm(a, b, out=c) for a, b, c in sets],
+            "torch": [torch_launch(dtype, a, b, c) for a, b, c in sets],
+        }
+        t = time_interleaved(fns, rounds, reps)
+        rows.append(PickRow(dtype, shape, kern.name, t["gemm"], t["torch"], err))
+        torch.cuda.synchronize()
+    return rows
+
+
+def host_costs(pkg, calls: int = 2000, rounds: int = 7) -> dict[str, float]:
+    """Host µs per call on a product too small to keep the GPU busy (M=16, N=K=256): the loop's
+    wall time over `calls` launches, median over rounds that alternate between the entries."""
+    import torch
+
+    bf = torch.bfloat16
+    a = torch.randn(16, 256, device="cuda", dtype=bf)
+    b = torch.randn(256, 256, device="cuda", dtype=bf)
+    c = torch.empty(16, 256, device="cuda", dtype=bf)
+    entries: dict[str, Callable[[], object]] = {
+        "cutegemm.gemm(a, b, out=c)": lambda: pkg.gemm(a, b, out=c),
+        "cutegemm.gemm(a, b)": lambda: pkg.gemm(a, b),
+        "torch.matmul(a, b.T, out=c)": lambda: torch.matmul(a, b.T, out=c),
+        "torch.matmul(a, b.T)": lambda: torch.matmul(a, b.T),
+    }
+    name = pkg.kernel_for(16, 256, 256).name
+    module = __import__(
+        next(k.module for k in pkg.KERNELS if k.name == name), fromlist=["launcher"]
+    )
+    launch = module.launcher(a, b, c)
+    entries[f"{name}.launcher(a, b, c) then launch"] = lambda: module.launcher(a, b, c)()
+    entries["the function launcher() returned"] = launch
+    samples: dict[str, list[float]] = {k: [] for k in entries}
+    for fn in entries.values():
+        for _ in range(50):
+            fn()
+    torch.cuda.synchronize()
+    for _ in range(rounds):
+        for key, fn in entries.items():
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            t1 = time.perf_counter()
+            torch.cuda.synchronize()
+            samples[key].append((t1 - t0) * 1e6 / calls)
+    return {k: statistics.median(v) for k, v in samples.items()}
