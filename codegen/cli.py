@@ -346,7 +346,9 @@ def _test_package(generated: Path, shapes: int, seed: int, json_out: Path | None
     rng = random.Random(seed)
     checks = []
     classes = library._classes(pkg, arch)
-    console.print(f"cutegemm from {Path(pkg.__file__).parent}: {len(classes)} epilogue classes on {here}")
+    console.print(
+        f"cutegemm from {Path(pkg.__file__).parent}: {len(classes)} epilogue classes on {here}"
+    )
     for cls in classes:
         got = library.check_class(pkg, cls, max(1, shapes), rng)
         for c in got:
@@ -363,7 +365,9 @@ def _test_package(generated: Path, shapes: int, seed: int, json_out: Path | None
     bad = [c for c in checks if not c.passed] + [r for r in runs if "error" in r]
     if json_out:
         gpu.results_json(json_out, {"gpu": here, "checks": checks, "first_call": runs})
-    console.print(f"{len(checks) - len([c for c in checks if not c.passed])}/{len(checks)} checks passed")
+    console.print(
+        f"{len(checks) - len([c for c in checks if not c.passed])}/{len(checks)} checks passed"
+    )
     if bad:
         fail([f"FAILED: {getattr(c, 'what', c)}" for c in bad])
 
@@ -406,7 +410,11 @@ def tune_cmd(
     with _progress("tuning") as progress:
         task = progress.add_task("", total=None)
         picks = tune.tune(
-            runnable, lambda f: b.read_spec(f).model_dump(), shape_list, rounds, reps,
+            runnable,
+            lambda f: b.read_spec(f).model_dump(),
+            shape_list,
+            rounds,
+            reps,
             on_shape=lambda label: progress.update(task, description=label),
         )
     table = Table("dtype", "shape", "M", "N", "K", "winner", "µs", "torch µs", "ratio", "failed")
@@ -416,8 +424,15 @@ def tune_cmd(
             continue
         w = p.ranked[0]
         table.add_row(
-            f"{p.dtype}->{p.out_dtype}", p.shape.name, str(p.shape.m), str(p.shape.n),
-            str(p.shape.k), w, f"{p.times[w]:.1f}", f"{p.times['torch']:.1f}", f"{p.ratio:.2f}x",
+            f"{p.dtype}->{p.out_dtype}",
+            p.shape.name,
+            str(p.shape.m),
+            str(p.shape.n),
+            str(p.shape.k),
+            w,
+            f"{p.times[w]:.1f}",
+            f"{p.times['torch']:.1f}",
+            f"{p.ratio:.2f}x",
             str(len(p.failed)),
         )
     console.print(table)
@@ -430,7 +445,9 @@ def tune_cmd(
     from codegen.render import write_atomic
 
     write_atomic(path, tune.table_text(picks, name, arch, command_note, versions))
-    console.print(f"tuning table: {path} ({len(picks)} entries); `codegen render` makes it the dispatcher")
+    console.print(
+        f"tuning table: {path} ({len(picks)} entries); `codegen render` makes it the dispatcher"
+    )
 
 
 @app.command("bench")
@@ -555,7 +572,9 @@ def _bench_dispatch(
     if arch is None:
         fail([f"nothing to time here ({here}): `codegen bench` needs a GPU and torch."])
     pkg = library.import_package(generated)
-    dtypes = [d for d in ("bf16", "e4m3") if any(k.arch == arch and k.dtype == d for k in pkg.KERNELS)]
+    dtypes = [
+        d for d in ("bf16", "e4m3") if any(k.arch == arch and k.dtype == d for k in pkg.KERNELS)
+    ]
     report: dict = {"gpu": here, "rounds": rounds, "reps": reps, "tables": []}
     for path in shape_files:
         if not path.exists():
@@ -565,27 +584,58 @@ def _bench_dispatch(
             rows = library.bench_picks(pkg, shapes, dtype, rounds, reps)
             torch_name = "torch._scaled_mm" if dtype == "e4m3" else "torch.matmul"
             table = Table(
-                "shape", "M", "N", "K", "dispatcher's pick", "µs", "TFLOP/s", "TB/s",
-                f"{torch_name} µs", "ratio", "rel_err",
+                "shape",
+                "M",
+                "N",
+                "K",
+                "dispatcher's pick",
+                "µs",
+                "TFLOP/s",
+                "TB/s",
+                f"{torch_name} µs",
+                "ratio",
+                "rel_err",
                 title=f"{path} {dtype}: cutegemm.gemm vs {torch_name}, same process, interleaved",
             )
             in_b = 1 if dtype == "e4m3" else 2
             for r in rows:
                 sh = r.shape
                 table.add_row(
-                    sh.name, str(sh.m), str(sh.n), str(sh.k), r.kernel, f"{r.us:.1f}",
-                    f"{sh.flop / r.us / 1e6:.0f}", f"{sh.bytes_moved(in_b, 2) / r.us / 1e6:.2f}",
-                    f"{r.torch_us:.1f}", f"{r.ratio:.2f}x", f"{r.rel_err:.1e}",
+                    sh.name,
+                    str(sh.m),
+                    str(sh.n),
+                    str(sh.k),
+                    r.kernel,
+                    f"{r.us:.1f}",
+                    f"{sh.flop / r.us / 1e6:.0f}",
+                    f"{sh.bytes_moved(in_b, 2) / r.us / 1e6:.2f}",
+                    f"{r.torch_us:.1f}",
+                    f"{r.ratio:.2f}x",
+                    f"{r.rel_err:.1e}",
                 )
             console.print(table)
             if rows:
                 geo = math.exp(sum(math.log(r.ratio) for r in rows) / len(rows))
                 console.print(f"geomean ratio {geo:.3f}x over {len(rows)} shapes ({path}, {dtype})")
             report["tables"].append(
-                {"shapes": str(path), "dtype": dtype, "rows": [
-                    {"shape": r.shape.name, "m": r.shape.m, "n": r.shape.n, "k": r.shape.k,
-                     "kernel": r.kernel, "us": r.us, "torch_us": r.torch_us, "ratio": r.ratio,
-                     "rel_err": r.rel_err} for r in rows]}
+                {
+                    "shapes": str(path),
+                    "dtype": dtype,
+                    "rows": [
+                        {
+                            "shape": r.shape.name,
+                            "m": r.shape.m,
+                            "n": r.shape.n,
+                            "k": r.shape.k,
+                            "kernel": r.kernel,
+                            "us": r.us,
+                            "torch_us": r.torch_us,
+                            "ratio": r.ratio,
+                            "rel_err": r.rel_err,
+                        }
+                        for r in rows
+                    ],
+                }
             )
     costs = library.host_costs(pkg)
     table = Table("call (M=16, N=K=256, bf16)", "host µs per call", title="host cost per call")

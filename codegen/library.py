@@ -97,12 +97,25 @@ def check_class(pkg, cls: tuple, count: int, rng: random.Random) -> list[Check]:
         use_out = beta != 0.0 or i % 2 == 0
         try:
             pick = pkg.kernel_for(
-                m, n, k, dtype=tin, out_dtype=tout, alpha=alpha, beta=beta,
-                activation=activation, bias=bias_kind,
+                m,
+                n,
+                k,
+                dtype=tin,
+                out_dtype=tout,
+                alpha=alpha,
+                beta=beta,
+                activation=activation,
+                bias=bias_kind,
             ).name
             got = pkg.gemm(
-                a, b, out=c if use_out else None, bias=bias, alpha=alpha, beta=beta,
-                activation=activation, out_dtype=tout,
+                a,
+                b,
+                out=c if use_out else None,
+                bias=bias,
+                alpha=alpha,
+                beta=beta,
+                activation=activation,
+                out_dtype=tout,
             )
             torch.cuda.synchronize()
         except Exception as e:  # noqa: BLE001 - a failed call is a failed check
@@ -144,13 +157,25 @@ def check_errors(pkg) -> list[Check]:
     b = torch.randn(128, 256, device="cuda", dtype=bf)
     cases = [
         ("CPU tensor", lambda: pkg.gemm(a.cpu(), b), "CUDA device"),
-        ("K not a multiple of 8", lambda: pkg.gemm(a[:, :250].contiguous(), b[:, :250].contiguous()), "K=250"),
+        (
+            "K not a multiple of 8",
+            lambda: pkg.gemm(a[:, :250].contiguous(), b[:, :250].contiguous()),
+            "K=250",
+        ),
         ("mixed dtypes", lambda: pkg.gemm(a, b.half()), "one dtype"),
         ("beta without out", lambda: pkg.gemm(a, b, beta=1.0, activation="relu"), "pass out="),
         ("no such epilogue", lambda: pkg.gemm(a, b, alpha=3.0), "no sm_90a kernel computes"),
         ("float32 inputs", lambda: pkg.gemm(a.float(), b.float()), "float16, bfloat16"),
-        ("transposed a", lambda: pkg.gemm(torch.randn(256, 64, device="cuda", dtype=bf).T, b), "last stride 1"),
-        ("bias of a wrong length", lambda: pkg.gemm(a, b, bias=torch.randn(7, device="cuda", dtype=bf)), "length N=128"),
+        (
+            "transposed a",
+            lambda: pkg.gemm(torch.randn(256, 64, device="cuda", dtype=bf).T, b),
+            "last stride 1",
+        ),
+        (
+            "bias of a wrong length",
+            lambda: pkg.gemm(a, b, bias=torch.randn(7, device="cuda", dtype=bf)),
+            "length N=128",
+        ),
     ]
     checks = []
     for what, fn, text in cases:
@@ -194,11 +219,21 @@ def check_torch_compile(pkg) -> list[Check]:
                 got = compiled(x)
                 torch.cuda.synchronize()
             except Exception as e:  # noqa: BLE001
-                checks.append(Check(f"torch.compile(fullgraph=True) MLP M={m}", False, f"{type(e).__name__}: {e}"))
+                checks.append(
+                    Check(
+                        f"torch.compile(fullgraph=True) MLP M={m}",
+                        False,
+                        f"{type(e).__name__}: {e}",
+                    )
+                )
                 continue
         err = ((got.float() - ref).norm() / ref.norm()).item()
         checks.append(
-            Check(f"torch.compile(fullgraph=True) MLP M={m}", err <= 1e-2, f"rel_err {err:.2e} tol 1e-02")
+            Check(
+                f"torch.compile(fullgraph=True) MLP M={m}",
+                err <= 1e-2,
+                f"rel_err {err:.2e} tol 1e-02",
+            )
         )
     return checks
 
@@ -228,7 +263,13 @@ def check_cuda_graph(pkg) -> list[Check]:
         ref = a.float() @ b.float().T
         err = ((out.float() - ref).norm() / ref.norm()).item()
         pick = pkg.kernel_for(m, n, k).name
-        checks.append(Check(f"CUDA graph replay M={m} N={n} K={k}", err <= 1e-2, f"{pick}: rel_err {err:.2e} tol 1e-02"))
+        checks.append(
+            Check(
+                f"CUDA graph replay M={m} N={n} K={k}",
+                err <= 1e-2,
+                f"{pick}: rel_err {err:.2e} tol 1e-02",
+            )
+        )
     return checks
 
 
@@ -264,7 +305,11 @@ def first_call(generated: Path) -> list[dict]:
         for label in ("cold cache", "warm cache"):
             proc = subprocess.run(
                 [sys.executable, "-c", FIRST_CALL, str(generated.resolve())],
-                env=env, capture_output=True, text=True, timeout=300, check=False,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+                check=False,
             )
             if proc.returncode != 0:
                 runs.append({"run": label, "error": proc.stderr[-2000:]})

@@ -70,9 +70,7 @@ def spec_files(paths: list[Path]) -> list[Path]:
     found: set[Path] = set()
     for p in paths:
         if p.is_dir():
-            found.update(
-                f for f in p.rglob("*.toml") if not {"shapes", "tuning"} & set(f.parts)
-            )
+            found.update(f for f in p.rglob("*.toml") if not {"shapes", "tuning"} & set(f.parts))
         else:
             found.add(p)
     return sorted(found)

@@ -25,7 +25,9 @@ PKG = "cutegemm"
 PKG_VERSION = "0.1.0"
 ARCH_DIR = {"sm_90a": "sm90", "sm_100a": "sm100"}
 TORCH_PIN = "torch>=2.6"  # torch.library.custom_op + register_fake, torch.compiler.is_compiling
-TVM_FFI_PIN = "apache-tvm-ffi==0.1.15.post2"  # the TVM-FFI calling convention (measured on the H200)
+TVM_FFI_PIN = (
+    "apache-tvm-ffi==0.1.15.post2"  # the TVM-FFI calling convention (measured on the H200)
+)
 _DSL_PIN = "nvidia-cutlass-dsl[cu13]==4.8.1"  # fallback when codegen's own metadata is absent
 REGISTRY_CONSTANTS = ("SPEC", "SHAPE_MULTIPLES", "MAX_TILES", "C_TILE", "WORKSPACE_ELEMS")
 
@@ -183,7 +185,12 @@ def load_tables(folder: Path, names: set[str], display: str) -> list[Table]:
             try:
                 ranked = tuple(p["ranked"])
                 pick = Pick(
-                    p["dtype"], p["out_dtype"], int(p["m"]), int(p["n"]), int(p["k"]), ranked,
+                    p["dtype"],
+                    p["out_dtype"],
+                    int(p["m"]),
+                    int(p["n"]),
+                    int(p["k"]),
+                    ranked,
                     float(p["ratio"]),
                 )
             except (KeyError, TypeError, ValueError) as e:
@@ -197,7 +204,7 @@ def load_tables(folder: Path, names: set[str], display: str) -> list[Table]:
             picks.append(pick)
         for key in ("gpu", "arch"):
             if not isinstance(doc.get(key), str):
-                raise TuningError(f"{where}: needs a top-level {key} = \"...\"")
+                raise TuningError(f'{where}: needs a top-level {key} = "..."')
         tables.append(Table(where, doc["gpu"], doc["arch"], tuple(picks)))
     return tables
 

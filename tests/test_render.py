@@ -31,7 +31,8 @@ def read_dir(folder: Path) -> dict[str, bytes]:
     return {
         p.relative_to(folder).as_posix(): p.read_bytes()
         for p in sorted(folder.rglob("*"))
-        if p.is_file() and not {"__pycache__", "build"} & set(p.relative_to(folder).parts)
+        if p.is_file()
+        and not {"__pycache__", "build"} & set(p.relative_to(folder).parts)
         and ".egg-info" not in p.as_posix()
     }
 
@@ -144,7 +145,9 @@ def small_render(tmp_path: Path) -> Path:
     assert proc.stdout == (
         "2 kernels: 2 written, 0 unchanged, 0 orphan(s) removed; package files 8 written; in out/\n"
     )
-    assert sorted(read_dir(tmp_path / "out")) == sorted(PACKAGE_FILES + [K + "alpha.py", K + "beta.py"])
+    assert sorted(read_dir(tmp_path / "out")) == sorted(
+        PACKAGE_FILES + [K + "alpha.py", K + "beta.py"]
+    )
     return tmp_path
 
 
