@@ -355,7 +355,10 @@ def _test_package(generated: Path, shapes: int, seed: int, json_out: Path | None
             console.print(c.line(), markup=False)
         checks += got
     for group in (library.check_errors, library.check_torch_compile, library.check_cuda_graph):
-        got = group(pkg)
+        try:
+            got = group(pkg)
+        except Exception as e:  # noqa: BLE001 - one broken group must not hide the others
+            got = [library.Check(group.__name__, False, f"{type(e).__name__}: {e}")]
         for c in got:
             console.print(c.line(), markup=False)
         checks += got
@@ -442,9 +445,7 @@ def tune_cmd(
     slug = name.lower().removeprefix("nvidia ").replace(" ", "-")
     path = out or Path("specs/tuning") / f"{slug}.toml"
     versions = f"torch {torch.__version__}, CUDA {torch.version.cuda}"
-    from codegen.render import write_atomic
-
-    write_atomic(path, tune.table_text(picks, name, arch, command_note, versions))
+    tune.write_table(path, tune.table_text(picks, name, arch, command_note, versions))
     console.print(
         f"tuning table: {path} ({len(picks)} entries); `codegen render` makes it the dispatcher"
     )

@@ -61,11 +61,18 @@ def _torch_dtype(name: str):
     }[name]
 
 
-def _shapes(count: int, rng: random.Random) -> list[tuple[int, int, int]]:
-    """Odd M always (no tile divides it); N and K multiples of 8 (what TMA needs)."""
-    fixed = [(1, 256, 512), (37, 1000, 1032), (333, 520, 2056), (1001, 1536, 4096)]
+def _shapes(steps: tuple[int, int, int], count: int, rng: random.Random) -> list[tuple]:
+    """Odd M where some kernel of the class takes any M (no tile divides it); N and K multiples
+    of the smallest steps the class's kernels take (8 for TMA, 16 for e4m3 K)."""
+    sm, sn, sk = steps
+
+    def m_of(x: int) -> int:
+        return 2 * x + 1 if sm == 1 else sm * (x + 1)
+
+    fixed = [(m_of(0), 256, 512), (m_of(18), 1000, 1040), (m_of(166), 520, 2064), (m_of(500), 1536, 4096)]
+    fixed = [(m, -(-n // sn) * sn, -(-k // sk) * sk) for m, n, k in fixed]
     rand = [
-        (2 * rng.randint(0, 1100) + 1, 8 * rng.randint(1, 300), 8 * rng.randint(1, 600))
+        (m_of(rng.randint(0, 1100)), sn * rng.randint(1, 2400 // sn), sk * rng.randint(1, 4800 // sk))
         for _ in range(count)
     ]
     return fixed + rand
@@ -81,7 +88,12 @@ def check_class(pkg, cls: tuple, count: int, rng: random.Random) -> list[Check]:
     epi = {"alpha": alpha, "beta": beta, "activation": activation or "none", "bias": bias_kind}
     label = f"{dtype}->{out} alpha={alpha:g} beta={beta:g} act={activation} bias={bias_kind}"
     checks = []
-    for i, (m, n, k) in enumerate(_shapes(count, rng)):
+    mine = [
+        k for k in pkg.KERNELS
+        if (k.dtype, k.out_dtype, k.alpha, k.beta, k.activation, k.bias) == cls
+    ]
+    steps = tuple(min(k.shape_multiples[i] for k in mine) for i in range(3))
+    for i, (m, n, k) in enumerate(_shapes(steps, count, rng)):
         a = torch.randn(m, k, device="cuda").to(tin)
         b = torch.randn(n, k, device="cuda").to(tin)
         bias = None

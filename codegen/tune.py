@@ -189,3 +189,16 @@ def table_text(picks: list[Pick], gpu: str, arch: str, command: str, versions: s
             "",
         ]
     return "\n".join(lines)
+
+
+def write_table(path: Path, text: str) -> None:
+    """Write via a temporary file and a rename: never a half-written table."""
+    import os
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)

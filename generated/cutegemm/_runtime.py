@@ -381,7 +381,7 @@ def _bias_kind(bias: torch.Tensor | None, m: int, n: int) -> str | None:
     return "col" if bias.shape[0] == n else "row"  # M == N: per column, like nn.Linear
 
 
-def _plan(a, b, out, bias, alpha, beta, activation, out_dtype, key) -> tuple:
+def _plan(a, b, out, kind, alpha, beta, activation, out_dtype) -> tuple:
     """Everything that depends only on the key: checks that need no data pointer, the kernel."""
     m, k = a.shape
     n = b.shape[0]
@@ -389,7 +389,7 @@ def _plan(a, b, out, bias, alpha, beta, activation, out_dtype, key) -> tuple:
         raise GemmError(f"a and b must have one dtype, got {a.dtype} and {b.dtype}")
     if out is not None and out_dtype is not None and out.dtype != out_dtype:
         raise GemmError(f"out is {out.dtype} but out_dtype={out_dtype}")
-    cls = _class(a.dtype, out_dtype if out is None else out.dtype, alpha, beta, activation, key[4])
+    cls = _class(a.dtype, out_dtype if out is None else out.dtype, alpha, beta, activation, kind)
     if k == 0:
         raise GemmError(f"K=0: a ({m}, 0) and b ({n}, 0) have nothing to reduce")
     gpu, arch = _device(a.device.index)
@@ -440,7 +440,7 @@ def _eager(a, b, out, bias, alpha, beta, activation, out_dtype) -> torch.Tensor:
     )
     plan = _PLANS.get(key)
     if plan is None:
-        plan = _PLANS[key] = _plan(a, b, out, bias, alpha, beta, activation, out_dtype, key)
+        plan = _PLANS[key] = _plan(a, b, out, kind, alpha, beta, activation, out_dtype)
     kern, arch, odt = plan
     if out is None:
         if beta != 0.0:
