@@ -201,6 +201,12 @@ def load_tables(folder: Path, names: set[str], display: str) -> list[Table]:
                     f"{label}: names no kernel that exists: {', '.join(unknown) or '(empty)'}; "
                     "re-run `codegen tune` or remove the entry"
                 )
+            if any(
+                (q.dtype, q.out_dtype, q.m, q.n, q.k) == key
+                for q in picks
+                for key in [(pick.dtype, pick.out_dtype, pick.m, pick.n, pick.k)]
+            ):
+                continue  # the same product measured twice (two names): the first entry holds
             picks.append(pick)
         for key in ("gpu", "arch"):
             if not isinstance(doc.get(key), str):

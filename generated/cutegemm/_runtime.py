@@ -27,6 +27,12 @@ import torch
 from cutegemm import DSL_VERSION, KERNELS, Kernel
 from cutegemm._dispatch import TABLES
 
+# torch >= 2.9 hands tensors to TVM-FFI natively: its own torch extension (built on first import
+# otherwise) is not needed. Imported here, once, so a kernel's first call only loads its library.
+if hasattr(torch.Tensor, "__dlpack_c_exchange_api__"):
+    os.environ.setdefault("TVM_FFI_DISABLE_TORCH_C_DLPACK", "1")
+import tvm_ffi  # noqa: E402
+
 __all__ = ["ACTIVATIONS", "GemmError", "gemm", "kernel_for"]
 
 ACTIVATIONS = ("relu", "gelu_tanh", "silu")
@@ -230,12 +236,6 @@ def _cache_dir() -> Path | None:
 
 
 def _tvm_ffi():
-    """tvm_ffi, imported once; torch >= 2.9 exchanges tensors natively, so tvm_ffi's own torch
-    extension (built on first import otherwise) is not needed."""
-    if hasattr(torch.Tensor, "__dlpack_c_exchange_api__"):
-        os.environ.setdefault("TVM_FFI_DISABLE_TORCH_C_DLPACK", "1")
-    import tvm_ffi
-
     return tvm_ffi
 
 
