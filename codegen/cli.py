@@ -639,7 +639,9 @@ def _bench_dispatch(
                 }
             )
     costs = library.host_costs(pkg)
-    table = Table("call (M=16, N=K=256, bf16)", "host µs per call", title="host cost per call")
+    table = Table(
+        "call (bf16)", "host µs per call", title="host cost per call (200 calls, no sync)"
+    )
     for k, v in costs.items():
         table.add_row(k, f"{v:.1f}")
     console.print(table)

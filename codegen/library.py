@@ -69,10 +69,19 @@ def _shapes(steps: tuple[int, int, int], count: int, rng: random.Random) -> list
     def m_of(x: int) -> int:
         return 2 * x + 1 if sm == 1 else sm * (x + 1)
 
-    fixed = [(m_of(0), 256, 512), (m_of(18), 1000, 1040), (m_of(166), 520, 2064), (m_of(500), 1536, 4096)]
+    fixed = [
+        (m_of(0), 256, 512),
+        (m_of(18), 1000, 1040),
+        (m_of(166), 520, 2064),
+        (m_of(500), 1536, 4096),
+    ]
     fixed = [(m, -(-n // sn) * sn, -(-k // sk) * sk) for m, n, k in fixed]
     rand = [
-        (m_of(rng.randint(0, 1100)), sn * rng.randint(1, 2400 // sn), sk * rng.randint(1, 4800 // sk))
+        (
+            m_of(rng.randint(0, 1100)),
+            sn * rng.randint(1, 2400 // sn),
+            sk * rng.randint(1, 4800 // sk),
+        )
         for _ in range(count)
     ]
     return fixed + rand
@@ -89,7 +98,8 @@ def check_class(pkg, cls: tuple, count: int, rng: random.Random) -> list[Check]:
     label = f"{dtype}->{out} alpha={alpha:g} beta={beta:g} act={activation} bias={bias_kind}"
     checks = []
     mine = [
-        k for k in pkg.KERNELS
+        k
+        for k in pkg.KERNELS
         if (k.dtype, k.out_dtype, k.alpha, k.beta, k.activation, k.bias) == cls
     ]
     steps = tuple(min(k.shape_multiples[i] for k in mine) for i in range(3))
@@ -392,39 +402,47 @@ def bench_picks(pkg, shapes: list[Shape], dtype: str, rounds: int, reps: int) ->
     return rows
 
 
-def host_costs(pkg, calls: int = 2000, rounds: int = 7) -> dict[str, float]:
-    """Host µs per call on a product too small to keep the GPU busy (M=16, N=K=256): the loop's
-    wall time over `calls` launches, median over rounds that alternate between the entries."""
+def host_costs(pkg, calls: int = 200, rounds: int = 15) -> dict[str, float]:
+    """Host µs per call: the wall time of `calls` back-to-back calls, measured from a synchronized
+    GPU and stopped before synchronizing again. 200 calls stay inside the launch queue, so the
+    loop never waits for the GPU and the time is the host's alone. Median over rounds that
+    alternate between the entries. Two products: M=16, N=K=256 (the tuned pick there is a split-K
+    kernel: two launches per call) and M=N=K=256 (one launch)."""
     import torch
 
     bf = torch.bfloat16
-    a = torch.randn(16, 256, device="cuda", dtype=bf)
-    b = torch.randn(256, 256, device="cuda", dtype=bf)
-    c = torch.empty(16, 256, device="cuda", dtype=bf)
-    entries: dict[str, Callable[[], object]] = {
-        "cutegemm.gemm(a, b, out=c)": lambda: pkg.gemm(a, b, out=c),
-        "cutegemm.gemm(a, b)": lambda: pkg.gemm(a, b),
-        "torch.matmul(a, b.T, out=c)": lambda: torch.matmul(a, b.T, out=c),
-        "torch.matmul(a, b.T)": lambda: torch.matmul(a, b.T),
-    }
-    name = pkg.kernel_for(16, 256, 256).name
-    module = __import__(
-        next(k.module for k in pkg.KERNELS if k.name == name), fromlist=["launcher"]
-    )
-    launch = module.launcher(a, b, c)
-    entries[f"{name}.launcher(a, b, c) then launch"] = lambda: module.launcher(a, b, c)()
-    entries["the function launcher() returned"] = launch
+    entries: dict[str, Callable[[], object]] = {}
+    for m, n, k in ((16, 256, 256), (256, 256, 256)):
+        a = torch.randn(m, k, device="cuda", dtype=bf)
+        b = torch.randn(n, k, device="cuda", dtype=bf)
+        c = torch.empty(m, n, device="cuda", dtype=bf)
+        tag = f"M={m} N={n} K={k}"
+        name = pkg.kernel_for(m, n, k).name
+        module = __import__(next(x.module for x in pkg.KERNELS if x.name == name), fromlist=["_"])
+        entries[f"{tag}: cutegemm.gemm(a, b, out=c) [{name}]"] = lambda a=a, b=b, c=c: pkg.gemm(
+            a, b, out=c
+        )
+        entries[f"{tag}: cutegemm.gemm(a, b)"] = lambda a=a, b=b: pkg.gemm(a, b)
+        entries[f"{tag}: torch.matmul(a, b.T, out=c)"] = lambda a=a, b=b, c=c: torch.matmul(
+            a, b.T, out=c
+        )
+        entries[f"{tag}: torch.matmul(a, b.T)"] = lambda a=a, b=b: torch.matmul(a, b.T)
+        entries[f"{tag}: the function {name}.launcher() returns"] = module.launcher(a, b, c)
+        entries[f"{tag}: {name}.launcher(a, b, c)()"] = (
+            lambda a=a, b=b, c=c, mod=module: mod.launcher(a, b, c)()
+        )
     samples: dict[str, list[float]] = {k: [] for k in entries}
     for fn in entries.values():
-        for _ in range(50):
+        for _ in range(20):
             fn()
     torch.cuda.synchronize()
     for _ in range(rounds):
         for key, fn in entries.items():
+            torch.cuda.synchronize()
             t0 = time.perf_counter()
             for _ in range(calls):
                 fn()
             t1 = time.perf_counter()
-            torch.cuda.synchronize()
             samples[key].append((t1 - t0) * 1e6 / calls)
+    torch.cuda.synchronize()
     return {k: statistics.median(v) for k, v in samples.items()}
