@@ -362,12 +362,8 @@ _WORKSPACES: dict[tuple, torch.Tensor] = {}  # (kernel name, device, stream) -> 
 
 def _rows_ok(t: torch.Tensor) -> bool:
     """Last stride 1, 16-byte aligned rows and base (what TMA needs)."""
-    return (
-        t.stride(1) == 1
-        and (t.stride(0) * t.element_size()) % 16 == 0
-        and t.stride(0) >= t.shape[1]
-        and t.data_ptr() % 16 == 0
-    )
+    s0, s1 = t.stride()
+    return s1 == 1 and (s0 * t.itemsize) % 16 == 0 and s0 >= t.shape[1] and t.data_ptr() % 16 == 0
 
 
 def _bias_kind(bias: torch.Tensor | None, m: int, n: int) -> str | None:
@@ -417,12 +413,11 @@ def _eager(a, b, out, bias, alpha, beta, activation, out_dtype) -> torch.Tensor:
         raise GemmError(
             f"a and b must be on one CUDA device, got {a.device} and {b.device} (nothing was launched)"
         )
-    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[1]:
-        raise GemmError(
-            f"expected a (M, K) and b (N, K), got {tuple(a.shape)} and {tuple(b.shape)}"
-        )
-    m, k = a.shape
-    n = b.shape[0]
+    sa, sb = a.shape, b.shape
+    if len(sa) != 2 or len(sb) != 2 or sa[1] != sb[1]:
+        raise GemmError(f"expected a (M, K) and b (N, K), got {tuple(sa)} and {tuple(sb)}")
+    m, k = sa
+    n = sb[0]
     kind = _bias_kind(bias, m, n)
     key = (
         dev.index,
