@@ -638,7 +638,7 @@ def _bench_dispatch(
                     ],
                 }
             )
-    costs = library.host_costs(pkg)
+    costs = library.host_costs_fresh(generated)
     table = Table(
         "call (bf16)", "host µs per call", title="host cost per call (200 calls, no sync)"
     )

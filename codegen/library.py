@@ -402,6 +402,26 @@ def bench_picks(pkg, shapes: list[Shape], dtype: str, rounds: int, reps: int) ->
     return rows
 
 
+HOST_COSTS = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import cutegemm
+from codegen.library import host_costs
+print(json.dumps(host_costs(cutegemm)))
+"""
+
+
+def host_costs_fresh(generated: Path) -> dict[str, float]:
+    """host_costs() in a new process: no other kernels, tensors or garbage around the loops."""
+    proc = subprocess.run(
+        [sys.executable, "-c", HOST_COSTS, str(generated.resolve())],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        raise RuntimeError(f"host cost process failed: {proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def host_costs(pkg, calls: int = 200, rounds: int = 15) -> dict[str, float]:
     """Host µs per call: the wall time of `calls` back-to-back calls, measured from a synchronized
     GPU and stopped before synchronizing again. 200 calls stay inside the launch queue, so the

@@ -378,7 +378,8 @@ def _bias_kind(bias: torch.Tensor | None, m: int, n: int) -> str | None:
 
 
 def _plan(a, b, out, kind, alpha, beta, activation, out_dtype) -> tuple:
-    """Everything that depends only on the key: checks that need no data pointer, the kernel."""
+    """Everything that depends only on the key: checks that need no data pointer, the kernel and
+    its compiled function."""
     m, k = a.shape
     n = b.shape[0]
     if a.dtype != b.dtype:
@@ -390,7 +391,7 @@ def _plan(a, b, out, kind, alpha, beta, activation, out_dtype) -> tuple:
         raise GemmError(f"K=0: a ({m}, 0) and b ({n}, 0) have nothing to reduce")
     gpu, arch = _device(a.device.index)
     kern = _choose(gpu, arch, cls, m, n, k)
-    return (kern, arch, _TORCH[cls[1]])
+    return (kern, _TORCH[cls[1]], _compiled(kern, arch))
 
 
 def _workspace(kern: Kernel, device: torch.device) -> torch.Tensor:
@@ -436,7 +437,7 @@ def _eager(a, b, out, bias, alpha, beta, activation, out_dtype) -> torch.Tensor:
     plan = _PLANS.get(key)
     if plan is None:
         plan = _PLANS[key] = _plan(a, b, out, kind, alpha, beta, activation, out_dtype)
-    kern, arch, odt = plan
+    kern, odt, fn = plan
     if out is None:
         if beta != 0.0:
             raise GemmError(
@@ -445,7 +446,7 @@ def _eager(a, b, out, bias, alpha, beta, activation, out_dtype) -> torch.Tensor:
         if m == 0 or n == 0:
             return torch.empty((m, n), dtype=odt, device=dev)
         out = torch.empty((m, n), dtype=odt, device=dev)
-    elif out.device != dev or out.dim() != 2 or out.shape[0] != m or out.shape[1] != n:
+    elif out.shape != (m, n) or out.device != dev:
         raise GemmError(
             f"out must be a ({m}, {n}) tensor on {dev}, got {tuple(out.shape)} on {out.device}"
         )
@@ -457,7 +458,6 @@ def _eager(a, b, out, bias, alpha, beta, activation, out_dtype) -> torch.Tensor:
             f"{', '.join(bad)}: each needs last stride 1, rows whose byte stride is a multiple of 16 "
             "and a 16-byte aligned base (TMA); .contiguous() gives that when K and N are multiples of 8"
         )
-    fn = _FNS.get(kern.name) or _compiled(kern, arch)
     if bias is not None:
         if bias.device != dev or bias.dtype != odt or bias.stride(0) != 1 or bias.data_ptr() % 16:
             raise GemmError(
