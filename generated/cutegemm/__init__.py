@@ -15,7 +15,16 @@ Generated and compiled against nvidia-cutlass-dsl 4.8.1.
 
 from typing import NamedTuple
 
-__all__ = ["DSL_VERSION", "KERNELS", "Kernel", "GemmError", "gemm", "kernel_for", "__version__"]
+__all__ = [
+    "DSL_VERSION",
+    "KERNELS",
+    "Kernel",
+    "GemmError",
+    "gemm",
+    "kernel_for",
+    "precompile",
+    "__version__",
+]
 __version__ = "0.1.0"
 DSL_VERSION = "4.8.1"  # the nvidia-cutlass-dsl release every kernel was checked against
 
@@ -2788,8 +2797,9 @@ KERNELS: tuple[Kernel, ...] = (
 
 
 def __getattr__(name: str):
-    """gemm, kernel_for and GemmError live in the runtime, which imports torch: load on first use."""
-    if name in ("gemm", "kernel_for", "GemmError"):
+    """gemm, kernel_for, precompile and GemmError live in the runtime, which imports torch and
+    tvm_ffi: loaded on first use."""
+    if name in ("gemm", "kernel_for", "precompile", "GemmError"):
         from cutegemm import _runtime
 
         return getattr(_runtime, name)

@@ -33,7 +33,7 @@ if hasattr(torch.Tensor, "__dlpack_c_exchange_api__"):
     os.environ.setdefault("TVM_FFI_DISABLE_TORCH_C_DLPACK", "1")
 import tvm_ffi  # noqa: E402
 
-__all__ = ["ACTIVATIONS", "GemmError", "gemm", "kernel_for"]
+__all__ = ["ACTIVATIONS", "GemmError", "gemm", "kernel_for", "precompile"]
 
 ACTIVATIONS = ("relu", "gelu_tanh", "silu")
 _NAME = {
