@@ -65,6 +65,31 @@ def display_path(path: Path) -> str:
         return path.as_posix()
 
 
+def project_root(path: Path) -> Path:
+    """The nearest folder at or above `path` that holds pyproject.toml; else the working folder."""
+    here = path.resolve()
+    for folder in [here, *here.parents]:
+        if (folder / "pyproject.toml").is_file():
+            return folder
+    return Path.cwd().resolve()
+
+
+def root_relative(path: Path, root: Path) -> str:
+    """`path` relative to the project root, in / form; ValueError when outside it."""
+    try:
+        return path.resolve().relative_to(root).as_posix()
+    except ValueError:
+        raise ValueError(
+            f"{path}: outside the project root {root}; pass --root to name the folder holding "
+            "both the specs and the project"
+        ) from None
+
+
+def relative_to_root(loaded: LoadedSpec, root: Path) -> LoadedSpec:
+    """The same spec with its path relative to the project root (what kernel headers record)."""
+    return LoadedSpec(loaded.spec, root_relative(Path(loaded.path), root), loaded.variant)
+
+
 def spec_files(paths: list[Path]) -> list[Path]:
     """Every ``*.toml`` under the given files and folders, sorted, shape lists excluded."""
     found: set[Path] = set()

@@ -160,18 +160,35 @@ def render_all(
             if on_done:
                 on_done(s.name)
         return out
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    pool = ProcessPoolExecutor(max_workers=jobs)
+    try:
         futures = [pool.submit(render_one, s) for s in specs]
         for s, f in zip(specs, futures, strict=True):
             f.result()
             if on_done:
                 on_done(s.name)
         return [f.result() for f in futures]
+    except BaseException:
+        # Ctrl-C or a failed render: drop the queued work instead of draining it (nothing has
+        # been written yet: files are written after every render succeeded)
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown(wait=True)
 
 
 def manifest_text(files: list[Rendered]) -> str:
     lines = [f"{r.relpath} {r.spec_hash} {r.source}" for r in sorted(files, key=lambda r: r.name)]
     return MANIFEST_HEADER + "\n".join(lines) + "\n"
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -181,6 +198,7 @@ def write_atomic(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; a written file follows the umask
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -227,16 +245,22 @@ def sync(
     check: bool,
     sources: set[str] | None = None,
     tuning: Path | None = None,
+    root: Path | None = None,
+    scanned: set[str] | None = None,
 ) -> Outcome:
     """Write changed files (unless check) and report stale and orphan files.
 
     Kernels go to ``out_dir/cutegemm/<arch>/NAME.py``; the package's registry, dispatcher,
     runtime and build file are rendered from every kernel present and the tuning tables.
-    A generated kernel no spec renders is an orphan when its spec file was among `sources` (the
-    files rendered now) or no longer exists; others (from spec files not rendered this time) are
-    kept and stay in the MANIFEST and registry, so rendering one spec file leaves the rest alone.
-    Kernel files of the earlier flat layout (``out_dir/NAME.py``) are orphans too.
+    Spec paths (kernel headers, `sources`, `scanned`) are relative to the project `root`, so
+    neither the bytes written nor the orphan decisions depend on the working directory.
+    A generated kernel no spec renders is an orphan only when its header names a spec file this
+    run read (`sources`), or one that is gone from a folder this run scanned (`scanned`); every
+    other kernel is kept and stays in the MANIFEST and registry. Kernel files of the earlier flat
+    layout (``out_dir/NAME.py``) are orphans too. Kernels and package files are written first,
+    the MANIFEST last.
     """
+    root = (root or Path.cwd()).resolve()
     names = {r.relpath for r in rendered}
     kept: list[Rendered] = []
     orphans = []
@@ -248,23 +272,25 @@ def sync(
             continue
         source, spec_hash = header(p)
         spec_file = source.split(" [", 1)[0]
-        if sources is None or spec_file in sources or not Path(spec_file).exists():
+        gone = not (root / spec_file).exists() and any(
+            spec_file.startswith(folder.rstrip("/") + "/") for folder in scanned or ()
+        )
+        if sources is None or spec_file in sources or gone:
             orphans.append(rel)
         else:
             kept.append(Rendered(p.stem, p.read_text(encoding="utf-8"), spec_hash, source, rel))
     orphans += [p.name for p in flat]
     everything = rendered + kept
     entries = [package.read_entry(r.text, r.relpath) for r in everything]
-    tables = package.load_tables(
-        tuning or Path("specs/tuning"), {r.name for r in everything}, _display(tuning)
-    )
+    tuning = tuning or root / "specs" / "tuning"
+    tables = package.load_tables(tuning, {r.name for r in everything}, _display(tuning, root))
     files = {r.relpath: r.text for r in rendered}
     files.update(package.package_files(entries, tables, environment()))
-    files[MANIFEST] = manifest_text(everything)
+    manifest = manifest_text(everything)
     written, unchanged, stale = [], [], []
-    for fname, text in sorted(files.items()):
+    for fname, text in [*sorted(files.items()), (MANIFEST, manifest)]:
         path = out_dir / fname
-        current = path.read_text(encoding="utf-8") if path.exists() else None
+        current = path.read_text(encoding="utf-8") if path.is_file() else None
         if current == text:
             unchanged.append(fname)
             continue
@@ -275,8 +301,12 @@ def sync(
     if not check:
         for fname in orphans:
             (out_dir / fname).unlink()
-    return Outcome(written, unchanged, stale, orphans)
+    return Outcome(sorted(written), sorted(unchanged), sorted(stale), orphans)
 
 
-def _display(tuning: Path | None) -> str:
-    return (tuning or Path("specs/tuning")).as_posix()
+def _display(tuning: Path, root: Path) -> str:
+    """The tuning folder as the dispatcher's comments name it: relative to the root if inside."""
+    try:
+        return tuning.resolve().relative_to(root).as_posix()
+    except ValueError:
+        return tuning.as_posix()

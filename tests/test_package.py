@@ -153,11 +153,15 @@ def test_the_rule_where_nothing_was_measured(runtime) -> None:
 
 
 def test_a_call_no_kernel_serves_names_why(runtime) -> None:
-    with pytest.raises(runtime.GemmError, match=r"no sm_90a kernel computes bf16 -> bf16 with alpha=3"):
+    with pytest.raises(
+        runtime.GemmError, match=r"no sm_90a kernel computes bf16 -> bf16 with alpha=3"
+    ):
         runtime._choose("NVIDIA H200", "sm_90a", ("bf16", "bf16", 3.0, 0.0, None, None), 8, 64, 64)
     with pytest.raises(runtime.GemmError, match=r"out dtypes offered for f16: f16"):
         runtime._choose("NVIDIA H200", "sm_90a", ("f16", "f32", 1.0, 0.0, None, None), 8, 64, 64)
-    with pytest.raises(runtime.GemmError, match=r"takes M=16, N=8190.*N=8190 is not a multiple of 8"):
+    with pytest.raises(
+        runtime.GemmError, match=r"takes M=16, N=8190.*N=8190 is not a multiple of 8"
+    ):
         runtime._choose("NVIDIA H200", "sm_90a", ("f16", "f16", 1.0, 0.0, None, None), 16, 8190, 64)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -368,3 +369,30 @@ def test_a_legal_spec_of_each_arch_renders_through_the_cli(arch: str, tmp_path: 
         if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "SPEC"
     ]
     assert Spec.model_validate(ast.literal_eval(spec_node.value)).arch == arch
+
+
+# ---- the working directory changes nothing -------------------------------------------------------
+
+
+def test_render_from_another_directory_changes_no_byte_and_removes_nothing(tmp_path: Path) -> None:
+    """One spec file rendered from three working directories into copies of generated/: every
+    copy stays byte-identical to generated/ (headers name spec paths relative to the project
+    root, and only kernels of the spec file read can be orphans)."""
+    spec = ROOT / "specs" / "sm100" / "ladder.toml"
+    for i, cwd in enumerate((ROOT, tmp_path, ROOT / "tests")):
+        copy = tmp_path / f"copy{i}"
+        shutil.copytree(GENERATED, copy, ignore=shutil.ignore_patterns("__pycache__"))
+        proc = run_cli(
+            "render", os.path.relpath(spec, cwd), "-o", os.path.relpath(copy, cwd), cwd=cwd
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert " 0 orphan(s) removed" in proc.stdout, proc.stdout
+        assert read_dir(copy) == read_dir(GENERATED), f"rendering from {cwd} changed bytes"
+
+
+def test_written_files_follow_the_umask(small_render: Path) -> None:
+    mask = os.umask(0)
+    os.umask(mask)
+    for p in (small_render / "out").rglob("*"):
+        if p.is_file():
+            assert p.stat().st_mode & 0o777 == 0o666 & ~mask, p
