@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import keyword
+import math
+import unicodedata
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -77,6 +80,29 @@ class Cluster(_Frozen):
         return self.m * self.n
 
 
+# Modules a kernel file imports, or that sit beside it in the package: a kernel of that name
+# would shadow them for whoever puts its folder on sys.path.
+RESERVED_NAMES = frozenset(
+    {"cutlass", "cuda", "torch", "math", "typing", "collections", "cutegemm", "tvm_ffi"}
+)
+MAX_NAME = 100  # characters: a module name, and a file name far inside any file system's limit
+
+
+def name_problem(name: str) -> str | None:
+    """Why `name` (already an identifier) cannot name a kernel module, or None."""
+    if keyword.iskeyword(name) or keyword.issoftkeyword(name):
+        return "is a Python keyword; pick another name"
+    if name.startswith("_"):
+        return "starts with an underscore (the package's own modules do: __init__, _runtime)"
+    if unicodedata.normalize("NFKC", name) != name or not name.isascii():
+        return "is not plain ASCII (Python would import it under another name); use a-z, 0-9, _"
+    if name in RESERVED_NAMES:
+        return f"is a module kernels import or sit beside ({', '.join(sorted(RESERVED_NAMES))})"
+    if len(name) > MAX_NAME:
+        return f"is {len(name)} characters long; at most {MAX_NAME}"
+    return None
+
+
 class _EpilogueBase(_Frozen):
     """Fusions every epilogue style shares: D = activation(alpha * A @ B^T + beta * C)."""
 
@@ -87,6 +113,13 @@ class _EpilogueBase(_Frozen):
     # D = activation(alpha * A @ B^T + beta * C + bias): a 1-D tensor in the output dtype, an
     # extra argument of gemm / launcher / run right after C
     bias: Bias = "none"
+
+    @field_validator("alpha", "beta")
+    @classmethod
+    def _finite(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError(f"alpha and beta must be finite numbers, got {value}")
+        return value
 
     @property
     def fused(self) -> bool:
@@ -236,8 +269,13 @@ class Spec(_Frozen):
     @field_validator("name")
     @classmethod
     def _name_is_identifier(cls, value: str | None) -> str | None:
-        if value is not None and not value.isidentifier():
+        if value is None:
+            return value
+        if not value.isidentifier():
             raise ValueError(f"name {value!r} is not a valid Python identifier")
+        why = name_problem(value)
+        if why:
+            raise ValueError(f"name {value!r} {why}")
         return value
 
     @field_validator("stages")

@@ -32,6 +32,8 @@ CASES: dict[str, list[str]] = {
     "bad_dtype": ["bad_specs/bad_dtype.toml"],
     "bad_tile_length": ["bad_specs/bad_tile_length.toml"],
     "bad_name": ["bad_specs/bad_name.toml"],
+    "bad_name_reserved": ["bad_specs/bad_name_reserved.toml"],
+    "nonfinite_epilogue": ["bad_specs/nonfinite_epilogue.toml"],
     "duplicate_names": ["bad_specs/duplicate_names"],
     "duplicate_canonical": ["bad_specs/duplicate_canonical.toml"],
     "sweep_not_list": ["bad_specs/sweep_not_list.toml"],
@@ -204,8 +206,8 @@ def test_missing_spec_file_is_an_error_line(tmp_path: Path) -> None:
 
 
 def test_long_problem_lines_are_not_wrapped(tmp_path: Path) -> None:
-    """One problem is one line however long it is (here about 330 characters)."""
-    name = "v_" + "x" * 200
+    """One problem is one line however long it is (here about 230 characters)."""
+    name = "v_" + "x" * 98  # the longest name allowed
     spec = tmp_path / "long.toml"
     spec.write_text(f'[[variant]]\nname = "{name}"\ntile = [128, 256, 64]\nstages = 6\n')
     proc = run_cli("render", "long.toml", "-o", "out", cwd=tmp_path)
