@@ -92,8 +92,9 @@ def render_cmd(
     with _progress("rendering") as progress:
         task = progress.add_task("", total=len(specs))
         try:
-            rendered = render.render_all(
+            rendered = render.render_incremental(
                 specs,
+                out,
                 jobs=min(os.cpu_count() or 1, 8),
                 on_done=lambda name: progress.update(task, advance=1, description=name),
             )

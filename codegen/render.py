@@ -7,6 +7,8 @@ from a sorted dump, and nothing time- or machine-dependent reaches a template.
 from __future__ import annotations
 
 import ast
+import dataclasses
+import json
 import os
 import pprint
 import tempfile
@@ -81,6 +83,7 @@ class Rendered:
     spec_hash: str
     source: str
     relpath: str  # inside the output folder: cutegemm/sm90/NAME.py
+    entry: package.Entry | None = None  # its registry row, when already known
 
 
 def _template_line(env: jinja2.Environment, template: str, raw: str, bad_line: int) -> str:
@@ -175,6 +178,90 @@ def render_all(
         raise
     finally:
         pool.shutdown(wait=True)
+
+
+def render_incremental(
+    specs: list[LoadedSpec],
+    out_dir: Path,
+    jobs: int = 1,
+    on_done: Callable[[str], None] | None = None,
+) -> list[Rendered]:
+    """render_all, reusing every kernel file the last render into `out_dir` wrote for the same
+    inputs (codegen.cache); results in the order of `specs`."""
+    from codegen import cache
+
+    digest = cache.inputs_digest(TEMPLATES)
+    cached = cache.load(out_dir).get("kernels", {})
+    reused: dict[str, Rendered] = {}
+    todo = []
+    for s in specs:
+        spec_hash = s.spec.spec_hash()
+        relpath = package.kernel_relpath(s.name, s.spec.arch)
+        source = f"{s.path} [{s.variant}]"
+        text = cache.reusable(
+            out_dir, relpath, cache.key(digest, s.name, spec_hash, source), cached
+        )
+        if text is None:
+            todo.append(s)
+            continue
+        row = cached[relpath].get("entry")
+        entry = package.Entry(**{**row, "c_tile": tuple(row["c_tile"]) if row["c_tile"] else None})
+        reused[s.name] = Rendered(s.name, text, spec_hash, source, relpath, entry)
+        if on_done:
+            on_done(s.name)
+    fresh = {r.name: r for r in render_all(todo, jobs=jobs, on_done=on_done)}
+    return [reused.get(s.name) or fresh[s.name] for s in specs]
+
+
+def _save_cache(
+    out_dir: Path,
+    rendered: list[Rendered],
+    kept: list[Rendered],
+    entries: dict,
+    package_state: dict,
+) -> None:
+    """Record what this render wrote; kernels kept from earlier renders keep their records."""
+    from codegen import cache
+
+    digest = cache.inputs_digest(TEMPLATES)
+    old = cache.load(out_dir).get("kernels", {})
+    kernels = {r.relpath: old[r.relpath] for r in kept if r.relpath in old}
+    kernels |= {
+        r.relpath: {
+            "key": cache.key(digest, r.name, r.spec_hash, r.source),
+            "sha": cache.content_hash(r.text),
+            "entry": dataclasses.asdict(entries[r.relpath]),
+        }
+        for r in rendered
+    }
+    cache.save(out_dir, {"kernels": kernels, "package": package_state})
+
+
+def _package_files(
+    out_dir: Path, entries: list, tables: list, use_cache: bool
+) -> tuple[dict, dict]:
+    """The package's own files, reused from disk when the registry rows, tables and inputs are
+    those of the last render and the files are untouched; plus the state to cache."""
+    from codegen import cache
+
+    digest = cache.inputs_digest(TEMPLATES)
+    want = cache.key(
+        digest,
+        json.dumps([e.row() for e in sorted(entries, key=lambda e: e.name)], sort_keys=True),
+        repr(tables),
+    )
+    old = cache.load(out_dir).get("package", {}) if use_cache else {}
+    if old.get("key") == want and isinstance(old.get("files"), dict):
+        got = {}
+        for rel, sha in old["files"].items():
+            text = cache.reusable(out_dir, rel, want, {rel: {"key": want, "sha": sha}})
+            if text is None:
+                break
+            got[rel] = text
+        else:
+            return got, old
+    files = package.package_files(entries, tables, environment())
+    return files, {"key": want, "files": {k: cache.content_hash(v) for k, v in files.items()}}
 
 
 def manifest_text(files: list[Rendered]) -> str:
@@ -281,11 +368,12 @@ def sync(
             kept.append(Rendered(p.stem, p.read_text(encoding="utf-8"), spec_hash, source, rel))
     orphans += [p.name for p in flat]
     everything = rendered + kept
-    entries = [package.read_entry(r.text, r.relpath) for r in everything]
+    entries = {r.relpath: r.entry or package.read_entry(r.text, r.relpath) for r in everything}
     tuning = tuning or root / "specs" / "tuning"
     tables = package.load_tables(tuning, {r.name for r in everything}, _display(tuning, root))
     files = {r.relpath: r.text for r in rendered}
-    files.update(package.package_files(entries, tables, environment()))
+    package_texts, package_state = _package_files(out_dir, list(entries.values()), tables, True)
+    files.update(package_texts)
     manifest = manifest_text(everything)
     written, unchanged, stale = [], [], []
     for fname, text in [*sorted(files.items()), (MANIFEST, manifest)]:
@@ -301,6 +389,7 @@ def sync(
     if not check:
         for fname in orphans:
             (out_dir / fname).unlink()
+        _save_cache(out_dir, rendered, kept, entries, package_state)
     return Outcome(sorted(written), sorted(unchanged), sorted(stale), orphans)
 
 

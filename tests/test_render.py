@@ -33,6 +33,7 @@ def read_dir(folder: Path) -> dict[str, bytes]:
         p.relative_to(folder).as_posix(): p.read_bytes()
         for p in sorted(folder.rglob("*"))
         if p.is_file()
+        and p.name != ".render-cache.json"  # render's own record (git-ignored), not output
         and not {"__pycache__", "build"} & set(p.relative_to(folder).parts)
         and ".egg-info" not in p.as_posix()
     }
@@ -240,7 +241,9 @@ def test_render_writes_only_changed_files(tmp_path: Path, monkeypatch: pytest.Mo
     assert again.written == [] and again.stale == [] and again.orphans == []
     assert again.unchanged == everything
     assert {
-        p.relative_to(out).as_posix(): p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()
+        p.relative_to(out).as_posix(): p.stat().st_mtime_ns
+        for p in out.rglob("*")
+        if p.is_file() and p.name != ".render-cache.json"
     } == dict.fromkeys(everything, OLD_NS)
 
     spec.write_text(SMALL_SPEC.replace("stages = 3", "stages = 4"))
@@ -396,3 +399,28 @@ def test_written_files_follow_the_umask(small_render: Path) -> None:
     for p in (small_render / "out").rglob("*"):
         if p.is_file():
             assert p.stat().st_mode & 0o777 == 0o666 & ~mask, p
+
+
+def test_an_unchanged_kernel_is_not_rendered_again(
+    small_render: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second render of unchanged specs reuses every file (codegen.cache); an edited file or
+    a changed spec renders again."""
+    monkeypatch.chdir(small_render)
+    out = small_render / "out"
+    specs = [loader.relative_to_root(s, small_render) for s in loader.load([Path("spec.toml")])]
+    calls: list[str] = []
+    real = render.render_one
+
+    def counting(loaded, env=None):
+        calls.append(loaded.name)
+        return real(loaded, env)
+
+    monkeypatch.setattr(render, "render_one", counting)
+    again = render.render_incremental(specs, out)
+    assert calls == [] and [r.name for r in again] == ["alpha", "beta"]
+    assert all(r.text == (out / r.relpath).read_text() for r in again)
+    edited = out / K / "beta.py"
+    edited.write_text(edited.read_text() + "# edited\n")
+    render.render_incremental(specs, out)
+    assert calls == ["beta"]
