@@ -101,6 +101,10 @@ def render_cmd(
         except render.RenderError as e:
             progress.stop()
             fail([str(e)])
+        except KeyboardInterrupt:
+            progress.stop()
+            err.print(f"interrupted: nothing written to {out}/")
+            raise typer.Exit(130) from None
     try:
         outcome = render.sync(
             rendered,

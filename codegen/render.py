@@ -11,6 +11,7 @@ import dataclasses
 import json
 import os
 import pprint
+import signal
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -163,21 +164,30 @@ def render_all(
             if on_done:
                 on_done(s.name)
         return out
-    pool = ProcessPoolExecutor(max_workers=jobs)
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_ignore_sigint)
     try:
         futures = [pool.submit(render_one, s) for s in specs]
         for s, f in zip(specs, futures, strict=True):
             f.result()
             if on_done:
                 on_done(s.name)
-        return [f.result() for f in futures]
+        results = [f.result() for f in futures]
     except BaseException:
-        # Ctrl-C or a failed render: drop the queued work instead of draining it (nothing has
-        # been written yet: files are written after every render succeeded)
+        # Ctrl-C or a failed render: drop the queued work and stop the workers now instead of
+        # draining the queue (nothing has been written yet: files are written after every
+        # render succeeded)
+        workers = list((getattr(pool, "_processes", None) or {}).values())
         pool.shutdown(wait=False, cancel_futures=True)
+        for worker in workers:
+            worker.terminate()
         raise
-    finally:
-        pool.shutdown(wait=True)
+    pool.shutdown(wait=True)
+    return results
+
+
+def _ignore_sigint() -> None:
+    """Workers leave Ctrl-C to the main process, which stops them."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def render_incremental(

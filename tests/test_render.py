@@ -424,3 +424,25 @@ def test_an_unchanged_kernel_is_not_rendered_again(
     edited.write_text(edited.read_text() + "# edited\n")
     render.render_incremental(specs, out)
     assert calls == ["beta"]
+
+
+def test_ctrl_c_stops_render_at_once_and_writes_nothing(tmp_path: Path) -> None:
+    """SIGINT to the process group (what a terminal's Ctrl-C sends) during a render of every
+    shipped spec: exit 130 within a second or two, the output folder untouched."""
+    import signal
+    import time
+
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "codegen", "render", str(ROOT / "specs"), "-o", str(out)],
+        cwd=tmp_path, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    time.sleep(4)
+    start = time.perf_counter()
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert time.perf_counter() - start < 3
+    assert "interrupted: nothing written" in err
+    assert not out.exists() or not any(out.rglob("*.py"))
