@@ -29,7 +29,16 @@ TVM_FFI_PIN = (
     "apache-tvm-ffi==0.1.15.post2"  # the TVM-FFI calling convention (measured on the H200)
 )
 _DSL_PIN = "nvidia-cutlass-dsl[cu13]==4.8.1"  # fallback when codegen's own metadata is absent
-REGISTRY_CONSTANTS = ("SPEC", "SHAPE_MULTIPLES", "MAX_TILES", "C_TILE", "WORKSPACE_ELEMS")
+REGISTRY_CONSTANTS = (
+    "SPEC",
+    "SHAPE_MULTIPLES",
+    "MAX_TILES",
+    "C_TILE",
+    "WORKSPACE_ELEMS",
+    "SK_CTAS",
+    "CLUSTER_TILE",
+    "TILER",
+)
 
 
 def dsl_requirement() -> str:
@@ -85,6 +94,8 @@ class Entry:
     max_tiles: int | None
     c_tile: tuple[int, int] | None
     workspace_elems: int
+    sk_ctas: int | None = None  # stream-K: CTAs sharing the MAC iterations
+    sk_tile: tuple[int, int] | None = None  # stream-K: its tile in the kernel's own (M, N)
 
     @property
     def arch(self) -> str:
@@ -120,6 +131,8 @@ class Entry:
             # stream-K hands partials over through flags that each launch leaves at 0 again: the
             # workspace is zeroed once; the separate split-K reduce writes every slot it reads
             "workspace_zeroed": bool(self.workspace_elems) and self.max_tiles is None,
+            "sk_ctas": self.sk_ctas,
+            "sk_tile": self.sk_tile,
             "module": module_name(self.relpath),
         }
 
@@ -141,6 +154,12 @@ def read_entry(text: str, relpath: str) -> Entry:
         max_tiles=values.get("MAX_TILES"),
         c_tile=tuple(c_tile) if c_tile else None,
         workspace_elems=values.get("WORKSPACE_ELEMS", 0),
+        sk_ctas=values.get("SK_CTAS"),
+        sk_tile=(
+            tuple(values.get("CLUSTER_TILE") or values["TILER"][:2])
+            if "SK_CTAS" in values
+            else None
+        ),
     )
 
 

@@ -215,7 +215,9 @@ def render_incremental(
             todo.append(s)
             continue
         row = cached[relpath].get("entry")
-        entry = package.Entry(**{**row, "c_tile": tuple(row["c_tile"]) if row["c_tile"] else None})
+        entry = package.Entry(
+            **{**row, **{f: tuple(row[f]) if row.get(f) else None for f in ("c_tile", "sk_tile")}}
+        )
         reused[s.name] = Rendered(s.name, text, spec_hash, source, relpath, entry)
         if on_done:
             on_done(s.name)

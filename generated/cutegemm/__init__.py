@@ -52,6 +52,8 @@ class Kernel(NamedTuple):
     c_tile: tuple[int, int] | None  # rows and columns of C one such tile covers
     workspace_elems: int  # f32 workspace the package allocates (0: none)
     workspace_zeroed: bool  # stream-K: zeroed once, each launch leaves it zero again
+    sk_ctas: int | None  # stream-K: CTAs sharing the MAC iterations
+    sk_tile: tuple[int, int] | None  # stream-K: its tile in the kernel's own (M, N)
     module: str  # import path of the kernel file
 
 
@@ -77,6 +79,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.bw_fused_direct_a1p5_b0p5_relu",
     ),
     Kernel(
@@ -100,6 +104,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.bw_fused_direct_bf16_f32_gelu",
     ),
     Kernel(
@@ -123,6 +129,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.bw_fused_direct_bias_col",
     ),
     Kernel(
@@ -146,6 +154,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.bw_fused_direct_bias_row",
     ),
     Kernel(
@@ -169,6 +179,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.bw_fused_persistent_2acc_direct_a0p5_b2_bias_row_silu",
     ),
     Kernel(
@@ -192,6 +204,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.bw_fused_persistent_2acc_tma_b0p5_bias_col_gelu",
     ),
     Kernel(
@@ -215,6 +229,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.bw_fused_tma_a2_b1_relu",
     ),
     Kernel(
@@ -238,6 +254,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.bw_fused_tma_bf16_silu",
     ),
     Kernel(
@@ -261,6 +279,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.bw_fused_tma_bias_col",
     ),
     Kernel(
@@ -284,6 +304,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.bw_fused_tma_bias_row",
     ),
     Kernel(
@@ -307,6 +329,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.bw_fused_tma_f32",
     ),
     Kernel(
@@ -330,6 +354,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.fc_dynamic_tma_b0p5_bias_col_gelu",
     ),
     Kernel(
@@ -353,6 +379,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.fc_e4m3_direct_bf16_a2_b0p5_bias_col_relu",
     ),
     Kernel(
@@ -376,6 +404,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.fc_e4m3_persistent_2acc_tma_f32_b1_bias_row_silu",
     ),
     Kernel(
@@ -399,6 +429,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.fc_e4m3_swap_64x32_direct_f32_a2_b1_bias_row",
     ),
     Kernel(
@@ -422,6 +454,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.fc_m64_direct_b1_bias_col_relu",
     ),
     Kernel(
@@ -445,6 +479,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.fc_m64_tma_a0p5_b2_bias_row_gelu",
     ),
     Kernel(
@@ -468,6 +504,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.fc_m64_tma_bias_col_silu",
     ),
     Kernel(
@@ -491,6 +529,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.fc_splitk2_direct_a1p5_b0p5_bias_col_silu",
     ),
     Kernel(
@@ -514,6 +554,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.fc_splitk4_acc2_direct_f32_bias_row_relu",
     ),
     Kernel(
@@ -537,6 +579,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.fc_swap_128x16_direct_b0p5_bias_row_relu",
     ),
     Kernel(
@@ -560,6 +604,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.fc_swap_64x32_persistent_direct_bias_col_silu",
     ),
     Kernel(
@@ -583,6 +629,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.fc_swap_splitk2_128x32_direct_b0p5_bias_row_relu",
     ),
     Kernel(
@@ -606,6 +654,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.h_128x128_wg1_grid_direct",
     ),
     Kernel(
@@ -629,6 +679,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=2162820,
         workspace_zeroed=True,
+        sk_ctas=132,
+        sk_tile=(128, 128),
         module="cutegemm.sm90.h_128x128_wg1_streamk_tma",
     ),
     Kernel(
@@ -652,6 +704,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.h_128x128x32_wg1_sw64_grid_direct",
     ),
     Kernel(
@@ -675,6 +729,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.h_128x256_wg2_c2x1_persistent_tma",
     ),
     Kernel(
@@ -698,6 +754,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.h_128x256_wg2_persistent_tma",
     ),
     Kernel(
@@ -721,6 +779,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.h_128x64x16_wg1_sw32_persistent_tma",
     ),
     Kernel(
@@ -744,6 +804,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.h_256x128_wg2_persistent_tma_g8",
     ),
     Kernel(
@@ -767,6 +829,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.h_64x128_wg1_c1x2_grid_tma",
     ),
     Kernel(
@@ -790,6 +854,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.h_bias_128x128_wg1_direct_row_a2",
     ),
     Kernel(
@@ -813,6 +879,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.h_bias_128x256_wg2_persistent_tma_col_gelu",
     ),
     Kernel(
@@ -836,6 +904,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=(16, 64),
         workspace_elems=16777216,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.h_bias_swap_64x16_wg1_splitk2_separate_col_relu",
     ),
     Kernel(
@@ -859,6 +929,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.h_bias_swap_64x32_wg1_splitk_col",
     ),
     Kernel(
@@ -882,6 +954,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.h_e4m3_128x128x64_wg1_sw64_grid_direct",
     ),
     Kernel(
@@ -905,6 +979,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.h_e4m3_128x256_wg2_persistent_tma",
     ),
     Kernel(
@@ -928,6 +1004,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.h_e4m3_64x128_wg1_grid_direct",
     ),
     Kernel(
@@ -951,6 +1029,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.h_f16_128x256_wg2_persistent_tma",
     ),
     Kernel(
@@ -974,6 +1054,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.h_fused_128x128_wg1_direct_a1p5_b0p5_relu",
     ),
     Kernel(
@@ -997,6 +1079,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.h_fused_128x128_wg1_direct_f32_gelu",
     ),
     Kernel(
@@ -1020,6 +1104,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.h_fused_128x256_wg2_persistent_tma_b1_relu",
     ),
     Kernel(
@@ -1043,6 +1129,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.h_fused_128x256_wg2_persistent_tma_silu",
     ),
     Kernel(
@@ -1066,6 +1154,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=(128, 64),
         workspace_elems=25165824,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.h_fused_128x64_wg1_splitk3_separate_bias_row_gelu",
     ),
     Kernel(
@@ -1089,6 +1179,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.h_fused_pp_128x128_persistent_tma_a2_b0p5_bias_col",
     ),
     Kernel(
@@ -1112,6 +1204,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=(32, 64),
         workspace_elems=33554432,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.h_swap_64x32_wg1_splitk4_separate",
     ),
     Kernel(
@@ -1135,6 +1229,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.h_swap_64x64x32_wg1_sw64_persistent_direct",
     ),
     Kernel(
@@ -1158,6 +1254,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.ladder_1_kloop",
     ),
     Kernel(
@@ -1181,6 +1279,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.ladder_2_ring",
     ),
     Kernel(
@@ -1204,6 +1304,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.ladder_3_warp_spec",
     ),
     Kernel(
@@ -1227,6 +1329,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.ladder_4_k64_sw128",
     ),
     Kernel(
@@ -1250,6 +1354,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.ladder_5_tma_epilogue",
     ),
     Kernel(
@@ -1273,6 +1379,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.ladder_6_multicast_2x2",
     ),
     Kernel(
@@ -1296,6 +1404,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.ladder_7_2cta",
     ),
     Kernel(
@@ -1319,6 +1429,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.ladder_8_persistent_2acc",
     ),
     Kernel(
@@ -1342,6 +1454,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.lib_128x256_bias_col",
     ),
     Kernel(
@@ -1365,6 +1479,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.lib_128x256_bias_col_relu",
     ),
     Kernel(
@@ -1388,6 +1504,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.lib_128x256_bias_col_silu",
     ),
     Kernel(
@@ -1411,6 +1529,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.lib_128x256_gelu",
     ),
     Kernel(
@@ -1434,6 +1554,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.lib_128x256_silu",
     ),
     Kernel(
@@ -1457,6 +1579,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.lib_swap_64x32_bias_col",
     ),
     Kernel(
@@ -1480,6 +1604,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.lib_swap_64x32_bias_col_silu",
     ),
     Kernel(
@@ -1503,6 +1629,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.lib_swap_64x32_gelu",
     ),
     Kernel(
@@ -1526,6 +1654,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.lib_swap_64x32_silu",
     ),
     Kernel(
@@ -1549,6 +1679,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.sched_dynamic",
     ),
     Kernel(
@@ -1572,6 +1704,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.sched_pair_rn_g4",
     ),
     Kernel(
@@ -1595,6 +1729,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.sched_persistent_g8",
     ),
     Kernel(
@@ -1618,6 +1754,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.sched_persistent_mcast_2x1_g8_direct",
     ),
     Kernel(
@@ -1641,6 +1779,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.sched_persistent_mcast_2x2",
     ),
     Kernel(
@@ -1664,6 +1804,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.sched_splitk2",
     ),
     Kernel(
@@ -1687,6 +1829,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.sched_splitk4_acc2",
     ),
     Kernel(
@@ -1710,6 +1854,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.seed_s1_k16_inter",
     ),
     Kernel(
@@ -1733,6 +1879,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.seed_s4_k16_inter",
     ),
     Kernel(
@@ -1756,6 +1904,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.seed_s4_k64_inter",
     ),
     Kernel(
@@ -1779,6 +1929,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.seed_s4_k64_sw128",
     ),
     Kernel(
@@ -1802,6 +1954,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=(128, 64),
         workspace_elems=33554432,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.sep_128x64_s4_bias",
     ),
     Kernel(
@@ -1825,6 +1979,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=2424980,
         workspace_zeroed=True,
+        sk_ctas=148,
+        sk_tile=(128, 128),
         module="cutegemm.sm100.sk_128x128_direct",
     ),
     Kernel(
@@ -1848,6 +2004,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=4849812,
         workspace_zeroed=True,
+        sk_ctas=148,
+        sk_tile=(128, 256),
         module="cutegemm.sm100.sk_128x256_tma_acc2",
     ),
     Kernel(
@@ -1871,6 +2029,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=606356,
         workspace_zeroed=True,
+        sk_ctas=148,
+        sk_tile=(128, 32),
         module="cutegemm.sm100.sk_128x32_direct_acc2",
     ),
     Kernel(
@@ -1894,6 +2054,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.sm100_bf16_128x128x64_s2_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -1917,6 +2079,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.sm100_bf16_128x128x64_s4_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -1940,6 +2104,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.sm100_bf16_128x256x64_s2_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -1963,6 +2129,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.sm100_bf16_128x256x64_s4_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -1986,6 +2154,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.sm100_bf16_128x64x64_s2_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2009,6 +2179,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.sm100_bf16_128x64x64_s4_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2032,6 +2204,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.sm100_f16_128x128x64_s2_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2055,6 +2229,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.sm100_f16_128x128x64_s4_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2078,6 +2254,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.sm100_f16_128x256x64_s2_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2101,6 +2279,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.sm100_f16_128x256x64_s4_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2124,6 +2304,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.sm100_f16_128x64x64_s2_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2147,6 +2329,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.sm100_f16_128x64x64_s4_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2170,6 +2354,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_128x128x64_s6_sw128_ws_wg2_pp_tma_persistent_rm",
     ),
     Kernel(
@@ -2193,6 +2379,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_128x128x64_s6_sw128_ws_wg2_pp_tma_persistent_rm_g8",
     ),
     Kernel(
@@ -2216,6 +2404,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_128x256x64_s4_sw128_ws_wg2_tma_persistent_rm_g16",
     ),
     Kernel(
@@ -2239,6 +2429,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_128x256x64_s4_sw128_ws_wg2_tma_persistent_rm_g8",
     ),
     Kernel(
@@ -2262,6 +2454,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_64x128x64_s8_sw128_ws_wg1_swap_direct_splitk2",
     ),
     Kernel(
@@ -2285,6 +2479,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_64x128x64_s9_sw128_ws_wg1_swap_direct_persistent_rm",
     ),
     Kernel(
@@ -2308,6 +2504,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=1081476,
         workspace_zeroed=True,
+        sk_ctas=132,
+        sk_tile=(64, 128),
         module="cutegemm.sm90.sm90_bf16_64x128x64_s9_sw128_ws_wg1_swap_direct_streamk",
     ),
     Kernel(
@@ -2331,6 +2529,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_64x16x64_s22_sw128_ws_wg1_swap_direct_persistent_rm",
     ),
     Kernel(
@@ -2354,6 +2554,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_64x16x64_s22_sw128_ws_wg1_swap_direct_splitk2",
     ),
     Kernel(
@@ -2377,6 +2579,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_64x256x64_s4_sw128_ws_wg1_swap_direct_splitk2",
     ),
     Kernel(
@@ -2400,6 +2604,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_64x256x64_s4_sw128_ws_wg2_pp_tma_persistent_rm",
     ),
     Kernel(
@@ -2423,6 +2629,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_64x256x64_s4_sw128_ws_wg2_pp_tma_persistent_rm_g8",
     ),
     Kernel(
@@ -2446,6 +2654,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_64x256x64_s5_sw128_ws_wg1_swap_direct_persistent_rm",
     ),
     Kernel(
@@ -2469,6 +2679,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_64x32x64_s18_sw128_ws_wg1_swap_direct_persistent_rm",
     ),
     Kernel(
@@ -2492,6 +2704,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_64x32x64_s18_sw128_ws_wg1_swap_direct_splitk2",
     ),
     Kernel(
@@ -2515,6 +2729,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=270468,
         workspace_zeroed=True,
+        sk_ctas=132,
+        sk_tile=(64, 32),
         module="cutegemm.sm90.sm90_bf16_64x32x64_s18_sw128_ws_wg1_swap_direct_streamk",
     ),
     Kernel(
@@ -2538,6 +2754,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_64x64x64_s13_sw128_ws_wg1_swap_direct_splitk2",
     ),
     Kernel(
@@ -2561,6 +2779,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_64x64x64_s14_sw128_ws_wg1_swap_direct_persistent_rm",
     ),
     Kernel(
@@ -2584,6 +2804,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=540804,
         workspace_zeroed=True,
+        sk_ctas=132,
+        sk_tile=(64, 64),
         module="cutegemm.sm90.sm90_bf16_64x64x64_s14_sw128_ws_wg1_swap_direct_streamk",
     ),
     Kernel(
@@ -2607,6 +2829,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.smallm_128x16_swap",
     ),
     Kernel(
@@ -2630,6 +2854,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.smallm_128x32",
     ),
     Kernel(
@@ -2653,6 +2879,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.smallm_64x128_tma",
     ),
     Kernel(
@@ -2676,6 +2904,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.smallm_64x16_swap",
     ),
     Kernel(
@@ -2699,6 +2929,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.smallm_64x32_swap_persistent",
     ),
     Kernel(
@@ -2722,6 +2954,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.smallm_64x64",
     ),
     Kernel(
@@ -2745,6 +2979,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.smallm_64x64_swap",
     ),
     Kernel(
@@ -2768,6 +3004,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.smallm_e4m3_128x256_tma_bf16",
     ),
     Kernel(
@@ -2791,6 +3029,8 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        sk_ctas=None,
+        sk_tile=None,
         module="cutegemm.sm100.smallm_e4m3_64x32_swap_f32",
     ),
 )

@@ -470,6 +470,15 @@ def launcher(a: "torch.Tensor", b: "torch.Tensor", c: "torch.Tensor") -> "Callab
     for t, label in ((a, "a"), (b, "b"), (c, "c")):
         if t.stride(1) != 1 or t.data_ptr() % 16 or (t.stride(0) * t.element_size()) % 16:
             problems.append(f"{label} must have last stride 1, 16-byte aligned rows and base")
+    # stream-K splits tiles x k-tiles over SK_CTAS CTAs with 32-bit products (iterations x CTAs)
+    rows, cols = (n, m) if SPEC["swap_ab"] else (m, n)
+    tile = globals().get("CLUSTER_TILE", TILER[:2])  # the kernel's tile, in its own (M, N)
+    iters = -(-rows // tile[0]) * -(-cols // tile[1]) * -(-k // TILER[2])
+    if iters * SK_CTAS >= 2**31:
+        problems.append(
+            f"M={m}, N={n}, K={k} make {iters} MAC iterations; stream-K's 32-bit partition math "
+            f"needs iterations x {SK_CTAS} CTAs < 2^31: use a persistent or split-K kernel"
+        )
     if not all(t.is_cuda and t.device == a.device for t in tensors):
         problems.append(
             "every tensor must be on one CUDA device, got "
