@@ -9,6 +9,7 @@ the variant and the field.
 from __future__ import annotations
 
 import itertools
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,19 +102,46 @@ def spec_files(paths: list[Path]) -> list[Path]:
     return sorted(found)
 
 
+_BRANCH = re.compile(r"^(int|float|bool|str|literal\[.*\])$")  # a union member in an error's loc
+_KIND = {
+    "int_type": "an integer",
+    "float_type": "a number",
+    "bool_type": "true or false",
+    "string_type": "a string",
+    "int_parsing": "an integer",
+    "float_parsing": "a number",
+}
+
+
 def _pydantic_problems(path: str, label: str, err: ValidationError) -> list[SpecProblem]:
+    """One line per field: the errors of a union's members (stages: an integer or "auto") are
+    merged into one that lists what each member takes."""
+    merged: dict[str | None, tuple[list[str], object]] = {}
     out = []
     for e in err.errors():
-        loc = [str(x) for x in e["loc"] if not str(x).startswith(("function-", "tagged-union"))]
+        raw = [str(x) for x in e["loc"] if not str(x).startswith(("function-", "tagged-union"))]
+        loc = [x for x in raw if not _BRANCH.match(x)]
         field = ".".join(loc) if loc else None
         msg = e["msg"].removeprefix("Value error, ")
+        if len(loc) != len(raw):  # a union member's complaint: merged below
+            want = _KIND.get(e["type"]) or msg.removeprefix("Input should be ")
+            merged.setdefault(field, ([], e.get("input")))[0].append(want)
+            continue
         if e["type"] == "extra_forbidden" and len(loc) > 1:
             msg = f"unknown key {loc[-1]!r} in {loc[0]}"
         elif e["type"] == "extra_forbidden":
             msg = f"unknown knob {field!r}; legal knobs: {', '.join(Spec.model_fields)}"
+        elif e["type"] in _KIND and "input" in e:
+            msg = f"{e['input']!r} is not allowed; it must be {_KIND[e['type']]} (written without quotes)"
         elif e["type"] == "literal_error" and "input" in e:
             msg = f"{e['input']!r} is not allowed; {msg[0].lower()}{msg[1:]}"
         out.append(SpecProblem(path, label, field, msg))
+    for field, (wants, value) in merged.items():
+        out.append(
+            SpecProblem(
+                path, label, field, f"{value!r} is not allowed; it must be {' or '.join(wants)}"
+            )
+        )
     return out
 
 

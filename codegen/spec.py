@@ -37,7 +37,7 @@ ARCHES: tuple[str, ...] = ("sm_100a", "sm_90a")
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)  # no coercion: "3" is not 3
 
 
 class Tile(_Frozen):

@@ -34,6 +34,7 @@ CASES: dict[str, list[str]] = {
     "bad_name": ["bad_specs/bad_name.toml"],
     "bad_name_reserved": ["bad_specs/bad_name_reserved.toml"],
     "nonfinite_epilogue": ["bad_specs/nonfinite_epilogue.toml"],
+    "coerced_types": ["bad_specs/coerced_types.toml"],
     "duplicate_names": ["bad_specs/duplicate_names"],
     "duplicate_canonical": ["bad_specs/duplicate_canonical.toml"],
     "sweep_not_list": ["bad_specs/sweep_not_list.toml"],
