@@ -89,6 +89,8 @@ def render_cmd(
         fail([str(e)])
     if out.exists() and not out.is_dir():
         fail([f"{out}: not a folder (-o names the folder the package is written to)"])
+    if check and not out.is_dir():
+        fail([f"{out}: no such folder to check; run `codegen render` first"])
     with _progress("rendering") as progress:
         task = progress.add_task("", total=len(specs))
         try:

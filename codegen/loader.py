@@ -196,9 +196,22 @@ def load_file(path: Path) -> tuple[list[LoadedSpec], list[SpecProblem]]:
     """All legal specs of one file, and every problem found in it."""
     shown = display_path(path)
     try:
-        doc = tomllib.loads(path.read_text())
+        raw = path.read_bytes()
+        text = raw.decode("utf-8-sig")  # a UTF-8 byte-order mark is allowed and dropped
+        doc = tomllib.loads(text)
     except FileNotFoundError:
         return [], [SpecProblem(shown, None, None, "no such file")]
+    except IsADirectoryError:
+        return [], [SpecProblem(shown, None, None, "a folder where a spec file was expected")]
+    except UnicodeDecodeError as e:
+        return [], [
+            SpecProblem(
+                shown,
+                None,
+                None,
+                f"not UTF-8 text (byte {raw[e.start]:#04x} at offset {e.start}); save it as UTF-8",
+            )
+        ]
     except tomllib.TOMLDecodeError as e:
         return [], [SpecProblem(shown, None, None, f"not valid TOML: {e}")]
 
@@ -242,8 +255,13 @@ def load(paths: list[Path]) -> list[LoadedSpec]:
                     s.path,
                     s.variant,
                     "name",
-                    f"name {s.name!r} is already used by {first.path} [{first.variant}]; "
-                    "give one of them a distinct name",
+                    (
+                        f"name {s.name!r} is given to more than one variant of this file; "
+                        "give each a distinct name"
+                        if first.path == s.path
+                        else f"name {s.name!r} is already used by {first.path} "
+                        f"[{first.variant}]; give one of them a distinct name"
+                    ),
                 )
             )
         else:
