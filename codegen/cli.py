@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from codegen import loader
 
@@ -135,26 +136,57 @@ def render_cmd(
     )
 
 
+def _knobs(spec) -> dict[str, str]:
+    """Every knob of a spec as flat text: tile 128x256x64, epilogue.style direct, ..."""
+    out: dict[str, str] = {}
+
+    def walk(prefix: str, value: object) -> None:
+        if isinstance(value, dict) and set(value) <= {"m", "n", "k"} and value:
+            out[prefix] = "x".join(str(value[d]) for d in "mnk" if d in value)
+        elif isinstance(value, dict):
+            for k, v in sorted(value.items()):
+                walk(f"{prefix}.{k}" if prefix else k, v)
+        else:
+            out[prefix] = "" if value is None else str(value)
+
+    walk("", spec.model_dump(exclude={"name"}))
+    return out
+
+
 @app.command("list")
-def list_cmd(paths: PathsArg = None) -> None:
-    """List every variant the specs define, with its key knobs."""
+def list_cmd(
+    paths: PathsArg = None,
+    fmt: Annotated[
+        str,
+        typer.Option("--format", help="table (wraps, never cuts), plain (tab-separated) or json."),
+    ] = "table",
+) -> None:
+    """List every variant the specs define: its name, every knob that differs between the listed
+    variants (arch always), and where it is defined."""
+    if fmt not in ("table", "plain", "json"):
+        fail([f"--format {fmt!r}: use table, plain or json"])
     specs = load_specs(paths)
-    table = Table(
-        "name", "arch", "dtype", "tile", "stages", "swizzle", "epilogue", "scheduler", "source"
-    )
-    for s in specs:
-        sp = s.spec
-        table.add_row(
-            s.name,
-            sp.arch,
-            sp.dtype,
-            str(sp.tile),
-            str(sp.stages),
-            str(sp.swizzle),
-            sp.epilogue.style,
-            sp.scheduler.kind,
-            f"{s.path} [{s.variant}]",
-        )
+    knobs = [_knobs(s.spec) for s in specs]
+    keys = sorted({k for row in knobs for k in row})
+    shown = [k for k in keys if k == "arch" or len({row.get(k, "") for row in knobs}) > 1]
+    rows = [
+        [s.name, *(row.get(k, "") for k in shown), f"{s.path} [{s.variant}]"]
+        for s, row in zip(specs, knobs, strict=True)
+    ]
+    head = ["name", *shown, "source"]
+    if fmt == "json":
+        print(json.dumps([dict(zip(head, r, strict=True)) for r in rows], indent=1))
+        return
+    if fmt == "plain":
+        print("\t".join(head))
+        for r in rows:
+            print("\t".join(r))
+        return
+    table = Table(*head)
+    for col in table.columns:
+        col.overflow = "fold"  # wrap long names and paths; never cut them
+    for r in rows:
+        table.add_row(*(Text(x) for x in r))  # Text: "[variant]" is not rich markup
     console.print(table)
     console.print(f"{len(specs)} variants")
 

@@ -446,3 +446,17 @@ def test_ctrl_c_stops_render_at_once_and_writes_nothing(tmp_path: Path) -> None:
     assert time.perf_counter() - start < 3
     assert "interrupted: nothing written" in err
     assert not out.exists() or not any(out.rglob("*.py"))
+
+
+def test_list_shows_every_knob_that_differs_and_the_whole_source() -> None:
+    proc = run_cli("list", "specs/sm100/ladder.toml", "--format", "plain", cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    head, *rows = [line.split("\t") for line in proc.stdout.splitlines()]
+    assert head[0] == "name" and head[-1] == "source" and "arch" in head
+    assert {"warp_specialized", "epilogue.style", "cluster", "stages", "tile"} <= set(head)
+    by_name = {r[0]: dict(zip(head, r, strict=True)) for r in rows}
+    # ladder_2 and ladder_3 differ only by warp specialization: the list shows it
+    assert by_name["ladder_2_ring"]["warp_specialized"] == "False"
+    assert by_name["ladder_3_warp_spec"]["warp_specialized"] == "True"
+    assert by_name["ladder_2_ring"]["source"] == "specs/sm100/ladder.toml [ladder_2_ring]"
+    assert "dtype" not in head  # the same for every ladder step: not a column
