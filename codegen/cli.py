@@ -474,7 +474,6 @@ def tune_cmd(
 ) -> None:
     """On a GPU: time every plain kernel of its arch on shape lists, interleaved with torch, and
     write the tuning table `codegen render` makes the dispatcher from."""
-    from codegen import build as b
     from codegen import gpu, tune
 
     shape_files = shapes or [Path("specs/shapes/llama3-70b.toml")]
@@ -492,7 +491,6 @@ def tune_cmd(
         task = progress.add_task("", total=None)
         picks = tune.tune(
             runnable,
-            lambda f: b.read_spec(f).model_dump(),
             shape_list,
             rounds,
             reps,

@@ -135,11 +135,9 @@ def check_variant(path: Path, count: int, seed: int, launch_with: str = "jit") -
     module = load_module(path)
     spec = module.SPEC
     # e4m3: randn in f32 rounded to float8; the reference upcasts those same float8 values
-    dtype = {"f16": torch.float16, "bf16": torch.bfloat16, "e4m3": torch.float8_e4m3fn}[
-        spec["dtype"]
-    ]
+    dtype = torch_dtype(spec["dtype"])
     out_name = spec["epilogue"].get("out_dtype") or spec["dtype"]
-    out_dtype = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[out_name]
+    out_dtype = torch_dtype(out_name)
     tol = TOLERANCE[out_name]
     epi = spec["epilogue"]
     rng = random.Random(seed)
@@ -242,17 +240,31 @@ def time_interleaved(
     return {k: statistics.median(v) for k, v in samples.items()}
 
 
-def input_sets(shape: Shape, dtype, min_bytes: int = 256 << 20) -> list[tuple]:
-    """Enough (a, b, c) sets that cycling through them overflows a 50 MB L2 several times."""
+def torch_dtype(name: str):
+    """The torch dtype of a spec's dtype name (f16, bf16, f32, e4m3)."""
     import torch
 
-    per = shape.bytes_moved()
+    return {
+        "f16": torch.float16,
+        "bf16": torch.bfloat16,
+        "f32": torch.float32,
+        "e4m3": torch.float8_e4m3fn,
+    }[name]
+
+
+def input_sets(shape: Shape, dtype, out_dtype=None, min_bytes: int = 256 << 20) -> list[tuple]:
+    """Enough (a, b, c) sets that cycling through them overflows a 50 MB L2 several times;
+    c is `out_dtype` (default: the input dtype)."""
+    import torch
+
+    out_dtype = out_dtype or dtype
+    per = shape.bytes_moved(dtype.itemsize, out_dtype.itemsize)
     count = max(2, min(8, -(-min_bytes // per)))
     sets = []
     for _ in range(count):
         a = torch.randn(shape.m, shape.k, device="cuda", dtype=torch.float32).to(dtype)
         b = torch.randn(shape.n, shape.k, device="cuda", dtype=torch.float32).to(dtype)
-        c = torch.empty(shape.m, shape.n, device="cuda", dtype=dtype)
+        c = torch.empty(shape.m, shape.n, device="cuda", dtype=out_dtype)
         sets.append((a, b, c))
     return sets
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from codegen.gpu import TOLERANCE, Shape, reference, time_interleaved
+from codegen.gpu import TOLERANCE, Shape, input_sets, reference, time_interleaved, torch_dtype
 
 
 def import_package(generated: Path):
@@ -41,24 +41,13 @@ class Check:
         return f"{'ok  ' if self.passed else 'FAIL'} {self.what}: {self.detail}"
 
 
+def _class_of(k) -> tuple:
+    """What a kernel computes: (dtype, out dtype, alpha, beta, activation, bias)."""
+    return (k.dtype, k.out_dtype, k.alpha, k.beta, k.activation, k.bias)
+
+
 def _classes(pkg, arch: str) -> list[tuple]:
-    seen = {}
-    for k in pkg.KERNELS:
-        if k.arch == arch:
-            key = (k.dtype, k.out_dtype, k.alpha, k.beta, k.activation, k.bias)
-            seen.setdefault(key, k)
-    return sorted(seen, key=str)
-
-
-def _torch_dtype(name: str):
-    import torch
-
-    return {
-        "f16": torch.float16,
-        "bf16": torch.bfloat16,
-        "f32": torch.float32,
-        "e4m3": torch.float8_e4m3fn,
-    }[name]
+    return sorted({_class_of(k) for k in pkg.KERNELS if k.arch == arch}, key=str)
 
 
 def _shapes(steps: tuple[int, int, int], count: int, rng: random.Random) -> list[tuple]:
@@ -92,16 +81,12 @@ def check_class(pkg, cls: tuple, count: int, rng: random.Random) -> list[Check]:
     import torch
 
     dtype, out, alpha, beta, activation, bias_kind = cls
-    tin, tout = _torch_dtype(dtype), _torch_dtype(out)
+    tin, tout = torch_dtype(dtype), torch_dtype(out)
     tol = TOLERANCE[out]
     epi = {"alpha": alpha, "beta": beta, "activation": activation or "none", "bias": bias_kind}
     label = f"{dtype}->{out} alpha={alpha:g} beta={beta:g} act={activation} bias={bias_kind}"
     checks = []
-    mine = [
-        k
-        for k in pkg.KERNELS
-        if (k.dtype, k.out_dtype, k.alpha, k.beta, k.activation, k.bias) == cls
-    ]
+    mine = [k for k in pkg.KERNELS if _class_of(k) == cls]
     steps = tuple(min(k.shape_multiples[i] for k in mine) for i in range(3))
     for i, (m, n, k) in enumerate(_shapes(steps, count, rng)):
         a = torch.randn(m, k, device="cuda").to(tin)
@@ -370,18 +355,18 @@ def bench_picks(pkg, shapes: list[Shape], dtype: str, rounds: int, reps: int) ->
     """gemm() as a user calls it (the dispatcher's pick, out= given) beside torch, interleaved."""
     import torch
 
-    from codegen.tune import _sets, torch_launch
+    from codegen.tune import torch_launch
 
     out = "bf16" if dtype == "e4m3" else dtype
     rows = []
     for shape in shapes:
-        tin = _torch_dtype(dtype)
+        tin = torch_dtype(dtype)
         try:
-            kern = pkg.kernel_for(shape.m, shape.n, shape.k, dtype=tin, out_dtype=_torch_dtype(out))
+            kern = pkg.kernel_for(shape.m, shape.n, shape.k, dtype=tin, out_dtype=torch_dtype(out))
         except pkg.GemmError as e:
             print(f"  {shape.name}: {e}")
             continue
-        sets = _sets(shape, dtype, out)
+        sets = input_sets(shape, tin, torch_dtype(out))
         a, b, c = sets[0]
         try:
             torch_launch(dtype, a, b, c)()

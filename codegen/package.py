@@ -36,8 +36,6 @@ REGISTRY_CONSTANTS = (
     "C_TILE",
     "WORKSPACE_ELEMS",
     "SK_CTAS",
-    "CLUSTER_TILE",
-    "TILER",
 )
 
 
@@ -95,7 +93,11 @@ class Entry:
     c_tile: tuple[int, int] | None
     workspace_elems: int
     sk_ctas: int | None = None  # stream-K: CTAs sharing the MAC iterations
-    sk_tile: tuple[int, int] | None = None  # stream-K: its tile in the kernel's own (M, N)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Entry:
+        """An Entry from its dataclasses.asdict form (JSON turned its tuples into lists)."""
+        return cls(**{**d, "c_tile": tuple(d["c_tile"]) if d["c_tile"] else None})
 
     @property
     def arch(self) -> str:
@@ -132,7 +134,6 @@ class Entry:
             # workspace is zeroed once; the separate split-K reduce writes every slot it reads
             "workspace_zeroed": bool(self.workspace_elems) and self.max_tiles is None,
             "sk_ctas": self.sk_ctas,
-            "sk_tile": self.sk_tile,
             "module": module_name(self.relpath),
         }
 
@@ -155,11 +156,6 @@ def read_entry(text: str, relpath: str) -> Entry:
         c_tile=tuple(c_tile) if c_tile else None,
         workspace_elems=values.get("WORKSPACE_ELEMS", 0),
         sk_ctas=values.get("SK_CTAS"),
-        sk_tile=(
-            tuple(values.get("CLUSTER_TILE") or values["TILER"][:2])
-            if "SK_CTAS" in values
-            else None
-        ),
     )
 
 
@@ -198,7 +194,7 @@ def load_tables(folder: Path, names: set[str], display: str) -> list[Table]:
             doc = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
             raise TuningError(f"{where}: not a TOML file: {e}") from e
-        picks = []
+        picks, seen = [], set()
         for i, p in enumerate(doc.get("pick", [])):
             label = f"{where} [pick {i + 1}, {p.get('shape', '?')}]"
             try:
@@ -220,12 +216,10 @@ def load_tables(folder: Path, names: set[str], display: str) -> list[Table]:
                     f"{label}: names no kernel that exists: {', '.join(unknown) or '(empty)'}; "
                     "re-run `codegen tune` or remove the entry"
                 )
-            if any(
-                (q.dtype, q.out_dtype, q.m, q.n, q.k) == key
-                for q in picks
-                for key in [(pick.dtype, pick.out_dtype, pick.m, pick.n, pick.k)]
-            ):
+            product = (pick.dtype, pick.out_dtype, pick.m, pick.n, pick.k)
+            if product in seen:
                 continue  # the same product measured twice (two names): the first entry holds
+            seen.add(product)
             picks.append(pick)
         for key in ("gpu", "arch"):
             if not isinstance(doc.get(key), str):

@@ -121,10 +121,8 @@ def render_one(loaded: LoadedSpec, env: jinja2.Environment | None = None) -> Ren
         "spec_hash": spec.spec_hash(),
         "spec_dict": pprint.pformat(spec.model_dump(), sort_dicts=True, width=90),
         "plan": p,
+        "spec": spec,
         "dsl_version": package.dsl_version(),
-        "beta_reads_c": spec.epilogue.beta != 0.0,
-        "beta_value": spec.epilogue.beta,
-        "spec_arch": spec.arch,
         **p.partials,
     }
     raw = env.get_template(p.template).render(context)
@@ -214,10 +212,7 @@ def render_incremental(
         if text is None:
             todo.append(s)
             continue
-        row = cached[relpath].get("entry")
-        entry = package.Entry(
-            **{**row, **{f: tuple(row[f]) if row.get(f) else None for f in ("c_tile", "sk_tile")}}
-        )
+        entry = package.Entry.from_dict(cached[relpath]["entry"])
         reused[s.name] = Rendered(s.name, text, spec_hash, source, relpath, entry)
         if on_done:
             on_done(s.name)
@@ -249,9 +244,7 @@ def _save_cache(
     cache.save(out_dir, {"kernels": kernels, "package": package_state})
 
 
-def _package_files(
-    out_dir: Path, entries: list, tables: list, use_cache: bool
-) -> tuple[dict, dict]:
+def _package_files(out_dir: Path, entries: list, tables: list) -> tuple[dict, dict]:
     """The package's own files, reused from disk when the registry rows, tables and inputs are
     those of the last render and the files are untouched; plus the state to cache."""
     from codegen import cache
@@ -262,7 +255,7 @@ def _package_files(
         json.dumps([e.row() for e in sorted(entries, key=lambda e: e.name)], sort_keys=True),
         repr(tables),
     )
-    old = cache.load(out_dir).get("package", {}) if use_cache else {}
+    old = cache.load(out_dir).get("package", {})
     if old.get("key") == want and isinstance(old.get("files"), dict):
         got = {}
         for rel, sha in old["files"].items():
@@ -384,7 +377,7 @@ def sync(
     tuning = tuning or root / "specs" / "tuning"
     tables = package.load_tables(tuning, {r.name for r in everything}, _display(tuning, root))
     files = {r.relpath: r.text for r in rendered}
-    package_texts, package_state = _package_files(out_dir, list(entries.values()), tables, True)
+    package_texts, package_state = _package_files(out_dir, list(entries.values()), tables)
     files.update(package_texts)
     manifest = manifest_text(everything)
     written, unchanged, stale = [], [], []

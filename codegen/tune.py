@@ -16,8 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from codegen.build import load_module
-from codegen.gpu import TOLERANCE, Shape, time_interleaved, workspace_fits
+from codegen.build import load_module, read_spec
+from codegen.gpu import (
+    TOLERANCE,
+    Shape,
+    input_sets,
+    time_interleaved,
+    torch_dtype,
+    workspace_fits,
+)
 
 TOP = 5  # kernels ranked per entry: the winner and the fallbacks for shapes it cannot take
 
@@ -38,42 +45,6 @@ class Pick:
     @property
     def ratio(self) -> float:
         return self.times["torch"] / self.times[self.ranked[0]]
-
-
-def is_plain(spec: dict) -> bool:
-    epi = spec["epilogue"]
-    return (
-        float(epi.get("alpha", 1.0)) == 1.0
-        and float(epi.get("beta", 0.0)) == 0.0
-        and epi.get("activation", "none") == "none"
-        and epi.get("bias", "none") == "none"
-    )
-
-
-def out_name(spec: dict) -> str:
-    return spec["epilogue"].get("out_dtype") or spec["dtype"]
-
-
-def _torch_dtypes(dtype: str, out: str):
-    import torch
-
-    names = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
-    return (torch.float8_e4m3fn if dtype == "e4m3" else names[dtype]), names[out]
-
-
-def _sets(shape: Shape, dtype: str, out: str, min_bytes: int = 256 << 20) -> list[tuple]:
-    """(a, b, c) input sets, enough that cycling through them overflows the 50 MB L2."""
-    import torch
-
-    tin, tout = _torch_dtypes(dtype, out)
-    in_bytes = 1 if dtype == "e4m3" else 2
-    per = shape.bytes_moved(in_bytes, torch.empty(0, dtype=tout).element_size())
-    sets = []
-    for _ in range(max(2, min(8, -(-min_bytes // per)))):
-        a = torch.randn(shape.m, shape.k, device="cuda").to(tin)
-        b = torch.randn(shape.n, shape.k, device="cuda").to(tin)
-        sets.append((a, b, torch.empty(shape.m, shape.n, device="cuda", dtype=tout)))
-    return sets
 
 
 def torch_launch(dtype: str, a, b, c) -> Callable[[], None]:
@@ -102,7 +73,7 @@ def tune_class(
     }
     if not fits:
         return None
-    sets = _sets(shape, dtype, out)
+    sets = input_sets(shape, torch_dtype(dtype), torch_dtype(out))
     fns: dict[str, list[Callable[[], None]]] = {
         "torch": [torch_launch(dtype, a, b, c) for a, b, c in sets]
     }
@@ -131,7 +102,6 @@ def tune_class(
 
 def tune(
     files: list[Path],
-    spec_of: Callable[[Path], dict],
     shapes: list[Shape],
     rounds: int,
     reps: int,
@@ -140,9 +110,9 @@ def tune(
     """Every plain (dtype, out dtype) class of `files`, timed on every shape."""
     classes: dict[tuple[str, str], dict[str, object]] = {}
     for f in files:
-        spec = spec_of(f)
-        if is_plain(spec):
-            classes.setdefault((spec["dtype"], out_name(spec)), {})[f.stem] = f
+        spec = read_spec(f)
+        if not spec.epilogue.fused:
+            classes.setdefault((spec.dtype, spec.epilogue.out_dtype or spec.dtype), {})[f.stem] = f
     picks = []
     for (dtype, out), paths in sorted(classes.items()):
         modules = {name: load_module(p) for name, p in paths.items()}

@@ -53,7 +53,6 @@ class Kernel(NamedTuple):
     workspace_elems: int  # f32 workspace the package allocates (0: none)
     workspace_zeroed: bool  # stream-K: zeroed once, each launch leaves it zero again
     sk_ctas: int | None  # stream-K: CTAs sharing the MAC iterations
-    sk_tile: tuple[int, int] | None  # stream-K: its tile in the kernel's own (M, N)
     module: str  # import path of the kernel file
 
 
@@ -80,7 +79,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.bw_fused_direct_a1p5_b0p5_relu",
     ),
     Kernel(
@@ -105,7 +103,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.bw_fused_direct_bf16_f32_gelu",
     ),
     Kernel(
@@ -130,7 +127,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.bw_fused_direct_bias_col",
     ),
     Kernel(
@@ -155,7 +151,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.bw_fused_direct_bias_row",
     ),
     Kernel(
@@ -180,7 +175,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.bw_fused_persistent_2acc_direct_a0p5_b2_bias_row_silu",
     ),
     Kernel(
@@ -205,7 +199,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.bw_fused_persistent_2acc_tma_b0p5_bias_col_gelu",
     ),
     Kernel(
@@ -230,7 +223,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.bw_fused_tma_a2_b1_relu",
     ),
     Kernel(
@@ -255,7 +247,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.bw_fused_tma_bf16_silu",
     ),
     Kernel(
@@ -280,7 +271,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.bw_fused_tma_bias_col",
     ),
     Kernel(
@@ -305,7 +295,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.bw_fused_tma_bias_row",
     ),
     Kernel(
@@ -330,7 +319,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.bw_fused_tma_f32",
     ),
     Kernel(
@@ -355,7 +343,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.fc_dynamic_tma_b0p5_bias_col_gelu",
     ),
     Kernel(
@@ -380,7 +367,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.fc_e4m3_direct_bf16_a2_b0p5_bias_col_relu",
     ),
     Kernel(
@@ -405,7 +391,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.fc_e4m3_persistent_2acc_tma_f32_b1_bias_row_silu",
     ),
     Kernel(
@@ -430,7 +415,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.fc_e4m3_swap_64x32_direct_f32_a2_b1_bias_row",
     ),
     Kernel(
@@ -455,7 +439,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.fc_m64_direct_b1_bias_col_relu",
     ),
     Kernel(
@@ -480,7 +463,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.fc_m64_tma_a0p5_b2_bias_row_gelu",
     ),
     Kernel(
@@ -505,7 +487,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.fc_m64_tma_bias_col_silu",
     ),
     Kernel(
@@ -530,7 +511,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.fc_splitk2_direct_a1p5_b0p5_bias_col_silu",
     ),
     Kernel(
@@ -555,7 +535,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.fc_splitk4_acc2_direct_f32_bias_row_relu",
     ),
     Kernel(
@@ -580,7 +559,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.fc_swap_128x16_direct_b0p5_bias_row_relu",
     ),
     Kernel(
@@ -605,7 +583,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.fc_swap_64x32_persistent_direct_bias_col_silu",
     ),
     Kernel(
@@ -630,7 +607,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.fc_swap_splitk2_128x32_direct_b0p5_bias_row_relu",
     ),
     Kernel(
@@ -655,7 +631,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.h_128x128_wg1_grid_direct",
     ),
     Kernel(
@@ -680,7 +655,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=2162820,
         workspace_zeroed=True,
         sk_ctas=132,
-        sk_tile=(128, 128),
         module="cutegemm.sm90.h_128x128_wg1_streamk_tma",
     ),
     Kernel(
@@ -705,7 +679,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.h_128x128x32_wg1_sw64_grid_direct",
     ),
     Kernel(
@@ -730,7 +703,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.h_128x256_wg2_c2x1_persistent_tma",
     ),
     Kernel(
@@ -755,7 +727,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.h_128x256_wg2_persistent_tma",
     ),
     Kernel(
@@ -780,7 +751,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.h_128x64x16_wg1_sw32_persistent_tma",
     ),
     Kernel(
@@ -805,7 +775,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.h_256x128_wg2_persistent_tma_g8",
     ),
     Kernel(
@@ -830,7 +799,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.h_64x128_wg1_c1x2_grid_tma",
     ),
     Kernel(
@@ -855,7 +823,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.h_bias_128x128_wg1_direct_row_a2",
     ),
     Kernel(
@@ -880,7 +847,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.h_bias_128x256_wg2_persistent_tma_col_gelu",
     ),
     Kernel(
@@ -905,7 +871,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=16777216,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.h_bias_swap_64x16_wg1_splitk2_separate_col_relu",
     ),
     Kernel(
@@ -930,7 +895,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.h_bias_swap_64x32_wg1_splitk_col",
     ),
     Kernel(
@@ -955,7 +919,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.h_e4m3_128x128x64_wg1_sw64_grid_direct",
     ),
     Kernel(
@@ -980,7 +943,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.h_e4m3_128x256_wg2_persistent_tma",
     ),
     Kernel(
@@ -1005,7 +967,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.h_e4m3_64x128_wg1_grid_direct",
     ),
     Kernel(
@@ -1030,7 +991,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.h_f16_128x256_wg2_persistent_tma",
     ),
     Kernel(
@@ -1055,7 +1015,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.h_fused_128x128_wg1_direct_a1p5_b0p5_relu",
     ),
     Kernel(
@@ -1080,7 +1039,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.h_fused_128x128_wg1_direct_f32_gelu",
     ),
     Kernel(
@@ -1105,7 +1063,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.h_fused_128x256_wg2_persistent_tma_b1_relu",
     ),
     Kernel(
@@ -1130,7 +1087,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.h_fused_128x256_wg2_persistent_tma_silu",
     ),
     Kernel(
@@ -1155,7 +1111,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=25165824,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.h_fused_128x64_wg1_splitk3_separate_bias_row_gelu",
     ),
     Kernel(
@@ -1180,7 +1135,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.h_fused_pp_128x128_persistent_tma_a2_b0p5_bias_col",
     ),
     Kernel(
@@ -1205,7 +1159,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=33554432,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.h_swap_64x32_wg1_splitk4_separate",
     ),
     Kernel(
@@ -1230,7 +1183,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.h_swap_64x64x32_wg1_sw64_persistent_direct",
     ),
     Kernel(
@@ -1255,7 +1207,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.ladder_1_kloop",
     ),
     Kernel(
@@ -1280,7 +1231,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.ladder_2_ring",
     ),
     Kernel(
@@ -1305,7 +1255,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.ladder_3_warp_spec",
     ),
     Kernel(
@@ -1330,7 +1279,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.ladder_4_k64_sw128",
     ),
     Kernel(
@@ -1355,7 +1303,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.ladder_5_tma_epilogue",
     ),
     Kernel(
@@ -1380,7 +1327,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.ladder_6_multicast_2x2",
     ),
     Kernel(
@@ -1405,7 +1351,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.ladder_7_2cta",
     ),
     Kernel(
@@ -1430,7 +1375,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.ladder_8_persistent_2acc",
     ),
     Kernel(
@@ -1455,7 +1399,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.lib_128x256_bias_col",
     ),
     Kernel(
@@ -1480,7 +1423,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.lib_128x256_bias_col_relu",
     ),
     Kernel(
@@ -1505,7 +1447,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.lib_128x256_bias_col_silu",
     ),
     Kernel(
@@ -1530,7 +1471,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.lib_128x256_gelu",
     ),
     Kernel(
@@ -1555,7 +1495,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.lib_128x256_silu",
     ),
     Kernel(
@@ -1580,7 +1519,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.lib_swap_64x32_bias_col",
     ),
     Kernel(
@@ -1605,7 +1543,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.lib_swap_64x32_bias_col_silu",
     ),
     Kernel(
@@ -1630,7 +1567,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.lib_swap_64x32_gelu",
     ),
     Kernel(
@@ -1655,7 +1591,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.lib_swap_64x32_silu",
     ),
     Kernel(
@@ -1680,7 +1615,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.sched_dynamic",
     ),
     Kernel(
@@ -1705,7 +1639,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.sched_pair_rn_g4",
     ),
     Kernel(
@@ -1730,7 +1663,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.sched_persistent_g8",
     ),
     Kernel(
@@ -1755,7 +1687,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.sched_persistent_mcast_2x1_g8_direct",
     ),
     Kernel(
@@ -1780,7 +1711,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.sched_persistent_mcast_2x2",
     ),
     Kernel(
@@ -1805,7 +1735,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.sched_splitk2",
     ),
     Kernel(
@@ -1830,7 +1759,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.sched_splitk4_acc2",
     ),
     Kernel(
@@ -1855,7 +1783,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.seed_s1_k16_inter",
     ),
     Kernel(
@@ -1880,7 +1807,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.seed_s4_k16_inter",
     ),
     Kernel(
@@ -1905,7 +1831,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.seed_s4_k64_inter",
     ),
     Kernel(
@@ -1930,7 +1855,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.seed_s4_k64_sw128",
     ),
     Kernel(
@@ -1955,7 +1879,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=33554432,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.sep_128x64_s4_bias",
     ),
     Kernel(
@@ -1980,7 +1903,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=2424980,
         workspace_zeroed=True,
         sk_ctas=148,
-        sk_tile=(128, 128),
         module="cutegemm.sm100.sk_128x128_direct",
     ),
     Kernel(
@@ -2005,7 +1927,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=4849812,
         workspace_zeroed=True,
         sk_ctas=148,
-        sk_tile=(128, 256),
         module="cutegemm.sm100.sk_128x256_tma_acc2",
     ),
     Kernel(
@@ -2030,7 +1951,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=606356,
         workspace_zeroed=True,
         sk_ctas=148,
-        sk_tile=(128, 32),
         module="cutegemm.sm100.sk_128x32_direct_acc2",
     ),
     Kernel(
@@ -2055,7 +1975,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.sm100_bf16_128x128x64_s2_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2080,7 +1999,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.sm100_bf16_128x128x64_s4_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2105,7 +2023,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.sm100_bf16_128x256x64_s2_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2130,7 +2047,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.sm100_bf16_128x256x64_s4_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2155,7 +2071,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.sm100_bf16_128x64x64_s2_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2180,7 +2095,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.sm100_bf16_128x64x64_s4_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2205,7 +2119,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.sm100_f16_128x128x64_s2_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2230,7 +2143,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.sm100_f16_128x128x64_s4_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2255,7 +2167,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.sm100_f16_128x256x64_s2_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2280,7 +2191,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.sm100_f16_128x256x64_s4_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2305,7 +2215,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.sm100_f16_128x64x64_s2_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2330,7 +2239,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.sm100_f16_128x64x64_s4_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2355,7 +2263,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_128x128x64_s6_sw128_ws_wg2_pp_tma_persistent_rm",
     ),
     Kernel(
@@ -2380,7 +2287,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_128x128x64_s6_sw128_ws_wg2_pp_tma_persistent_rm_g8",
     ),
     Kernel(
@@ -2405,7 +2311,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_128x256x64_s4_sw128_ws_wg2_tma_persistent_rm_g16",
     ),
     Kernel(
@@ -2430,7 +2335,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_128x256x64_s4_sw128_ws_wg2_tma_persistent_rm_g8",
     ),
     Kernel(
@@ -2455,7 +2359,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_64x128x64_s8_sw128_ws_wg1_swap_direct_splitk2",
     ),
     Kernel(
@@ -2480,7 +2383,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_64x128x64_s9_sw128_ws_wg1_swap_direct_persistent_rm",
     ),
     Kernel(
@@ -2505,7 +2407,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=1081476,
         workspace_zeroed=True,
         sk_ctas=132,
-        sk_tile=(64, 128),
         module="cutegemm.sm90.sm90_bf16_64x128x64_s9_sw128_ws_wg1_swap_direct_streamk",
     ),
     Kernel(
@@ -2530,7 +2431,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_64x16x64_s22_sw128_ws_wg1_swap_direct_persistent_rm",
     ),
     Kernel(
@@ -2555,7 +2455,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_64x16x64_s22_sw128_ws_wg1_swap_direct_splitk2",
     ),
     Kernel(
@@ -2580,7 +2479,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_64x256x64_s4_sw128_ws_wg1_swap_direct_splitk2",
     ),
     Kernel(
@@ -2605,7 +2503,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_64x256x64_s4_sw128_ws_wg2_pp_tma_persistent_rm",
     ),
     Kernel(
@@ -2630,7 +2527,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_64x256x64_s4_sw128_ws_wg2_pp_tma_persistent_rm_g8",
     ),
     Kernel(
@@ -2655,7 +2551,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_64x256x64_s5_sw128_ws_wg1_swap_direct_persistent_rm",
     ),
     Kernel(
@@ -2680,7 +2575,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_64x32x64_s18_sw128_ws_wg1_swap_direct_persistent_rm",
     ),
     Kernel(
@@ -2705,7 +2599,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_64x32x64_s18_sw128_ws_wg1_swap_direct_splitk2",
     ),
     Kernel(
@@ -2730,7 +2623,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=270468,
         workspace_zeroed=True,
         sk_ctas=132,
-        sk_tile=(64, 32),
         module="cutegemm.sm90.sm90_bf16_64x32x64_s18_sw128_ws_wg1_swap_direct_streamk",
     ),
     Kernel(
@@ -2755,7 +2647,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_64x64x64_s13_sw128_ws_wg1_swap_direct_splitk2",
     ),
     Kernel(
@@ -2780,7 +2671,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm90.sm90_bf16_64x64x64_s14_sw128_ws_wg1_swap_direct_persistent_rm",
     ),
     Kernel(
@@ -2805,7 +2695,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=540804,
         workspace_zeroed=True,
         sk_ctas=132,
-        sk_tile=(64, 64),
         module="cutegemm.sm90.sm90_bf16_64x64x64_s14_sw128_ws_wg1_swap_direct_streamk",
     ),
     Kernel(
@@ -2830,7 +2719,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.smallm_128x16_swap",
     ),
     Kernel(
@@ -2855,7 +2743,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.smallm_128x32",
     ),
     Kernel(
@@ -2880,7 +2767,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.smallm_64x128_tma",
     ),
     Kernel(
@@ -2905,7 +2791,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.smallm_64x16_swap",
     ),
     Kernel(
@@ -2930,7 +2815,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.smallm_64x32_swap_persistent",
     ),
     Kernel(
@@ -2955,7 +2839,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.smallm_64x64",
     ),
     Kernel(
@@ -2980,7 +2863,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.smallm_64x64_swap",
     ),
     Kernel(
@@ -3005,7 +2887,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.smallm_e4m3_128x256_tma_bf16",
     ),
     Kernel(
@@ -3030,7 +2911,6 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_elems=0,
         workspace_zeroed=False,
         sk_ctas=None,
-        sk_tile=None,
         module="cutegemm.sm100.smallm_e4m3_64x32_swap_f32",
     ),
 )

@@ -122,7 +122,7 @@ def _refusal(kern: Kernel, m: int, n: int, k: int) -> str | None:
     ]
     if kern.sk_ctas:
         rows, cols = (n, m) if kern.swap_ab else (m, n)
-        iters = -(-rows // kern.sk_tile[0]) * -(-cols // kern.sk_tile[1]) * -(-k // kern.tile[2])
+        iters = -(-rows // kern.tile[0]) * -(-cols // kern.tile[1]) * -(-k // kern.tile[2])
         if iters * kern.sk_ctas >= 2**31:
             bad.append(
                 f"stream-K's 32-bit partition math: {iters} MAC iterations x {kern.sk_ctas} CTAs >= 2^31"
@@ -242,15 +242,11 @@ def _cache_dir() -> Path | None:
     return Path(where) if where else Path.home() / ".cache" / "cutegemm"
 
 
-def _tvm_ffi():
-    return tvm_ffi
-
-
 def _cache_key(kern: Kernel, arch: str) -> str:
     """Kernel file bytes, DSL and TVM-FFI versions, target arch: what the object depends on."""
     source = importlib.util.find_spec(kern.module).origin
     h = hashlib.sha256(Path(source).read_bytes())
-    h.update(f"{DSL_VERSION}|{_tvm_ffi().__version__}|{arch}".encode())
+    h.update(f"{DSL_VERSION}|{tvm_ffi.__version__}|{arch}".encode())
     return h.hexdigest()[:20]
 
 
@@ -276,7 +272,7 @@ def _load_or_compile(kern: Kernel, arch: str):
     lib = cached_library(kern, arch)
     if lib is not None and lib.exists():
         try:
-            return _tvm_ffi().load_module(str(lib))[kern.name]
+            return tvm_ffi.load_module(str(lib))[kern.name]
         except Exception:  # noqa: BLE001 - a bad cache entry is recompiled, never fatal
             lib.unlink(missing_ok=True)
     fn = importlib.import_module(kern.module).compile_tvm_ffi()
@@ -309,7 +305,7 @@ def _store_library(fn, lib: Path, kern: Kernel) -> None:
     import tempfile
 
     runtime = _dsl_runtime_dir()
-    tvm_lib = Path(_tvm_ffi().libinfo.find_libtvm_ffi()).parent
+    tvm_lib = Path(tvm_ffi.libinfo.find_libtvm_ffi()).parent
     lib.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=lib.parent, prefix=f".{kern.name}.") as tmp:
         obj, part = Path(tmp) / f"{kern.name}.o", Path(tmp) / lib.name
@@ -350,14 +346,11 @@ def precompile(arch: str, names: list[str] | None = None) -> list[Path]:
             if lib is None:
                 raise GemmError("CUTEGEMM_CACHE_DIR=off: there is no cache to fill")
             if not lib.exists():
-                _store_library(_load_or_compile_uncached(kern, arch), lib, kern)
+                os.environ["CUTE_DSL_ARCH"] = arch  # the DSL's trace-time arch queries follow it
+                fn = importlib.import_module(kern.module).compile_tvm_ffi(arch)
+                _store_library(fn, lib, kern)
             out.append(lib)
     return out
-
-
-def _load_or_compile_uncached(kern: Kernel, arch: str):
-    os.environ["CUTE_DSL_ARCH"] = arch
-    return importlib.import_module(kern.module).compile_tvm_ffi(arch)
 
 
 # ---- the call ----------------------------------------------------------------------------------

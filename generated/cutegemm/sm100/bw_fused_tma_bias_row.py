@@ -344,9 +344,9 @@ def compile_args(tvm_ffi: bool = False) -> tuple:
     def fake(dtype, rows, cols):
         return make_fake_compact_tensor(dtype, (rows, cols), stride_order=(1, 0), assumed_align=16)
 
+    stream = make_fake_stream(use_tvm_ffi_env_stream=True) if tvm_ffi else make_fake_stream()
     extra = []
     extra.append(make_fake_compact_tensor(OUT_DTYPE, (m,), assumed_align=16))  # bias
-    stream = make_fake_stream(use_tvm_ffi_env_stream=True) if tvm_ffi else make_fake_stream()
     return fake(IO_DTYPE, m, k), fake(IO_DTYPE, n, k), fake(OUT_DTYPE, m, n), *extra, stream
 
 

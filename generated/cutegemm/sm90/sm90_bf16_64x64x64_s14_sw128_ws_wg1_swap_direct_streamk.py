@@ -412,11 +412,11 @@ def compile_args(tvm_ffi: bool = False) -> tuple:
     def fake(dtype, rows, cols):
         return make_fake_compact_tensor(dtype, (rows, cols), stride_order=(1, 0), assumed_align=16)
 
+    stream = make_fake_stream(use_tvm_ffi_env_stream=True) if tvm_ffi else make_fake_stream()
     extra = []
     extra.append(
         make_fake_compact_tensor(cutlass.Float32, (WORKSPACE_ELEMS,), assumed_align=16)
     )  # workspace
-    stream = make_fake_stream(use_tvm_ffi_env_stream=True) if tvm_ffi else make_fake_stream()
     return fake(IO_DTYPE, m, k), fake(IO_DTYPE, n, k), fake(OUT_DTYPE, m, n), *extra, stream
 
 
@@ -470,10 +470,9 @@ def launcher(a: "torch.Tensor", b: "torch.Tensor", c: "torch.Tensor") -> "Callab
     for t, label in ((a, "a"), (b, "b"), (c, "c")):
         if t.stride(1) != 1 or t.data_ptr() % 16 or (t.stride(0) * t.element_size()) % 16:
             problems.append(f"{label} must have last stride 1, 16-byte aligned rows and base")
-    # stream-K splits tiles x k-tiles over SK_CTAS CTAs with 32-bit products (iterations x CTAs)
-    rows, cols = (n, m) if SPEC["swap_ab"] else (m, n)
-    tile = globals().get("CLUSTER_TILE", TILER[:2])  # the kernel's tile, in its own (M, N)
-    iters = -(-rows // tile[0]) * -(-cols // tile[1]) * -(-k // TILER[2])
+    # stream-K splits tiles x k-tiles over SK_CTAS CTAs with 32-bit products (iterations x CTAs);
+    # TILER is in the kernel's own (M, N): C^T's, swap AB
+    iters = -(-n // TILER[0]) * -(-m // TILER[1]) * -(-k // TILER[2])
     if iters * SK_CTAS >= 2**31:
         problems.append(
             f"M={m}, N={n}, K={k} make {iters} MAC iterations; stream-K's 32-bit partition math "
