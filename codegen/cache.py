@@ -2,7 +2,7 @@
 inputs did not change is neither rendered nor formatted again.
 
 The cache (``OUT/.render-cache.json``, git-ignored) maps each kernel file to the key of its
-inputs (spec hash, name, source, and a digest of every template, every codegen module, black's
+inputs (spec hash, name, source, and a digest of every template, every codegen module, ruff's
 version and the DSL pin) and to the hash of the bytes that render wrote. A kernel is reused only
 when both match: the key says its inputs are the same, the bytes say nobody edited the file.
 Anything else (no cache, a corrupt cache, an edited file, a changed template) renders again.
@@ -31,10 +31,10 @@ def inputs_digest(templates: Path) -> str:
             for p in sorted(folder.rglob(pattern)):
                 h.update(p.relative_to(folder).as_posix().encode() + b"\0" + p.read_bytes())
         try:
-            black = metadata.version("black")
+            ruff = metadata.version("ruff")
         except metadata.PackageNotFoundError:
-            black = "?"
-        h.update(f"black {black}|{package.dsl_requirement()}".encode())
+            ruff = "?"
+        h.update(f"ruff {ruff}|{package.dsl_requirement()}".encode())
         _DIGEST = h.hexdigest()[:20]
     return _DIGEST
 

@@ -41,12 +41,31 @@ def fail(lines: list[str]) -> None:
     raise typer.Exit(1)
 
 
-def load_specs(paths: list[Path] | None) -> list[loader.LoadedSpec]:
+MAX_PROBLEM_LINES = 50  # then one line counting the rest
+SkipIllegalOpt = Annotated[
+    bool,
+    typer.Option(
+        "--skip-illegal",
+        help="Leave out \\[\\[sweep]] combinations that break a rule; print one line per rule.",
+    ),
+]
+
+
+def load_specs(paths: list[Path] | None, skip_illegal: bool = False) -> list[loader.LoadedSpec]:
+    skipped: list[loader.SpecProblem] | None = [] if skip_illegal else None
     try:
-        return loader.load(paths or [Path("specs")])
+        specs = loader.load(paths or [Path("specs")], skipped)
     except loader.SpecErrors as e:
-        fail([str(p) for p in e.problems] + [f"{len(e.problems)} problem(s); nothing written."])
-        raise AssertionError  # unreachable
+        lines = loader.capped(e.problems, MAX_PROBLEM_LINES)
+        lines.append(f"{len(e.problems)} problem(s); nothing written.")
+        if any(p.swept for p in e.problems):
+            lines.append("(illegal [[sweep]] combinations can be left out with --skip-illegal)")
+        fail(lines)
+        raise AssertionError from None  # unreachable
+    if skipped:
+        for line in loader.skip_summary(skipped):
+            err.print(line, markup=False, soft_wrap=True)
+    return specs
 
 
 @app.command("render")
@@ -62,18 +81,19 @@ def render_cmd(
         typer.Option(
             "--tuning",
             help="Tuning tables (codegen tune) the dispatcher is made from "
-            "[default: ROOT/specs/tuning].",
+            "\\[default: ROOT/specs/tuning].",
         ),
     ] = None,
     root: Annotated[
         Path | None,
         typer.Option(
             "--root",
-            help="Project root: spec paths in kernel headers are relative to it [default: the "
+            help="Project root: spec paths in kernel headers are relative to it \\[default: the "
             "nearest folder holding pyproject.toml above the first spec path, else the working "
             "directory].",
         ),
     ] = None,
+    skip_illegal: SkipIllegalOpt = False,
 ) -> None:
     """Render every spec to a kernel file in OUT/cutegemm/<arch>/, with the package around them
     (registry, dispatcher, runtime, pyproject.toml), writing only files that changed."""
@@ -81,7 +101,7 @@ def render_cmd(
 
     given = paths or [Path("specs")]
     project = (root or loader.project_root(given[0])).resolve()
-    specs = load_specs(paths)
+    specs = load_specs(paths, skip_illegal)
     try:
         specs = [loader.relative_to_root(s, project) for s in specs]
         read = {loader.root_relative(f, project) for f in loader.spec_files(given)}
@@ -160,12 +180,13 @@ def list_cmd(
         str,
         typer.Option("--format", help="table (wraps, never cuts), plain (tab-separated) or json."),
     ] = "table",
+    skip_illegal: SkipIllegalOpt = False,
 ) -> None:
     """List every variant the specs define: its name, every knob that differs between the listed
     variants (arch always), and where it is defined."""
     if fmt not in ("table", "plain", "json"):
         fail([f"--format {fmt!r}: use table, plain or json"])
-    specs = load_specs(paths)
+    specs = load_specs(paths, skip_illegal)
     knobs = [_knobs(s.spec) for s in specs]
     keys = sorted({k for row in knobs for k in row})
     shown = [k for k in keys if k == "arch" or len({row.get(k, "") for row in knobs}) > 1]
@@ -182,12 +203,7 @@ def list_cmd(
         for r in rows:
             print("\t".join(r))
         return
-    table = Table(*head)
-    for col in table.columns:
-        col.overflow = "fold"  # wrap long names and paths; never cut them
-    for r in rows:
-        table.add_row(*(Text(x) for x in r))  # Text: "[variant]" is not rich markup
-    console.print(table)
+    console.print(whole_table(head, rows))
     console.print(f"{len(specs)} variants")
 
 
@@ -310,9 +326,20 @@ def report_rows(results) -> tuple[list[str], list[list[str]]]:
 
 def report_table(results) -> Table:
     head, rows = report_rows(results)
+    return whole_table(head, rows)
+
+
+def whole_table(head: list[str], rows: list[list[str]]) -> Table:
+    """A table whose cells wrap and are never cut; the first column (the variant) is kept on one
+    line: it is what a reader searches a log for."""
     table = Table(*head)
+    for col in table.columns:
+        col.overflow = "fold"
+    first = table.columns[0]
+    first.min_width = max([len(head[0]), *(len(r[0]) for r in rows)])
+    first.no_wrap = True
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(Text(x) for x in row))  # Text: "[variant]" is not rich markup
     return table
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import re
 import tomllib
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +31,7 @@ class SpecProblem:
     variant: str | None
     field: str | None
     message: str
+    swept: bool = False  # a [[sweep]] combination that breaks a rule (--skip-illegal leaves it out)
 
     def __str__(self) -> str:
         where = self.path + (f" [{self.variant}]" if self.variant else "")
@@ -113,6 +115,19 @@ _KIND = {
 }
 
 
+def _tags(field: str) -> tuple[str, list[str]]:
+    """The key that picks the member of a tagged-union knob (epilogue: style), and its values."""
+    info = Spec.model_fields[field]
+    key = str(info.discriminator)
+    tags = [
+        tag
+        for member in typing.get_args(info.annotation)
+        if key in getattr(member, "model_fields", {})
+        for tag in typing.get_args(member.model_fields[key].annotation)
+    ]
+    return key, tags
+
+
 def _pydantic_problems(path: str, label: str, err: ValidationError) -> list[SpecProblem]:
     """One line per field: the errors of a union's members (stages: an integer or "auto") are
     merged into one that lists what each member takes."""
@@ -133,6 +148,9 @@ def _pydantic_problems(path: str, label: str, err: ValidationError) -> list[Spec
             msg = f"unknown knob {field!r}; legal knobs: {', '.join(Spec.model_fields)}"
         elif e["type"] in _KIND and "input" in e:
             msg = f"{e['input']!r} is not allowed; it must be {_KIND[e['type']]} (written without quotes)"
+        elif e["type"] == "union_tag_not_found" and loc:
+            key, tags = _tags(loc[0])
+            msg = f"a table for {field} needs a {key!r} key: one of {', '.join(map(repr, tags))}"
         elif e["type"] == "literal_error" and "input" in e:
             msg = f"{e['input']!r} is not allowed; {msg[0].lower()}{msg[1:]}"
         out.append(SpecProblem(path, label, field, msg))
@@ -145,8 +163,9 @@ def _pydantic_problems(path: str, label: str, err: ValidationError) -> list[Spec
     return out
 
 
-def _entries(path: str, doc: dict) -> tuple[list[tuple[str | None, dict]], list[SpecProblem]]:
-    """The raw knob dicts of a file, each with its given name (None: derive one)."""
+def _entries(path: str, doc: dict) -> tuple[list[tuple[str | None, dict, bool]], list[SpecProblem]]:
+    """The raw knob dicts of a file, each with its given name (None: derive one) and whether a
+    [[sweep]] made it."""
     problems = [
         SpecProblem(path, None, key, f"unknown table [{key}]; legal: {', '.join(TOP_LEVEL_KEYS)}")
         for key in doc
@@ -168,9 +187,9 @@ def _entries(path: str, doc: dict) -> tuple[list[tuple[str | None, dict]], list[
             problems.append(SpecProblem(path, None, key, f"{key} must be {want}, got {value!r}"))
             doc = {k: v for k, v in doc.items() if k != key}
     defaults = doc.get("defaults", {})
-    entries: list[tuple[str | None, dict]] = []
+    entries: list[tuple[str | None, dict, bool]] = []
     for variant in doc.get("variant", []):
-        entries.append((variant.get("name"), {**defaults, **variant}))
+        entries.append((variant.get("name"), {**defaults, **variant}, False))
     if not entries and not doc.get("sweep") and not problems:
         problems.append(SpecProblem(path, None, None, "no [[variant]] or [[sweep]] entries"))
     for i, sweep in enumerate(doc.get("sweep", [])):
@@ -188,12 +207,15 @@ def _entries(path: str, doc: dict) -> tuple[list[tuple[str | None, dict]], list[
             continue
         keys = list(sweep)
         for combo in itertools.product(*(sweep[k] for k in keys)):
-            entries.append((None, {**defaults, **dict(zip(keys, combo, strict=True))}))
+            entries.append((None, {**defaults, **dict(zip(keys, combo, strict=True))}, True))
     return entries, problems
 
 
-def load_file(path: Path) -> tuple[list[LoadedSpec], list[SpecProblem]]:
-    """All legal specs of one file, and every problem found in it."""
+def load_file(
+    path: Path, skipped: list[SpecProblem] | None = None
+) -> tuple[list[LoadedSpec], list[SpecProblem]]:
+    """All legal specs of one file, and every problem found in it. With `skipped` (a list), a
+    [[sweep]] combination that breaks a rule is not a problem: its violations go to `skipped`."""
     shown = display_path(path)
     try:
         raw = path.read_bytes()
@@ -217,7 +239,7 @@ def load_file(path: Path) -> tuple[list[LoadedSpec], list[SpecProblem]]:
 
     entries, problems = _entries(shown, doc)
     specs: list[LoadedSpec] = []
-    for i, (given, knobs) in enumerate(entries):
+    for i, (given, knobs, swept) in enumerate(entries):
         label = given or f"entry {i + 1}"
         try:
             spec = rules.resolve(Spec.model_validate(knobs))
@@ -226,14 +248,21 @@ def load_file(path: Path) -> tuple[list[LoadedSpec], list[SpecProblem]]:
             continue
         label = given or spec.canonical_name()
         broken = rules.check(spec)
-        problems += [SpecProblem(shown, label, v.field, v.message) for v in broken]
+        found = [SpecProblem(shown, label, v.field, v.message, swept) for v in broken]
+        if swept and skipped is not None:
+            skipped += found
+        else:
+            problems += found
         if not broken:
             specs.append(LoadedSpec(spec, shown, label))
     return specs, problems
 
 
-def load(paths: list[Path]) -> list[LoadedSpec]:
-    """Every spec under ``paths``, sorted by name; raises :class:`SpecErrors` listing all problems."""
+def load(paths: list[Path], skipped: list[SpecProblem] | None = None) -> list[LoadedSpec]:
+    """Every spec under ``paths``, sorted by name; raises :class:`SpecErrors` listing all problems.
+
+    With `skipped` (a list), illegal [[sweep]] combinations are left out and their violations
+    appended to it instead (see :func:`skip_summary`)."""
     files = spec_files(paths)
     problems: list[SpecProblem] = []
     if not files:
@@ -242,7 +271,7 @@ def load(paths: list[Path]) -> list[LoadedSpec]:
         )
     specs: list[LoadedSpec] = []
     for f in files:
-        got, bad = load_file(f)
+        got, bad = load_file(f, skipped)
         specs += got
         problems += bad
 
@@ -269,3 +298,33 @@ def load(paths: list[Path]) -> list[LoadedSpec]:
     if problems:
         raise SpecErrors(problems)
     return sorted(seen.values(), key=lambda s: s.name)
+
+
+def _rule_of(problem: SpecProblem) -> tuple[str, str]:
+    """A violation's rule: its field and its message with the numbers taken out."""
+    return problem.field or "", re.sub(r"\d+(\.\d+)?", "#", problem.message)
+
+
+def skip_summary(skipped: list[SpecProblem]) -> list[str]:
+    """One line per broken rule: how many sweep combinations it removed, and one example."""
+    by_rule: dict[tuple[str, str], list[SpecProblem]] = {}
+    for p in skipped:
+        by_rule.setdefault(_rule_of(p), []).append(p)
+    combos = len({(p.path, p.variant) for p in skipped})
+    lines = [f"skipped {combos} illegal sweep combination(s):"]
+    for (field, _), found in sorted(by_rule.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        first = found[0]
+        lines.append(
+            f"  {len(found)} break {field or 'the spec'}: {first.message} (e.g. {first.variant})"
+        )
+    return lines
+
+
+def capped(problems: list[SpecProblem], limit: int) -> list[str]:
+    """At most `limit` problem lines, then one line counting the rest and the rules they break."""
+    lines = [str(p) for p in problems[:limit]]
+    rest = problems[limit:]
+    if rest:
+        rules_left = len({_rule_of(p) for p in rest})
+        lines.append(f"... and {len(rest)} more problem(s), breaking {rules_left} rule(s)")
+    return lines

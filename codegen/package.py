@@ -139,13 +139,23 @@ class Entry:
 
 
 def read_entry(text: str, relpath: str) -> Entry:
-    """The registry row of one kernel file (module-level literal constants, no import)."""
+    """The registry row of one kernel file (module-level literal constants, no import).
+
+    Only the constants' own statements are parsed: a module-level `NAME = ...` and the indented
+    or closing-bracket lines that continue it (the whole file would cost 10x as much).
+    """
     values: dict = {}
-    for node in ast.parse(text).body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target = node.targets[0]
-            if isinstance(target, ast.Name) and target.id in REGISTRY_CONSTANTS:
-                values[target.id] = ast.literal_eval(node.value)
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        name = line.split(" = ", 1)[0] if " = " in line else ""
+        if name not in REGISTRY_CONSTANTS:
+            continue
+        j = i + 1
+        while j < len(lines) and lines[j][:1] in (" ", ")", "]", "}"):
+            j += 1
+        node = ast.parse("\n".join(lines[i:j])).body[0]
+        assert isinstance(node, ast.Assign)
+        values[name] = ast.literal_eval(node.value)
     c_tile = values.get("C_TILE")
     return Entry(
         name=Path(relpath).stem,

@@ -44,6 +44,7 @@ CASES: dict[str, list[str]] = {
     "invalid_toml": ["bad_specs/invalid_toml.toml"],
     "unknown_table": ["bad_specs/unknown_table.toml"],
     "multiple_problems": ["bad_specs/multiple_problems.toml"],
+    "union_without_tag": ["bad_specs/union_without_tag.toml"],
 }
 
 PROBLEM = re.compile(r"^(?P<path>\S+\.toml)(?: \[(?P<variant>[^\]]+)\])?: (?P<message>.+)$")

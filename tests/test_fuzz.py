@@ -96,9 +96,9 @@ INVALID: dict[str, st.SearchStrategy[object]] = {
             {"m": 1, "n": 1, "k": 1, "x": 1},
         ]
     ),
-    "stages": st.sampled_from([0, -3, "many", 2.5, "", [4]]),
+    "stages": st.sampled_from([0, -3, "many", 2.5, "", [4], "3", True]),  # no coercion
     "swizzle": st.sampled_from(["256B", 128, "", "SW128"]),
-    "warp_specialized": st.sampled_from(["maybe", 2, [], {"x": 1}]),
+    "warp_specialized": st.sampled_from(["maybe", 2, [], {"x": 1}, "yes", 1]),
     "cluster": st.sampled_from([[1], [0, 1], "1x1", [1, 2, 3], {"m": 1, "k": 2}]),
     "consumer_warpgroups": st.sampled_from([3, 0, "two"]),
     "consumer_mode": st.sampled_from(["ping-pong", 2, "pp"]),
@@ -112,6 +112,10 @@ INVALID: dict[str, st.SearchStrategy[object]] = {
             {"style": "direct", "color": 1},
             {"style": "direct", "out_dtype": "f64"},
             {"out_dtype": "f16"},
+            {"style": "direct", "alpha": float("nan")},
+            {"style": "direct", "alpha": float("inf")},
+            {"style": "tma", "beta": float("-inf")},
+            {"style": "direct", "alpha": "2"},
         ]
     ),
     "scheduler": st.sampled_from(
@@ -124,7 +128,12 @@ INVALID: dict[str, st.SearchStrategy[object]] = {
             7,
         ]
     ),
-    "name": st.sampled_from(["4stage", "bad-name", "has space", "é-x"]),
+    "name": st.sampled_from(
+        [
+            *("4stage", "bad-name", "has space", "é-x", "class", "cutlass", "torch", "__init__"),
+            *("MANIFEST", "\ufb01le", "_private", "k" * 300),
+        ]
+    ),
 }
 
 UNKNOWN_KNOBS = ["stage", "tile_k", "swizle", "warps"]
@@ -322,3 +331,59 @@ def test_single_invalid_knob_names_its_field(knobs: dict, field: str, tmp_path: 
         loader.load([path])
     check_problems(got.value, path.as_posix(), Entry(), [entry])
     assert all(p.variant == "v" for p in got.value.problems)
+
+
+# ---- sweeps: --skip-illegal leaves out exactly the combinations that break a rule ------------
+
+
+@st.composite
+def sweeps(draw: st.DrawFn) -> tuple[str, int]:
+    arch = draw(st.sampled_from(["sm_100a", "sm_90a"]))
+    tiles = draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from([64, 128, 256]),
+                st.sampled_from([16, 32, 64, 128, 256]),
+                st.sampled_from([32, 64, 128]),
+            ).map(list),
+            min_size=1,
+            max_size=3,
+            unique_by=tuple,
+        )
+    )
+    stages = draw(st.lists(st.integers(1, 12), min_size=1, max_size=3, unique=True))
+    swizzles = draw(st.lists(st.sampled_from(["32B", "64B", "128B"]), min_size=1, unique=True))
+    text = (
+        f'[defaults]\narch = "{arch}"\ndtype = "bf16"\n\n[[sweep]]\n'
+        f"tile = {toml_value(tiles)}\nstages = {toml_value(stages)}\n"
+        f"swizzle = {toml_value(swizzles)}\n"
+    )
+    return text, len(tiles) * len(stages) * len(swizzles)
+
+
+@settings(max_examples=40, deadline=None)
+@given(sweeps())
+def test_skip_illegal_keeps_exactly_the_legal_combinations(case: tuple[str, int]) -> None:
+    from codegen import rules
+
+    text, combos = case
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "sweep.toml"
+        path.write_text(text, encoding="utf-8")
+        skipped: list[loader.SpecProblem] = []
+        loaded = loader.load([path], skipped)
+        try:
+            strict = loader.load([path])
+        except loader.SpecErrors as e:
+            strict = None
+            assert sorted(map(str, e.problems)) == sorted(map(str, skipped))
+            assert all(p.swept for p in e.problems)
+    illegal = {p.variant for p in skipped}
+    event(f"{len(illegal)} of {combos} illegal")
+    assert len(loaded) + len(illegal) == combos
+    assert all(rules.check(s.spec) == [] for s in loaded)
+    assert (strict is None) == bool(skipped)
+    if skipped:
+        head, *per_rule = loader.skip_summary(skipped)
+        assert head == f"skipped {len(illegal)} illegal sweep combination(s):"
+        assert sum(int(line.split()[0]) for line in per_rule) == len(skipped)

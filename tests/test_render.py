@@ -426,19 +426,32 @@ def test_an_unchanged_kernel_is_not_rendered_again(
     assert calls == ["beta"]
 
 
+BIG_SWEEP = """
+[defaults]
+arch = "sm_90a"
+dtype = "bf16"
+tile = [128, 128, 64]
+consumer_warpgroups = 1
+[[sweep]]
+epilogue = [{}]
+""".format(", ".join(f'{{style = "direct", alpha = {1 + i / 1024}}}' for i in range(1, 600)))
+
+
 def test_ctrl_c_stops_render_at_once_and_writes_nothing(tmp_path: Path) -> None:
-    """SIGINT to the process group (what a terminal's Ctrl-C sends) during a render of every
-    shipped spec: exit 130 within a second or two, the output folder untouched."""
+    """SIGINT to the process group (what a terminal's Ctrl-C sends) during a render of a
+    600-kernel sweep: exit 130 within a second or two, the output folder untouched."""
     import signal
     import time
 
+    (tmp_path / "sweep.toml").write_text(BIG_SWEEP)
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "codegen", "render", str(ROOT / "specs"), "-o", str(out)],
+        [sys.executable, "-m", "codegen", "render", "sweep.toml", "-o", str(out)],
         cwd=tmp_path, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True,
     )  # fmt: skip
     time.sleep(4)
+    assert proc.poll() is None, "the render finished before the interrupt: make the sweep larger"
     start = time.perf_counter()
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
@@ -446,6 +459,56 @@ def test_ctrl_c_stops_render_at_once_and_writes_nothing(tmp_path: Path) -> None:
     assert time.perf_counter() - start < 3
     assert "interrupted: nothing written" in err
     assert not out.exists() or not any(out.rglob("*.py"))
+
+
+SWEEP_WITH_ILLEGAL = """
+[defaults]
+arch = "sm_90a"
+dtype = "bf16"
+consumer_warpgroups = 1
+epilogue = "direct"
+[[sweep]]
+tile = [[128, 128, 64], [128, 256, 64], [64, 128, 64]]
+stages = [2, 4, 8, 10, 12]
+swizzle = ["128B", "64B"]
+"""
+
+
+def test_an_illegal_sweep_prints_at_most_50_problems_then_a_count(tmp_path: Path) -> None:
+    big = SWEEP_WITH_ILLEGAL.replace("stages = [2, 4, 8, 10, 12]", "stages = [2, 4, 8, 10, 12, 14]")
+    (tmp_path / "s.toml").write_text(
+        big.replace("[64, 128, 64]]", "[64, 128, 64], [256, 256, 64]]")
+    )
+    proc = run_cli("render", "s.toml", "-o", "out", cwd=tmp_path)
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 1 and not (tmp_path / "out").exists()
+    assert len(lines) == 50 + 3, lines[-4:]
+    assert re.fullmatch(r"\.\.\. and \d+ more problem\(s\), breaking [1-9] rule\(s\)", lines[50])
+    assert re.fullmatch(r"\d+ problem\(s\); nothing written\.", lines[51])
+    assert "--skip-illegal" in lines[52]
+
+
+def test_skip_illegal_renders_the_legal_combinations_and_one_line_per_rule(tmp_path: Path) -> None:
+    (tmp_path / "s.toml").write_text(SWEEP_WITH_ILLEGAL)
+    proc = run_cli("render", "s.toml", "-o", "out", "--skip-illegal", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    head, *per_rule = proc.stderr.splitlines()
+    # 3 tiles x 5 stage counts x 2 swizzles = 30; 64B swizzle never fits K=64 rows (15);
+    # 128x256 with one warpgroup spills (5 more with 128B); 128x128 and 64x128 run out of
+    # shared memory at 8+ and 10+ stages (3 + 2)
+    assert head == "skipped 25 illegal sweep combination(s):"
+    assert sorted(line.split(" break ")[1].split(":")[0] for line in per_rule) == [
+        "stages", "swizzle", "tile"
+    ]  # fmt: skip
+    assert all(re.match(r"  \d+ break \w+: .+ \(e\.g\. sm90_\w+\)$", line) for line in per_rule)
+    kernels = sorted(p.stem for p in (tmp_path / "out" / "cutegemm" / "sm90").glob("sm90_*.py"))
+    assert len(kernels) == 5 and all("_sw128_" in k for k in kernels)
+    # named [[variant]] entries are never skipped: a broken one still fails the run
+    (tmp_path / "v.toml").write_text(
+        '[[variant]]\nname = "v"\narch = "sm_90a"\ntile = [128, 128, 64]\nstages = 12\n'
+    )
+    proc = run_cli("render", "s.toml", "v.toml", "-o", "out2", "--skip-illegal", cwd=tmp_path)
+    assert proc.returncode == 1 and "v.toml [v]: stages" in proc.stderr
 
 
 def test_list_shows_every_knob_that_differs_and_the_whole_source() -> None:
@@ -460,3 +523,16 @@ def test_list_shows_every_knob_that_differs_and_the_whole_source() -> None:
     assert by_name["ladder_3_warp_spec"]["warp_specialized"] == "True"
     assert by_name["ladder_2_ring"]["source"] == "specs/sm100/ladder.toml [ladder_2_ring]"
     assert "dtype" not in head  # the same for every ladder step: not a column
+
+
+def test_report_tables_keep_the_variant_name_whole_in_a_narrow_log() -> None:
+    from rich.console import Console
+
+    from codegen import cli
+
+    name = "sm90_bf16_64x32x64_s18_sw128_ws_wg1_swap_direct_streamk_with_a_long_suffix"
+    rows = [[name, "ok", "12", "0", "[a] note that is long enough to need wrapping here"]]
+    console = Console(width=100, record=True)
+    console.print(cli.whole_table(["variant", "result", "regs", "spills", "note"], rows))
+    text = console.export_text()
+    assert name in text and "[a]" in text  # the name on one line; "[a]" is not markup

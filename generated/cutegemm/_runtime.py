@@ -64,8 +64,8 @@ for _k in KERNELS:
 def _rule_order(kernels: list[Kernel], m: int) -> list[Kernel]:
     """The order where nothing was measured: small M (<= 128) prefers swap-AB kernels (M rides in
     the MMA's N) with the narrowest tile that covers M, then split-K and stream-K; larger M prefers
-    plain unclustered persistent kernels with the largest tile. Ties keep the registry's (name) order.
-    """
+    plain unclustered persistent kernels with the largest tile. Ties keep the registry's (name)
+    order."""
 
     def key(k: Kernel) -> tuple:
         if m <= 128:
