@@ -15,6 +15,7 @@ import multiprocessing
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codegen.plan import plan
+from codegen.render import write_atomic
 from codegen.spec import Spec
 
 BUILD_FORMAT = "9"  # bump when what a build records changes, to invalidate the cache
@@ -194,6 +196,15 @@ def alloc_columns(ptx: str) -> list[int]:
 
 def _init_worker(arch: str) -> None:
     os.environ["CUTE_DSL_ARCH"] = arch
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Drop queued compiles and kill the running ones now (a compile can take a minute)."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        worker.terminate()
 
 
 def check_counts(spec: Spec, result: BuildResult) -> list[str]:
@@ -259,12 +270,13 @@ def build(
 
     ctx = multiprocessing.get_context("spawn")
     for arch, items in sorted(todo.items()):
-        with ProcessPoolExecutor(
+        pool = ProcessPoolExecutor(
             max_workers=max(1, min(jobs, len(items))),
             mp_context=ctx,
             initializer=_init_worker,
             initargs=(arch,),
-        ) as pool:
+        )
+        try:
             futures = {
                 pool.submit(compile_file, str(path), str(build_dir / path.stem / arch)): (
                     path,
@@ -296,8 +308,12 @@ def build(
                     record = build_dir / path.stem / "result.json"
                     record.parent.mkdir(parents=True, exist_ok=True)
                     data = {k: v for k, v in r.__dict__.items() if k != "cached"}
-                    record.write_text(json.dumps({"key": key, "result": data}, indent=1))
+                    write_atomic(record, json.dumps({"key": key, "result": data}, indent=1))
                 results.append(r)
                 if on_done:
                     on_done(r)
+        except BaseException:  # Ctrl-C: stop within a second; finished records stay valid
+            _stop(pool)
+            raise
+        pool.shutdown(wait=True)
     return sorted(results, key=lambda r: r.name)

@@ -262,7 +262,12 @@ def build_cmd(
         def done(r: b.BuildResult) -> None:
             progress.update(task, advance=1, description=r.name)
 
-        results = b.build(files, build_dir, jobs, on_done=done)
+        try:
+            results = b.build(files, build_dir, jobs, on_done=done)
+        except KeyboardInterrupt:
+            progress.stop()
+            err.print(f"interrupted: compiles stopped; finished results kept in {build_dir}/")
+            raise typer.Exit(130) from None
     for arch in sorted({r.arch for r in results}):  # one table per arch: each has its columns
         mine = [r for r in results if r.arch == arch]
         if markdown:

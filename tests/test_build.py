@@ -139,3 +139,31 @@ def test_changed_file_is_rebuilt(
     (r,) = b.build([copy], cache, jobs=1)
     assert not r.cached
     assert r.passed and r.counts == results[src.stem].counts
+
+
+def test_ctrl_c_stops_a_build_at_once(tmp_path: Path) -> None:
+    """SIGINT to the process group during a cold build: exit 130 within a second or two (the
+    compiles are killed, not drained), and every result record written is whole."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT, cli_env
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "codegen", "build", "--build-dir", str(tmp_path / "b"), "-j", "2"],
+        cwd=ROOT, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    time.sleep(6)
+    assert proc.poll() is None
+    start = time.perf_counter()
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert time.perf_counter() - start < 3
+    assert "interrupted" in err and "Traceback" not in err
+    for record in (tmp_path / "b").rglob("result.json"):
+        assert json.loads(record.read_text())["result"]["ok"] in (True, False)
