@@ -367,6 +367,32 @@ def _runnable_here(generated: Path, only: str | None) -> tuple[list[Path], str |
     return runnable, arch, here
 
 
+def _test_sanitize(files: list[Path], tools: str, jobs: int, here: str) -> None:
+    from codegen import sanitize as san
+
+    chosen = tuple(t.strip() for t in tools.split(",") if t.strip())
+    unknown = [t for t in chosen if t not in san.TOOLS]
+    if unknown or not chosen:
+        fail([f"--tools {tools!r}: choose from {', '.join(san.TOOLS)}"])
+    console.print(f"compute-sanitizer ({', '.join(chosen)}): {len(files)} variant(s) on {here}")
+
+    def show(f: san.Finding) -> None:
+        state = "clean" if f.clean else "REPORTED"
+        errors = "?" if f.errors is None else str(f.errors)
+        line = f"{f.variant:56} {f.tool:10} errors={errors:<4} warnings={f.warnings:<4} "
+        console.print(f"{line}result={f.result:<4} {state} {f.detail}".rstrip(), markup=False)
+
+    try:
+        findings = san.run_all(files, chosen, jobs, on_done=show)
+    except FileNotFoundError as e:
+        fail([str(e)])
+    bad = [f for f in findings if not f.clean]
+    console.print(f"{len(findings) - len(bad)}/{len(findings)} sanitized runs clean")
+    if bad:
+        fail([f"{f.variant} [{f.tool}]: {f.errors} error(s), {f.warnings} warning(s), result "
+              f"{f.result}" for f in bad])  # fmt: skip
+
+
 @app.command("test")
 def test_cmd(
     only: Annotated[str | None, typer.Option("--only", help="Glob on kernel names.")] = None,
@@ -392,6 +418,20 @@ def test_cmd(
             "registry offers here, its errors, torch.compile, CUDA graphs, the warm-cache first call.",
         ),
     ] = False,
+    sanitize: Annotated[
+        bool,
+        typer.Option(
+            "--sanitize",
+            help="Run one small launch of each variant under compute-sanitizer (racecheck, "
+            "synccheck, memcheck with kernel errors only) and report per variant.",
+        ),
+    ] = False,
+    tools: Annotated[
+        str, typer.Option("--tools", help="With --sanitize: comma-separated tools to run.")
+    ] = "racecheck,synccheck,memcheck",
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", help="With --sanitize: sanitized runs at a time.")
+    ] = 8,
 ) -> None:
     """Run each variant on this GPU against a float32 torch reference (NaN-poisoned outputs)."""
     from codegen import gpu
@@ -400,6 +440,9 @@ def test_cmd(
         _test_package(generated, shapes, seed, json_out)
         return
     runnable, arch, here = _runnable_here(generated, only)
+    if sanitize and runnable:
+        _test_sanitize(runnable, tools, jobs, here)
+        return
     if not runnable:
         if allow_empty:
             console.print(f"nothing to run here ({here}); --allow-empty: exit 0")

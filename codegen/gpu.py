@@ -127,8 +127,15 @@ def reference(a, b, c0, epi: dict, bias=None):
     return d
 
 
-def check_variant(path: Path, count: int, seed: int, launch_with: str = "jit") -> list[Case]:
-    """Poison C with NaN, launch, compare with a float32 reference, for every shape."""
+def check_variant(
+    path: Path,
+    count: int,
+    seed: int,
+    launch_with: str = "jit",
+    shapes: list[tuple[int, int, int]] | None = None,
+) -> list[Case]:
+    """Poison C with NaN, launch, compare with a float32 reference, for every shape (the fixed
+    and `count` random ones, or exactly `shapes`)."""
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -143,7 +150,7 @@ def check_variant(path: Path, count: int, seed: int, launch_with: str = "jit") -
     rng = random.Random(seed)
     gen = torch.Generator(device="cuda").manual_seed(seed)
     cases = []
-    for m, n, k in shapes_for(module.SHAPE_MULTIPLES, count, rng):
+    for m, n, k in shapes or shapes_for(module.SHAPE_MULTIPLES, count, rng):
         a = torch.randn(m, k, device="cuda", dtype=torch.float32, generator=gen).to(dtype)
         b = torch.randn(n, k, device="cuda", dtype=torch.float32, generator=gen).to(dtype)
         # c lives inside a NaN-poisoned buffer with spare columns and a spare row, so both an
