@@ -227,8 +227,9 @@ def _generated_files(folder: Path, only: str | None) -> list[Path]:
     from codegen.package import kernel_files
 
     files = kernel_files(folder)
-    if only:
-        files = [p for p in files if fnmatch.fnmatch(p.stem, only)]
+    if only:  # one glob, or several separated by commas
+        globs = [g.strip() for g in only.split(",") if g.strip()]
+        files = [p for p in files if any(fnmatch.fnmatch(p.stem, g) for g in globs)]
     if not files:
         fail([f"{folder}: no generated kernels{f' match {only!r}' if only else ''}."])
     return files
@@ -240,7 +241,10 @@ def build_cmd(
         1, os.cpu_count() or 1
     ),
     only: Annotated[
-        str | None, typer.Option("--only", help="Glob on kernel names, e.g. 'sm100_f16_*'.")
+        str | None,
+        typer.Option(
+            "--only", help="Globs on kernel names, comma-separated, e.g. 'sm100_f16_*,ladder_*'."
+        ),
     ] = None,
     generated: Annotated[Path, typer.Option("--dir", help="Folder of generated kernels.")] = Path(
         "generated"
@@ -395,7 +399,9 @@ def _test_sanitize(files: list[Path], tools: str, jobs: int, here: str) -> None:
 
 @app.command("test")
 def test_cmd(
-    only: Annotated[str | None, typer.Option("--only", help="Glob on kernel names.")] = None,
+    only: Annotated[
+        str | None, typer.Option("--only", help="Globs on kernel names, comma-separated.")
+    ] = None,
     generated: Annotated[Path, typer.Option("--dir", help="Folder of generated kernels.")] = Path(
         "generated"
     ),
@@ -533,7 +539,9 @@ def tune_cmd(
     shapes: Annotated[
         list[Path] | None, typer.Option("--shapes", help="Shape lists (TOML); repeatable.")
     ] = None,
-    only: Annotated[str | None, typer.Option("--only", help="Glob on kernel names.")] = None,
+    only: Annotated[
+        str | None, typer.Option("--only", help="Globs on kernel names, comma-separated.")
+    ] = None,
     generated: Annotated[Path, typer.Option("--dir", help="Folder of generated kernels.")] = Path(
         "generated"
     ),
@@ -607,7 +615,9 @@ def bench_cmd(
     shapes: Annotated[Path, typer.Option("--shapes", help="Shape list (TOML).")] = Path(
         "specs/shapes/llama3-70b.toml"
     ),
-    only: Annotated[str | None, typer.Option("--only", help="Glob on kernel names.")] = None,
+    only: Annotated[
+        str | None, typer.Option("--only", help="Globs on kernel names, comma-separated.")
+    ] = None,
     generated: Annotated[Path, typer.Option("--dir", help="Folder of generated kernels.")] = Path(
         "generated"
     ),
@@ -803,7 +813,9 @@ def _bench_dispatch(
 
 @app.command("export")
 def export_cmd(
-    only: Annotated[str | None, typer.Option("--only", help="Glob on kernel names.")] = None,
+    only: Annotated[
+        str | None, typer.Option("--only", help="Globs on kernel names, comma-separated.")
+    ] = None,
     generated: Annotated[Path, typer.Option("--dir", help="Folder of generated kernels.")] = Path(
         "generated"
     ),
