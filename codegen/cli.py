@@ -371,7 +371,7 @@ def _runnable_here(generated: Path, only: str | None) -> tuple[list[Path], str |
     return runnable, arch, here
 
 
-def _test_sanitize(files: list[Path], tools: str, jobs: int, here: str) -> None:
+def _test_sanitize(files: list[Path], tools: str, jobs: int, here: str, logs: Path | None) -> None:
     from codegen import sanitize as san
 
     chosen = tuple(t.strip() for t in tools.split(",") if t.strip())
@@ -381,17 +381,23 @@ def _test_sanitize(files: list[Path], tools: str, jobs: int, here: str) -> None:
     console.print(f"compute-sanitizer ({', '.join(chosen)}): {len(files)} variant(s) on {here}")
 
     def show(f: san.Finding) -> None:
-        state = "clean" if f.clean else "REPORTED"
+        state = "clean" if f.clean else "explained" if f.passed else "REPORTED"
         errors = "?" if f.errors is None else str(f.errors)
         line = f"{f.variant:56} {f.tool:10} errors={errors:<4} warnings={f.warnings:<4} "
         console.print(f"{line}result={f.result:<4} {state} {f.detail}".rstrip(), markup=False)
 
     try:
-        findings = san.run_all(files, chosen, jobs, on_done=show)
+        findings = san.run_all(files, chosen, jobs, on_done=show, logs=logs)
     except FileNotFoundError as e:
         fail([str(e)])
-    bad = [f for f in findings if not f.clean]
-    console.print(f"{len(findings) - len(bad)}/{len(findings)} sanitized runs clean")
+    for reason in sorted({f.explained.rsplit(" (", 1)[0] for f in findings if f.explained}):
+        console.print(f"explained: {reason}", markup=False)
+    bad = [f for f in findings if not f.passed]
+    clean = sum(f.clean for f in findings)
+    console.print(
+        f"{clean}/{len(findings)} sanitized runs clean, {len(findings) - clean - len(bad)} "
+        f"explained, {len(bad)} reported" + (f"; full tool output in {logs}/" if logs else "")
+    )
     if bad:
         fail([f"{f.variant} [{f.tool}]: {f.errors} error(s), {f.warnings} warning(s), result "
               f"{f.result}" for f in bad])  # fmt: skip
@@ -438,6 +444,10 @@ def test_cmd(
     jobs: Annotated[
         int, typer.Option("--jobs", "-j", help="With --sanitize: sanitized runs at a time.")
     ] = 8,
+    sanitize_logs: Annotated[
+        Path | None,
+        typer.Option("--logs", help="With --sanitize: keep each tool's whole output here."),
+    ] = None,
 ) -> None:
     """Run each variant on this GPU against a float32 torch reference (NaN-poisoned outputs)."""
     from codegen import gpu
@@ -447,7 +457,7 @@ def test_cmd(
         return
     runnable, arch, here = _runnable_here(generated, only)
     if sanitize and runnable:
-        _test_sanitize(runnable, tools, jobs, here)
+        _test_sanitize(runnable, tools, jobs, here, sanitize_logs)
         return
     if not runnable:
         if allow_empty:

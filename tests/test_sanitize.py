@@ -3,16 +3,34 @@ prints what the real one prints; the real one runs on the GPU machine)."""
 
 from __future__ import annotations
 
+import shutil
 import stat
 from pathlib import Path
 
 import pytest
+from conftest import GENERATED
 
 from codegen import sanitize
+
+DSMEM_SPLITK = GENERATED / "cutegemm" / "sm90" / "h_bias_swap_64x32_wg1_splitk_col.py"
+PLAIN = GENERATED / "cutegemm" / "sm90" / "h_128x128_wg1_grid_direct.py"
 
 RACE = "========= RACECHECK SUMMARY: 3 hazards displayed (2 errors, 1 warnings)"
 CLEAN_RACE = "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"
 HAZARD = "========= Error: Race reported between Write access at gemm_kernel+0x1a0"
+
+
+def hazard(write_rank: int, read_rank: int, barrier: bool = False) -> str:
+    """One racecheck hazard record as compute-sanitizer prints it."""
+    level, what = ("Warning", "(Warp Level Programming) ") if barrier else ("Error", "")
+    op = " (CUDA barrier operation)" if barrier else ""
+    return (
+        f"========= {level}: {what}Potential RAW hazard detected{op} at __shared__ 0x1000484 in "
+        "block (0,0,0) :\n"
+        f"=========     Write Thread (1,0,0) (block rank {write_rank}) at kernel_x+0x230\n"
+        f"=========     Read Thread (1,0,0) (block rank {read_rank}) at kernel_x+0x350\n"
+        "=========     Current Value : 0\n"
+    )
 
 
 def fake_sanitizer(tmp_path: Path, output: str, code: int = 0) -> str:
@@ -33,7 +51,10 @@ def fake_sanitizer(tmp_path: Path, output: str, code: int = 0) -> str:
     ],
 )  # fmt: skip
 def test_summaries_are_read(tmp_path, tool, output, errors, warnings, clean) -> None:
-    got = sanitize.run_one(fake_sanitizer(tmp_path, output), tool, tmp_path / "k.py")
+    kernel = tmp_path / "k.py"
+    shutil.copy(PLAIN, kernel)
+    got = sanitize.run_one(fake_sanitizer(tmp_path, output), tool, kernel, logs=tmp_path / "logs")
+    assert (tmp_path / "logs" / f"k.{tool}.txt").read_text().strip() == output.strip()
     assert (got.variant, got.tool, got.errors, got.warnings, got.clean) == (
         "k", tool, errors, warnings, clean
     )  # fmt: skip
@@ -54,3 +75,29 @@ def test_a_run_without_a_summary_is_not_clean(tmp_path: Path) -> None:
 def test_the_small_shape_is_legal_and_off_the_tile() -> None:
     assert sanitize.small_shape({"M": 1, "N": 8, "K": 8}) == (323, 296, 512)
     assert sanitize.small_shape({"M": 128, "N": 256, "K": 64}) == (256, 256, 512)
+
+
+@pytest.mark.parametrize(
+    ("kernel", "records", "explained"),
+    [
+        (DSMEM_SPLITK, [hazard(1, 0), hazard(2, 0)], True),  # the mbarrier-ordered hand-off
+        (PLAIN, [hazard(1, 0)], False),  # no DSMEM hand-off in this design: a real report
+        (DSMEM_SPLITK, [hazard(1, 0), hazard(0, 0)], False),  # one hazard inside a CTA
+        (DSMEM_SPLITK, [hazard(1, 0, barrier=True)], False),  # on a barrier word: not this
+        (DSMEM_SPLITK, [], False),
+    ],
+)
+def test_only_cross_cta_hazards_of_the_dsmem_hand_off_are_explained(
+    tmp_path: Path, kernel: Path, records: list[str], explained: bool
+) -> None:
+    output = "RESULT ok rel_err=1.0e-03 tol=1e-02\n" + "".join(records) + "\n" + RACE
+    got = sanitize.run_one(fake_sanitizer(tmp_path, output), "racecheck", kernel)
+    assert bool(got.explained) == explained and got.passed == explained
+    if explained:
+        assert got.explained.endswith(f"({len(records)} shown)")
+
+
+def test_an_explained_report_with_a_wrong_result_fails(tmp_path: Path) -> None:
+    output = "RESULT FAIL rel_err=inf tol=1e-02\n" + hazard(1, 0) + RACE
+    got = sanitize.run_one(fake_sanitizer(tmp_path, output), "racecheck", DSMEM_SPLITK)
+    assert got.explained and not got.passed
