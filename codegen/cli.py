@@ -651,10 +651,32 @@ def bench_cmd(
         list[Path] | None,
         typer.Option("--also", help="More shape lists (e.g. shapes the tuning never saw)."),
     ] = None,
+    chain: Annotated[
+        bool,
+        typer.Option(
+            "--chain",
+            help="Time a decode step instead: every projection of --layers Llama-3-70B layers in "
+            "one CUDA graph (the dispatcher's picks) against torch in its own graph.",
+        ),
+    ] = False,
+    chain_m: Annotated[
+        str, typer.Option("--chain-m", help="With --chain: the batch sizes M, comma-separated.")
+    ] = "1,16,64,128,256",
+    layers: Annotated[int, typer.Option("--layers", help="With --chain: decoder layers.")] = 4,
 ) -> None:
     """Time generated kernels beside torch, interleaved, in one process, on shape lists."""
     from codegen import build as b
     from codegen import gpu
+
+    if chain:
+        try:
+            ms = [int(x) for x in chain_m.split(",") if x.strip()]
+        except ValueError:
+            fail([f"--chain-m {chain_m!r}: give batch sizes like 1,16,64"])
+        if not ms or min(ms) < 1 or layers < 1:
+            fail(["--chain-m needs batch sizes >= 1 and --layers at least 1"])
+        _bench_chain(generated, ms, layers, rounds, reps, json_out)
+        return
 
     if not shapes.exists():
         fail([f"{shapes}: no such shape list"])
@@ -733,6 +755,55 @@ def bench_cmd(
     if best:
         gpu.plot([best[s.name] for s in shape_list if s.name in best], plot_out)
     console.print(f"results: {json_out}, plot: {plot_out}")
+
+
+def _bench_chain(
+    generated: Path, ms: list[int], layers: int, rounds: int, reps: int, json_out: Path
+) -> None:
+    from codegen import gpu, library
+
+    arch, here = gpu.gpu_arch()
+    if arch is None:
+        fail([f"nothing to time here ({here}): `codegen bench --chain` needs a GPU and torch."])
+    pkg = library.import_package(generated)
+    dtypes = [
+        d for d in ("bf16", "e4m3") if any(k.arch == arch and k.dtype == d for k in pkg.KERNELS)
+    ]
+    report: dict = {"gpu": here, "rounds": rounds, "reps": reps, "layers": layers, "chain": []}
+    for dtype in dtypes:
+        torch_name = "torch._scaled_mm" if dtype == "e4m3" else "torch.matmul"
+        table = Table(
+            "M", "µs / step", "TB/s", f"{torch_name} µs", "TB/s", "ratio", "rel_err", "picks",
+            title=f"decode step, {layers} Llama-3-70B layers x (QKV, attn-out, MLP up, MLP down), "
+            f"{dtype}: one CUDA graph each, cutegemm.gemm vs {torch_name}, interleaved",
+        )  # fmt: skip
+        for col in table.columns:
+            col.overflow = "fold"
+        rows = []
+        for m in ms:
+            r = library.bench_chain(pkg, dtype, m, layers, rounds, reps)
+            rows.append(r)
+            if r.note:
+                console.print(f"  M={m}: {r.note}", markup=False)
+                continue
+            if not r.rel_err <= gpu.TOLERANCE["bf16"]:
+                console.print(f"  M={m}: FAIL rel_err {r.rel_err:.1e} > tol 1e-02", markup=False)
+            picks = ", ".join(f"{k}: {v}" for k, v in r.picks.items())
+            table.add_row(
+                str(m), f"{r.us:.1f}", f"{r.tb_s(r.us):.2f}", f"{r.torch_us:.1f}",
+                f"{r.tb_s(r.torch_us):.2f}", f"{r.ratio:.3f}x", f"{r.rel_err:.1e}", Text(picks),
+            )  # fmt: skip
+        console.print(table)
+        report["chain"] += [
+            {
+                "dtype": r.dtype, "m": r.m, "us": r.us, "torch_us": r.torch_us,
+                "ratio": r.ratio, "tb_s": r.tb_s(r.us), "torch_tb_s": r.tb_s(r.torch_us),
+                "bytes": r.bytes_moved, "picks": r.picks, "rel_err": r.rel_err, "note": r.note,
+            }
+            for r in rows
+        ]  # fmt: skip
+    json_out.write_text(json.dumps(report, indent=1))
+    console.print(f"wrote {json_out}")
 
 
 def _bench_dispatch(

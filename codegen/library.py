@@ -451,3 +451,97 @@ def host_costs(pkg, calls: int = 200, rounds: int = 15) -> dict[str, float]:
             samples[key].append((t1 - t0) * 1e6 / calls)
     torch.cuda.synchronize()
     return {k: statistics.median(v) for k, v in samples.items()}
+
+
+# ---- the decode chain --------------------------------------------------------------------------
+
+# One Llama-3-70B decoder layer's projections, in order: C[M, N] = A[M, K] @ W[N, K]^T
+LLAMA3_70B_LAYER = (
+    ("QKV", 10240, 8192),
+    ("attn-out", 8192, 8192),
+    ("MLP up", 28672, 8192),
+    ("MLP down", 8192, 28672),
+)
+
+
+@dataclass
+class ChainRow:
+    dtype: str
+    m: int
+    layers: int
+    us: float  # one decode step (every projection of every layer), generated, in a CUDA graph
+    torch_us: float  # the same step with torch, in its own CUDA graph
+    bytes_moved: int  # weights + activations + outputs, each once
+    picks: dict[str, str]  # projection -> the dispatcher's kernel
+    rel_err: float  # the worst projection's, after a replay of the generated graph
+    note: str = ""
+
+    @property
+    def ratio(self) -> float:
+        return self.torch_us / self.us
+
+    def tb_s(self, us: float) -> float:
+        return self.bytes_moved / us / 1e6
+
+
+def _graph(launches: list[Callable[[], object]]):
+    """The launches captured in one CUDA graph, after a warm-up outside it (compile, workspace)."""
+    import torch
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for f in launches:
+            f()
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for f in launches:
+            f()
+    torch.cuda.synchronize()
+    return graph
+
+
+def bench_chain(pkg, dtype: str, m: int, layers: int, rounds: int, reps: int) -> ChainRow:
+    """A decode step of `layers` Llama-3-70B layers (their four projections, distinct weights)
+    captured in one CUDA graph with cutegemm.gemm (the dispatcher's picks), against the same
+    step with torch in its own graph; replays timed interleaved, median µs per step."""
+    import torch
+
+    from codegen.tune import torch_launch
+
+    tin, tout = torch_dtype(dtype), torch.bfloat16
+    ours: list[Callable[[], object]] = []
+    theirs: list[Callable[[], object]] = []
+    products = []
+    picks: dict[str, str] = {}
+    moved = 0
+    for _ in range(layers):
+        for name, n, k in LLAMA3_70B_LAYER:
+            a = torch.randn(m, k, device="cuda").to(tin)
+            w = torch.randn(n, k, device="cuda").to(tin)
+            c = torch.full((m, n), float("nan"), device="cuda", dtype=tout)
+            c_torch = torch.empty(m, n, device="cuda", dtype=tout)
+            picks[name] = pkg.kernel_for(m, n, k, dtype=tin, out_dtype=tout).name
+            ours.append(lambda a=a, w=w, c=c: pkg.gemm(a, w, out=c))
+            theirs.append(torch_launch(dtype, a, w, c_torch))
+            products.append((a, w, c))
+            moved += (m * k + n * k) * tin.itemsize + m * n * tout.itemsize
+    try:
+        torch_graph = _graph(theirs)
+    except RuntimeError as e:  # e.g. torch._scaled_mm's own shape limits
+        return ChainRow(dtype, m, layers, math.nan, math.nan, moved, picks, math.nan,
+                        f"torch cannot run it: {str(e).splitlines()[0]}")  # fmt: skip
+    our_graph = _graph(ours)
+    for _, _, c in products:
+        c.fill_(float("nan"))
+    our_graph.replay()
+    torch.cuda.synchronize()
+    worst = 0.0
+    for a, w, c in products:
+        ref = a.float() @ w.float().T
+        err = ((c.float() - ref).norm() / ref.norm()).item()
+        worst = max(worst, err if math.isfinite(err) else math.inf)  # NaN: unwritten output
+    t = time_interleaved({"gemm": [our_graph.replay], "torch": [torch_graph.replay]}, rounds, reps)
+    return ChainRow(dtype, m, layers, t["gemm"], t["torch"], moved, picks, worst)

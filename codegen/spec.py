@@ -246,14 +246,22 @@ class Spec(_Frozen):
     swap_ab: bool = False  # compute C^T = B @ A^T: small M rides in the MMA's N (decode shapes)
     epilogue: Epilogue = DirectEpilogue()
     scheduler: Scheduler = GridScheduler()
+    # programmatic dependent launch: the kernel is launched with programmatic stream
+    # serialization, so its prologue (barrier init, descriptor prefetch, TMEM allocation) runs
+    # under the previous kernel's tail; it waits for that kernel (griddepcontrol.wait) before
+    # its first global access and at once lets the next kernel launch (launch_dependents). Not
+    # part of the derived name: it changes how the kernel is launched, not what it computes
+    pdl: bool = False
 
     @model_serializer(mode="wrap")
     def _omit_late_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
-        # consumer_mode came after kernels shipped: left out at its default, so their SPEC dicts
-        # and spec hashes stay as they were (validation restores the default)
+        # consumer_mode and pdl came after kernels shipped: left out at their defaults, so those
+        # kernels' SPEC dicts and spec hashes stay as they were (validation restores the default)
         data = handler(self)
         if data.get("consumer_mode") == "cooperative":
             del data["consumer_mode"]
+        if data.get("pdl") is False:
+            del data["pdl"]
         return data
 
     @field_validator("epilogue", mode="before")
@@ -290,7 +298,7 @@ class Spec(_Frozen):
         return self.arch.removesuffix("a").replace("_", "")
 
     def canonical_name(self) -> str:
-        """A name built from every knob; knobs at their neutral value are left out."""
+        """A name built from every knob but pdl; knobs at their neutral value are left out."""
         swz = {"none": "inter", "32B": "sw32", "64B": "sw64", "128B": "sw128"}.get(
             self.swizzle, self.swizzle
         )

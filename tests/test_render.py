@@ -536,3 +536,27 @@ def test_report_tables_keep_the_variant_name_whole_in_a_narrow_log() -> None:
     console.print(cli.whole_table(["variant", "result", "regs", "spills", "note"], rows))
     text = console.export_text()
     assert name in text and "[a]" in text  # the name on one line; "[a]" is not markup
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+def test_pdl_waits_before_any_global_access_and_launches_with_the_attribute(arch: str) -> None:
+    base = {"arch": arch, "dtype": "bf16", "tile": [128, 128, 64], "name": "k"}
+    if arch == "sm_90a":
+        base["consumer_warpgroups"] = 1
+    texts = {}
+    for pdl in (False, True):
+        spec = loader.rules.resolve(Spec.model_validate({**base, "pdl": pdl}))
+        texts[pdl] = render.render_one(loader.LoadedSpec(spec, "t.toml", "k")).text
+    on, off = texts[True], texts[False]
+    for text, count in ((on, 1), (off, 0)):
+        assert text.count("cute.arch.griddepcontrol_wait()") == count
+        assert text.count("cute.arch.griddepcontrol_launch_dependents()") == count
+        assert text.count("use_pdl=True") == count
+    body = on[on.index("def gemm_kernel(") :]
+    wait = body.index("griddepcontrol_wait()")
+    # the roles (every TMA load, MMA and store) come after the wait
+    first_role = min(
+        body.index(s) for s in ("if warp == 0:\n        #", "if wg_idx == 0:") if s in body
+    )
+    assert wait < first_role
+    assert '"pdl": True' in on and '"pdl"' not in off
