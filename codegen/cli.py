@@ -371,6 +371,14 @@ def _runnable_here(generated: Path, only: str | None) -> tuple[list[Path], str |
     return runnable, arch, here
 
 
+def _parse_shape(text: str) -> tuple[int, int, int]:
+    parts = text.lower().split("x")
+    if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        fail([f"--shape {text!r}: write M x N x K as three positive integers, e.g. 4096x4096x512"])
+    m, n, k = (int(p) for p in parts)
+    return m, n, k
+
+
 def _test_sanitize(files: list[Path], tools: str, jobs: int, here: str, logs: Path | None) -> None:
     from codegen import sanitize as san
 
@@ -413,6 +421,13 @@ def test_cmd(
     ),
     shapes: Annotated[int, typer.Option("--shapes", help="Random shapes per variant.")] = 50,
     seed: Annotated[int, typer.Option("--seed", help="Seed for shapes and inputs.")] = 0,
+    shape: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--shape",
+            help="Run exactly this MxNxK (repeatable) instead of the fixed and random shapes.",
+        ),
+    ] = None,
     aot: Annotated[
         Path | None,
         typer.Option("--aot", help="Run the AOT-exported kernels in this folder instead of JIT."),
@@ -459,6 +474,7 @@ def test_cmd(
     if sanitize and runnable:
         _test_sanitize(runnable, tools, jobs, here, sanitize_logs)
         return
+    exact = [_parse_shape(x) for x in shape or []]
     if not runnable:
         if allow_empty:
             console.print(f"nothing to run here ({here}); --allow-empty: exit 0")
@@ -480,7 +496,7 @@ def test_cmd(
             from codegen.aot import AotKernel
 
             launch = AotKernel(aot / f.stem / f"lib{f.stem}.so", f.stem)
-        got = gpu.check_variant(f, shapes, seed, launch)
+        got = gpu.check_variant(f, shapes, seed, launch, shapes=exact or None)
         worst = max(got, key=lambda c: c.rel_err)
         bad = [c for c in got if not c.passed]
         for c in got[: len(gpu.FIXED_K)] + bad[:5]:
