@@ -25,7 +25,7 @@ from pathlib import Path
 from codegen.plan import plan
 from codegen.spec import Spec
 
-BUILD_FORMAT = "9"  # bump when what a build records changes, to invalidate the cache
+BUILD_FORMAT = "10"  # bump when what a build records changes, to invalidate the cache
 
 # PTX patterns, each counted over the whole module.
 PATTERNS: dict[str, str] = {
@@ -53,6 +53,8 @@ PATTERNS: dict[str, str] = {
     # stream-K's hand-over of a partial tile: a flag released by one CTA, acquired by another
     "flag release.gpu": r"\bst\.release\.gpu\.global\.",
     "flag acquire.gpu": r"\bld\.acquire\.gpu\.global\.",
+    # stream-K's 64-bit partition math (iteration counts pass 2^31 on big problems)
+    "div.s64": r"\bdiv\.s64\b",
     # split-K's DSMEM reduction: peer addresses, remote loads and the cluster-scoped handshake
     "mapa": r"\bmapa\.",
     "ld.shared::cluster": r"\bld\.shared::cluster\.",

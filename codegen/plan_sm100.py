@@ -10,6 +10,7 @@ from __future__ import annotations
 from codegen import plan_sm90, rules, rules_sm90, rules_sm100
 from codegen.plan import (
     CUTLASS_DTYPE,
+    STREAMK_WIDE_DIVS,
     TORCH_DTYPE,
     Plan,
     bias_values,
@@ -116,6 +117,7 @@ def expected_counts_sm100(spec: Spec) -> dict[str, int]:
             "tcgen05.commit multicast": {"single": 0, "multicast": 1, "pair": 2, "split": 0}[kind],
             "TMA store": tma_boxes,
             "st.global": 0 if is_tma_store(spec) else direct_stores(spec),
+            "div.s64": 0,  # stream-K's 64-bit partition math only (streamk_counts)
         }
         | fusion_counts(spec)
         | dynamic_counts(spec)
@@ -137,7 +139,8 @@ def streamk_counts(spec: Spec) -> dict[str, int]:
     """Stream-K's hand-over through the global workspace: both epilogue branches load every chunk
     from TMEM (the hand-over and the finisher's drain); the hand-over stores each 16-byte vector
     once, the finisher's peer loop loads each once (one dynamic loop per unrolled chunk); one
-    flag release, one acquire (the spin) and one plain store clearing the flag."""
+    flag release, one acquire (the spin) and one plain store clearing the flag; the 64-bit
+    partition math's divisions."""
     if not rules_sm100.is_stream_k(spec):
         return {}
     _, chunks = epilogue_chunks(spec)
@@ -149,6 +152,7 @@ def streamk_counts(spec: Spec) -> dict[str, int]:
         "ld.global": vectors,
         "flag release.gpu": 1,
         "flag acquire.gpu": 1,
+        "div.s64": STREAMK_WIDE_DIVS,
     }
 
 
