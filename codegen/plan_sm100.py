@@ -116,6 +116,8 @@ def expected_counts_sm100(spec: Spec) -> dict[str, int]:
             # multicast: the stage release goes to every sharer; pair: both commits name both CTAs
             "tcgen05.commit multicast": {"single": 0, "multicast": 1, "pair": 2, "split": 0}[kind],
             "TMA store": tma_boxes,
+            # the TMA-store epilogue's, before each sub-tile's store (the loop is unrolled)
+            "fence.proxy.async": loads_per_tile if is_tma_store(spec) else 0,
             "st.global": 0 if is_tma_store(spec) else direct_stores(spec),
             "div.s64": 0,  # stream-K's 64-bit partition math only (streamk_counts)
         }
@@ -215,11 +217,19 @@ def fusion_counts(spec: Spec) -> dict[str, int]:
 
 def dynamic_counts(spec: Spec) -> dict[str, int]:
     """The dynamic scheduler's cluster launch control: one try_cancel site (the producer's
-    request), and one query of the answer per next_tile call site (producer, MMA, epilogue)."""
+    request), and one query of the answer and one proxy fence per next_tile call site
+    (producer, MMA, epilogue)."""
     if not rules_sm100.is_dynamic(spec):
         return {}
-    # the producer and the epilogue read the cancelled CTA's x and y; the MMA warp reads neither
-    return {"clc try_cancel": 1, "clc is_canceled": 3, "clc first_ctaid": 4}
+    # the producer and the epilogue read the cancelled CTA's x and y; the MMA warp reads neither;
+    # each reading site fences its read of the answer before releasing it to the next try_cancel
+    tma_fences = epilogue_chunks(spec)[1] if is_tma_store(spec) else 0
+    return {
+        "clc try_cancel": 1,
+        "clc is_canceled": 3,
+        "clc first_ctaid": 4,
+        "fence.proxy.async": tma_fences + 3,
+    }
 
 
 def _binary(mask: int, bits: int) -> str:

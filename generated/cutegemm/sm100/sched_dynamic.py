@@ -354,6 +354,9 @@ def next_tile(full, empty, response, phase):
     follow a failed one."""
     cute.arch.mbarrier_wait(full, phase)  # the 16 answer bytes have landed
     m, n, _, valid = cute.arch.clc_response(response)  # clusterlaunchcontrol.query_cancel
+    # the load above is a generic-proxy read of bytes the next try_cancel writes through the
+    # async proxy: the mbarrier does not order the two proxies, so fence before releasing them
+    cute.arch.fence_proxy("async.shared", space="cta")
     cute.arch.sync_warp()  # every lane holds the answer before the warp releases it
     with cute.arch.elect_one():
         cute.arch.mbarrier_arrive(empty)

@@ -1,0 +1,85 @@
+"""Synchronization every sm_100a kernel owes the hardware, checked in each generated file (and in
+the PTX counts the planner expects, which `codegen build` checks):
+
+- the dynamic scheduler's cross-proxy fence: the answer try_cancel wrote (async proxy) is read with
+  generic loads, which must be fenced (fence.proxy.async.shared::cta) before clc_empty lets the
+  next try_cancel overwrite it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from conftest import kernel_glob
+
+from codegen import build, plan, plan_sm100, rules_sm100
+from codegen.build import BuildResult
+
+SM100 = [p for p in kernel_glob() if p.parent.name == "sm100"]
+SM90 = [p for p in kernel_glob() if p.parent.name == "sm90"]
+
+
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+def _function(path: Path, name: str) -> ast.FunctionDef:
+    return next(n for n in _tree(path).body if isinstance(n, ast.FunctionDef) and n.name == name)
+
+
+def _calls(node: ast.AST) -> list[str]:
+    """Every call in `node`, unparsed, in source order."""
+    calls = [n for n in ast.walk(node) if isinstance(n, ast.Call)]
+    return [ast.unparse(c) for c in sorted(calls, key=lambda c: (c.lineno, c.col_offset))]
+
+
+def test_the_families_are_there() -> None:
+    assert len(SM100) > 60 and len(SM90) > 40
+    kinds = {rules_sm100.cluster_kind(build.read_spec(p)) for p in SM100}
+    assert kinds == {"single", "multicast", "pair", "split"}
+
+
+# ---- the CLC answer's cross-proxy fence -----------------------------------------------------------
+
+
+DYNAMIC = [p for p in SM100 if rules_sm100.is_dynamic(build.read_spec(p))]
+
+
+@pytest.mark.parametrize("path", DYNAMIC, ids=lambda p: p.stem)
+def test_the_clc_answer_is_fenced_before_its_release(path: Path) -> None:
+    calls = _calls(_function(path, "next_tile"))
+    read = calls.index("cute.arch.clc_response(response)")
+    fence = calls.index("cute.arch.fence_proxy('async.shared', space='cta')")
+    release = calls.index("cute.arch.mbarrier_arrive(empty)")
+    assert read < fence < release
+    counts = plan.plan(build.read_spec(path)).expected_counts
+    # next_tile is inlined at its three call sites (producer, MMA, epilogue)
+    sub_tiles = plan_sm100.epilogue_chunks(build.read_spec(path))[1]
+    tma = plan_sm100.is_tma_store(build.read_spec(path))
+    assert counts["fence.proxy.async"] == 3 + (sub_tiles if tma else 0)
+
+
+def test_there_are_dynamic_kernels() -> None:
+    assert {p.stem for p in DYNAMIC} >= {"sched_dynamic"}
+
+
+# ---- cross-compiled -------------------------------------------------------------------------------
+
+BUILT = ["sched_dynamic", "fc_dynamic_tma_b0p5_bias_col_gelu"]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, BuildResult]:
+    files = [p for p in SM100 if p.stem in BUILT]
+    assert len(files) == len(BUILT)
+    return {r.name: r for r in build.build(files, tmp_path_factory.mktemp("build"), jobs=1)}
+
+
+@pytest.mark.build
+@pytest.mark.parametrize("name", BUILT)
+def test_the_ptx_has_them(built: dict[str, BuildResult], name: str) -> None:
+    r = built[name]
+    assert r.passed, (name, r.error or r.mismatches)
+    assert r.counts["fence.proxy.async"] >= 3
