@@ -111,6 +111,7 @@ def expected_counts_sm100(spec: Spec) -> dict[str, int]:
             "mbarrier.init": rules_sm100.barrier_count(spec, spec.stages),
             "tcgen05.ld": loads_per_tile,
             "tcgen05.alloc": 1,
+            "tcgen05.relinquish": 1,  # right after the allocation
             # one per stage released, one per accumulator filled
             "tcgen05.commit": 2,
             # multicast: the stage release goes to every sharer; pair: both commits name both CTAs

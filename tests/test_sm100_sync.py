@@ -3,7 +3,8 @@ the PTX counts the planner expects, which `codegen build` checks):
 
 - the dynamic scheduler's cross-proxy fence: the answer try_cancel wrote (async proxy) is read with
   generic loads, which must be fenced (fence.proxy.async.shared::cta) before clc_empty lets the
-  next try_cancel overwrite it.
+  next try_cancel overwrite it;
+- the TMEM allocation permit is given up right after the allocation, not at teardown.
 """
 
 from __future__ import annotations
@@ -65,9 +66,33 @@ def test_there_are_dynamic_kernels() -> None:
     assert {p.stem for p in DYNAMIC} >= {"sched_dynamic"}
 
 
+# ---- the TMEM allocation permit -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", SM100, ids=lambda p: p.stem)
+def test_the_alloc_permit_goes_right_after_the_allocation(path: Path) -> None:
+    kernel = _function(path, "gemm_kernel")
+    calls = _calls(kernel)
+    (alloc,) = [i for i, c in enumerate(calls) if c.startswith("cute.arch.alloc_tmem(")]
+    (permit,) = [i for i, c in enumerate(calls) if "relinquish_tmem_alloc_permit" in c]
+    assert permit == alloc + 1
+    pair = "is_two_cta=True" in calls[alloc]
+    assert calls[permit] == (
+        "cute.arch.relinquish_tmem_alloc_permit(is_two_cta=True)"
+        if pair
+        else "cute.arch.relinquish_tmem_alloc_permit()"
+    )
+    assert plan.plan(build.read_spec(path)).expected_counts["tcgen05.relinquish"] == 1
+
+
 # ---- cross-compiled -------------------------------------------------------------------------------
 
-BUILT = ["sched_dynamic", "fc_dynamic_tma_b0p5_bias_col_gelu"]
+BUILT = [
+    "ladder_3_warp_spec",
+    "ladder_7_2cta",
+    "sched_dynamic",
+    "fc_dynamic_tma_b0p5_bias_col_gelu",
+]
 
 
 @pytest.fixture(scope="module")
@@ -82,4 +107,6 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, BuildResult]:
 def test_the_ptx_has_them(built: dict[str, BuildResult], name: str) -> None:
     r = built[name]
     assert r.passed, (name, r.error or r.mismatches)
-    assert r.counts["fence.proxy.async"] >= 3
+    assert r.counts["tcgen05.relinquish"] == 1
+    if "dynamic" in name:
+        assert r.counts["fence.proxy.async"] >= 3
