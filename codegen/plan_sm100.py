@@ -63,12 +63,12 @@ def direct_stores(spec: Spec) -> int:
 
 
 def try_waits(spec: Spec) -> int:
-    """mbarrier.try_wait sites: empty (producer), full (MMA), acc_full (epilogue); a producer
-    tail where peers commit into this CTA; the pair's TMEM-dealloc handshake; persistent, the
-    MMA's acc_empty wait and its tail over the slots; dynamic, the tile-request handshake."""
+    """mbarrier.try_wait sites: empty (producer), full (MMA), acc_full (epilogue), the
+    producer's tail over the ring (every kernel: tcgen05.commit arrives asynchronously); the
+    pair's TMEM-dealloc handshake; persistent, the MMA's acc_empty wait and its tail over the
+    slots; dynamic, the tile-request handshake."""
     kind = cluster_kind(spec)
-    waits = 3
-    waits += 1 if kind in ("multicast", "pair") else 0
+    waits = 4
     waits += 1 if kind == "pair" else 0
     waits += 2 if is_persistent(spec) else 0
     # dynamic: the producer's clc_empty wait before each request, and clc_full in next_tile,

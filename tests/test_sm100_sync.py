@@ -1,10 +1,17 @@
 """Synchronization every sm_100a kernel owes the hardware, checked in each generated file (and in
 the PTX counts the planner expects, which `codegen build` checks):
 
+- the TMA producer's tail: tcgen05.commit arrives on empty[] asynchronously, so after its last
+  load the producer waits on the STAGES slots those last commits complete, in every mainloop and
+  cluster kind (before, only multicast clusters and CTA pairs did);
 - the dynamic scheduler's cross-proxy fence: the answer try_cancel wrote (async proxy) is read with
   generic loads, which must be fenced (fence.proxy.async.shared::cta) before clc_empty lets the
   next try_cancel overwrite it;
 - the TMEM allocation permit is given up right after the allocation, not at teardown.
+
+sm_90a needs no tail where no peer arrives: its consumers release a stage with a plain arrive, done
+before the arriving thread goes on, so a CTA cannot exit with one in flight; clustered kernels,
+whose peers arrive remotely, keep theirs.
 """
 
 from __future__ import annotations
@@ -36,10 +43,77 @@ def _calls(node: ast.AST) -> list[str]:
     return [ast.unparse(c) for c in sorted(calls, key=lambda c: (c.lineno, c.col_offset))]
 
 
+def _producer(kernel: ast.FunctionDef) -> ast.If:
+    """The role branch of warp 0 (the TMA producer; in a K-loop kernel, the only loop warp)."""
+    return next(
+        n
+        for n in kernel.body
+        if isinstance(n, ast.If)
+        and ast.unparse(n.test) == "warp == 0"
+        and "cute.copy(tma_a" in ast.unparse(n)
+    )
+
+
+def _tail_loops(branch: ast.AST) -> list[ast.For]:
+    """Loops over the STAGES ring slots whose body waits on an empty barrier."""
+    return [
+        n
+        for n in ast.walk(branch)
+        if isinstance(n, ast.For)
+        and ast.unparse(n.iter)
+        in ("cutlass.range(STAGES, unroll=1)", "cutlass.range_constexpr(STAGES)")
+        and ast.unparse(n.body[0]).startswith("cute.arch.mbarrier_wait(empty + ")
+    ]
+
+
 def test_the_families_are_there() -> None:
     assert len(SM100) > 60 and len(SM90) > 40
     kinds = {rules_sm100.cluster_kind(build.read_spec(p)) for p in SM100}
     assert kinds == {"single", "multicast", "pair", "split"}
+
+
+# ---- the producer tail ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", SM100, ids=lambda p: p.stem)
+def test_every_sm100_producer_waits_for_the_last_commits(path: Path) -> None:
+    branch = _producer(_function(path, "gemm_kernel"))
+    (tail,) = _tail_loops(branch)
+    # it follows the producer's last load: nothing is loaded after it
+    loads = [
+        n.lineno
+        for n in ast.walk(branch)
+        if isinstance(n, ast.Call) and ast.unparse(n.func) == "cute.copy"
+        if ast.unparse(n.args[0]) in ("tma_a", "tma_b")
+    ]
+    assert loads and max(loads) < tail.lineno
+    # with the producer's own ring counters, advanced like the ring (one phase flip per wrap)
+    wait = ast.unparse(tail.body[0])
+    stage, phase = ("p_stage", "p_phase") if "p_stage" in wait else ("stage", "phase")
+    assert wait == f"cute.arch.mbarrier_wait(empty + {stage}, {phase})"
+    body = "\n".join(ast.unparse(s) for s in tail.body)
+    assert f"{stage} += 1" in body and f"{phase} ^= 1" in body
+
+
+@pytest.mark.parametrize("path", SM100, ids=lambda p: p.stem)
+def test_the_plan_counts_the_tail_wait(path: Path) -> None:
+    spec = build.read_spec(path)
+    # empty, full, acc_full and the tail, before any scheduler's or cluster's own waits
+    assert plan_sm100.try_waits(spec) >= 4
+
+
+@pytest.mark.parametrize("path", SM90, ids=lambda p: p.stem)
+def test_sm90_tail_exactly_where_peers_arrive(path: Path) -> None:
+    src = path.read_text(encoding="utf-8")
+    clustered = "cluster=(CLUSTER[0], CLUSTER[1], 1)" in src
+    kernel = _function(path, "gemm_kernel")
+    assert len(_tail_loops(kernel)) == int(clustered)
+    release = _function(path, "release_stage")
+    arrives = [c for c in _calls(release) if c.startswith("cute.arch.mbarrier_arrive(")]
+    if clustered:  # remote arrives: the filling CTAs' barriers, the reason for the tail
+        assert all("peer_cta_rank_in_cluster" in c for c in arrives)
+    else:  # a plain local arrive, complete when the arriving thread moves on: no tail needed
+        assert arrives == ["cute.arch.mbarrier_arrive(bar)"]
 
 
 # ---- the CLC answer's cross-proxy fence -----------------------------------------------------------
@@ -87,12 +161,7 @@ def test_the_alloc_permit_goes_right_after_the_allocation(path: Path) -> None:
 
 # ---- cross-compiled -------------------------------------------------------------------------------
 
-BUILT = [
-    "ladder_3_warp_spec",
-    "ladder_7_2cta",
-    "sched_dynamic",
-    "fc_dynamic_tma_b0p5_bias_col_gelu",
-]
+BUILT = ["ladder_1_kloop", "ladder_3_warp_spec", "smallm_64x64", "sched_dynamic", "sched_splitk2"]
 
 
 @pytest.fixture(scope="module")
@@ -108,5 +177,7 @@ def test_the_ptx_has_them(built: dict[str, BuildResult], name: str) -> None:
     r = built[name]
     assert r.passed, (name, r.error or r.mismatches)
     assert r.counts["tcgen05.relinquish"] == 1
-    if "dynamic" in name:
+    # the tail is one more try_wait site than empty, full and acc_full
+    assert r.counts["mbarrier.try_wait"] >= 4
+    if name == "sched_dynamic":
         assert r.counts["fence.proxy.async"] >= 3

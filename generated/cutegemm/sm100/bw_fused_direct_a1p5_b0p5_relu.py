@@ -170,6 +170,15 @@ def gemm_kernel(
             if stage == STAGES:  # wrapped the ring: the next wait on each slot is one phase later
                 stage = cutlass.Int32(0)
                 phase ^= 1
+        # tail: this CTA's MMA warp released the last STAGES loads' slots
+        # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
+        # the arrivals, so none targets this CTA's SMEM after it exits
+        for _ in cutlass.range(STAGES, unroll=1):
+            cute.arch.mbarrier_wait(empty + stage, phase)
+            stage += 1
+            if stage == STAGES:  # wrapped the ring: the next wait on each slot is one phase later
+                stage = cutlass.Int32(0)
+                phase ^= 1
     elif warp == 1:
         # ---- 3b. MMA issuer (warp 1): wait for a full slot, run its MMAs, commit it back empty ----
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)

@@ -241,6 +241,15 @@ def gemm_kernel(
                     phase ^= 1
             tm, tn, more = next_tile(clc_full, clc_empty, clc_response, clc_phase)
             clc_phase ^= 1  # one answer per tile: the next waits on both barriers are a phase later
+        # tail: this CTA's MMA warp released the last STAGES loads' slots
+        # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
+        # the arrivals, so none targets this CTA's SMEM after it exits
+        for _ in cutlass.range(STAGES, unroll=1):
+            cute.arch.mbarrier_wait(empty + stage, phase)
+            stage += 1
+            if stage == STAGES:  # wrapped the ring: the next wait on each slot is one phase later
+                stage = cutlass.Int32(0)
+                phase ^= 1
     elif warp == 1:
         # ---- 3b. MMA issuer (warp 1): per tile, claim a drained accumulator slot, run the ring
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)

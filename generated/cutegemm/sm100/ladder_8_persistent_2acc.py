@@ -218,8 +218,9 @@ def gemm_kernel(
                 if stage == STAGES:  # wrapped the ring: the next waits are one phase later
                     stage = cutlass.Int32(0)
                     phase ^= 1
-        # tail: wait until the leader's commits for the last loads have landed here, so no
-        # remote arrive targets this CTA's SMEM after it exits
+        # tail: the leader's MMA warp (for both CTAs) released the last STAGES loads' slots
+        # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
+        # the arrivals, so none targets this CTA's SMEM after it exits
         for _ in cutlass.range(STAGES, unroll=1):
             cute.arch.mbarrier_wait(empty + stage, phase)
             stage += 1

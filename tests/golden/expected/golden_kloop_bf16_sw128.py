@@ -191,6 +191,15 @@ def gemm_kernel(
                     c_phase ^= 1
         with cute.arch.elect_one():
             tcgen05.commit(acc_full)  # arrives once every MMA of the tile has finished
+        # tail: this warp released the last STAGES loads' slots
+        # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
+        # the arrivals, so none targets this CTA's SMEM after it exits
+        for _ in cutlass.range(STAGES, unroll=1):
+            cute.arch.mbarrier_wait(empty + p_stage, p_phase)
+            p_stage += 1
+            if p_stage == STAGES:  # wrapped the ring: the next wait on each slot is one phase later
+                p_stage = cutlass.Int32(0)
+                p_phase ^= 1
 
     # ---- 4. epilogue (all warps): TMEM -> registers (32 lanes per warp) -> bf16 -> global ------
     cute.arch.mbarrier_wait(acc_full, 0)  # completes once, at phase 0, after the final commit
