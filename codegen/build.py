@@ -27,7 +27,7 @@ from codegen.plan import plan
 from codegen.render import write_atomic
 from codegen.spec import Spec
 
-BUILD_FORMAT = "9"  # bump when what a build records changes, to invalidate the cache
+BUILD_FORMAT = "13"  # bump when what a build records changes, to invalidate the cache
 
 # PTX patterns, each counted over the whole module.
 PATTERNS: dict[str, str] = {
@@ -43,6 +43,7 @@ PATTERNS: dict[str, str] = {
     "tcgen05.ld": r"tcgen05\.ld\.",
     "tcgen05.alloc": r"tcgen05\.alloc\.",
     "tcgen05.commit": r"tcgen05\.commit\.",
+    "tcgen05.relinquish": r"tcgen05\.relinquish_alloc_permit\.",
     "tcgen05.commit multicast": r"tcgen05\.commit[^;]*\.multicast",
     "setmaxnreg": r"setmaxnreg\.",
     "barrier.cluster": r"barrier\.cluster\.",
@@ -55,6 +56,8 @@ PATTERNS: dict[str, str] = {
     # stream-K's hand-over of a partial tile: a flag released by one CTA, acquired by another
     "flag release.gpu": r"\bst\.release\.gpu\.global\.",
     "flag acquire.gpu": r"\bld\.acquire\.gpu\.global\.",
+    # stream-K's 64-bit partition math (iteration counts pass 2^31 on big problems)
+    "div.s64": r"\bdiv\.s64\b",
     # split-K's DSMEM reduction: peer addresses, remote loads and the cluster-scoped handshake
     "mapa": r"\bmapa\.",
     "ld.shared::cluster": r"\bld\.shared::cluster\.",
@@ -64,6 +67,8 @@ PATTERNS: dict[str, str] = {
     "clc try_cancel": r"clusterlaunchcontrol\.try_cancel",
     "clc is_canceled": r"clusterlaunchcontrol\.query_cancel\.is_canceled",
     "clc first_ctaid": r"clusterlaunchcontrol\.query_cancel\.get_first_ctaid",
+    # generic-proxy SMEM accesses ordered before async-proxy ones (TMA store, try_cancel)
+    "fence.proxy.async": r"\bfence\.proxy\.async\.shared::cta\b",
 }
 
 

@@ -35,7 +35,6 @@ REGISTRY_CONSTANTS = (
     "MAX_TILES",
     "C_TILE",
     "WORKSPACE_ELEMS",
-    "SK_CTAS",
 )
 
 
@@ -92,7 +91,6 @@ class Entry:
     max_tiles: int | None
     c_tile: tuple[int, int] | None
     workspace_elems: int
-    sk_ctas: int | None = None  # stream-K: CTAs sharing the MAC iterations
 
     @classmethod
     def from_dict(cls, d: dict) -> Entry:
@@ -133,7 +131,6 @@ class Entry:
             # stream-K hands partials over through flags that each launch leaves at 0 again: the
             # workspace is zeroed once; the separate split-K reduce writes every slot it reads
             "workspace_zeroed": bool(self.workspace_elems) and self.max_tiles is None,
-            "sk_ctas": self.sk_ctas,
             "module": module_name(self.relpath),
         }
 
@@ -165,7 +162,6 @@ def read_entry(text: str, relpath: str) -> Entry:
         max_tiles=values.get("MAX_TILES"),
         c_tile=tuple(c_tile) if c_tile else None,
         workspace_elems=values.get("WORKSPACE_ELEMS", 0),
-        sk_ctas=values.get("SK_CTAS"),
     )
 
 

@@ -30,6 +30,9 @@ GELU_C = math.sqrt(2.0 / math.pi)
 GELU_CUBIC = 0.044715
 # bias: the dimension of C its values run along (its length): "row" one per row, "col" per column
 BIAS_DIM = {"row": "M", "col": "N"}
+# stream-K's partition math is 64-bit (templates/*/scheduler/stream_k.py.j2): one div.s64 each
+# for it_begin, it_end, first_tile, last_tile and the finisher's last_cta
+STREAMK_WIDE_DIVS = 5
 
 
 @dataclass(frozen=True)

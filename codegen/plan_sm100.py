@@ -10,6 +10,7 @@ from __future__ import annotations
 from codegen import plan_sm90, rules, rules_sm90, rules_sm100
 from codegen.plan import (
     CUTLASS_DTYPE,
+    STREAMK_WIDE_DIVS,
     TORCH_DTYPE,
     Plan,
     bias_values,
@@ -62,12 +63,12 @@ def direct_stores(spec: Spec) -> int:
 
 
 def try_waits(spec: Spec) -> int:
-    """mbarrier.try_wait sites: empty (producer), full (MMA), acc_full (epilogue); a producer
-    tail where peers commit into this CTA; the pair's TMEM-dealloc handshake; persistent, the
-    MMA's acc_empty wait and its tail over the slots; dynamic, the tile-request handshake."""
+    """mbarrier.try_wait sites: empty (producer), full (MMA), acc_full (epilogue), the
+    producer's tail over the ring (every kernel: tcgen05.commit arrives asynchronously); the
+    pair's TMEM-dealloc handshake; persistent, the MMA's acc_empty wait and its tail over the
+    slots; dynamic, the tile-request handshake."""
     kind = cluster_kind(spec)
-    waits = 3
-    waits += 1 if kind in ("multicast", "pair") else 0
+    waits = 4
     waits += 1 if kind == "pair" else 0
     waits += 2 if is_persistent(spec) else 0
     # dynamic: the producer's clc_empty wait before each request, and clc_full in next_tile,
@@ -110,12 +111,16 @@ def expected_counts_sm100(spec: Spec) -> dict[str, int]:
             "mbarrier.init": rules_sm100.barrier_count(spec, spec.stages),
             "tcgen05.ld": loads_per_tile,
             "tcgen05.alloc": 1,
+            "tcgen05.relinquish": 1,  # right after the allocation
             # one per stage released, one per accumulator filled
             "tcgen05.commit": 2,
             # multicast: the stage release goes to every sharer; pair: both commits name both CTAs
             "tcgen05.commit multicast": {"single": 0, "multicast": 1, "pair": 2, "split": 0}[kind],
             "TMA store": tma_boxes,
+            # the TMA-store epilogue's, before each sub-tile's store (the loop is unrolled)
+            "fence.proxy.async": loads_per_tile if is_tma_store(spec) else 0,
             "st.global": 0 if is_tma_store(spec) else direct_stores(spec),
+            "div.s64": 0,  # stream-K's 64-bit partition math only (streamk_counts)
         }
         | fusion_counts(spec)
         | dynamic_counts(spec)
@@ -137,7 +142,8 @@ def streamk_counts(spec: Spec) -> dict[str, int]:
     """Stream-K's hand-over through the global workspace: both epilogue branches load every chunk
     from TMEM (the hand-over and the finisher's drain); the hand-over stores each 16-byte vector
     once, the finisher's peer loop loads each once (one dynamic loop per unrolled chunk); one
-    flag release, one acquire (the spin) and one plain store clearing the flag."""
+    flag release, one acquire (the spin) and one plain store clearing the flag; the 64-bit
+    partition math's divisions."""
     if not rules_sm100.is_stream_k(spec):
         return {}
     _, chunks = epilogue_chunks(spec)
@@ -149,6 +155,7 @@ def streamk_counts(spec: Spec) -> dict[str, int]:
         "ld.global": vectors,
         "flag release.gpu": 1,
         "flag acquire.gpu": 1,
+        "div.s64": STREAMK_WIDE_DIVS,
     }
 
 
@@ -211,11 +218,19 @@ def fusion_counts(spec: Spec) -> dict[str, int]:
 
 def dynamic_counts(spec: Spec) -> dict[str, int]:
     """The dynamic scheduler's cluster launch control: one try_cancel site (the producer's
-    request), and one query of the answer per next_tile call site (producer, MMA, epilogue)."""
+    request), and one query of the answer and one proxy fence per next_tile call site
+    (producer, MMA, epilogue)."""
     if not rules_sm100.is_dynamic(spec):
         return {}
-    # the producer and the epilogue read the cancelled CTA's x and y; the MMA warp reads neither
-    return {"clc try_cancel": 1, "clc is_canceled": 3, "clc first_ctaid": 4}
+    # the producer and the epilogue read the cancelled CTA's x and y; the MMA warp reads neither;
+    # each reading site fences its read of the answer before releasing it to the next try_cancel
+    tma_fences = epilogue_chunks(spec)[1] if is_tma_store(spec) else 0
+    return {
+        "clc try_cancel": 1,
+        "clc is_canceled": 3,
+        "clc first_ctaid": 4,
+        "fence.proxy.async": tma_fences + 3,
+    }
 
 
 def _binary(mask: int, bits: int) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from codegen import rules, rules_sm90
 from codegen.plan import (
     CUTLASS_DTYPE,
+    STREAMK_WIDE_DIVS,
     TORCH_DTYPE,
     Plan,
     bias_values,
@@ -76,6 +77,7 @@ def expected_counts_sm90(spec: Spec) -> dict[str, int]:
     handover = rules_sm90.accumulator_regs(spec) // 4 if streamk else 0
     counts["ld.global"] += handover
     counts["flag release.gpu"] = counts["flag acquire.gpu"] = int(streamk)
+    counts["div.s64"] = STREAMK_WIDE_DIVS if streamk else 0  # the 64-bit partition math
     if tma:
         counts["st.global"] = handover + int(streamk)
     if rules_sm90.is_split_k_separate(spec):

@@ -242,9 +242,10 @@ def test_pipeline_tables_list_every_ring(ladder: dict[str, Spec]) -> None:
 
 # Hand-written prototypes' compile_check table (scratch/sm100/NOTES.md): mma::1, mma::2,
 # multicast TMA loads, barrier.cluster, TMA store, st.global, commit, commit .multicast, try_wait,
-# alloc columns.
+# alloc columns. ladder_5 waits once more than its prototype: the producer's tail over the ring
+# (the prototype let the last tcgen05.commit arrives land after the CTA could exit).
 PROTOTYPE_TABLE = {
-    "ladder_5_tma_epilogue": (4, 0, 0, 0, 4, 0, 2, 0, 3, 256),
+    "ladder_5_tma_epilogue": (4, 0, 0, 0, 4, 0, 2, 0, 4, 256),
     "ladder_6_multicast_2x2": (4, 0, 2, 2, 4, 0, 2, 1, 4, 256),
     "ladder_7_2cta": (0, 4, 0, 2, 4, 0, 2, 2, 5, 256),
     "ladder_8_persistent_2acc": (0, 4, 0, 2, 4, 0, 2, 2, 7, 512),

@@ -154,21 +154,22 @@ def test_fusion_formula_in_the_docstring() -> None:
 
 # (ld.global, max.f32, ex2, TMA store, st.global, cp.async.bulk.tensor, mbarrier.try_wait), derived
 # by hand: each thread owns one row of the CTA's 256 (128) columns; a 16-byte vector is 8 f16 or 4
-# f32; a row bias is one scalar load; beta through TMA adds a load and a wait per sub-tile.
+# f32; a row bias is one scalar load; beta through TMA adds a load and a wait per sub-tile. A
+# single CTA waits 4 times (empty, full, acc_full, the producer's tail over the ring).
 PINNED = {
-    "bw_fused_direct_a1p5_b0p5_relu": (256 * 2 // 16, 256, 0, 0, 32, 2, 3),
-    "bw_fused_direct_bf16_f32_gelu": (0, 0, 128, 0, 128 * 4 // 16, 2, 3),
-    "bw_fused_tma_bf16_silu": (0, 0, 256, 4, 0, 2, 3),
-    "bw_fused_tma_f32": (0, 0, 0, 2 * 4, 0, 2, 3),  # two 128x32 boxes per f32 sub-tile
-    "bw_fused_tma_a2_b1_relu": (0, 256, 0, 4, 0, 2 + 4, 3 + 4),  # C comes by TMA, not ld.global
-    "bw_fused_direct_bias_row": (1, 0, 0, 0, 32, 2, 3),
-    "bw_fused_direct_bias_col": (32, 0, 0, 0, 32, 2, 3),
-    "bw_fused_tma_bias_row": (1, 0, 0, 4, 0, 2, 3),
-    "bw_fused_tma_bias_col": (32, 0, 0, 4, 0, 2, 3),
+    "bw_fused_direct_a1p5_b0p5_relu": (256 * 2 // 16, 256, 0, 0, 32, 2, 4),
+    "bw_fused_direct_bf16_f32_gelu": (0, 0, 128, 0, 128 * 4 // 16, 2, 4),
+    "bw_fused_tma_bf16_silu": (0, 0, 256, 4, 0, 2, 4),
+    "bw_fused_tma_f32": (0, 0, 0, 2 * 4, 0, 2, 4),  # two 128x32 boxes per f32 sub-tile
+    "bw_fused_tma_a2_b1_relu": (0, 256, 0, 4, 0, 2 + 4, 4 + 4),  # C comes by TMA, not ld.global
+    "bw_fused_direct_bias_row": (1, 0, 0, 0, 32, 2, 4),
+    "bw_fused_direct_bias_col": (32, 0, 0, 0, 32, 2, 4),
+    "bw_fused_tma_bias_row": (1, 0, 0, 4, 0, 2, 4),
+    "bw_fused_tma_bias_col": (32, 0, 0, 4, 0, 2, 4),
     # a CTA pair, persistent: 7 waits (see plan_sm100.try_waits) + 4 C sub-tile waits
     "bw_fused_persistent_2acc_tma_b0p5_bias_col_gelu": (32, 0, 256, 4, 0, 2 + 4, 7 + 4),
-    # one CTA, persistent: 5 waits; C (32 vectors) and one row-bias scalar by ld.global
-    "bw_fused_persistent_2acc_direct_a0p5_b2_bias_row_silu": (32 + 1, 0, 256, 0, 32, 2, 5),
+    # one CTA, persistent: 6 waits; C (32 vectors) and one row-bias scalar by ld.global
+    "bw_fused_persistent_2acc_direct_a0p5_b2_bias_row_silu": (32 + 1, 0, 256, 0, 32, 2, 6),
 }
 PINNED_KEYS = (
     "ld.global",

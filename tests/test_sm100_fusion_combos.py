@@ -173,29 +173,31 @@ def test_split_k_fuses_once() -> None:
 # is 8 f16/bf16 or 4 f32; beta in the direct epilogue loads like it stores, the TMA-store epilogue
 # TMA-loads C (one box per sub-tile, two for f32) and waits per sub-tile; a bias along the kernel's
 # rows is one scalar, along its columns the thread's values in vectors; swap_ab swaps the axes.
+# mbarrier.try_wait: empty, full, acc_full and the producer's tail over the ring (4), + 2
+# persistent, + 4 (dynamic), + 3 (split-K), + c_full per sub-tile.
 PINNED = {
     # 128 bf16 values: C 16 + column bias 16 vectors; relu per value
-    "fc_e4m3_direct_bf16_a2_b0p5_bias_col_relu": (32, 128, 0, 0, 16, 2, 3, 0),
-    # 4 f32 sub-tiles of 2 boxes, stored and (beta) loaded; persistent waits 5 + 4 c_full
-    "fc_e4m3_persistent_2acc_tma_f32_b1_bias_row_silu": (1, 0, 256, 8, 0, 2 + 8, 5 + 4, 0),
-    # dynamic waits 3 + 2 + 1 + 3, + 4 c_full; 256 f16 column biases in 32 vectors
-    "fc_dynamic_tma_b0p5_bias_col_gelu": (32, 0, 256, 4, 0, 2 + 4, 9 + 4, 0),
+    "fc_e4m3_direct_bf16_a2_b0p5_bias_col_relu": (32, 128, 0, 0, 16, 2, 4, 0),
+    # 4 f32 sub-tiles of 2 boxes, stored and (beta) loaded; persistent waits 6 + 4 c_full
+    "fc_e4m3_persistent_2acc_tma_f32_b1_bias_row_silu": (1, 0, 256, 8, 0, 2 + 8, 6 + 4, 0),
+    # dynamic waits 4 + 2 + 1 + 3, + 4 c_full; 256 f16 column biases in 32 vectors
+    "fc_dynamic_tma_b0p5_bias_col_gelu": (32, 0, 256, 4, 0, 2 + 4, 10 + 4, 0),
     # rank 0: C 16 + bias 16 vectors; it reads the peer's 128 f32 in 32 v4 runs
-    "fc_splitk2_direct_a1p5_b0p5_bias_col_silu": (32, 0, 128, 0, 16, 2, 8, 32),
+    "fc_splitk2_direct_a1p5_b0p5_bias_col_silu": (32, 0, 128, 0, 16, 2, 9, 32),
     # 64 f32 out: 16 vector stores; 3 peers x 64 f32 / 4
-    "fc_splitk4_acc2_direct_f32_bias_row_relu": (1, 64, 0, 0, 16, 2, 8, 48),
+    "fc_splitk4_acc2_direct_f32_bias_row_relu": (1, 64, 0, 0, 16, 2, 9, 48),
     # M=64: 64 values per thread
-    "fc_m64_direct_b1_bias_col_relu": (8 + 8, 64, 0, 0, 8, 2, 3, 0),
-    "fc_m64_tma_a0p5_b2_bias_row_gelu": (1, 0, 64, 2, 0, 2 + 2, 3 + 2, 0),
-    "fc_m64_tma_bias_col_silu": (8, 0, 64, 2, 0, 2, 3, 0),
+    "fc_m64_direct_b1_bias_col_relu": (8 + 8, 64, 0, 0, 8, 2, 4, 0),
+    "fc_m64_tma_a0p5_b2_bias_row_gelu": (1, 0, 64, 2, 0, 2 + 2, 4 + 2, 0),
+    "fc_m64_tma_bias_col_silu": (8, 0, 64, 2, 0, 2, 4, 0),
     # swap AB: C^T's 16 values of a kernel row one by one; the user's row bias in 2 vectors
-    "fc_swap_128x16_direct_b0p5_bias_row_relu": (16 + 2, 16, 0, 0, 16, 2, 3, 0),
+    "fc_swap_128x16_direct_b0p5_bias_row_relu": (16 + 2, 16, 0, 0, 16, 2, 4, 0),
     # swap AB, M=64: 16 values; the user's column bias is one value per kernel row
-    "fc_swap_64x32_persistent_direct_bias_col_silu": (1, 0, 16, 0, 16, 2, 5, 0),
+    "fc_swap_64x32_persistent_direct_bias_col_silu": (1, 0, 16, 0, 16, 2, 6, 0),
     # 16 values: 16 scalar C loads, the row bias in 4 f32 vectors, 16 scalar f32 stores
-    "fc_e4m3_swap_64x32_direct_f32_a2_b1_bias_row": (16 + 4, 0, 0, 0, 16, 2, 3, 0),
+    "fc_e4m3_swap_64x32_direct_f32_a2_b1_bias_row": (16 + 4, 0, 0, 0, 16, 2, 4, 0),
     # 32 values: 32 scalar C loads + 4 bias vectors; the peer's 32 f32 in 8 runs
-    "fc_swap_splitk2_128x32_direct_b0p5_bias_row_relu": (32 + 4, 32, 0, 0, 32, 2, 8, 8),
+    "fc_swap_splitk2_128x32_direct_b0p5_bias_row_relu": (32 + 4, 32, 0, 0, 32, 2, 9, 8),
 }
 PINNED_KEYS = (
     "ld.global",

@@ -466,7 +466,8 @@ def test_persistent_multicast_ptx(built: dict[str, BuildResult]) -> None:
 @pytest.mark.build
 def test_tile_swizzle_adds_no_synchronization(built: dict[str, BuildResult]) -> None:
     single, pair = built["sched_persistent_g8"].counts, built["sched_pair_rn_g4"].counts
-    assert single["mbarrier.try_wait"] == 5 and single["barrier.cluster"] == 0
+    # ring empty + full + the producer's tail, acc_full, acc_empty + its tail
+    assert single["mbarrier.try_wait"] == 6 and single["barrier.cluster"] == 0
     assert pair["mbarrier.try_wait"] == 7 and pair["barrier.cluster"] == 2  # as ladder_8
     assert pair["mma cta_group::2"] == 4 and single["TMA multicast"] == 0
 
@@ -477,8 +478,10 @@ def test_dynamic_scheduler_ptx(built: dict[str, BuildResult]) -> None:
     assert c["clc try_cancel"] == 1  # one request site: the producer, once per tile
     assert c["clc is_canceled"] == 3  # the answer is read by the producer, the MMA, the epilogue
     assert c["clc first_ctaid"] == 4  # x and y, by the producer and the epilogue
-    # persistent (5) + the producer's clc_empty wait + clc_full at the three reading sites
-    assert c["mbarrier.try_wait"] == 5 + 1 + 3
+    # persistent (6) + the producer's clc_empty wait + clc_full at the three reading sites
+    assert c["mbarrier.try_wait"] == 6 + 1 + 3
+    # the answer's read is fenced before its release, at the three reading sites
+    assert c["fence.proxy.async"] == 3 + 4  # + the TMA-store epilogue's, one per sub-tile
     assert c["barrier.cluster"] == 0 and c["TMA multicast"] == 0
     # mbarrier.init: 2 x 4 ring + 2 x 2 accumulator + clc_full, clc_empty
     assert c["mbarrier.init"] == 8 + 4 + 2

@@ -155,8 +155,9 @@ def test_expected_counts(shipped: dict[str, Spec], name: str) -> None:
     ld, st, ldg, tma = COUNTS[name]
     assert (c["tcgen05.ld"], c["st.global"], c["ld.global"], c["TMA store"]) == (ld, st, ldg, tma)
     assert c["flag release.gpu"] == c["flag acquire.gpu"] == 1
-    # ring empty + full, acc_full, acc_empty and its tail: the persistent scheduler's waits
-    assert c["mbarrier.try_wait"] == 5
+    # ring empty + full and the producer's tail, acc_full, acc_empty and its tail: the
+    # persistent scheduler's waits
+    assert c["mbarrier.try_wait"] == 6
     assert c["mma cta_group::1"] == 4 and c["mma cta_group::2"] == 0
     assert c["barrier.cluster"] == 0 and c["TMA multicast"] == 0
 
@@ -200,17 +201,24 @@ def _unit_code(name: str) -> tuple[str, str, str]:
     """The kernel's per-CTA range lines, per-unit k-range lines and the finisher's last_cta line,
     with cutlass.max / min as Python's."""
     fn = _kernel(kernel_file(name))
-    got = _first_assignments(fn, (*UNIT_NAMES, "k_begin", "k_end", "last_cta"))
-    assert set(got) == {*UNIT_NAMES, "k_begin", "k_end", "last_cta"}, got
-    fix = {"cutlass.max": "max", "cutlass.min": "min"}
+    got = _first_assignments(fn, (*UNIT_NAMES, "tile_iter0", "k_begin", "k_end", "last_cta"))
+    assert set(got) == {*UNIT_NAMES, "tile_iter0", "k_begin", "k_end", "last_cta"}, got
+    # Python's integers: the widths are tests/test_streamk_math.py's
+    fix = {
+        "cutlass.max": "max",
+        "cutlass.min": "min",
+        "cutlass.Int64": "int",
+        "cutlass.Int32": "int",
+    }
 
     def py(src: str) -> str:
         for a, b in fix.items():
             src = src.replace(a, b)
         return src
 
-    per_cta = "\n".join(py(got[n]) for n in ("total_iters", "it_begin", "it_end", "first_tile"))
-    return per_cta, py(got["k_begin"] + "\n" + got["k_end"]), py(got["last_cta"])
+    per_cta = "\n".join(py(got[n]) for n in UNIT_NAMES)
+    per_unit = "\n".join(py(got[n]) for n in ("tile_iter0", "k_begin", "k_end"))
+    return per_cta, per_unit, py(got["last_cta"])
 
 
 def _simulate(name: str, num_tiles: int, k_tiles: int, ctas: int) -> dict[int, list[tuple]]:
@@ -275,7 +283,10 @@ def test_the_epilogue_branches_on_the_first_k_tile(shipped: dict[str, Spec]) -> 
         assert "work[None, etidx, j, i, bidx]" in body
         assert "flags + bidx, cutlass.Int32(1), sem='release', scope='gpu'" in handover
         # the finisher waits on the later CTAs in order, adds them, and alone stores C
-        assert "last_cta = ((t + 1) * k_tiles * gdimx - 1) // total_iters" in finisher
+        assert (
+            "last_cta = cutlass.Int32((cutlass.Int64(t + 1) * k_tiles * gdimx - 1) // total_iters)"
+            in finisher
+        )
         assert finisher.count("cutlass.range(bidx + 1, last_cta + 1, unroll=1)") == 2
         assert "wait_flag_acquire(flags + peer)" in finisher
         assert "work[None, etidx, j, i, peer]" in finisher
@@ -312,3 +323,4 @@ def test_shipped_variants_compile_with_their_counts(built: dict[str, BuildResult
             tma,
         )
         assert c["flag release.gpu"] == c["flag acquire.gpu"] == 1
+        assert c["div.s64"] == 5  # the 64-bit partition math

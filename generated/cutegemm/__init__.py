@@ -52,7 +52,6 @@ class Kernel(NamedTuple):
     c_tile: tuple[int, int] | None  # rows and columns of C one such tile covers
     workspace_elems: int  # f32 workspace the package allocates (0: none)
     workspace_zeroed: bool  # stream-K: zeroed once, each launch leaves it zero again
-    sk_ctas: int | None  # stream-K: CTAs sharing the MAC iterations
     module: str  # import path of the kernel file
 
 
@@ -78,7 +77,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.bw_fused_direct_a1p5_b0p5_relu",
     ),
     Kernel(
@@ -102,7 +100,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.bw_fused_direct_bf16_f32_gelu",
     ),
     Kernel(
@@ -126,7 +123,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.bw_fused_direct_bias_col",
     ),
     Kernel(
@@ -150,7 +146,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.bw_fused_direct_bias_row",
     ),
     Kernel(
@@ -174,7 +169,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.bw_fused_persistent_2acc_direct_a0p5_b2_bias_row_silu",
     ),
     Kernel(
@@ -198,7 +192,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.bw_fused_persistent_2acc_tma_b0p5_bias_col_gelu",
     ),
     Kernel(
@@ -222,7 +215,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.bw_fused_tma_a2_b1_relu",
     ),
     Kernel(
@@ -246,7 +238,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.bw_fused_tma_bf16_silu",
     ),
     Kernel(
@@ -270,7 +261,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.bw_fused_tma_bias_col",
     ),
     Kernel(
@@ -294,7 +284,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.bw_fused_tma_bias_row",
     ),
     Kernel(
@@ -318,7 +307,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.bw_fused_tma_f32",
     ),
     Kernel(
@@ -342,7 +330,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.fc_dynamic_tma_b0p5_bias_col_gelu",
     ),
     Kernel(
@@ -366,7 +353,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.fc_e4m3_direct_bf16_a2_b0p5_bias_col_relu",
     ),
     Kernel(
@@ -390,7 +376,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.fc_e4m3_persistent_2acc_tma_f32_b1_bias_row_silu",
     ),
     Kernel(
@@ -414,7 +399,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.fc_e4m3_swap_64x32_direct_f32_a2_b1_bias_row",
     ),
     Kernel(
@@ -438,7 +422,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.fc_m64_direct_b1_bias_col_relu",
     ),
     Kernel(
@@ -462,7 +445,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.fc_m64_tma_a0p5_b2_bias_row_gelu",
     ),
     Kernel(
@@ -486,7 +468,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.fc_m64_tma_bias_col_silu",
     ),
     Kernel(
@@ -510,7 +491,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.fc_splitk2_direct_a1p5_b0p5_bias_col_silu",
     ),
     Kernel(
@@ -534,7 +514,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.fc_splitk4_acc2_direct_f32_bias_row_relu",
     ),
     Kernel(
@@ -558,7 +537,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.fc_swap_128x16_direct_b0p5_bias_row_relu",
     ),
     Kernel(
@@ -582,7 +560,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.fc_swap_64x32_persistent_direct_bias_col_silu",
     ),
     Kernel(
@@ -606,7 +583,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.fc_swap_splitk2_128x32_direct_b0p5_bias_row_relu",
     ),
     Kernel(
@@ -630,7 +606,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.h_128x128_wg1_grid_direct",
     ),
     Kernel(
@@ -654,7 +629,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=2162820,
         workspace_zeroed=True,
-        sk_ctas=132,
         module="cutegemm.sm90.h_128x128_wg1_streamk_tma",
     ),
     Kernel(
@@ -678,7 +652,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.h_128x128x32_wg1_sw64_grid_direct",
     ),
     Kernel(
@@ -702,7 +675,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.h_128x256_wg2_c2x1_persistent_tma",
     ),
     Kernel(
@@ -726,7 +698,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.h_128x256_wg2_persistent_tma",
     ),
     Kernel(
@@ -750,7 +721,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.h_128x64x16_wg1_sw32_persistent_tma",
     ),
     Kernel(
@@ -774,7 +744,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.h_256x128_wg2_persistent_tma_g8",
     ),
     Kernel(
@@ -798,7 +767,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.h_64x128_wg1_c1x2_grid_tma",
     ),
     Kernel(
@@ -822,7 +790,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.h_bias_128x128_wg1_direct_row_a2",
     ),
     Kernel(
@@ -846,7 +813,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.h_bias_128x256_wg2_persistent_tma_col_gelu",
     ),
     Kernel(
@@ -870,7 +836,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=(16, 64),
         workspace_elems=16777216,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.h_bias_swap_64x16_wg1_splitk2_separate_col_relu",
     ),
     Kernel(
@@ -894,7 +859,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.h_bias_swap_64x32_wg1_splitk_col",
     ),
     Kernel(
@@ -918,7 +882,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.h_e4m3_128x128x64_wg1_sw64_grid_direct",
     ),
     Kernel(
@@ -942,7 +905,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.h_e4m3_128x256_wg2_persistent_tma",
     ),
     Kernel(
@@ -966,7 +928,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.h_e4m3_64x128_wg1_grid_direct",
     ),
     Kernel(
@@ -1110,7 +1071,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.h_f16_128x256_wg2_persistent_tma",
     ),
     Kernel(
@@ -1134,7 +1094,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.h_fused_128x128_wg1_direct_a1p5_b0p5_relu",
     ),
     Kernel(
@@ -1158,7 +1117,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.h_fused_128x128_wg1_direct_f32_gelu",
     ),
     Kernel(
@@ -1182,7 +1140,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.h_fused_128x256_wg2_persistent_tma_b1_relu",
     ),
     Kernel(
@@ -1206,7 +1163,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.h_fused_128x256_wg2_persistent_tma_silu",
     ),
     Kernel(
@@ -1230,7 +1186,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=(128, 64),
         workspace_elems=25165824,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.h_fused_128x64_wg1_splitk3_separate_bias_row_gelu",
     ),
     Kernel(
@@ -1254,7 +1209,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.h_fused_pp_128x128_persistent_tma_a2_b0p5_bias_col",
     ),
     Kernel(
@@ -1278,7 +1232,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=(32, 64),
         workspace_elems=33554432,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.h_swap_64x32_wg1_splitk4_separate",
     ),
     Kernel(
@@ -1302,7 +1255,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.h_swap_64x64x32_wg1_sw64_persistent_direct",
     ),
     Kernel(
@@ -1326,7 +1278,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.ladder_1_kloop",
     ),
     Kernel(
@@ -1350,7 +1301,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.ladder_2_ring",
     ),
     Kernel(
@@ -1374,7 +1324,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.ladder_3_warp_spec",
     ),
     Kernel(
@@ -1398,7 +1347,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.ladder_4_k64_sw128",
     ),
     Kernel(
@@ -1422,7 +1370,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.ladder_5_tma_epilogue",
     ),
     Kernel(
@@ -1446,7 +1393,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.ladder_6_multicast_2x2",
     ),
     Kernel(
@@ -1470,7 +1416,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.ladder_7_2cta",
     ),
     Kernel(
@@ -1494,7 +1439,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.ladder_8_persistent_2acc",
     ),
     Kernel(
@@ -1518,7 +1462,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.lib_128x256_bias_col",
     ),
     Kernel(
@@ -1542,7 +1485,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.lib_128x256_bias_col_relu",
     ),
     Kernel(
@@ -1566,7 +1508,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.lib_128x256_bias_col_silu",
     ),
     Kernel(
@@ -1590,7 +1531,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.lib_128x256_gelu",
     ),
     Kernel(
@@ -1614,7 +1554,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.lib_128x256_silu",
     ),
     Kernel(
@@ -1638,7 +1577,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.lib_swap_64x32_bias_col",
     ),
     Kernel(
@@ -1662,7 +1600,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.lib_swap_64x32_bias_col_silu",
     ),
     Kernel(
@@ -1686,7 +1623,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.lib_swap_64x32_gelu",
     ),
     Kernel(
@@ -1710,7 +1646,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.lib_swap_64x32_silu",
     ),
     Kernel(
@@ -1734,7 +1669,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.sched_dynamic",
     ),
     Kernel(
@@ -1758,7 +1692,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.sched_pair_rn_g4",
     ),
     Kernel(
@@ -1782,7 +1715,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.sched_persistent_g8",
     ),
     Kernel(
@@ -1806,7 +1738,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.sched_persistent_mcast_2x1_g8_direct",
     ),
     Kernel(
@@ -1830,7 +1761,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.sched_persistent_mcast_2x2",
     ),
     Kernel(
@@ -1854,7 +1784,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.sched_splitk2",
     ),
     Kernel(
@@ -1878,7 +1807,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.sched_splitk4_acc2",
     ),
     Kernel(
@@ -1902,7 +1830,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.seed_s1_k16_inter",
     ),
     Kernel(
@@ -1926,7 +1853,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.seed_s4_k16_inter",
     ),
     Kernel(
@@ -1950,7 +1876,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.seed_s4_k64_inter",
     ),
     Kernel(
@@ -1974,7 +1899,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.seed_s4_k64_sw128",
     ),
     Kernel(
@@ -1998,7 +1922,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=(128, 64),
         workspace_elems=33554432,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.sep_128x64_s4_bias",
     ),
     Kernel(
@@ -2022,7 +1945,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=2424980,
         workspace_zeroed=True,
-        sk_ctas=148,
         module="cutegemm.sm100.sk_128x128_direct",
     ),
     Kernel(
@@ -2046,7 +1968,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=4849812,
         workspace_zeroed=True,
-        sk_ctas=148,
         module="cutegemm.sm100.sk_128x256_tma_acc2",
     ),
     Kernel(
@@ -2070,7 +1991,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=606356,
         workspace_zeroed=True,
-        sk_ctas=148,
         module="cutegemm.sm100.sk_128x32_direct_acc2",
     ),
     Kernel(
@@ -2094,7 +2014,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.sm100_bf16_128x128x64_s2_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2118,7 +2037,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.sm100_bf16_128x128x64_s4_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2142,7 +2060,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.sm100_bf16_128x256x64_s2_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2166,7 +2083,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.sm100_bf16_128x256x64_s4_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2190,7 +2106,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.sm100_bf16_128x64x64_s2_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2214,7 +2129,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.sm100_bf16_128x64x64_s4_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2238,7 +2152,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.sm100_f16_128x128x64_s2_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2262,7 +2175,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.sm100_f16_128x128x64_s4_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2286,7 +2198,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.sm100_f16_128x256x64_s2_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2310,7 +2221,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.sm100_f16_128x256x64_s4_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2334,7 +2244,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.sm100_f16_128x64x64_s2_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2358,7 +2267,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.sm100_f16_128x64x64_s4_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2382,7 +2290,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.sm90_bf16_128x128x64_s6_sw128_ws_wg2_pp_tma_persistent_rm",
     ),
     Kernel(
@@ -2406,7 +2313,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.sm90_bf16_128x128x64_s6_sw128_ws_wg2_pp_tma_persistent_rm_g8",
     ),
     Kernel(
@@ -2430,7 +2336,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.sm90_bf16_128x256x64_s4_sw128_ws_wg2_tma_persistent_rm_g16",
     ),
     Kernel(
@@ -2454,7 +2359,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.sm90_bf16_128x256x64_s4_sw128_ws_wg2_tma_persistent_rm_g8",
     ),
     Kernel(
@@ -2478,7 +2382,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.sm90_bf16_64x128x64_s8_sw128_ws_wg1_swap_direct_splitk2",
     ),
     Kernel(
@@ -2502,7 +2405,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.sm90_bf16_64x128x64_s9_sw128_ws_wg1_swap_direct_persistent_rm",
     ),
     Kernel(
@@ -2526,7 +2428,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=1081476,
         workspace_zeroed=True,
-        sk_ctas=132,
         module="cutegemm.sm90.sm90_bf16_64x128x64_s9_sw128_ws_wg1_swap_direct_streamk",
     ),
     Kernel(
@@ -2550,7 +2451,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.sm90_bf16_64x16x64_s22_sw128_ws_wg1_swap_direct_persistent_rm",
     ),
     Kernel(
@@ -2574,7 +2474,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.sm90_bf16_64x16x64_s22_sw128_ws_wg1_swap_direct_splitk2",
     ),
     Kernel(
@@ -2598,7 +2497,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.sm90_bf16_64x256x64_s4_sw128_ws_wg1_swap_direct_splitk2",
     ),
     Kernel(
@@ -2622,7 +2520,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.sm90_bf16_64x256x64_s4_sw128_ws_wg2_pp_tma_persistent_rm",
     ),
     Kernel(
@@ -2646,7 +2543,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.sm90_bf16_64x256x64_s4_sw128_ws_wg2_pp_tma_persistent_rm_g8",
     ),
     Kernel(
@@ -2670,7 +2566,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.sm90_bf16_64x256x64_s5_sw128_ws_wg1_swap_direct_persistent_rm",
     ),
     Kernel(
@@ -2694,7 +2589,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.sm90_bf16_64x32x64_s18_sw128_ws_wg1_swap_direct_persistent_rm",
     ),
     Kernel(
@@ -2718,7 +2612,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.sm90_bf16_64x32x64_s18_sw128_ws_wg1_swap_direct_splitk2",
     ),
     Kernel(
@@ -2742,7 +2635,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=270468,
         workspace_zeroed=True,
-        sk_ctas=132,
         module="cutegemm.sm90.sm90_bf16_64x32x64_s18_sw128_ws_wg1_swap_direct_streamk",
     ),
     Kernel(
@@ -2766,7 +2658,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.sm90_bf16_64x64x64_s13_sw128_ws_wg1_swap_direct_splitk2",
     ),
     Kernel(
@@ -2790,7 +2681,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.sm90_bf16_64x64x64_s14_sw128_ws_wg1_swap_direct_persistent_rm",
     ),
     Kernel(
@@ -2814,7 +2704,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=540804,
         workspace_zeroed=True,
-        sk_ctas=132,
         module="cutegemm.sm90.sm90_bf16_64x64x64_s14_sw128_ws_wg1_swap_direct_streamk",
     ),
     Kernel(
@@ -2838,7 +2727,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.smallm_128x16_swap",
     ),
     Kernel(
@@ -2862,7 +2750,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.smallm_128x32",
     ),
     Kernel(
@@ -2886,7 +2773,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.smallm_64x128_tma",
     ),
     Kernel(
@@ -2910,7 +2796,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.smallm_64x16_swap",
     ),
     Kernel(
@@ -2934,7 +2819,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.smallm_64x32_swap_persistent",
     ),
     Kernel(
@@ -2958,7 +2842,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.smallm_64x64",
     ),
     Kernel(
@@ -2982,7 +2865,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.smallm_64x64_swap",
     ),
     Kernel(
@@ -3006,7 +2888,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.smallm_e4m3_128x256_tma_bf16",
     ),
     Kernel(
@@ -3030,7 +2911,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm100.smallm_e4m3_64x32_swap_f32",
     ),
 )

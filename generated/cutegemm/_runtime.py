@@ -120,13 +120,6 @@ def _refusal(kern: Kernel, m: int, n: int, k: int) -> str | None:
         for d, v, s in zip("MNK", (m, n, k), kern.shape_multiples)
         if v % s
     ]
-    if kern.sk_ctas:
-        rows, cols = (n, m) if kern.swap_ab else (m, n)
-        iters = -(-rows // kern.tile[0]) * -(-cols // kern.tile[1]) * -(-k // kern.tile[2])
-        if iters * kern.sk_ctas >= 2**31:
-            bad.append(
-                f"stream-K's 32-bit partition math: {iters} MAC iterations x {kern.sk_ctas} CTAs >= 2^31"
-            )
     if kern.max_tiles is not None:
         tiles = -(-m // kern.c_tile[0]) * -(-n // kern.c_tile[1])
         if tiles > kern.max_tiles:

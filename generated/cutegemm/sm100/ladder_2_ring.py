@@ -123,6 +123,9 @@ def gemm_kernel(
         cpasync.prefetch_descriptor(tma_a)
         cpasync.prefetch_descriptor(tma_b)
         cute.arch.alloc_tmem(TMEM_COLS, bars.tmem_slot.ptr)  # warp-wide; the address lands in SMEM
+        # this CTA allocates once: give the SM's allocation permit up now, so a CTA arriving on
+        # this SM (of this grid or the next) can allocate while this one runs, not after it exits
+        cute.arch.relinquish_tmem_alloc_permit()
     cute.arch.mbarrier_init_fence()
     cute.arch.sync_threads()
     tmem_ptr = cute.arch.retrieve_tmem_ptr(
@@ -188,6 +191,15 @@ def gemm_kernel(
                     c_phase ^= 1
         with cute.arch.elect_one():
             tcgen05.commit(acc_full)  # arrives once every MMA of the tile has finished
+        # tail: this warp released the last STAGES loads' slots
+        # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
+        # the arrivals, so none targets this CTA's SMEM after it exits
+        for _ in cutlass.range(STAGES, unroll=1):
+            cute.arch.mbarrier_wait(empty + p_stage, p_phase)
+            p_stage += 1
+            if p_stage == STAGES:  # wrapped the ring: the next wait on each slot is one phase later
+                p_stage = cutlass.Int32(0)
+                p_phase ^= 1
 
     # ---- 4. epilogue (all warps): TMEM -> registers (32 lanes per warp) -> f16 -> global ------
     cute.arch.mbarrier_wait(acc_full, 0)  # completes once, at phase 0, after the final commit
@@ -211,7 +223,6 @@ def gemm_kernel(
     # ---- 5. teardown: the allocating warp frees TMEM once every warp has read it ----------------
     cute.arch.sync_threads()
     if warp == 0:
-        cute.arch.relinquish_tmem_alloc_permit()
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS)
 
 

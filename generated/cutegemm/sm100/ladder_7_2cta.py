@@ -147,6 +147,9 @@ def gemm_kernel(
         cpasync.prefetch_descriptor(tma_c)
         # cta_group::2: both CTAs allocate; the same columns in each hold its 128 accumulator rows
         cute.arch.alloc_tmem(TMEM_COLS, bars.tmem_slot.ptr, is_two_cta=True)
+        # the pair allocates once: give the allocation permit up now, so a pair arriving on
+        # these SMs (of this grid or the next) can allocate while this one runs, not after it exits
+        cute.arch.relinquish_tmem_alloc_permit(is_two_cta=True)
     cute.arch.mbarrier_init_fence()
     # cluster barrier: the peer's barriers are initialized before any commit or TMA signals them
     cute.arch.cluster_arrive()
@@ -193,8 +196,9 @@ def gemm_kernel(
             if stage == STAGES:  # wrapped the ring: the next wait on each slot is one phase later
                 stage = cutlass.Int32(0)
                 phase ^= 1
-        # tail: wait until the leader's commits for the last loads have landed here, so no
-        # remote arrive targets this CTA's SMEM after it exits
+        # tail: the leader's MMA warp (for both CTAs) released the last STAGES loads' slots
+        # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
+        # the arrivals, so none targets this CTA's SMEM after it exits
         for _ in cutlass.range(STAGES, unroll=1):
             cute.arch.mbarrier_wait(empty + stage, phase)
             stage += 1
@@ -281,7 +285,6 @@ def gemm_kernel(
     # ---- 5. teardown: free the pair's TMEM once both CTAs have read their halves ---------------
     cute.arch.sync_threads()
     if warp == 0:
-        cute.arch.relinquish_tmem_alloc_permit(is_two_cta=True)
         with cute.arch.elect_one():
             cute.arch.mbarrier_arrive(tmem_dealloc, rank ^ 1)  # tell the peer: done with TMEM
         cute.arch.mbarrier_wait(tmem_dealloc, 0)  # completes once, when the peer says the same

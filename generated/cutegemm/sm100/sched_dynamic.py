@@ -156,6 +156,9 @@ def gemm_kernel(
         cpasync.prefetch_descriptor(tma_b)
         cpasync.prefetch_descriptor(tma_c)
         cute.arch.alloc_tmem(TMEM_COLS, bars.tmem_slot.ptr)  # warp-wide; the address lands in SMEM
+        # this CTA allocates once: give the SM's allocation permit up now, so a CTA arriving on
+        # this SM (of this grid or the next) can allocate while this one runs, not after it exits
+        cute.arch.relinquish_tmem_alloc_permit()
     cute.arch.mbarrier_init_fence()
     cute.arch.sync_threads()
     tmem_ptr = cute.arch.retrieve_tmem_ptr(
@@ -214,6 +217,15 @@ def gemm_kernel(
                     phase ^= 1
             tm, tn, more = next_tile(clc_full, clc_empty, clc_response, clc_phase)
             clc_phase ^= 1  # one answer per tile: the next waits on both barriers are a phase later
+        # tail: this CTA's MMA warp released the last STAGES loads' slots
+        # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
+        # the arrivals, so none targets this CTA's SMEM after it exits
+        for _ in cutlass.range(STAGES, unroll=1):
+            cute.arch.mbarrier_wait(empty + stage, phase)
+            stage += 1
+            if stage == STAGES:  # wrapped the ring: the next wait on each slot is one phase later
+                stage = cutlass.Int32(0)
+                phase ^= 1
     elif warp == 1:
         # ---- 3b. MMA issuer (warp 1): per tile, claim a drained accumulator slot, run the ring
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
@@ -343,7 +355,6 @@ def gemm_kernel(
     # ---- 5. teardown: the allocating warp frees TMEM once every warp has read it ----------------
     cute.arch.sync_threads()
     if warp == 0:
-        cute.arch.relinquish_tmem_alloc_permit()
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS)
 
 
@@ -354,6 +365,9 @@ def next_tile(full, empty, response, phase):
     follow a failed one."""
     cute.arch.mbarrier_wait(full, phase)  # the 16 answer bytes have landed
     m, n, _, valid = cute.arch.clc_response(response)  # clusterlaunchcontrol.query_cancel
+    # the load above is a generic-proxy read of bytes the next try_cancel writes through the
+    # async proxy: the mbarrier does not order the two proxies, so fence before releasing them
+    cute.arch.fence_proxy("async.shared", space="cta")
     cute.arch.sync_warp()  # every lane holds the answer before the warp releases it
     with cute.arch.elect_one():
         cute.arch.mbarrier_arrive(empty)

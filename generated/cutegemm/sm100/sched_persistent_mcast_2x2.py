@@ -163,6 +163,9 @@ def gemm_kernel(
         cpasync.prefetch_descriptor(tma_b)
         cpasync.prefetch_descriptor(tma_c)
         cute.arch.alloc_tmem(TMEM_COLS, bars.tmem_slot.ptr)  # warp-wide; the address lands in SMEM
+        # this CTA allocates once: give the SM's allocation permit up now, so a CTA arriving on
+        # this SM (of this grid or the next) can allocate while this one runs, not after it exits
+        cute.arch.relinquish_tmem_alloc_permit()
     cute.arch.mbarrier_init_fence()
     # cluster barrier: every peer's barriers are initialized before any multicast signals them
     cute.arch.cluster_arrive()
@@ -241,8 +244,9 @@ def gemm_kernel(
                 if stage == STAGES:  # wrapped the ring: the next waits are one phase later
                     stage = cutlass.Int32(0)
                     phase ^= 1
-        # tail: wait until the peers' commits for the last loads have landed here, so no
-        # remote arrive targets this CTA's SMEM after it exits
+        # tail: the MMA warps of this CTA and its sharers released the last STAGES loads' slots
+        # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
+        # the arrivals, so none targets this CTA's SMEM after it exits
         for _ in cutlass.range(STAGES, unroll=1):
             cute.arch.mbarrier_wait(empty + stage, phase)
             stage += 1
@@ -372,7 +376,6 @@ def gemm_kernel(
     # ---- 5. teardown: the allocating warp frees TMEM once every warp has read it ----------------
     cute.arch.sync_threads()
     if warp == 0:
-        cute.arch.relinquish_tmem_alloc_permit()
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS)
 
 

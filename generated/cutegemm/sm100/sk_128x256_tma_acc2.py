@@ -160,6 +160,9 @@ def gemm_kernel(
         cpasync.prefetch_descriptor(tma_b)
         cpasync.prefetch_descriptor(tma_c)
         cute.arch.alloc_tmem(TMEM_COLS, bars.tmem_slot.ptr)  # warp-wide; the address lands in SMEM
+        # this CTA allocates once: give the SM's allocation permit up now, so a CTA arriving on
+        # this SM (of this grid or the next) can allocate while this one runs, not after it exits
+        cute.arch.relinquish_tmem_alloc_permit()
     cute.arch.mbarrier_init_fence()
     cute.arch.sync_threads()
     tmem_ptr = cute.arch.retrieve_tmem_ptr(
@@ -192,11 +195,14 @@ def gemm_kernel(
     k_tiles = cute.size(gA, mode=[3])
     # stream-K: CTA b runs MAC iterations [it_begin, it_end) of the num_tiles * k_tiles (tile-major);
     # rounding both ends down spreads the remainder, and the host launches no more CTAs than
-    # iterations, so no share is empty; its units are tiles first_tile .. last_tile
-    total_iters = num_tiles * k_tiles
+    # iterations, so no share is empty; its units are tiles first_tile .. last_tile. Iteration
+    # counts are 64-bit: b * total_iters passes 2^31 once total_iters passes 2^31 / CTAs, and
+    # total_iters itself can; tile and k-tile indices fit in 32 bits
+    total_iters = cutlass.Int64(num_tiles) * k_tiles
     it_begin = bidx * total_iters // gdimx
     it_end = (bidx + 1) * total_iters // gdimx
-    first_tile, last_tile = it_begin // k_tiles, (it_end - 1) // k_tiles
+    first_tile = cutlass.Int32(it_begin // k_tiles)
+    last_tile = cutlass.Int32((it_end - 1) // k_tiles)
 
     if warp == 0:
         # ---- 3a. TMA producer (warp 0): per tile, wait for empty slots, arm them, load ----------
@@ -204,9 +210,10 @@ def gemm_kernel(
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(first_tile, last_tile + 1, unroll=1):
             tm, tn = t % tiles_m, t // tiles_m  # tiles walked along M
-            # this CTA's k-tiles of tile t: [k_begin, k_end)
-            k_begin = cutlass.max(it_begin - t * k_tiles, 0)
-            k_end = cutlass.min(it_end - t * k_tiles, k_tiles)
+            # this CTA's k-tiles of tile t: [k_begin, k_end), from the tile's first MAC iteration (64-bit)
+            tile_iter0 = cutlass.Int64(t) * k_tiles
+            k_begin = cutlass.Int32(cutlass.max(it_begin - tile_iter0, 0))
+            k_end = cutlass.Int32(cutlass.min(it_end - tile_iter0, k_tiles))
             for k in cutlass.range(k_begin, k_end, unroll=1):
                 cute.arch.mbarrier_wait(empty + stage, phase)
                 with cute.arch.elect_one():
@@ -217,6 +224,15 @@ def gemm_kernel(
                 if stage == STAGES:  # wrapped the ring: the next waits are one phase later
                     stage = cutlass.Int32(0)
                     phase ^= 1
+        # tail: this CTA's MMA warp released the last STAGES loads' slots
+        # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
+        # the arrivals, so none targets this CTA's SMEM after it exits
+        for _ in cutlass.range(STAGES, unroll=1):
+            cute.arch.mbarrier_wait(empty + stage, phase)
+            stage += 1
+            if stage == STAGES:  # wrapped the ring: the next wait on each slot is one phase later
+                stage = cutlass.Int32(0)
+                phase ^= 1
     elif warp == 1:
         # ---- 3b. MMA issuer (warp 1): per tile, claim a drained accumulator slot, run the ring
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
@@ -224,9 +240,10 @@ def gemm_kernel(
         # one unit per accumulator slot: the ACCUMULATE reset below makes each unit's first k-tile
         # overwrite the slot, so a unit holds only its own k-tiles' partial sum
         for t in cutlass.range(first_tile, last_tile + 1, unroll=1):
-            # this CTA's k-tiles of tile t: [k_begin, k_end)
-            k_begin = cutlass.max(it_begin - t * k_tiles, 0)
-            k_end = cutlass.min(it_end - t * k_tiles, k_tiles)
+            # this CTA's k-tiles of tile t: [k_begin, k_end), from the tile's first MAC iteration (64-bit)
+            tile_iter0 = cutlass.Int64(t) * k_tiles
+            k_begin = cutlass.Int32(cutlass.max(it_begin - tile_iter0, 0))
+            k_end = cutlass.Int32(cutlass.min(it_end - tile_iter0, k_tiles))
             cute.arch.mbarrier_wait(acc_empty + slot, slot_phase)  # the epilogue drained the slot
             acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): this tile's accumulator
             # TMEM is not zeroed: the first MMA of each tile overwrites, every later one adds
@@ -287,9 +304,10 @@ def gemm_kernel(
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(first_tile, last_tile + 1, unroll=1):
             tm, tn = t % tiles_m, t // tiles_m  # tiles walked along M
-            # this CTA's k-tiles of tile t: [k_begin, k_end)
-            k_begin = cutlass.max(it_begin - t * k_tiles, 0)
-            k_end = cutlass.min(it_end - t * k_tiles, k_tiles)
+            # this CTA's k-tiles of tile t: [k_begin, k_end), from the tile's first MAC iteration (64-bit)
+            tile_iter0 = cutlass.Int64(t) * k_tiles
+            k_begin = cutlass.Int32(cutlass.max(it_begin - tile_iter0, 0))
+            k_end = cutlass.Int32(cutlass.min(it_end - tile_iter0, k_tiles))
             acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): the unit's partial
             tCgC_t = tCgC[(None, None, None, tm, tn)]  # (MMA, MMA_M, MMA_N): the tile's C
             cute.arch.mbarrier_wait(acc_full + slot, slot_phase)  # the unit's MMAs have finished
@@ -349,7 +367,10 @@ def gemm_kernel(
             else:
                 # I ran the tile's first k-tile, so I store it. CTAs bidx + 1 .. last_cta ran its
                 # k-tiles [k_end, k_tiles) (last_cta ran the last one; last_cta == bidx when I did)
-                last_cta = ((t + 1) * k_tiles * gdimx - 1) // total_iters
+                # (64-bit like it_end, whose rounding this inverts)
+                last_cta = cutlass.Int32(
+                    (cutlass.Int64(t + 1) * k_tiles * gdimx - 1) // total_iters
+                )
                 if last_cta > bidx:
                     # they ran those k-tiles first (their first unit), so these waits are short
                     if etidx == 0:
@@ -399,7 +420,6 @@ def gemm_kernel(
     # ---- 5. teardown: the allocating warp frees TMEM once every warp has read it ----------------
     cute.arch.sync_threads()
     if warp == 0:
-        cute.arch.relinquish_tmem_alloc_permit()
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS)
 
 
@@ -443,8 +463,10 @@ def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, workspace: cute.Tensor,
     one_c = cute.select(sC_layout, mode=[0, 1])  # one sub-tile buffer
     tma_c, tC = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c, one_c, EPI_TILE)
     tiles = cute.ceil_div(c.layout.shape[0], TILER[0]) * cute.ceil_div(c.layout.shape[1], TILER[1])
-    k_iters = tiles * cute.ceil_div(a.layout.shape[1], TILER[2])  # MAC iterations
-    ctas = cutlass.min(k_iters, SK_CTAS)  # one CTA per SM, each with at least one iteration
+    # MAC iterations, 64-bit (tiles x k-tiles can pass 2^31); at most one CTA per SM, and each
+    # CTA gets at least one iteration
+    k_iters = cutlass.Int64(tiles) * cute.ceil_div(a.layout.shape[1], TILER[2])
+    ctas = cutlass.Int32(cutlass.min(k_iters, SK_CTAS))
     gemm_kernel(
         tiled_mma, tma_a, tA, tma_b, tB, tma_c, tC, sA_layout, sB_layout, sC_layout, workspace
     ).launch(
@@ -541,14 +563,6 @@ def launcher(a: "torch.Tensor", b: "torch.Tensor", c: "torch.Tensor") -> "Callab
     for t, label in ((a, "a"), (b, "b"), (c, "c")):
         if t.stride(1) != 1 or t.data_ptr() % 16 or (t.stride(0) * t.element_size()) % 16:
             problems.append(f"{label} must have last stride 1, 16-byte aligned rows and base")
-    # stream-K splits tiles x k-tiles over SK_CTAS CTAs with 32-bit products (iterations x CTAs);
-    # TILER is in the kernel's own (M, N)
-    iters = -(-m // TILER[0]) * -(-n // TILER[1]) * -(-k // TILER[2])
-    if iters * SK_CTAS >= 2**31:
-        problems.append(
-            f"M={m}, N={n}, K={k} make {iters} MAC iterations; stream-K's 32-bit partition math "
-            f"needs iterations x {SK_CTAS} CTAs < 2^31: use a persistent or split-K kernel"
-        )
     if not all(t.is_cuda and t.device == a.device for t in tensors):
         problems.append(
             "every tensor must be on one CUDA device, got "

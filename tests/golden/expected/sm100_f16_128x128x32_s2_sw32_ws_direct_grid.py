@@ -123,6 +123,9 @@ def gemm_kernel(
         cpasync.prefetch_descriptor(tma_a)
         cpasync.prefetch_descriptor(tma_b)
         cute.arch.alloc_tmem(TMEM_COLS, bars.tmem_slot.ptr)  # warp-wide; the address lands in SMEM
+        # this CTA allocates once: give the SM's allocation permit up now, so a CTA arriving on
+        # this SM (of this grid or the next) can allocate while this one runs, not after it exits
+        cute.arch.relinquish_tmem_alloc_permit()
     cute.arch.mbarrier_init_fence()
     cute.arch.sync_threads()
     tmem_ptr = cute.arch.retrieve_tmem_ptr(
@@ -160,6 +163,15 @@ def gemm_kernel(
                 cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES)
             cute.copy(tma_a, tAgA[(None, k)], tAsA[(None, stage)], tma_bar_ptr=full + stage)
             cute.copy(tma_b, tBgB[(None, k)], tBsB[(None, stage)], tma_bar_ptr=full + stage)
+            stage += 1
+            if stage == STAGES:  # wrapped the ring: the next wait on each slot is one phase later
+                stage = cutlass.Int32(0)
+                phase ^= 1
+        # tail: this CTA's MMA warp released the last STAGES loads' slots
+        # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
+        # the arrivals, so none targets this CTA's SMEM after it exits
+        for _ in cutlass.range(STAGES, unroll=1):
+            cute.arch.mbarrier_wait(empty + stage, phase)
             stage += 1
             if stage == STAGES:  # wrapped the ring: the next wait on each slot is one phase later
                 stage = cutlass.Int32(0)
@@ -211,7 +223,6 @@ def gemm_kernel(
     # ---- 5. teardown: the allocating warp frees TMEM once every warp has read it ----------------
     cute.arch.sync_threads()
     if warp == 0:
-        cute.arch.relinquish_tmem_alloc_permit()
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS)
 
 

@@ -1,0 +1,183 @@
+"""Synchronization every sm_100a kernel owes the hardware, checked in each generated file (and in
+the PTX counts the planner expects, which `codegen build` checks):
+
+- the TMA producer's tail: tcgen05.commit arrives on empty[] asynchronously, so after its last
+  load the producer waits on the STAGES slots those last commits complete, in every mainloop and
+  cluster kind (before, only multicast clusters and CTA pairs did);
+- the dynamic scheduler's cross-proxy fence: the answer try_cancel wrote (async proxy) is read with
+  generic loads, which must be fenced (fence.proxy.async.shared::cta) before clc_empty lets the
+  next try_cancel overwrite it;
+- the TMEM allocation permit is given up right after the allocation, not at teardown.
+
+sm_90a needs no tail where no peer arrives: its consumers release a stage with a plain arrive, done
+before the arriving thread goes on, so a CTA cannot exit with one in flight; clustered kernels,
+whose peers arrive remotely, keep theirs.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from conftest import kernel_glob
+
+from codegen import build, plan, plan_sm100, rules_sm100
+from codegen.build import BuildResult
+
+SM100 = [p for p in kernel_glob() if p.parent.name == "sm100"]
+SM90 = [p for p in kernel_glob() if p.parent.name == "sm90"]
+
+
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+def _function(path: Path, name: str) -> ast.FunctionDef:
+    return next(n for n in _tree(path).body if isinstance(n, ast.FunctionDef) and n.name == name)
+
+
+def _calls(node: ast.AST) -> list[str]:
+    """Every call in `node`, unparsed, in source order."""
+    calls = [n for n in ast.walk(node) if isinstance(n, ast.Call)]
+    return [ast.unparse(c) for c in sorted(calls, key=lambda c: (c.lineno, c.col_offset))]
+
+
+def _producer(kernel: ast.FunctionDef) -> ast.If:
+    """The role branch of warp 0 (the TMA producer; in a K-loop kernel, the only loop warp)."""
+    return next(
+        n
+        for n in kernel.body
+        if isinstance(n, ast.If)
+        and ast.unparse(n.test) == "warp == 0"
+        and "cute.copy(tma_a" in ast.unparse(n)
+    )
+
+
+def _tail_loops(branch: ast.AST) -> list[ast.For]:
+    """Loops over the STAGES ring slots whose body waits on an empty barrier."""
+    return [
+        n
+        for n in ast.walk(branch)
+        if isinstance(n, ast.For)
+        and ast.unparse(n.iter)
+        in ("cutlass.range(STAGES, unroll=1)", "cutlass.range_constexpr(STAGES)")
+        and ast.unparse(n.body[0]).startswith("cute.arch.mbarrier_wait(empty + ")
+    ]
+
+
+def test_the_families_are_there() -> None:
+    assert len(SM100) > 60 and len(SM90) > 40
+    kinds = {rules_sm100.cluster_kind(build.read_spec(p)) for p in SM100}
+    assert kinds == {"single", "multicast", "pair", "split"}
+
+
+# ---- the producer tail ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", SM100, ids=lambda p: p.stem)
+def test_every_sm100_producer_waits_for_the_last_commits(path: Path) -> None:
+    branch = _producer(_function(path, "gemm_kernel"))
+    (tail,) = _tail_loops(branch)
+    # it follows the producer's last load: nothing is loaded after it
+    loads = [
+        n.lineno
+        for n in ast.walk(branch)
+        if isinstance(n, ast.Call) and ast.unparse(n.func) == "cute.copy"
+        if ast.unparse(n.args[0]) in ("tma_a", "tma_b")
+    ]
+    assert loads and max(loads) < tail.lineno
+    # with the producer's own ring counters, advanced like the ring (one phase flip per wrap)
+    wait = ast.unparse(tail.body[0])
+    stage, phase = ("p_stage", "p_phase") if "p_stage" in wait else ("stage", "phase")
+    assert wait == f"cute.arch.mbarrier_wait(empty + {stage}, {phase})"
+    body = "\n".join(ast.unparse(s) for s in tail.body)
+    assert f"{stage} += 1" in body and f"{phase} ^= 1" in body
+
+
+@pytest.mark.parametrize("path", SM100, ids=lambda p: p.stem)
+def test_the_plan_counts_the_tail_wait(path: Path) -> None:
+    spec = build.read_spec(path)
+    # empty, full, acc_full and the tail, before any scheduler's or cluster's own waits
+    assert plan_sm100.try_waits(spec) >= 4
+
+
+@pytest.mark.parametrize("path", SM90, ids=lambda p: p.stem)
+def test_sm90_tail_exactly_where_peers_arrive(path: Path) -> None:
+    src = path.read_text(encoding="utf-8")
+    clustered = "cluster=(CLUSTER[0], CLUSTER[1], 1)" in src
+    kernel = _function(path, "gemm_kernel")
+    assert len(_tail_loops(kernel)) == int(clustered)
+    release = _function(path, "release_stage")
+    arrives = [c for c in _calls(release) if c.startswith("cute.arch.mbarrier_arrive(")]
+    if clustered:  # remote arrives: the filling CTAs' barriers, the reason for the tail
+        assert all("peer_cta_rank_in_cluster" in c for c in arrives)
+    else:  # a plain local arrive, complete when the arriving thread moves on: no tail needed
+        assert arrives == ["cute.arch.mbarrier_arrive(bar)"]
+
+
+# ---- the CLC answer's cross-proxy fence -----------------------------------------------------------
+
+
+DYNAMIC = [p for p in SM100 if rules_sm100.is_dynamic(build.read_spec(p))]
+
+
+@pytest.mark.parametrize("path", DYNAMIC, ids=lambda p: p.stem)
+def test_the_clc_answer_is_fenced_before_its_release(path: Path) -> None:
+    calls = _calls(_function(path, "next_tile"))
+    read = calls.index("cute.arch.clc_response(response)")
+    fence = calls.index("cute.arch.fence_proxy('async.shared', space='cta')")
+    release = calls.index("cute.arch.mbarrier_arrive(empty)")
+    assert read < fence < release
+    counts = plan.plan(build.read_spec(path)).expected_counts
+    # next_tile is inlined at its three call sites (producer, MMA, epilogue)
+    sub_tiles = plan_sm100.epilogue_chunks(build.read_spec(path))[1]
+    tma = plan_sm100.is_tma_store(build.read_spec(path))
+    assert counts["fence.proxy.async"] == 3 + (sub_tiles if tma else 0)
+
+
+def test_there_are_dynamic_kernels() -> None:
+    assert {p.stem for p in DYNAMIC} >= {"sched_dynamic"}
+
+
+# ---- the TMEM allocation permit -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", SM100, ids=lambda p: p.stem)
+def test_the_alloc_permit_goes_right_after_the_allocation(path: Path) -> None:
+    kernel = _function(path, "gemm_kernel")
+    calls = _calls(kernel)
+    (alloc,) = [i for i, c in enumerate(calls) if c.startswith("cute.arch.alloc_tmem(")]
+    (permit,) = [i for i, c in enumerate(calls) if "relinquish_tmem_alloc_permit" in c]
+    assert permit == alloc + 1
+    pair = "is_two_cta=True" in calls[alloc]
+    assert calls[permit] == (
+        "cute.arch.relinquish_tmem_alloc_permit(is_two_cta=True)"
+        if pair
+        else "cute.arch.relinquish_tmem_alloc_permit()"
+    )
+    assert plan.plan(build.read_spec(path)).expected_counts["tcgen05.relinquish"] == 1
+
+
+# ---- cross-compiled -------------------------------------------------------------------------------
+
+BUILT = ["ladder_1_kloop", "ladder_3_warp_spec", "smallm_64x64", "sched_dynamic", "sched_splitk2"]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, BuildResult]:
+    files = [p for p in SM100 if p.stem in BUILT]
+    assert len(files) == len(BUILT)
+    return {r.name: r for r in build.build(files, tmp_path_factory.mktemp("build"), jobs=1)}
+
+
+@pytest.mark.build
+@pytest.mark.parametrize("name", BUILT)
+def test_the_ptx_has_them(built: dict[str, BuildResult], name: str) -> None:
+    r = built[name]
+    assert r.passed, (name, r.error or r.mismatches)
+    assert r.counts["tcgen05.relinquish"] == 1
+    # the tail is one more try_wait site than empty, full and acc_full
+    assert r.counts["mbarrier.try_wait"] >= 4
+    if name == "sched_dynamic":
+        assert r.counts["fence.proxy.async"] >= 3
