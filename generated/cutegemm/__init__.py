@@ -951,7 +951,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.h_e4m3_swap_64x16_splitk2",
     ),
     Kernel(
@@ -975,7 +974,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.h_e4m3_swap_64x32_splitk2",
     ),
     Kernel(
@@ -999,7 +997,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=270468,
         workspace_zeroed=True,
-        sk_ctas=132,
         module="cutegemm.sm90.h_e4m3_swap_64x32_streamk",
     ),
     Kernel(
@@ -1023,7 +1020,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
-        sk_ctas=None,
         module="cutegemm.sm90.h_e4m3_swap_64x64_splitk2",
     ),
     Kernel(
@@ -1047,7 +1043,6 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=540804,
         workspace_zeroed=True,
-        sk_ctas=132,
         module="cutegemm.sm90.h_e4m3_swap_64x64_streamk",
     ),
     Kernel(

@@ -157,11 +157,14 @@ def gemm_kernel(
     num_cluster_tiles = clusters_m * clusters_n
     # stream-K: CTA b runs MAC iterations [it_begin, it_end) of the num_cluster_tiles * k_tiles
     # (tile-major); rounding both ends down spreads the remainder, and the host launches no more
-    # CTAs than iterations, so no share is empty
-    total_iters = num_cluster_tiles * k_tiles
+    # CTAs than iterations, so no share is empty. Iteration counts are 64-bit: b * total_iters
+    # passes 2^31 once total_iters passes 2^31 / CTAs (16384^3 in 64x32x64 tiles), and
+    # total_iters itself can; tile and k-tile indices fit in 32 bits
+    total_iters = cutlass.Int64(num_cluster_tiles) * k_tiles
     it_begin = bidx * total_iters // gdimx
     it_end = (bidx + 1) * total_iters // gdimx
-    first_tile, last_tile = it_begin // k_tiles, (it_end - 1) // k_tiles
+    first_tile = cutlass.Int32(it_begin // k_tiles)
+    last_tile = cutlass.Int32((it_end - 1) // k_tiles)
 
     if wg_idx == 0:
         # ---- 2. producer warpgroup: warp 0 issues the TMA loads ----------------------------------
@@ -171,10 +174,10 @@ def gemm_kernel(
             for ct in cutlass.range(first_tile, last_tile + 1, 1, unroll=1):
                 ctm, ctn = ct % clusters_m, ct // clusters_m
                 tile_m, tile_n = ctm, ctn
-                k_begin = cutlass.max(
-                    it_begin - ct * k_tiles, 0
-                )  # this CTA's k-tiles of tile ct: [k_begin, k_end)
-                k_end = cutlass.min(it_end - ct * k_tiles, k_tiles)
+                # this CTA's k-tiles of tile ct: [k_begin, k_end), from the tile's first MAC iteration (64-bit)
+                tile_iter0 = cutlass.Int64(ct) * k_tiles
+                k_begin = cutlass.Int32(cutlass.max(it_begin - tile_iter0, 0))
+                k_end = cutlass.Int32(cutlass.min(it_end - tile_iter0, k_tiles))
                 for k in cutlass.range(k_begin, k_end, unroll=1):
                     # wait until every reader of this slot (here and in peers) has released it
                     cute.arch.mbarrier_wait(empty + stage, phase)
@@ -239,10 +242,10 @@ def gemm_kernel(
         for ct in cutlass.range(first_tile, last_tile + 1, 1, unroll=1):
             ctm, ctn = ct % clusters_m, ct // clusters_m
             tile_m, tile_n = ctm, ctn
-            k_begin = cutlass.max(
-                it_begin - ct * k_tiles, 0
-            )  # this CTA's k-tiles of tile ct: [k_begin, k_end)
-            k_end = cutlass.min(it_end - ct * k_tiles, k_tiles)
+            # this CTA's k-tiles of tile ct: [k_begin, k_end), from the tile's first MAC iteration (64-bit)
+            tile_iter0 = cutlass.Int64(ct) * k_tiles
+            k_begin = cutlass.Int32(cutlass.max(it_begin - tile_iter0, 0))
+            k_end = cutlass.Int32(cutlass.min(it_end - tile_iter0, k_tiles))
             acc.fill(0.0)
             prev_stage = cutlass.Int32(0)
             for k in cutlass.range(k_begin, k_end, unroll=1):
@@ -285,7 +288,10 @@ def gemm_kernel(
                 # I finish this tile (this is my last unit): add the partials of the CTAs that ran
                 # its k-tiles [k_end, k_tiles), lowest CTA first (a fixed order: deterministic
                 # sums); they ran them first thing, so these waits are short
-                last_cta = ((ct + 1) * k_tiles * gdimx - 1) // total_iters  # ran its last k-tile
+                # ran its last k-tile; 64-bit like it_end, whose rounding this inverts
+                last_cta = cutlass.Int32(
+                    (cutlass.Int64(ct + 1) * k_tiles * gdimx - 1) // total_iters
+                )
                 for peer in cutlass.range(bidx + 1, last_cta + 1, unroll=1):
                     if ctidx == 0:
                         wait_flag_acquire(flags + peer)
@@ -376,8 +382,10 @@ def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, workspace: cute.Tensor,
     cluster_tiles = ((M + CLUSTER_TILE[0] - 1) // CLUSTER_TILE[0]) * (
         (N + CLUSTER_TILE[1] - 1) // CLUSTER_TILE[1]
     )
-    k_iters = cluster_tiles * ((a.shape[1] + TILER[2] - 1) // TILER[2])  # MAC iterations
-    clusters = cutlass.min(k_iters, SK_CTAS)  # one CTA per SM, each with at least one iteration
+    # MAC iterations, 64-bit (tiles x k-tiles can pass 2^31); at most one CTA per SM, and each
+    # CTA gets at least one iteration
+    k_iters = cutlass.Int64(cluster_tiles) * ((a.shape[1] + TILER[2] - 1) // TILER[2])
+    clusters = cutlass.Int32(cutlass.min(k_iters, SK_CTAS))
     gemm_kernel(tiled_mma, tma_a, tA, tma_b, tB, c, workspace, sA_layout, sB_layout).launch(
         grid=(clusters * 1, 1, 1),  # x: clusters along the CTA rank
         block=(THREADS, 1, 1),
@@ -474,14 +482,6 @@ def launcher(a: "torch.Tensor", b: "torch.Tensor", c: "torch.Tensor") -> "Callab
     for t, label in ((a, "a"), (b, "b"), (c, "c")):
         if t.stride(1) != 1 or t.data_ptr() % 16 or (t.stride(0) * t.element_size()) % 16:
             problems.append(f"{label} must have last stride 1, 16-byte aligned rows and base")
-    # stream-K splits tiles x k-tiles over SK_CTAS CTAs with 32-bit products (iterations x CTAs);
-    # TILER is in the kernel's own (M, N): C^T's, swap AB
-    iters = -(-n // TILER[0]) * -(-m // TILER[1]) * -(-k // TILER[2])
-    if iters * SK_CTAS >= 2**31:
-        problems.append(
-            f"M={m}, N={n}, K={k} make {iters} MAC iterations; stream-K's 32-bit partition math "
-            f"needs iterations x {SK_CTAS} CTAs < 2^31: use a persistent or split-K kernel"
-        )
     if not all(t.is_cuda and t.device == a.device for t in tensors):
         problems.append(
             "every tensor must be on one CUDA device, got "
