@@ -35,6 +35,7 @@ REGISTRY_CONSTANTS = (
     "MAX_TILES",
     "C_TILE",
     "WORKSPACE_ELEMS",
+    "DEFAULT_SM_COUNT",
 )
 
 
@@ -91,6 +92,7 @@ class Entry:
     max_tiles: int | None
     c_tile: tuple[int, int] | None
     workspace_elems: int
+    default_sm_count: int | None = None  # a grid sized by the GPU's SMs: a cross-compile's count
 
     @classmethod
     def from_dict(cls, d: dict) -> Entry:
@@ -131,6 +133,7 @@ class Entry:
             # stream-K hands partials over through flags that each launch leaves at 0 again: the
             # workspace is zeroed once; the separate split-K reduce writes every slot it reads
             "workspace_zeroed": bool(self.workspace_elems) and self.max_tiles is None,
+            "default_sm_count": self.default_sm_count,
             "module": module_name(self.relpath),
         }
 
@@ -162,6 +165,7 @@ def read_entry(text: str, relpath: str) -> Entry:
         max_tiles=values.get("MAX_TILES"),
         c_tile=tuple(c_tile) if c_tile else None,
         workspace_elems=values.get("WORKSPACE_ELEMS", 0),
+        default_sm_count=values.get("DEFAULT_SM_COUNT"),
     )
 
 

@@ -7,6 +7,7 @@ root template includes and which instruction counts the build must find in the P
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass, field
 
 from codegen.spec import Spec
@@ -166,4 +167,43 @@ def extra_tensors(spec: Spec, workspace_elems: int) -> dict[str, object]:
         "kernel_tensors": kernel,
         "gemm_doc": doc,
         "workspace_elems": workspace_elems,
+    }
+
+
+def sm_sized_values(
+    default_sm_count: int,
+    gpu: str,
+    capability: tuple[int, int],
+    per_worker: int,
+    worker: str,
+    *,
+    sm_cap: int | None = None,
+    worker_cap: int | str | None = None,
+    worker_cap_note: str = "",
+) -> dict[str, object]:
+    """What a kernel whose persistent grid is sized by the GPU prints (templates/common/
+    workers.py.j2): `gemm` takes the GPU's SM count as a compile-time argument (`sm_count`, by
+    default DEFAULT_SM_COUNT, the arch's flagship's: what a cross-compile assumes), and the
+    generated max_workers(sm_count) turns it into the most workers the grid launches: one per
+    `per_worker` SMs, of at most `sm_cap` SMs (the spec's sm_count), at most `worker_cap` of
+    them (split-K's max_clusters, stream-K's workspace slots)."""
+    sms = f"min(sm_count, {sm_cap})" if sm_cap else "sm_count"
+    expr = sms if per_worker == 1 else f"{sms} // {per_worker}"
+    per = "SM" if per_worker == 1 else f"{per_worker} SMs"
+    doc = (
+        f"Workers the persistent grid launches at most on a GPU of sm_count SMs: {worker} per {per}"
+    )
+    if sm_cap:
+        doc += f" of at most {sm_cap} (the spec's sm_count)"
+    if worker_cap is not None:
+        expr = f"min({expr}, {worker_cap})"
+        doc += f", at most {worker_cap} ({worker_cap_note})"
+    return {
+        "sm_sized": True,
+        "default_sm_count": default_sm_count,
+        "default_sm_note": f"SMs of {gpu}: gemm's sm_count in a cross-compile; launches pass the GPU's",
+        "device_capability": capability,
+        "workers_expr": expr,
+        # the generated function's docstring, wrapped at its indentation
+        "workers_doc": "\n    ".join(textwrap.wrap(doc + ".", 92)),
     }

@@ -17,10 +17,11 @@ from codegen.plan import (
     extra_tensors,
     fusion_note,
     fusion_values,
+    sm_sized_values,
     table,
 )
 from codegen.rules_sm100 import cluster_kind, is_persistent
-from codegen.spec import Spec, TmaStoreEpilogue
+from codegen.spec import PersistentScheduler, Spec, TmaStoreEpilogue
 
 SMEM_ATOM = {"none": "K_INTER", "32B": "K_SW32", "64B": "K_SW64", "128B": "K_SW128"}
 TMEM_LD_OP = {"32x32b": "Ld32x32bOp", "16x32bx2": "Ld16x32bx2Op"}  # by tmem_load_shape
@@ -512,8 +513,9 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
             )
         )
         scheduler = (
-            f"persistent split-K over {n} CTAs: at most {rules_sm100.max_workers(spec)} "
-            "clusters walking tiles along M, rank 0 reducing the peers' partials through DSMEM "
+            f"persistent split-K over {n} CTAs: max_workers(sm_count) clusters (the GPU's SMs "
+            f"size the grid: {rules_sm100.max_workers(spec)} on a B200) walking tiles along M, "
+            "rank 0 reducing the peers' partials through DSMEM "
             f"and storing; {spec.accumulators} TMEM accumulator slot(s)"
         )
         rows.append(("scheduler", scheduler))
@@ -526,7 +528,8 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
         rows.append(("scheduler", scheduler))
     elif rules_sm100.is_stream_k(spec):
         scheduler = (
-            f"stream-K: at most {rules_sm100.streamk_ctas(spec)} CTAs (one per SM) run equal "
+            "stream-K: one CTA per SM of the GPU, at most "
+            f"{rules_sm100.streamk_ctas(spec)} (the workspace's slots), run equal "
             "shares of all tiles' k-tiles (tiles along M); the CTA that runs a tile's first "
             "k-tile finishes it; "
             f"{spec.accumulators} TMEM accumulator slot(s), one per unit"
@@ -544,7 +547,8 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
         tiles = "cluster tiles" if kind == "multicast" else "tiles"
         swizzle = f", tile swizzle group {spec.scheduler.group}" if spec.scheduler.group > 1 else ""
         scheduler = (
-            f"persistent, static: at most {rules_sm100.max_workers(spec)} {unit}, worker w "
+            f"persistent, static: max_workers(sm_count) {unit} (the GPU's SMs size the grid: "
+            f"{rules_sm100.max_workers(spec)} on a B200), worker w "
             f"taking {tiles} w, w + workers, ... rastered along {spec.scheduler.raster.upper()}"
             f"{swizzle}; {spec.accumulators} TMEM accumulator slot(s)"
         )
@@ -704,14 +708,7 @@ def splitk_values(spec: Spec) -> dict[str, object]:
     M, no swizzle) and the staged / consumed handshake of the DSMEM reduction."""
     splits = rules_sm100.splits(spec)
     warps = rules_sm100.EPILOGUE_WARPS
-    capped = spec.scheduler.max_clusters is not None
     return tile_loop_values(spec) | {
-        "max_workers": rules_sm100.max_workers(spec),
-        "max_workers_note": (
-            "the spec's max_clusters"
-            if capped
-            else f"{rules_sm100.SM_COUNT} SMs / {splits} CTAs per cluster: one wave of clusters"
-        ),
         "raster_fast": "m",
         "raster_slow": "n",
         "raster_note": "raster along M: the tiles running at once share B tiles",
@@ -793,10 +790,7 @@ def scheduler_values(spec: Spec) -> dict[str, object]:
         return splitk_values(spec)
     if rules_sm100.is_split_k_separate(spec):
         return separate_values(spec)
-    kind = cluster_kind(spec)
-    pair = kind == "pair"
-    clustered = kind == "multicast"  # the cluster walks cluster tiles, one tile per CTA
-    sm_count = spec.scheduler.sm_count or rules_sm100.SM_COUNT
+    clustered = cluster_kind(spec) == "multicast"  # it walks cluster tiles, one tile per CTA
     fast = spec.scheduler.raster
     slow = "n" if fast == "m" else "m"
     shared = "B" if fast == "m" else "A"
@@ -807,18 +801,7 @@ def scheduler_values(spec: Spec) -> dict[str, object]:
         raster_note = (
             f"tile swizzle: bands of GROUP {unit} along {fast.upper()}, walked along {slow.upper()}"
         )
-    if pair:
-        workers_note = f"{sm_count} SMs / 2 CTAs per pair: the grid never launches more pairs"
-    elif clustered:
-        workers_note = (
-            f"{sm_count} SMs / {spec.cluster.size} CTAs per cluster: the grid never launches "
-            "more clusters"
-        )
-    else:
-        workers_note = f"{sm_count} SMs: the grid never launches more CTAs"
     return tile_loop_values(spec) | {
-        "max_workers": rules_sm100.max_workers(spec),
-        "max_workers_note": workers_note,
         "raster_fast": fast,
         "raster_slow": slow,
         "raster_note": raster_note,
@@ -832,6 +815,33 @@ def scheduler_values(spec: Spec) -> dict[str, object]:
         "count_prefix": "clusters" if clustered else "tiles",
         "tile_unit": unit,
     }
+
+
+def workers_values(spec: Spec) -> dict[str, object]:
+    """The persistent grids sized by the GPU's SM count (static persistent, split-K's clusters,
+    stream-K); the dynamic scheduler launches the whole tile grid, split-K "separate" a CTA per
+    tile and K share, and the grid scheduler a CTA per tile."""
+    b200 = (rules_sm100.SM_COUNT, "a B200", (10, 0))
+    if rules_sm100.is_stream_k(spec):
+        return sm_sized_values(
+            *b200, 1, "one CTA", worker_cap="SK_CTAS", worker_cap_note="the workspace's slots"
+        )
+    if rules_sm100.is_split_k(spec):
+        n = rules_sm100.splits(spec)
+        return sm_sized_values(
+            *b200,
+            n,
+            f"one {n}-CTA cluster",
+            worker_cap=spec.scheduler.max_clusters,
+            worker_cap_note="the spec's max_clusters",
+        )
+    if isinstance(spec.scheduler, PersistentScheduler):
+        size = spec.cluster.size
+        worker = {"pair": "one CTA pair", "multicast": f"one {size}-CTA cluster"}
+        return sm_sized_values(
+            *b200, size, worker.get(cluster_kind(spec), "one CTA"), sm_cap=spec.scheduler.sm_count
+        )
+    return {"sm_sized": False}
 
 
 def bias_view_values(spec: Spec) -> dict[str, object]:
@@ -1056,6 +1066,7 @@ def plan_sm100(spec: Spec) -> Plan:
         **scheduler_values(spec),
         **bias_values(spec),
         **workspace_values(spec),
+        **workers_values(spec),
         # split-K separate: its workspace and tensors (scheduler_values) replace stream-K's
         **(separate_values(spec) if rules_sm100.is_split_k_separate(spec) else {}),
         # the docstring's entry points name the bias argument

@@ -12,6 +12,7 @@ from codegen.plan import (
     extra_tensors,
     fusion_note,
     fusion_values,
+    sm_sized_values,
     table,
 )
 from codegen.spec import PersistentScheduler, Spec, TmaStoreEpilogue
@@ -101,6 +102,34 @@ def expected_counts_sm90(spec: Spec) -> dict[str, int]:
             "mbarrier release.cluster": 1 + peers,
         }
     return counts
+
+
+def workers_values(spec: Spec) -> dict[str, object]:
+    """The persistent grids sized by the GPU's SM count (static persistent, split-K's clusters,
+    stream-K); the grid scheduler and split-K "separate" launch a CTA (cluster) per tile."""
+    h200 = (rules_sm90.SM_COUNT, "an H100 / H200 SXM", (9, 0))
+    if rules_sm90.is_stream_k(spec):
+        return sm_sized_values(
+            *h200, 1, "one CTA", worker_cap="SK_CTAS", worker_cap_note="the workspace's slots"
+        )
+    if rules_sm90.is_split_k(spec):
+        n = rules_sm90.splits(spec)
+        return sm_sized_values(
+            *h200,
+            n,
+            f"one {n}-CTA cluster",
+            worker_cap=spec.scheduler.max_clusters,
+            worker_cap_note="the spec's max_clusters",
+        )
+    if isinstance(spec.scheduler, PersistentScheduler):
+        size = spec.cluster.size
+        return sm_sized_values(
+            *h200,
+            size,
+            f"one {size}-CTA cluster" if size > 1 else "one CTA",
+            sm_cap=spec.scheduler.sm_count,
+        )
+    return {"sm_sized": False}
 
 
 def partial_vec(spec: Spec) -> int:
@@ -226,8 +255,6 @@ def plan_sm90(spec: Spec) -> Plan:
     readers = cm + cn - 1
     row0, col0 = multicast_masks(cm, cn)
     sm_count = (spec.scheduler.sm_count or rules_sm90.SM_COUNT) if persistent else 0
-    if split:
-        sm_count = rules_sm90.SM_COUNT
     max_clusters = sm_count // spec.cluster.size if persistent else 0
     if split:
         max_clusters = rules_sm90.splitk_max_clusters(spec)
@@ -235,11 +262,6 @@ def plan_sm90(spec: Spec) -> Plan:
     if persistent or split:
         raster = spec.scheduler.raster if persistent else "m"
         raster_note = f"along {raster.upper()}, striding by the number of clusters"
-    max_clusters_note = (
-        "the spec's max_clusters"
-        if getattr(spec.scheduler, "max_clusters", None)
-        else "SM_COUNT // SPLITS: one wave of clusters"
-    )
     mcast_note = ""
     if clustered:
         parts = [f"A multicast to {cn} CTAs"] * (cn > 1) + [f"B multicast to {cm} CTAs"] * (cm > 1)
@@ -363,17 +385,20 @@ def plan_sm90(spec: Spec) -> Plan:
         ]
     sched_note = "grid (one cluster per cluster tile)"
     if persistent:
-        sched_note = f"persistent, raster along {spec.scheduler.raster.upper()}, {sm_count} SMs"
+        sched_note = (
+            f"persistent, raster along {spec.scheduler.raster.upper()}, max_workers(sm_count) "
+            f"clusters (the GPU's SMs size the grid: {max_clusters} on an H200)"
+        )
         if spec.scheduler.group > 1:
             sched_note += f", tile swizzle group {spec.scheduler.group}"
     if split:
         sched_note = (
-            f"persistent split-K over {splits} CTAs, raster along M, at most {max_clusters} "
-            "clusters"
+            f"persistent split-K over {splits} CTAs, raster along M, max_workers(sm_count) "
+            f"clusters ({max_clusters} on an H200)"
         )
     if streamk:
         sched_note = (
-            f"stream-K: at most {sk_ctas} CTAs (one per SM) run equal shares of all tiles' "
+            f"stream-K: one CTA per SM of the GPU, at most {sk_ctas}, run equal shares of all tiles' "
             "k-tiles; the CTA that runs a tile's first k-tile finishes it"
         )
     if separate:
@@ -493,9 +518,6 @@ def plan_sm90(spec: Spec) -> Plan:
         "pingpong": pingpong,
         "wg_threads": WARPGROUP_THREADS,
         "turn_threads": 2 * WARPGROUP_THREADS,
-        "sm_count": sm_count,
-        "max_clusters": max_clusters,
-        "max_clusters_note": max_clusters_note,
         "raster": spec.scheduler.raster if persistent else "m",
         "raster_note": raster_note,
         "splits": splits,
@@ -536,6 +558,7 @@ def plan_sm90(spec: Spec) -> Plan:
         "sk_tile_elems": rules_sm90.streamk_tile_elems(spec),
         "sk_workspace_elems": rules_sm90.streamk_workspace_elems(spec),
         "epilogue_heading": f"f32 accumulators -> {out} -> C",
+        **workers_values(spec),
     }
     values["launch_tensors"] = values["host_tensors"]  # what gemm_kernel takes after C
     if separate:

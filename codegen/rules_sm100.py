@@ -171,8 +171,8 @@ def is_stream_k(spec: Spec) -> bool:
 
 
 def streamk_ctas(spec: Spec) -> int:
-    """Persistent CTAs stream-K launches at most, one per SM (fewer when there are fewer MAC
-    iterations): the spec's sm_count, else the B200's."""
+    """Persistent CTAs stream-K launches at most (its workspace's slots), one per SM of the GPU
+    (fewer when there are fewer SMs or MAC iterations): the spec's sm_count, else the B200's."""
     if not isinstance(spec.scheduler, StreamKScheduler):
         return 0
     return spec.scheduler.sm_count or SM_COUNT
@@ -244,8 +244,9 @@ def acc_empty_arrives(spec: Spec) -> int:
 
 
 def max_workers(spec: Spec) -> int:
-    """Persistent grid size in workers (CTAs, CTA pairs or multicast clusters): one per SM, or per
-    cluster of SMs (a pair is a 2-CTA cluster)."""
+    """Persistent grid size in workers (CTAs, CTA pairs or multicast clusters) on the flagship
+    (B200), what a cross-compile assumes: one per SM, or per cluster of SMs (a pair is a 2-CTA
+    cluster). The generated max_workers(sm_count) computes it for the GPU at hand."""
     if isinstance(spec.scheduler, SplitKScheduler):
         return spec.scheduler.max_clusters or SM_COUNT // spec.scheduler.splits
     sm_count = getattr(spec.scheduler, "sm_count", None) or SM_COUNT

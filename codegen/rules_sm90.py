@@ -177,7 +177,9 @@ def consumed_arrives(spec: Spec) -> int:
 
 
 def splitk_max_clusters(spec: Spec) -> int:
-    """Clusters the split-K grid launches at most: the spec's cap, or one wave (SMs // splits)."""
+    """Clusters the split-K grid launches at most on the flagship (what a cross-compile assumes):
+    the spec's cap, or one wave (SMs // splits). The generated max_workers(sm_count) computes it
+    for the GPU at hand."""
     if not isinstance(spec.scheduler, SplitKScheduler):
         return 0
     return spec.scheduler.max_clusters or SM_COUNT // spec.scheduler.splits
@@ -270,7 +272,8 @@ def is_stream_k(spec: Spec) -> bool:
 
 
 def streamk_ctas(spec: Spec) -> int:
-    """Persistent CTAs stream-K launches at most (fewer when there are fewer MAC iterations)."""
+    """Persistent CTAs stream-K launches at most (its workspace's slots), one per SM of the GPU
+    (fewer when there are fewer SMs or MAC iterations)."""
     if not isinstance(spec.scheduler, StreamKScheduler):
         return 0
     return spec.scheduler.sm_count or SM_COUNT

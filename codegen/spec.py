@@ -165,7 +165,8 @@ class PersistentScheduler(_Frozen):
 
     kind: Literal["persistent"] = "persistent"
     raster: Literal["m", "n"] = "m"  # consecutive tiles of a CTA walk down M (or along N)
-    sm_count: int | None = Field(default=None, gt=0)  # None: the arch's flagship (132 / 148)
+    # at most this many SMs; None: all of the GPU's (cross-compiled: the flagship's, 132 / 148)
+    sm_count: int | None = Field(default=None, gt=0)
     group: int = Field(default=1, gt=0)  # tile swizzle: walk `group` tiles across the raster
 
 
@@ -176,7 +177,7 @@ class SplitKScheduler(_Frozen):
 
     kind: Literal["split_k"] = "split_k"
     splits: int = Field(default=2, ge=2)  # CTAs per cluster, each taking 1/splits of K
-    max_clusters: int | None = Field(default=None, gt=0)  # None: the arch's SM count // splits
+    max_clusters: int | None = Field(default=None, gt=0)  # None: the GPU's SM count // splits
     # "cluster": the in-kernel DSMEM reduction above. "separate": no cluster; (tiles x splits)
     # CTAs each store an f32 partial to a global workspace slot [split][tile], and a second
     # kernel sums the partials in split order, applies the epilogue and stores C (sm_90a only)
@@ -204,7 +205,9 @@ class StreamKScheduler(_Frozen):
     handed over through a global workspace in CTA order (deterministic), and stores the tile."""
 
     kind: Literal["stream_k"] = "stream_k"
-    sm_count: int | None = Field(default=None, gt=0)  # None: the arch's flagship (132 / 148)
+    # workspace slots, so at most this many SMs; None: the flagship's (132 / 148); a GPU with
+    # fewer SMs runs one CTA per SM
+    sm_count: int | None = Field(default=None, gt=0)
 
 
 class DynamicScheduler(_Frozen):

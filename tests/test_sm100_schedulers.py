@@ -115,7 +115,11 @@ def test_persistent_multicast_plan(shipped: dict[str, Spec]) -> None:
     v = plan.plan(shipped["sched_persistent_mcast_2x2"]).values
     assert (v["a_mcast_mask"], v["b_mcast_mask"], v["empty_arrives"]) == ("0b0101", "0b0011", 3)
     assert v["tx_bytes"] == 48 * 1024  # the whole stage lands in each CTA
-    assert (v["max_workers"], v["acc_empty_arrives"], v["cluster_tiles"]) == (37, 4, True)
+    assert (v["workers_expr"], v["acc_empty_arrives"], v["cluster_tiles"]) == (
+        "sm_count // 4",
+        4,
+        True,
+    )
     assert (v["coord_prefix"], v["count_prefix"]) == ("ct", "clusters")
     single = plan.plan(shipped["sched_persistent_g8"]).values
     assert (single["cluster_tiles"], single["coord_prefix"], single["group"]) == (False, "t", 8)
@@ -201,7 +205,7 @@ def test_dynamic_scheduler_barriers_and_answer_bytes(shipped: dict[str, Spec]) -
     assert rules_sm100.clc_readers(spec) == 6 and rules_sm100.clc_readers(persistent) == 0
     v = plan.plan(spec).values
     assert (v["clc_response_bytes"], v["clc_readers"], v["threads"]) == (16, 6, 192)
-    assert "max_workers" not in v and "group" not in v
+    assert not v["sm_sized"] and "workers_expr" not in v and "group" not in v
     table = "\n".join(v["pipeline_table"])
     assert "tile answer  try_cancel (warp 0) -> every warp" in table
     assert "1 + 16 tx bytes" in table and "6 (one per reading warp)" in table
@@ -279,10 +283,15 @@ def test_split_k_staging_is_in_the_smem_budget(shipped: dict[str, Spec]) -> None
 def test_split_k_plan(shipped: dict[str, Spec]) -> None:
     v2 = plan.plan(shipped["sched_splitk2"]).values
     assert (v2["splits"], v2["staged_arrives"], v2["consumed_arrives"]) == (2, 4, 4)
-    assert (v2["max_workers"], v2["cluster_shape"], v2["stage_vec"]) == (74, (2, 1, 1), 4)
+    assert (v2["workers_expr"], v2["cluster_shape"], v2["stage_vec"]) == (
+        "sm_count // 2",
+        (2, 1, 1),
+        4,
+    )
     v4 = plan.plan(shipped["sched_splitk4_acc2"]).values
     assert (v4["splits"], v4["staged_arrives"], v4["consumed_arrives"]) == (4, 12, 4)
-    assert (v4["max_workers"], v4["max_workers_note"]) == (32, "the spec's max_clusters")
+    assert v4["workers_expr"] == "min(sm_count // 4, 32)"  # the spec's max_clusters
+    assert "at most 32 (the spec's max_clusters)" in v4["workers_doc"]
     assert (v4["acc_slots"], v4["tmem_cols"]) == (2, 128)
     table = "\n".join(v4["pipeline_table"])
     assert "staged       ranks 1..3 epilogue -> rank 0 epilogue" in table
@@ -411,7 +420,7 @@ def test_generated_files_hold_only_what_their_variant_needs() -> None:
     assert dyn.count("cute.arch.issue_clc_query(clc_full, clc_response, multicast=False)") == 1
     assert dyn.count("next_tile(clc_full, clc_empty, clc_response, clc_phase)") == 3
     assert "grid=cute.ceil_div((*c.layout.shape, 1), TILER[:2])" in dyn  # the whole tile grid
-    assert "MAX_WORKERS" not in dyn and "num_tiles" not in dyn and "worker" not in dyn
+    assert "sm_count" not in dyn and "num_tiles" not in dyn and "worker" not in dyn
     for name in STATIC + ["sched_splitk2"]:
         assert "clc" not in text[name] and "next_tile" not in text[name]
     for name in ("sched_splitk2", "sched_splitk4_acc2"):

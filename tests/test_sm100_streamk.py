@@ -128,7 +128,11 @@ def test_workspace_reaches_the_file_and_the_entry_points(shipped: dict[str, Spec
         text = (kernel_file(name)).read_text(encoding="utf-8")
         elems = rules_sm100.streamk_workspace_elems(spec)
         assert f"\nWORKSPACE_ELEMS = {elems}  #" in text  # a module constant: export.py reads it
-        assert "c: cute.Tensor, workspace: cute.Tensor, stream):" in text
+        gemm = next(
+            n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == "gemm"
+        )
+        # the workspace after C, then the stream and the GPU's SM count (compile-time)
+        assert [a.arg for a in gemm.args.args] == ["a", "b", "c", "workspace", "stream", "sm_count"]
         assert "    mWork: cute.Tensor,  # (WORKSPACE_ELEMS,) f32" in text
         # the kernel takes the workspace last, and the host passes it last
         kernel = _kernel(kernel_file(name))

@@ -136,6 +136,29 @@ def test_the_clc_answer_is_fenced_before_its_release(path: Path) -> None:
     assert counts["fence.proxy.async"] == 3 + (sub_tiles if tma else 0)
 
 
+@pytest.mark.parametrize("path", DYNAMIC, ids=lambda p: p.stem)
+def test_consumers_take_the_answer_before_working_on_a_tile(path: Path) -> None:
+    """The producer's next request waits for every reader of the last answer: the MMA warp and
+    the epilogue read it before the tile's MMAs (stores), or the ring drains at every tile."""
+    loops = [
+        n
+        for n in ast.walk(_function(path, "gemm_kernel"))
+        if isinstance(n, ast.While) and ast.unparse(n.test) == "more"
+    ]
+    assert len(loops) == 3  # producer, MMA, epilogue
+    for loop in loops:
+        calls = _calls(loop)
+        read = next(i for i, c in enumerate(calls) if c.startswith("next_tile("))
+        waits = [i for i, c in enumerate(calls) if c.startswith("cute.arch.mbarrier_wait(")]
+        work = [
+            i
+            for i, c in enumerate(calls)
+            if c.startswith(("cute.gemm(", "cute.arch.mbarrier_wait(acc_full"))
+        ]
+        if work:  # the MMA warp and the epilogue: the answer first
+            assert read < min(work) and read < min(waits), path.stem
+
+
 def test_there_are_dynamic_kernels() -> None:
     assert {p.stem for p in DYNAMIC} >= {"sched_dynamic"}
 

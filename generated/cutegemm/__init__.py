@@ -52,6 +52,9 @@ class Kernel(NamedTuple):
     c_tile: tuple[int, int] | None  # rows and columns of C one such tile covers
     workspace_elems: int  # f32 workspace the package allocates (0: none)
     workspace_zeroed: bool  # stream-K: zeroed once, each launch leaves it zero again
+    # persistent grid sized by the GPU's SMs (compiled per SM count): the count a cross-compile
+    # assumes (the arch's flagship's); None: the grid does not depend on the GPU
+    default_sm_count: int | None
     module: str  # import path of the kernel file
 
 
@@ -77,6 +80,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.bw_fused_direct_a1p5_b0p5_relu",
     ),
     Kernel(
@@ -100,6 +104,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.bw_fused_direct_bf16_f32_gelu",
     ),
     Kernel(
@@ -123,6 +128,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.bw_fused_direct_bias_col",
     ),
     Kernel(
@@ -146,6 +152,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.bw_fused_direct_bias_row",
     ),
     Kernel(
@@ -169,6 +176,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=148,
         module="cutegemm.sm100.bw_fused_persistent_2acc_direct_a0p5_b2_bias_row_silu",
     ),
     Kernel(
@@ -192,6 +200,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=148,
         module="cutegemm.sm100.bw_fused_persistent_2acc_tma_b0p5_bias_col_gelu",
     ),
     Kernel(
@@ -215,6 +224,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.bw_fused_tma_a2_b1_relu",
     ),
     Kernel(
@@ -238,6 +248,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.bw_fused_tma_bf16_silu",
     ),
     Kernel(
@@ -261,6 +272,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.bw_fused_tma_bias_col",
     ),
     Kernel(
@@ -284,6 +296,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.bw_fused_tma_bias_row",
     ),
     Kernel(
@@ -307,6 +320,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.bw_fused_tma_f32",
     ),
     Kernel(
@@ -330,6 +344,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.fc_dynamic_tma_b0p5_bias_col_gelu",
     ),
     Kernel(
@@ -353,6 +368,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.fc_e4m3_direct_bf16_a2_b0p5_bias_col_relu",
     ),
     Kernel(
@@ -376,6 +392,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=148,
         module="cutegemm.sm100.fc_e4m3_persistent_2acc_tma_f32_b1_bias_row_silu",
     ),
     Kernel(
@@ -399,6 +416,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.fc_e4m3_swap_64x32_direct_f32_a2_b1_bias_row",
     ),
     Kernel(
@@ -422,6 +440,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.fc_m64_direct_b1_bias_col_relu",
     ),
     Kernel(
@@ -445,6 +464,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.fc_m64_tma_a0p5_b2_bias_row_gelu",
     ),
     Kernel(
@@ -468,6 +488,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.fc_m64_tma_bias_col_silu",
     ),
     Kernel(
@@ -491,6 +512,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=148,
         module="cutegemm.sm100.fc_splitk2_direct_a1p5_b0p5_bias_col_silu",
     ),
     Kernel(
@@ -514,6 +536,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=148,
         module="cutegemm.sm100.fc_splitk4_acc2_direct_f32_bias_row_relu",
     ),
     Kernel(
@@ -537,6 +560,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.fc_swap_128x16_direct_b0p5_bias_row_relu",
     ),
     Kernel(
@@ -560,6 +584,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=148,
         module="cutegemm.sm100.fc_swap_64x32_persistent_direct_bias_col_silu",
     ),
     Kernel(
@@ -583,6 +608,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=148,
         module="cutegemm.sm100.fc_swap_splitk2_128x32_direct_b0p5_bias_row_relu",
     ),
     Kernel(
@@ -606,6 +632,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm90.h_128x128_wg1_grid_direct",
     ),
     Kernel(
@@ -629,6 +656,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=2162820,
         workspace_zeroed=True,
+        default_sm_count=132,
         module="cutegemm.sm90.h_128x128_wg1_streamk_tma",
     ),
     Kernel(
@@ -652,6 +680,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm90.h_128x128x32_wg1_sw64_grid_direct",
     ),
     Kernel(
@@ -675,6 +704,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.h_128x256_wg2_c2x1_persistent_tma",
     ),
     Kernel(
@@ -698,6 +728,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.h_128x256_wg2_persistent_tma",
     ),
     Kernel(
@@ -721,6 +752,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.h_128x64x16_wg1_sw32_persistent_tma",
     ),
     Kernel(
@@ -744,6 +776,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.h_256x128_wg2_persistent_tma_g8",
     ),
     Kernel(
@@ -767,6 +800,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm90.h_64x128_wg1_c1x2_grid_tma",
     ),
     Kernel(
@@ -790,6 +824,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm90.h_bias_128x128_wg1_direct_row_a2",
     ),
     Kernel(
@@ -813,6 +848,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.h_bias_128x256_wg2_persistent_tma_col_gelu",
     ),
     Kernel(
@@ -836,6 +872,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=(16, 64),
         workspace_elems=16777216,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm90.h_bias_swap_64x16_wg1_splitk2_separate_col_relu",
     ),
     Kernel(
@@ -859,6 +896,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.h_bias_swap_64x32_wg1_splitk_col",
     ),
     Kernel(
@@ -882,6 +920,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm90.h_e4m3_128x128x64_wg1_sw64_grid_direct",
     ),
     Kernel(
@@ -905,6 +944,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.h_e4m3_128x256_wg2_persistent_tma",
     ),
     Kernel(
@@ -928,6 +968,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm90.h_e4m3_64x128_wg1_grid_direct",
     ),
     Kernel(
@@ -1066,6 +1107,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.h_f16_128x256_wg2_persistent_tma",
     ),
     Kernel(
@@ -1089,6 +1131,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm90.h_fused_128x128_wg1_direct_a1p5_b0p5_relu",
     ),
     Kernel(
@@ -1112,6 +1155,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm90.h_fused_128x128_wg1_direct_f32_gelu",
     ),
     Kernel(
@@ -1135,6 +1179,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.h_fused_128x256_wg2_persistent_tma_b1_relu",
     ),
     Kernel(
@@ -1158,6 +1203,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.h_fused_128x256_wg2_persistent_tma_silu",
     ),
     Kernel(
@@ -1181,6 +1227,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=(128, 64),
         workspace_elems=25165824,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm90.h_fused_128x64_wg1_splitk3_separate_bias_row_gelu",
     ),
     Kernel(
@@ -1204,6 +1251,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.h_fused_pp_128x128_persistent_tma_a2_b0p5_bias_col",
     ),
     Kernel(
@@ -1227,6 +1275,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=(32, 64),
         workspace_elems=33554432,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm90.h_swap_64x32_wg1_splitk4_separate",
     ),
     Kernel(
@@ -1250,6 +1299,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.h_swap_64x64x32_wg1_sw64_persistent_direct",
     ),
     Kernel(
@@ -1273,6 +1323,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.ladder_1_kloop",
     ),
     Kernel(
@@ -1296,6 +1347,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.ladder_2_ring",
     ),
     Kernel(
@@ -1319,6 +1371,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.ladder_3_warp_spec",
     ),
     Kernel(
@@ -1342,6 +1395,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.ladder_4_k64_sw128",
     ),
     Kernel(
@@ -1365,6 +1419,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.ladder_5_tma_epilogue",
     ),
     Kernel(
@@ -1388,6 +1443,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.ladder_6_multicast_2x2",
     ),
     Kernel(
@@ -1411,6 +1467,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.ladder_7_2cta",
     ),
     Kernel(
@@ -1434,6 +1491,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=148,
         module="cutegemm.sm100.ladder_8_persistent_2acc",
     ),
     Kernel(
@@ -1457,6 +1515,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.lib_128x256_bias_col",
     ),
     Kernel(
@@ -1480,6 +1539,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.lib_128x256_bias_col_relu",
     ),
     Kernel(
@@ -1503,6 +1563,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.lib_128x256_bias_col_silu",
     ),
     Kernel(
@@ -1526,6 +1587,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.lib_128x256_gelu",
     ),
     Kernel(
@@ -1549,6 +1611,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.lib_128x256_silu",
     ),
     Kernel(
@@ -1572,6 +1635,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.lib_swap_64x32_bias_col",
     ),
     Kernel(
@@ -1595,6 +1659,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.lib_swap_64x32_bias_col_silu",
     ),
     Kernel(
@@ -1618,6 +1683,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.lib_swap_64x32_gelu",
     ),
     Kernel(
@@ -1641,6 +1707,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.lib_swap_64x32_silu",
     ),
     Kernel(
@@ -1664,6 +1731,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.sched_dynamic",
     ),
     Kernel(
@@ -1687,6 +1755,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=148,
         module="cutegemm.sm100.sched_pair_rn_g4",
     ),
     Kernel(
@@ -1710,6 +1779,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=148,
         module="cutegemm.sm100.sched_persistent_g8",
     ),
     Kernel(
@@ -1733,6 +1803,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=148,
         module="cutegemm.sm100.sched_persistent_mcast_2x1_g8_direct",
     ),
     Kernel(
@@ -1756,6 +1827,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=148,
         module="cutegemm.sm100.sched_persistent_mcast_2x2",
     ),
     Kernel(
@@ -1779,6 +1851,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=148,
         module="cutegemm.sm100.sched_splitk2",
     ),
     Kernel(
@@ -1802,6 +1875,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=148,
         module="cutegemm.sm100.sched_splitk4_acc2",
     ),
     Kernel(
@@ -1825,6 +1899,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.seed_s1_k16_inter",
     ),
     Kernel(
@@ -1848,6 +1923,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.seed_s4_k16_inter",
     ),
     Kernel(
@@ -1871,6 +1947,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.seed_s4_k64_inter",
     ),
     Kernel(
@@ -1894,6 +1971,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.seed_s4_k64_sw128",
     ),
     Kernel(
@@ -1917,6 +1995,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=(128, 64),
         workspace_elems=33554432,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.sep_128x64_s4_bias",
     ),
     Kernel(
@@ -1940,6 +2019,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=2424980,
         workspace_zeroed=True,
+        default_sm_count=148,
         module="cutegemm.sm100.sk_128x128_direct",
     ),
     Kernel(
@@ -1963,6 +2043,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=4849812,
         workspace_zeroed=True,
+        default_sm_count=148,
         module="cutegemm.sm100.sk_128x256_tma_acc2",
     ),
     Kernel(
@@ -1986,6 +2067,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=606356,
         workspace_zeroed=True,
+        default_sm_count=148,
         module="cutegemm.sm100.sk_128x32_direct_acc2",
     ),
     Kernel(
@@ -2009,6 +2091,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.sm100_bf16_128x128x64_s2_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2032,6 +2115,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.sm100_bf16_128x128x64_s4_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2055,6 +2139,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.sm100_bf16_128x256x64_s2_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2078,6 +2163,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.sm100_bf16_128x256x64_s4_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2101,6 +2187,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.sm100_bf16_128x64x64_s2_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2124,6 +2211,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.sm100_bf16_128x64x64_s4_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2147,6 +2235,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.sm100_f16_128x128x64_s2_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2170,6 +2259,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.sm100_f16_128x128x64_s4_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2193,6 +2283,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.sm100_f16_128x256x64_s2_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2216,6 +2307,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.sm100_f16_128x256x64_s4_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2239,6 +2331,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.sm100_f16_128x64x64_s2_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2262,6 +2355,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.sm100_f16_128x64x64_s4_sw128_ws_direct_grid",
     ),
     Kernel(
@@ -2285,6 +2379,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.sm90_bf16_128x128x64_s6_sw128_ws_wg2_pp_tma_persistent_rm",
     ),
     Kernel(
@@ -2308,6 +2403,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.sm90_bf16_128x128x64_s6_sw128_ws_wg2_pp_tma_persistent_rm_g8",
     ),
     Kernel(
@@ -2331,6 +2427,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.sm90_bf16_128x256x64_s4_sw128_ws_wg2_tma_persistent_rm_g16",
     ),
     Kernel(
@@ -2354,6 +2451,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.sm90_bf16_128x256x64_s4_sw128_ws_wg2_tma_persistent_rm_g8",
     ),
     Kernel(
@@ -2377,6 +2475,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.sm90_bf16_64x128x64_s8_sw128_ws_wg1_swap_direct_splitk2",
     ),
     Kernel(
@@ -2400,6 +2499,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.sm90_bf16_64x128x64_s9_sw128_ws_wg1_swap_direct_persistent_rm",
     ),
     Kernel(
@@ -2423,6 +2523,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=1081476,
         workspace_zeroed=True,
+        default_sm_count=132,
         module="cutegemm.sm90.sm90_bf16_64x128x64_s9_sw128_ws_wg1_swap_direct_streamk",
     ),
     Kernel(
@@ -2446,6 +2547,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.sm90_bf16_64x16x64_s22_sw128_ws_wg1_swap_direct_persistent_rm",
     ),
     Kernel(
@@ -2469,6 +2571,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.sm90_bf16_64x16x64_s22_sw128_ws_wg1_swap_direct_splitk2",
     ),
     Kernel(
@@ -2492,6 +2595,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.sm90_bf16_64x256x64_s4_sw128_ws_wg1_swap_direct_splitk2",
     ),
     Kernel(
@@ -2515,6 +2619,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.sm90_bf16_64x256x64_s4_sw128_ws_wg2_pp_tma_persistent_rm",
     ),
     Kernel(
@@ -2538,6 +2643,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.sm90_bf16_64x256x64_s4_sw128_ws_wg2_pp_tma_persistent_rm_g8",
     ),
     Kernel(
@@ -2561,6 +2667,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.sm90_bf16_64x256x64_s5_sw128_ws_wg1_swap_direct_persistent_rm",
     ),
     Kernel(
@@ -2584,6 +2691,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.sm90_bf16_64x32x64_s18_sw128_ws_wg1_swap_direct_persistent_rm",
     ),
     Kernel(
@@ -2607,6 +2715,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.sm90_bf16_64x32x64_s18_sw128_ws_wg1_swap_direct_splitk2",
     ),
     Kernel(
@@ -2630,6 +2739,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=270468,
         workspace_zeroed=True,
+        default_sm_count=132,
         module="cutegemm.sm90.sm90_bf16_64x32x64_s18_sw128_ws_wg1_swap_direct_streamk",
     ),
     Kernel(
@@ -2653,6 +2763,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.sm90_bf16_64x64x64_s13_sw128_ws_wg1_swap_direct_splitk2",
     ),
     Kernel(
@@ -2676,6 +2787,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.sm90_bf16_64x64x64_s14_sw128_ws_wg1_swap_direct_persistent_rm",
     ),
     Kernel(
@@ -2699,6 +2811,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=540804,
         workspace_zeroed=True,
+        default_sm_count=132,
         module="cutegemm.sm90.sm90_bf16_64x64x64_s14_sw128_ws_wg1_swap_direct_streamk",
     ),
     Kernel(
@@ -2722,6 +2835,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.smallm_128x16_swap",
     ),
     Kernel(
@@ -2745,6 +2859,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.smallm_128x32",
     ),
     Kernel(
@@ -2768,6 +2883,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.smallm_64x128_tma",
     ),
     Kernel(
@@ -2791,6 +2907,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.smallm_64x16_swap",
     ),
     Kernel(
@@ -2814,6 +2931,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=148,
         module="cutegemm.sm100.smallm_64x32_swap_persistent",
     ),
     Kernel(
@@ -2837,6 +2955,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.smallm_64x64",
     ),
     Kernel(
@@ -2860,6 +2979,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.smallm_64x64_swap",
     ),
     Kernel(
@@ -2883,6 +3003,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=148,
         module="cutegemm.sm100.smallm_e4m3_128x256_tma_bf16",
     ),
     Kernel(
@@ -2906,6 +3027,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=None,
         module="cutegemm.sm100.smallm_e4m3_64x32_swap_f32",
     ),
 )

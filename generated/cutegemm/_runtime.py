@@ -6,7 +6,8 @@ kernel the dispatcher picks for (GPU, dtypes, epilogue, M, N, K), remembered per
 kernel compiled with the TVM-FFI calling convention, called on the torch tensors themselves on
 torch's current stream. Compiled kernels are kept in memory per process and on disk across
 processes (CUTEGEMM_CACHE_DIR, default ~/.cache/cutegemm; CUTEGEMM_CACHE_DIR=off disables it),
-keyed by the kernel file's hash, the DSL and TVM-FFI versions and the GPU's arch.
+keyed by the kernel file's hash, the DSL and TVM-FFI versions and the GPU's arch (and, for a
+persistent grid sized by the GPU, its SM count: precompile() sizes those for the arch's flagship).
 Workspaces (split-K, stream-K) are allocated by this module once per device and stream.
 """
 
@@ -224,7 +225,7 @@ def _class(dtype, out_dtype, alpha, beta, activation, bias) -> tuple:
 
 # ---- compiled kernels: in memory, then on disk -------------------------------------------------
 
-_FNS: dict[str, object] = {}
+_FNS: dict[tuple, object] = {}  # (kernel name, SM count it was compiled for, or None) -> function
 _LOCK = threading.Lock()
 
 
@@ -235,40 +236,56 @@ def _cache_dir() -> Path | None:
     return Path(where) if where else Path.home() / ".cache" / "cutegemm"
 
 
-def _cache_key(kern: Kernel, arch: str) -> str:
-    """Kernel file bytes, DSL and TVM-FFI versions, target arch: what the object depends on."""
+def _sm_count(kern: Kernel, device: int | None) -> int | None:
+    """The SM count a compile of `kern` sizes its persistent grid by: None when its grid does not
+    depend on it; the GPU's (device index), or the kernel's default (a cross-compile: None)."""
+    if kern.default_sm_count is None:
+        return None
+    if device is None:
+        return kern.default_sm_count
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def _cache_key(kern: Kernel, arch: str, sm_count: int | None = None) -> str:
+    """Kernel file bytes, DSL and TVM-FFI versions, target arch and, for a grid sized by the GPU,
+    its SM count: what the object depends on."""
     source = importlib.util.find_spec(kern.module).origin
     h = hashlib.sha256(Path(source).read_bytes())
     h.update(f"{DSL_VERSION}|{tvm_ffi.__version__}|{arch}".encode())
+    if sm_count is not None:
+        h.update(f"|sm_count={sm_count}".encode())
     return h.hexdigest()[:20]
 
 
-def _compiled(kern: Kernel, arch: str):
-    """The kernel's TVM-FFI function: from memory, from the disk cache, or compiled (and stored)."""
-    fn = _FNS.get(kern.name)
+def _compiled(kern: Kernel, arch: str, device: int):
+    """The kernel's TVM-FFI function for GPU `device`: from memory, from the disk cache, or
+    compiled (and stored)."""
+    key = (kern.name, _sm_count(kern, device))
+    fn = _FNS.get(key)
     if fn is not None:
         return fn
     with _LOCK:
-        fn = _FNS.get(kern.name)
+        fn = _FNS.get(key)
         if fn is None:
-            fn = _FNS[kern.name] = _load_or_compile(kern, arch)
+            fn = _FNS[key] = _load_or_compile(kern, arch, key[1])
     return fn
 
 
-def cached_library(kern: Kernel, arch: str) -> Path | None:
+def cached_library(kern: Kernel, arch: str, sm_count: int | None = None) -> Path | None:
     """Where the disk cache keeps this kernel's shared library (None: caching is off)."""
     folder = _cache_dir()
-    return folder / f"{kern.name}-{_cache_key(kern, arch)}.so" if folder else None
+    return folder / f"{kern.name}-{_cache_key(kern, arch, sm_count)}.so" if folder else None
 
 
-def _load_or_compile(kern: Kernel, arch: str):
-    lib = cached_library(kern, arch)
+def _load_or_compile(kern: Kernel, arch: str, sm_count: int | None = None):
+    lib = cached_library(kern, arch, sm_count)
     if lib is not None and lib.exists():
         try:
             return tvm_ffi.load_module(str(lib))[kern.name]
         except Exception:  # noqa: BLE001 - a bad cache entry is recompiled, never fatal
             lib.unlink(missing_ok=True)
-    fn = importlib.import_module(kern.module).compile_tvm_ffi()
+    module = importlib.import_module(kern.module)
+    fn = module.compile_tvm_ffi() if sm_count is None else module.compile_tvm_ffi(sm_count=sm_count)
     if lib is not None:
         try:
             _store_library(fn, lib, kern)
@@ -335,7 +352,9 @@ def precompile(arch: str, names: list[str] | None = None) -> list[Path]:
     out = []
     for kern in KERNELS:
         if kern.arch == arch and (names is None or kern.name in names):
-            lib = cached_library(kern, arch)
+            # a grid sized by the GPU's SMs is sized for the arch's flagship (its default)
+            sm_count = _sm_count(kern, None)
+            lib = cached_library(kern, arch, sm_count)
             if lib is None:
                 raise GemmError("CUTEGEMM_CACHE_DIR=off: there is no cache to fill")
             if not lib.exists():
@@ -384,7 +403,7 @@ def _plan(a, b, out, kind, alpha, beta, activation, out_dtype) -> tuple:
         raise GemmError(f"K=0: a ({m}, 0) and b ({n}, 0) have nothing to reduce")
     gpu, arch = _device(a.device.index)
     kern = _choose(gpu, arch, cls, m, n, k)
-    return (kern, _TORCH[cls[1]], _compiled(kern, arch))
+    return (kern, _TORCH[cls[1]], _compiled(kern, arch, a.device.index))
 
 
 def _workspace(kern: Kernel, device: torch.device) -> torch.Tensor:

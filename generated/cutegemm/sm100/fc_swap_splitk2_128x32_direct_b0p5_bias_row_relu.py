@@ -18,7 +18,7 @@ Parameters
     epilogue: direct store
     fusion: D = relu(A @ B^T + 0.5 * C + bias[row]); C read in place: each thread loads its chunk of C before storing over it; bias: one f16 value per row of C
     cluster: 2 x 1 for split-K: 2 CTAs share one output tile and split its K range
-    scheduler: persistent split-K over 2 CTAs: at most 74 clusters walking tiles along M, rank 0 reducing the peers' partials through DSMEM and storing; 1 TMEM accumulator slot(s)
+    scheduler: persistent split-K over 2 CTAs: max_workers(sm_count) clusters (the GPU's SMs size the grid: 74 on a B200) walking tiles along M, rank 0 reducing the peers' partials through DSMEM and storing; 1 TMEM accumulator slot(s)
 
 Pipeline
     ring         producer -> consumer                     stages  bytes/stage   full arrives                      empty arrives
@@ -87,7 +87,7 @@ EPI_WARP0 = 2  # first of the 4 epilogue warps; it also issues the TMA stores
 EPI_THREADS = 128  # the epilogue warps: warp w reads TMEM lanes 32 * (w % 4) ... + 31
 ACC_SLOTS = 1  # TMEM accumulators: the MMA fills one while the epilogue drains another
 ACC_EMPTY_ARRIVES = 4  # one per epilogue warp (4)
-MAX_WORKERS = 74  # 148 SMs / 2 CTAs per cluster: one wave of clusters
+DEFAULT_SM_COUNT = 148  # SMs of a B200: gemm's sm_count in a cross-compile; launches pass the GPU's
 SPLITS = 2  # CTAs per cluster; each accumulates 1/SPLITS of the K range of the cluster's tile
 STAGED_ARRIVES = 4  # rank 0's staged barrier: every epilogue warp (4) of every peer (1)
 CONSUMED_ARRIVES = 4  # a peer's consumed barrier: every epilogue warp (4) of rank 0
@@ -422,9 +422,25 @@ def wait_cluster_acquire(bar: cute.Pointer, parity: cutlass.Int32):
         )
 
 
+def max_workers(sm_count: int) -> int:
+    """Workers the persistent grid launches at most on a GPU of sm_count SMs: one 2-CTA cluster per
+    2 SMs."""
+    return sm_count // 2
+
+
 @cute.jit
-def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, bias: cute.Tensor, stream):
-    """Launch on `stream`: a (M, K), b (N, K), c (M, N), bias (M,); M, N, K may be dynamic."""
+def gemm(
+    a: cute.Tensor,
+    b: cute.Tensor,
+    c: cute.Tensor,
+    bias: cute.Tensor,
+    stream,
+    sm_count: cutlass.Constexpr = DEFAULT_SM_COUNT,
+):
+    """Launch on `stream`: a (M, K), b (N, K), c (M, N), bias (M,); M, N, K may be dynamic.
+    sm_count (compile-time): the SMs of the GPU it will run on, which size the persistent grid
+    (max_workers); launcher and compile_tvm_ffi pass the current device's.
+    """
     # swap AB: C^T (N, M) = B (N, K) @ A (M, K)^T, so the many rows of B fill the 128-row MMA M
     # and the few rows of A ride in its N; C^T is a column-major view of C (stride 1 along N)
     a, b = b, a
@@ -456,7 +472,7 @@ def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, bias: cute.Tensor, stre
     # the bias (M,) seen as an (M, N) tensor: stride 0 along M, one value per row
     bias_mn = cute.make_tensor(bias.iterator, cute.make_layout(c.shape, stride=(0, 1)))
     tiles = cute.ceil_div(c.layout.shape[0], TILER[0]) * cute.ceil_div(c.layout.shape[1], TILER[1])
-    workers = cutlass.min(tiles, MAX_WORKERS)  # every worker gets at least one tile
+    workers = cutlass.min(tiles, max_workers(sm_count))  # every worker gets at least one tile
     gemm_kernel(tiled_mma, tma_a, tA, tma_b, tB, c, bias_mn, sA_layout, sB_layout).launch(
         grid=(CLUSTER[0] * workers, 1, 1),  # persistent: one cluster per worker
         block=(THREADS, 1, 1),
@@ -469,9 +485,11 @@ __all__ = [
     "DSL_VERSION",
     "SPEC",
     "SHAPE_MULTIPLES",
+    "DEFAULT_SM_COUNT",
     "gemm",
     "compile_args",
     "compile_tvm_ffi",
+    "device_sm_count",
     "launcher",
     "run",
 ]
@@ -497,12 +515,30 @@ def compile_args(tvm_ffi: bool = False) -> tuple:
     return fake(IO_DTYPE, m, k), fake(IO_DTYPE, n, k), fake(OUT_DTYPE, m, n), *extra, stream
 
 
-def compile_tvm_ffi(gpu_arch: str | None = None):
+def device_sm_count(device: int | None = None) -> int:
+    """SMs of CUDA device `device` (torch's current one by default) when it runs sm_100a code,
+    else DEFAULT_SM_COUNT: the sm_count `gemm` sizes its persistent grid by."""
+    import torch
+
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(
+            torch.cuda.current_device() if device is None else device
+        )
+        if (props.major, props.minor) == (10, 0):
+            return props.multi_processor_count
+    return DEFAULT_SM_COUNT
+
+
+def compile_tvm_ffi(gpu_arch: str | None = None, sm_count: int | None = None):
     """Compile `gemm` with the TVM-FFI calling convention: the result is called on torch tensors,
     `f(a, b, c, bias)`, on torch's current stream, with a few µs of host cost
-    (needs the apache-tvm-ffi package). gpu_arch (e.g. "sm_100a") cross-compiles."""
+    (needs the apache-tvm-ffi package). gpu_arch (e.g. "sm_100a") cross-compiles. sm_count: the
+    SMs of the GPU it will run on (default: the current device's, DEFAULT_SM_COUNT when
+    cross-compiling): the persistent grid is sized for it when compiled."""
     options = "--enable-tvm-ffi" + (f" --gpu-arch {gpu_arch}" if gpu_arch else "")
-    return cute.compile(gemm, *compile_args(tvm_ffi=True), options=options)
+    if sm_count is None:
+        sm_count = DEFAULT_SM_COUNT if gpu_arch else device_sm_count()
+    return cute.compile(gemm, *compile_args(tvm_ffi=True), sm_count, options=options)
 
 
 _COMPILED: dict = {}
@@ -571,9 +607,11 @@ def launcher(
     args = [from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=1) for t in (a, b, c)]
     args.append(from_dlpack(bias, assumed_align=16).mark_layout_dynamic(leading_dim=0))
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
-    if "gemm" not in _COMPILED:
-        _COMPILED["gemm"] = cute.compile(gemm, *compile_args())
-    compiled = _COMPILED["gemm"]
+    # compiled once per SM count: the persistent grid is sized for the GPU it launches on
+    sm_count = device_sm_count(a.device.index)
+    if sm_count not in _COMPILED:
+        _COMPILED[sm_count] = cute.compile(gemm, *compile_args(), sm_count)
+    compiled = _COMPILED[sm_count]
     return lambda: compiled(*args, stream)
 
 

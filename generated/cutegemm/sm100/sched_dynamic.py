@@ -235,6 +235,11 @@ def gemm_kernel(
         # answer j completes clc_full's phase j and, once read by every reader, clc_empty's j + 1
         clc_phase = cutlass.Int32(0)
         while more:
+            # take the next answer before issuing this tile (the MMA warp needs no coordinates,
+            # only whether there is a next tile): the producer's next request waits for every
+            # reader, and must not wait for this tile's MMAs, or the ring drains at every tile
+            next_more = next_tile(clc_full, clc_empty, clc_response, clc_phase)[2]
+            clc_phase ^= 1  # one answer per tile: the next waits on both barriers are a phase later
             cute.arch.mbarrier_wait(acc_empty + slot, slot_phase)  # the epilogue drained the slot
             acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): this tile's accumulator
             # TMEM is not zeroed: the first MMA of each tile overwrites, every later one adds
@@ -262,9 +267,7 @@ def gemm_kernel(
             if slot == ACC_SLOTS:  # used every slot: the next wait on each is one phase later
                 slot = cutlass.Int32(0)
                 slot_phase ^= 1
-            # the MMA warp needs no coordinates, only whether there is a next tile
-            more = next_tile(clc_full, clc_empty, clc_response, clc_phase)[2]
-            clc_phase ^= 1  # one answer per tile: the next waits on both barriers are a phase later
+            more = next_more
         # tail: wait until the epilogue has released every slot, so no arrive targets this CTA's
         # SMEM after it exits
         for _ in cutlass.range(ACC_SLOTS, unroll=1):

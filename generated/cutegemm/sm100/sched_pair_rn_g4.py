@@ -16,7 +16,7 @@ Parameters
     swizzle: 128B
     mainloop: warp-specialized
     epilogue: tma store: TMEM -> registers -> swizzled SMEM 128x64 sub-tiles (2 buffers) -> TMA store
-    scheduler: persistent, static: at most 74 CTA pairs, worker w taking tiles w, w + workers, ... rastered along N, tile swizzle group 4; 2 TMEM accumulator slot(s)
+    scheduler: persistent, static: max_workers(sm_count) CTA pairs (the GPU's SMs size the grid: 74 on a B200), worker w taking tiles w, w + workers, ... rastered along N, tile swizzle group 4; 2 TMEM accumulator slot(s)
 
 Pipeline
     ring         producer -> consumer                                     stages   bytes/stage    full arrives                                    empty arrives
@@ -79,7 +79,7 @@ EPI_WARP0 = 2  # first of the 4 epilogue warps; it also issues the TMA stores
 EPI_THREADS = 128  # the epilogue warps: warp w reads TMEM lanes 32 * (w % 4) ... + 31
 ACC_SLOTS = 2  # TMEM accumulators: the MMA fills one while the epilogue drains another
 ACC_EMPTY_ARRIVES = 8  # one per epilogue warp of both CTAs (4 x 2), on the leader's barrier
-MAX_WORKERS = 74  # 148 SMs / 2 CTAs per pair: the grid never launches more pairs
+DEFAULT_SM_COUNT = 148  # SMs of a B200: gemm's sm_count in a cross-compile; launches pass the GPU's
 GROUP = 4  # tile swizzle: walk GROUP tiles along N, then step along M: the tiles running at once share A and B tiles in L2
 TMEM_COLS = 512  # 2 f32 accumulator slot(s) x 256 columns (this CTA's 128 rows), power of two
 TX_BYTES = 65536  # A + B bytes of BOTH CTAs (2 x 32768): all land on the leader's full barrier
@@ -361,9 +361,24 @@ def gemm_kernel(
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS, is_two_cta=True)
 
 
+def max_workers(sm_count: int) -> int:
+    """Workers the persistent grid launches at most on a GPU of sm_count SMs: one CTA pair per 2
+    SMs."""
+    return sm_count // 2
+
+
 @cute.jit
-def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
-    """Launch on `stream`: a (M, K), b (N, K), c (M, N); M, N, K may be dynamic."""
+def gemm(
+    a: cute.Tensor,
+    b: cute.Tensor,
+    c: cute.Tensor,
+    stream,
+    sm_count: cutlass.Constexpr = DEFAULT_SM_COUNT,
+):
+    """Launch on `stream`: a (M, K), b (N, K), c (M, N); M, N, K may be dynamic.
+    sm_count (compile-time): the SMs of the GPU it will run on, which size the persistent grid
+    (max_workers); launcher and compile_tvm_ffi pass the current device's.
+    """
     op = tcgen05.MmaF16BF16Op(
         IO_DTYPE,
         ACC_DTYPE,
@@ -395,7 +410,7 @@ def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
     one_c = cute.select(sC_layout, mode=[0, 1])  # one sub-tile buffer
     tma_c, tC = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c, one_c, EPI_TILE)
     tiles = cute.ceil_div(c.layout.shape[0], TILER[0]) * cute.ceil_div(c.layout.shape[1], TILER[1])
-    workers = cutlass.min(tiles, MAX_WORKERS)  # every worker gets at least one tile
+    workers = cutlass.min(tiles, max_workers(sm_count))  # every worker gets at least one tile
     gemm_kernel(tiled_mma, tma_a, tA, tma_b, tB, tma_c, tC, sA_layout, sB_layout, sC_layout).launch(
         grid=(2 * workers, 1, 1),  # persistent: at most one CTA pair per two SMs
         block=(THREADS, 1, 1),
@@ -408,9 +423,11 @@ __all__ = [
     "DSL_VERSION",
     "SPEC",
     "SHAPE_MULTIPLES",
+    "DEFAULT_SM_COUNT",
     "gemm",
     "compile_args",
     "compile_tvm_ffi",
+    "device_sm_count",
     "launcher",
     "run",
 ]
@@ -433,12 +450,30 @@ def compile_args(tvm_ffi: bool = False) -> tuple:
     return fake(IO_DTYPE, m, k), fake(IO_DTYPE, n, k), fake(OUT_DTYPE, m, n), stream
 
 
-def compile_tvm_ffi(gpu_arch: str | None = None):
+def device_sm_count(device: int | None = None) -> int:
+    """SMs of CUDA device `device` (torch's current one by default) when it runs sm_100a code,
+    else DEFAULT_SM_COUNT: the sm_count `gemm` sizes its persistent grid by."""
+    import torch
+
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(
+            torch.cuda.current_device() if device is None else device
+        )
+        if (props.major, props.minor) == (10, 0):
+            return props.multi_processor_count
+    return DEFAULT_SM_COUNT
+
+
+def compile_tvm_ffi(gpu_arch: str | None = None, sm_count: int | None = None):
     """Compile `gemm` with the TVM-FFI calling convention: the result is called on torch tensors,
     `f(a, b, c)`, on torch's current stream, with a few µs of host cost
-    (needs the apache-tvm-ffi package). gpu_arch (e.g. "sm_100a") cross-compiles."""
+    (needs the apache-tvm-ffi package). gpu_arch (e.g. "sm_100a") cross-compiles. sm_count: the
+    SMs of the GPU it will run on (default: the current device's, DEFAULT_SM_COUNT when
+    cross-compiling): the persistent grid is sized for it when compiled."""
     options = "--enable-tvm-ffi" + (f" --gpu-arch {gpu_arch}" if gpu_arch else "")
-    return cute.compile(gemm, *compile_args(tvm_ffi=True), options=options)
+    if sm_count is None:
+        sm_count = DEFAULT_SM_COUNT if gpu_arch else device_sm_count()
+    return cute.compile(gemm, *compile_args(tvm_ffi=True), sm_count, options=options)
 
 
 _COMPILED: dict = {}
@@ -495,9 +530,11 @@ def launcher(a: "torch.Tensor", b: "torch.Tensor", c: "torch.Tensor") -> "Callab
 
     args = [from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=1) for t in (a, b, c)]
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
-    if "gemm" not in _COMPILED:
-        _COMPILED["gemm"] = cute.compile(gemm, *compile_args())
-    compiled = _COMPILED["gemm"]
+    # compiled once per SM count: the persistent grid is sized for the GPU it launches on
+    sm_count = device_sm_count(a.device.index)
+    if sm_count not in _COMPILED:
+        _COMPILED[sm_count] = cute.compile(gemm, *compile_args(), sm_count)
+    compiled = _COMPILED[sm_count]
     return lambda: compiled(*args, stream)
 
 

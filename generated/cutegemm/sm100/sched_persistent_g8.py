@@ -15,7 +15,7 @@ Parameters
     swizzle: 128B
     mainloop: warp-specialized
     epilogue: tma store: TMEM -> registers -> swizzled SMEM 128x64 sub-tiles (2 buffers) -> TMA store
-    scheduler: persistent, static: at most 148 CTAs, worker w taking tiles w, w + workers, ... rastered along M, tile swizzle group 8; 2 TMEM accumulator slot(s)
+    scheduler: persistent, static: max_workers(sm_count) CTAs (the GPU's SMs size the grid: 148 on a B200), worker w taking tiles w, w + workers, ... rastered along M, tile swizzle group 8; 2 TMEM accumulator slot(s)
 
 Pipeline
     ring         producer -> consumer                  stages   bytes/stage    full arrives        empty arrives
@@ -74,7 +74,7 @@ EPI_WARP0 = 2  # first of the 4 epilogue warps; it also issues the TMA stores
 EPI_THREADS = 128  # the epilogue warps: warp w reads TMEM lanes 32 * (w % 4) ... + 31
 ACC_SLOTS = 2  # TMEM accumulators: the MMA fills one while the epilogue drains another
 ACC_EMPTY_ARRIVES = 4  # one per epilogue warp (4)
-MAX_WORKERS = 148  # 148 SMs: the grid never launches more CTAs
+DEFAULT_SM_COUNT = 148  # SMs of a B200: gemm's sm_count in a cross-compile; launches pass the GPU's
 GROUP = 8  # tile swizzle: walk GROUP tiles along M, then step along N: the tiles running at once share A and B tiles in L2
 TMEM_COLS = 512  # 2 f32 accumulator slot(s) x 256 columns, power of two
 TX_BYTES = 49152  # A + B bytes one stage's TMA copies deliver to its full barrier
@@ -336,9 +336,23 @@ def gemm_kernel(
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS)
 
 
+def max_workers(sm_count: int) -> int:
+    """Workers the persistent grid launches at most on a GPU of sm_count SMs: one CTA per SM."""
+    return sm_count
+
+
 @cute.jit
-def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
-    """Launch on `stream`: a (M, K), b (N, K), c (M, N); M, N, K may be dynamic."""
+def gemm(
+    a: cute.Tensor,
+    b: cute.Tensor,
+    c: cute.Tensor,
+    stream,
+    sm_count: cutlass.Constexpr = DEFAULT_SM_COUNT,
+):
+    """Launch on `stream`: a (M, K), b (N, K), c (M, N); M, N, K may be dynamic.
+    sm_count (compile-time): the SMs of the GPU it will run on, which size the persistent grid
+    (max_workers); launcher and compile_tvm_ffi pass the current device's.
+    """
     op = tcgen05.MmaF16BF16Op(
         IO_DTYPE,
         ACC_DTYPE,
@@ -367,7 +381,7 @@ def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
     one_c = cute.select(sC_layout, mode=[0, 1])  # one sub-tile buffer
     tma_c, tC = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c, one_c, EPI_TILE)
     tiles = cute.ceil_div(c.layout.shape[0], TILER[0]) * cute.ceil_div(c.layout.shape[1], TILER[1])
-    workers = cutlass.min(tiles, MAX_WORKERS)  # every worker gets at least one tile
+    workers = cutlass.min(tiles, max_workers(sm_count))  # every worker gets at least one tile
     gemm_kernel(tiled_mma, tma_a, tA, tma_b, tB, tma_c, tC, sA_layout, sB_layout, sC_layout).launch(
         grid=(workers, 1, 1),  # persistent: at most one CTA per SM
         block=(THREADS, 1, 1),
@@ -379,9 +393,11 @@ __all__ = [
     "DSL_VERSION",
     "SPEC",
     "SHAPE_MULTIPLES",
+    "DEFAULT_SM_COUNT",
     "gemm",
     "compile_args",
     "compile_tvm_ffi",
+    "device_sm_count",
     "launcher",
     "run",
 ]
@@ -404,12 +420,30 @@ def compile_args(tvm_ffi: bool = False) -> tuple:
     return fake(IO_DTYPE, m, k), fake(IO_DTYPE, n, k), fake(OUT_DTYPE, m, n), stream
 
 
-def compile_tvm_ffi(gpu_arch: str | None = None):
+def device_sm_count(device: int | None = None) -> int:
+    """SMs of CUDA device `device` (torch's current one by default) when it runs sm_100a code,
+    else DEFAULT_SM_COUNT: the sm_count `gemm` sizes its persistent grid by."""
+    import torch
+
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(
+            torch.cuda.current_device() if device is None else device
+        )
+        if (props.major, props.minor) == (10, 0):
+            return props.multi_processor_count
+    return DEFAULT_SM_COUNT
+
+
+def compile_tvm_ffi(gpu_arch: str | None = None, sm_count: int | None = None):
     """Compile `gemm` with the TVM-FFI calling convention: the result is called on torch tensors,
     `f(a, b, c)`, on torch's current stream, with a few µs of host cost
-    (needs the apache-tvm-ffi package). gpu_arch (e.g. "sm_100a") cross-compiles."""
+    (needs the apache-tvm-ffi package). gpu_arch (e.g. "sm_100a") cross-compiles. sm_count: the
+    SMs of the GPU it will run on (default: the current device's, DEFAULT_SM_COUNT when
+    cross-compiling): the persistent grid is sized for it when compiled."""
     options = "--enable-tvm-ffi" + (f" --gpu-arch {gpu_arch}" if gpu_arch else "")
-    return cute.compile(gemm, *compile_args(tvm_ffi=True), options=options)
+    if sm_count is None:
+        sm_count = DEFAULT_SM_COUNT if gpu_arch else device_sm_count()
+    return cute.compile(gemm, *compile_args(tvm_ffi=True), sm_count, options=options)
 
 
 _COMPILED: dict = {}
@@ -467,9 +501,11 @@ def launcher(a: "torch.Tensor", b: "torch.Tensor", c: "torch.Tensor") -> "Callab
 
     args = [from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=1) for t in (a, b, c)]
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
-    if "gemm" not in _COMPILED:
-        _COMPILED["gemm"] = cute.compile(gemm, *compile_args())
-    compiled = _COMPILED["gemm"]
+    # compiled once per SM count: the persistent grid is sized for the GPU it launches on
+    sm_count = device_sm_count(a.device.index)
+    if sm_count not in _COMPILED:
+        _COMPILED[sm_count] = cute.compile(gemm, *compile_args(), sm_count)
+    compiled = _COMPILED[sm_count]
     return lambda: compiled(*args, stream)
 
 
