@@ -992,6 +992,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.h_e4m3_swap_64x16_splitk2",
     ),
     Kernel(
@@ -1015,6 +1016,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.h_e4m3_swap_64x32_splitk2",
     ),
     Kernel(
@@ -1038,6 +1040,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=270468,
         workspace_zeroed=True,
+        default_sm_count=132,
         module="cutegemm.sm90.h_e4m3_swap_64x32_streamk",
     ),
     Kernel(
@@ -1061,6 +1064,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=0,
         workspace_zeroed=False,
+        default_sm_count=132,
         module="cutegemm.sm90.h_e4m3_swap_64x64_splitk2",
     ),
     Kernel(
@@ -1084,6 +1088,7 @@ KERNELS: tuple[Kernel, ...] = (
         c_tile=None,
         workspace_elems=540804,
         workspace_zeroed=True,
+        default_sm_count=132,
         module="cutegemm.sm90.h_e4m3_swap_64x64_streamk",
     ),
     Kernel(

@@ -16,7 +16,7 @@ Parameters
     cluster: 2x1 for split-K (2 CTAs share one output tile and split its K range)
     swap AB: yes: the kernel computes C^T = B @ A^T
     epilogue: direct store by cluster rank 0 after a DSMEM reduction
-    scheduler: persistent split-K over 2 CTAs, raster along M, at most 66 clusters
+    scheduler: persistent split-K over 2 CTAs, raster along M, max_workers(sm_count) clusters (66 on an H200)
 
 Pipeline
     ring      producer -> consumer                          stages  bytes/stage  full arrives                       empty arrives
@@ -89,9 +89,10 @@ TX_BYTES = 16384  # A + B bytes one stage's TMA copies deliver to this CTA's ful
 EMPTY_ARRIVES = 4  # every consumer warp (4) of every CTA this producer fills (1)
 STORE_VEC = 1  # swap AB: a thread's adjacent values are adjacent rows of C, one element per store
 
-SM_COUNT = 132  # H100 / H200 SXM
+DEFAULT_SM_COUNT = (
+    132  # SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
+)
 SPLITS = 2  # CTAs per cluster; each accumulates 1/SPLITS of the K range of the cluster's tile
-MAX_CLUSTERS = 66  # SM_COUNT // SPLITS: one wave of clusters
 STAGED_ARRIVES = 4  # rank 0's staged barrier: every consumer warp (4) of every peer (1)
 CONSUMED_ARRIVES = 4  # a peer's consumed barrier: every consumer warp (4) of rank 0
 STAGING_ELEMS = 4096  # f32 partial tile a peer hands to rank 0: TM x TN
@@ -348,9 +349,24 @@ def wait_cluster_acquire(bar: cute.Pointer, parity: cutlass.Int32):
         )
 
 
+def max_workers(sm_count: int) -> int:
+    """Workers the persistent grid launches at most on a GPU of sm_count SMs: one 2-CTA cluster per
+    2 SMs."""
+    return sm_count // 2
+
+
 @cute.jit
-def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
-    """Launch on `stream`: a (M, K), b (N, K), c (M, N); M, N, K may be dynamic."""
+def gemm(
+    a: cute.Tensor,
+    b: cute.Tensor,
+    c: cute.Tensor,
+    stream,
+    sm_count: cutlass.Constexpr = DEFAULT_SM_COUNT,
+):
+    """Launch on `stream`: a (M, K), b (N, K), c (M, N); M, N, K may be dynamic.
+    sm_count (compile-time): the SMs of the GPU it will run on, which size the persistent grid
+    (max_workers); launcher and compile_tvm_ffi pass the current device's.
+    """
     # swap AB: compute C^T (N, M) = B (N, K) @ A (M, K)^T, so the many rows of B fill the 64-row
     # wgmma M and the few rows of A ride in its N; C^T is a column-major view of C
     a, b = b, a
@@ -390,7 +406,7 @@ def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
     cluster_tiles = ((M + CLUSTER_TILE[0] - 1) // CLUSTER_TILE[0]) * (
         (N + CLUSTER_TILE[1] - 1) // CLUSTER_TILE[1]
     )
-    clusters = cutlass.min(cluster_tiles, MAX_CLUSTERS)  # SM_COUNT // SPLITS: one wave of clusters
+    clusters = cutlass.min(cluster_tiles, max_workers(sm_count))  # one wave of clusters
     gemm_kernel(tiled_mma, tma_a, tA, tma_b, tB, c, sA_layout, sB_layout).launch(
         grid=(clusters * SPLITS, 1, 1),  # x: clusters along the CTA rank
         block=(THREADS, 1, 1),
@@ -404,9 +420,11 @@ __all__ = [
     "DSL_VERSION",
     "SPEC",
     "SHAPE_MULTIPLES",
+    "DEFAULT_SM_COUNT",
     "gemm",
     "compile_args",
     "compile_tvm_ffi",
+    "device_sm_count",
     "launcher",
     "run",
 ]
@@ -429,12 +447,30 @@ def compile_args(tvm_ffi: bool = False) -> tuple:
     return fake(IO_DTYPE, m, k), fake(IO_DTYPE, n, k), fake(OUT_DTYPE, m, n), stream
 
 
-def compile_tvm_ffi(gpu_arch: str | None = None):
+def device_sm_count(device: int | None = None) -> int:
+    """SMs of CUDA device `device` (torch's current one by default) when it runs sm_90a code,
+    else DEFAULT_SM_COUNT: the sm_count `gemm` sizes its persistent grid by."""
+    import torch
+
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(
+            torch.cuda.current_device() if device is None else device
+        )
+        if (props.major, props.minor) == (9, 0):
+            return props.multi_processor_count
+    return DEFAULT_SM_COUNT
+
+
+def compile_tvm_ffi(gpu_arch: str | None = None, sm_count: int | None = None):
     """Compile `gemm` with the TVM-FFI calling convention: the result is called on torch tensors,
     `f(a, b, c)`, on torch's current stream, with a few µs of host cost
-    (needs the apache-tvm-ffi package). gpu_arch (e.g. "sm_90a") cross-compiles."""
+    (needs the apache-tvm-ffi package). gpu_arch (e.g. "sm_90a") cross-compiles. sm_count: the
+    SMs of the GPU it will run on (default: the current device's, DEFAULT_SM_COUNT when
+    cross-compiling): the persistent grid is sized for it when compiled."""
     options = "--enable-tvm-ffi" + (f" --gpu-arch {gpu_arch}" if gpu_arch else "")
-    return cute.compile(gemm, *compile_args(tvm_ffi=True), options=options)
+    if sm_count is None:
+        sm_count = DEFAULT_SM_COUNT if gpu_arch else device_sm_count()
+    return cute.compile(gemm, *compile_args(tvm_ffi=True), sm_count, options=options)
 
 
 _COMPILED: dict = {}
@@ -496,9 +532,11 @@ def launcher(a: "torch.Tensor", b: "torch.Tensor", c: "torch.Tensor") -> "Callab
 
     args = [from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=1) for t in (a, b, c)]
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
-    if "gemm" not in _COMPILED:
-        _COMPILED["gemm"] = cute.compile(gemm, *compile_args())
-    compiled = _COMPILED["gemm"]
+    # compiled once per SM count: the persistent grid is sized for the GPU it launches on
+    sm_count = device_sm_count(a.device.index)
+    if sm_count not in _COMPILED:
+        _COMPILED[sm_count] = cute.compile(gemm, *compile_args(), sm_count)
+    compiled = _COMPILED[sm_count]
     return lambda: compiled(*args, stream)
 
 

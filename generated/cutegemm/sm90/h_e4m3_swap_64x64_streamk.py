@@ -16,7 +16,7 @@ Parameters
     cluster: 1x1
     swap AB: yes: the kernel computes C^T = B @ A^T
     epilogue: direct store
-    scheduler: stream-K: at most 132 CTAs (one per SM) run equal shares of all tiles' k-tiles; the CTA that runs a tile's first k-tile finishes it
+    scheduler: stream-K: one CTA per SM of the GPU, at most 132, run equal shares of all tiles' k-tiles; the CTA that runs a tile's first k-tile finishes it
 
 Pipeline
     ring      producer -> consumer                          stages  bytes/stage  full arrives        empty arrives
@@ -86,6 +86,9 @@ EMPTY_ARRIVES = 4  # every consumer warp (4) of every CTA this producer fills (1
 STORE_VEC = 1  # swap AB: a thread's adjacent values are adjacent rows of C, one element per store
 
 SK_CTAS = 132  # persistent CTAs (one per SM) sharing the MAC iterations; fewer when there are fewer
+DEFAULT_SM_COUNT = (
+    132  # SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
+)
 TILE_ELEMS = 4096  # f32 values of one partial tile: a CTA's workspace slot
 WORKSPACE_ELEMS = 540804  # SK_CTAS slots, then SK_CTAS flag words (int32 0 / 1)
 CLUSTER_TILE = (64, 64)  # output rows and columns one cluster covers
@@ -340,9 +343,25 @@ def wait_flag_acquire(flag: cute.Pointer):
         done = cute.arch.load(flag, cutlass.Int32, sem="acquire", scope="gpu") != 0
 
 
+def max_workers(sm_count: int) -> int:
+    """Workers the persistent grid launches at most on a GPU of sm_count SMs: one CTA per SM, at
+    most SK_CTAS (the workspace's slots)."""
+    return min(sm_count, SK_CTAS)
+
+
 @cute.jit
-def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, workspace: cute.Tensor, stream):
-    """Launch on `stream`: a (M, K), b (N, K), c (M, N), workspace (WORKSPACE_ELEMS,) f32 zeros; M, N, K may be dynamic."""
+def gemm(
+    a: cute.Tensor,
+    b: cute.Tensor,
+    c: cute.Tensor,
+    workspace: cute.Tensor,
+    stream,
+    sm_count: cutlass.Constexpr = DEFAULT_SM_COUNT,
+):
+    """Launch on `stream`: a (M, K), b (N, K), c (M, N), workspace (WORKSPACE_ELEMS,) f32 zeros; M, N, K may be dynamic.
+    sm_count (compile-time): the SMs of the GPU it will run on, which size the persistent grid
+    (max_workers); launcher and compile_tvm_ffi pass the current device's.
+    """
     # swap AB: compute C^T (N, M) = B (N, K) @ A (M, K)^T, so the many rows of B fill the 64-row
     # wgmma M and the few rows of A ride in its N; C^T is a column-major view of C
     a, b = b, a
@@ -382,10 +401,10 @@ def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, workspace: cute.Tensor,
     cluster_tiles = ((M + CLUSTER_TILE[0] - 1) // CLUSTER_TILE[0]) * (
         (N + CLUSTER_TILE[1] - 1) // CLUSTER_TILE[1]
     )
-    # MAC iterations, 64-bit (tiles x k-tiles can pass 2^31); at most one CTA per SM, and each
-    # CTA gets at least one iteration
+    # MAC iterations, 64-bit (tiles x k-tiles can pass 2^31); at most one CTA per SM, all
+    # resident at once, and each CTA gets at least one iteration
     k_iters = cutlass.Int64(cluster_tiles) * ((a.shape[1] + TILER[2] - 1) // TILER[2])
-    clusters = cutlass.Int32(cutlass.min(k_iters, SK_CTAS))
+    clusters = cutlass.Int32(cutlass.min(k_iters, max_workers(sm_count)))
     gemm_kernel(tiled_mma, tma_a, tA, tma_b, tB, c, workspace, sA_layout, sB_layout).launch(
         grid=(clusters * 1, 1, 1),  # x: clusters along the CTA rank
         block=(THREADS, 1, 1),
@@ -398,9 +417,11 @@ __all__ = [
     "DSL_VERSION",
     "SPEC",
     "SHAPE_MULTIPLES",
+    "DEFAULT_SM_COUNT",
     "gemm",
     "compile_args",
     "compile_tvm_ffi",
+    "device_sm_count",
     "launcher",
     "run",
 ]
@@ -428,12 +449,30 @@ def compile_args(tvm_ffi: bool = False) -> tuple:
     return fake(IO_DTYPE, m, k), fake(IO_DTYPE, n, k), fake(OUT_DTYPE, m, n), *extra, stream
 
 
-def compile_tvm_ffi(gpu_arch: str | None = None):
+def device_sm_count(device: int | None = None) -> int:
+    """SMs of CUDA device `device` (torch's current one by default) when it runs sm_90a code,
+    else DEFAULT_SM_COUNT: the sm_count `gemm` sizes its persistent grid by."""
+    import torch
+
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(
+            torch.cuda.current_device() if device is None else device
+        )
+        if (props.major, props.minor) == (9, 0):
+            return props.multi_processor_count
+    return DEFAULT_SM_COUNT
+
+
+def compile_tvm_ffi(gpu_arch: str | None = None, sm_count: int | None = None):
     """Compile `gemm` with the TVM-FFI calling convention: the result is called on torch tensors,
     `f(a, b, c, workspace)`, on torch's current stream, with a few µs of host cost
-    (needs the apache-tvm-ffi package). gpu_arch (e.g. "sm_90a") cross-compiles."""
+    (needs the apache-tvm-ffi package). gpu_arch (e.g. "sm_90a") cross-compiles. sm_count: the
+    SMs of the GPU it will run on (default: the current device's, DEFAULT_SM_COUNT when
+    cross-compiling): the persistent grid is sized for it when compiled."""
     options = "--enable-tvm-ffi" + (f" --gpu-arch {gpu_arch}" if gpu_arch else "")
-    return cute.compile(gemm, *compile_args(tvm_ffi=True), options=options)
+    if sm_count is None:
+        sm_count = DEFAULT_SM_COUNT if gpu_arch else device_sm_count()
+    return cute.compile(gemm, *compile_args(tvm_ffi=True), sm_count, options=options)
 
 
 _COMPILED: dict = {}
@@ -499,9 +538,11 @@ def launcher(a: "torch.Tensor", b: "torch.Tensor", c: "torch.Tensor") -> "Callab
     workspace = torch.zeros(WORKSPACE_ELEMS, dtype=torch.float32, device=a.device)
     args.append(from_dlpack(workspace, assumed_align=16))
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
-    if "gemm" not in _COMPILED:
-        _COMPILED["gemm"] = cute.compile(gemm, *compile_args())
-    compiled = _COMPILED["gemm"]
+    # compiled once per SM count: the persistent grid is sized for the GPU it launches on
+    sm_count = device_sm_count(a.device.index)
+    if sm_count not in _COMPILED:
+        _COMPILED[sm_count] = cute.compile(gemm, *compile_args(), sm_count)
+    compiled = _COMPILED[sm_count]
     return lambda: compiled(*args, stream)
 
 
