@@ -24,6 +24,7 @@ import jinja2
 from codegen import package
 from codegen.loader import LoadedSpec
 from codegen.plan import plan
+from codegen.spec import Spec
 
 
 def _templates() -> Path:
@@ -109,9 +110,16 @@ def _parse(text: str, stage: str, loaded: LoadedSpec, env: jinja2.Environment, t
         ) from e
 
 
-def render_one(loaded: LoadedSpec, env: jinja2.Environment | None = None) -> Rendered:
+def render_raw(loaded: LoadedSpec, env: jinja2.Environment | None = None) -> str:
+    """The template's output for one spec, parsed but not yet black-formatted (same AST as the
+    kernel file; `codegen verify --mutations` checks seeded template bugs on it)."""
     env = env or environment()
     spec = loaded.spec.model_copy(update={"name": loaded.name})
+    return _render_template(loaded, spec, env)[0]
+
+
+def _render_template(loaded: LoadedSpec, spec: Spec, env: jinja2.Environment) -> tuple[str, str]:
+    """(raw render, root template) of a spec."""
     p = plan(spec)
     context = {
         "name": loaded.name,
@@ -127,8 +135,15 @@ def render_one(loaded: LoadedSpec, env: jinja2.Environment | None = None) -> Ren
     }
     raw = env.get_template(p.template).render(context)
     _parse(raw, "raw render", loaded, env, p.template)
+    return raw, p.template
+
+
+def render_one(loaded: LoadedSpec, env: jinja2.Environment | None = None) -> Rendered:
+    env = env or environment()
+    spec = loaded.spec.model_copy(update={"name": loaded.name})
+    raw, template = _render_template(loaded, spec, env)
     formatted = black.format_str(raw, mode=BLACK_MODE)
-    _parse(formatted, "black output", loaded, env, p.template)
+    _parse(formatted, "black output", loaded, env, template)
     return Rendered(
         loaded.name,
         formatted,
