@@ -156,9 +156,9 @@ class Checker:
         self._seen: set[tuple[str, str]] = set()
         self.mem: dict[Word, int] = {}
         self.stores: dict[Word, list[tuple[int, int, str]]] = {}
-        self.awaits: list[tuple[int, Word, int, str, int]] = (
-            []
-        )  # (event, word, store index, op, value)
+        # (event, word, store index, op, value) of every flag spin
+        self.awaits: list[tuple[int, Word, int, str, int]] = []
+        self.issue_of: dict[int, int] = {}  # asynchronous event -> the op event that issued it
 
     # -- events -------------------------------------------------------------------------------
 
@@ -188,23 +188,36 @@ class Checker:
         self.violations.append(Violation(prop, message, trace or []))
 
     def witness(
-        self, *targets: int | None, focus: Iterable[int] = (), limit: int = 14
+        self,
+        *targets: int | None,
+        focus: Iterable[int] = (),
+        mention: Iterable[str] = (),
+        exclude: int | None = None,
+        limit: int = 14,
     ) -> list[str]:
-        """A schedule reaching the target events: their ancestors (in a topological order),
-        restricted to the focus actors' and asynchronous events, most recent last."""
+        """A schedule reaching the target events: their ancestors in a topological order (the
+        canonical run's), restricted to the focus actors' events and to the asynchronous or
+        barrier-completion events that mention one of `mention`; without `exclude` and what
+        depends on it. Most recent last."""
         evs = 0
         for t in targets:
             if t is not None:
                 evs |= self.anc[t] | (1 << t)
         focus = set(focus)
+        mention = tuple(mention)
         out = []
-        e = evs
         i = 0
+        e = evs
         while e:
-            if e & 1:
+            if e & 1 and not (exclude is not None and self.hb(exclude, i)):
                 who = self.actor_of[i]
-                if who is None or who in focus or i in targets:
-                    out.append(self.text[i])
+                text = self.text[i]
+                if (
+                    who in focus
+                    or i in targets
+                    or (who is None and any(m in text for m in mention))
+                ):
+                    out.append(text)
             e >>= 1
             i += 1
         return out[-limit:]
@@ -480,7 +493,7 @@ class Checker:
             if s.expected is None or s.arrived.get(g, 0) < s.expected:
                 return
             s.completions.append(
-                self.event(s.events[g], f"   {what.split(' ')[0]} {key} generation {g} completes")
+                self.event(s.events[g], f"   {_sync_name(key)} generation {g} completes")
             )
 
     def blocking_sync(self, st: ActorState, op: Op, key: Any, expected: int, what: str) -> bool:
@@ -558,6 +571,8 @@ class Checker:
         preds = list(item.preds) + [t.ev for t in item.after]
         ev = self.event(preds, item.text)
         item.token.ev = ev
+        first = item.preds[0] if item.preds else item.after[0].ev
+        self.issue_of[ev] = self.issue_of.get(first, first) if first is not None else ev
         if item.kind in ("tx", "clc"):
             bar, nbytes = item.payload
             self.credit(bar, ev, tx=-nbytes)
@@ -897,10 +912,18 @@ class Checker:
             )
         else:
             kind = "overwritten before its reader released it"
+        trace = self.witness(
+            first.start,
+            second.start,
+            focus=[first.actor, second.actor],
+            mention=[res.root],
+            exclude=end,
+        )
+        trace.append(f"-> both in flight: [{second.text}] while [{first.text}] has not completed")
         self.violate(
             "buffer-race",
             f"{res.show()} {kind}: [{first.text}] and [{second.text}] are unordered; the first {how}",
-            self.witness(first.start, second.start, focus=[first.actor, second.actor]),
+            trace,
             key=f"{res.cta}:{res.root}:{first.kind}:{second.kind}",
         )
 
@@ -936,18 +959,23 @@ class Checker:
         def before_exit(ev: int | None, cta: int) -> bool:
             return ev is not None and any(self.hb(ev, f) for f in finals.get(cta, []))
 
+        def schedule(cta: int, pending: int, issue: int | None, what: str) -> list[str]:
+            """The issue of what is pending, then every actor of the CTA finishing without it."""
+            lines = [f"{self.text[issue]}  <- issues it"] if issue is not None else []
+            last: dict[int, int] = {}
+            for f in finals[cta]:
+                who = self.actor_of[f]
+                if who is not None and f >= 0 and not self.hb(pending, f):
+                    last[who] = max(last.get(who, f), f)
+            lines += [self.text[f] for f in sorted(last.values())]
+            return lines + [f"-> CTA {cta} exits; still pending: {what}"]
+
         for ev, text, bar in self._remote_signals():
             if bar.cta in finals and not before_exit(ev, bar.cta):
                 self.violate(
                     "exit-pending",
                     f"CTA {bar.cta} can exit while [{text.strip()}] is still pending",
-                    self.witness(
-                        ev,
-                        *finals[bar.cta][:1],
-                        focus=[i for i, st in enumerate(self.states) if st.actor.cta == bar.cta][
-                            :2
-                        ],
-                    ),
+                    schedule(bar.cta, ev, self.issue_of.get(ev), text.strip()),
                     key=f"{bar.cta}:{bar.name}:{text.split('(from')[-1]}",
                 )
         for a in self.accesses:
@@ -961,7 +989,7 @@ class Checker:
                 self.violate(
                     "exit-pending",
                     f"CTA {cta} can exit while [{a.text}] still accesses {a.res.show()}",
-                    self.witness(a.start, focus=[a.actor]),
+                    schedule(cta, end if end is not None else a.start, a.start, a.text),
                     key=f"{cta}:{a.res.root}:{a.kind}:{a.actor}",
                 )
 
@@ -1007,7 +1035,8 @@ class Checker:
         if op.kind in ("nbar", "warp_sync") and st.sync_pending:
             key, g, _ = st.sync_pending
             s = self.syncs[key]
-            return f"{key} generation {g}: {s.arrived.get(g, 0)} of {s.expected} threads arrived"
+            arrived = s.arrived.get(g, 0)
+            return f"{_sync_name(key)} generation {g}: {arrived} of {s.expected} threads arrived"
         if op.kind == "await":
             word, cmp, value, _ = op.args
             return f"spin on {word.show()} {cmp} {value}; it holds {self.mem.get(word, 0)}"
@@ -1016,6 +1045,14 @@ class Checker:
         if op.kind == "cluster_wait":
             return "cluster wait"
         return op.kind
+
+
+def _sync_name(key: Any) -> str:
+    if key[0] == "nbar":
+        return f"named barrier {key[2]}@cta{key[1]}"
+    if key[0] == "warp":
+        return f"warp {key[2]}@cta{key[1]} sync"
+    return f"cluster {key[1]} barrier"
 
 
 def _compare(a: int, op: str, b: int) -> bool:

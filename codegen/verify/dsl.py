@@ -171,10 +171,32 @@ def uniform_value(x: Any) -> Any:
 
 
 class DslInt(int):
-    """``cutlass.Int32(x)`` of a concrete x: an int that also answers ``.ir_value()``."""
+    """``cutlass.Int32(x)`` of a concrete x: an int that stays one through arithmetic and also
+    answers ``.ir_value()`` and ``.to(dtype)``."""
 
     def ir_value(self) -> int:
         return int(self)
+
+    def to(self, dtype: Any) -> Any:
+        return dtype(int(self)) if isinstance(dtype, DType) else self
+
+
+def _keep_int(name: str) -> Callable[..., Any]:
+    base = getattr(int, name)
+
+    def op(self: int, *args: Any) -> Any:
+        out = base(self, *args)
+        return DslInt(out) if type(out) is int else out
+
+    return op
+
+
+for _name in (
+    "__add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __floordiv__ __rfloordiv__ __mod__ "
+    "__rmod__ __and__ __rand__ __or__ __ror__ __xor__ __rxor__ __lshift__ __rlshift__ "
+    "__rshift__ __rrshift__ __neg__ __pos__ __abs__ __invert__"
+).split():
+    setattr(DslInt, _name, _keep_int(_name))
 
 
 @dataclass(frozen=True)
@@ -1857,4 +1879,3 @@ def make_import(mods: dict[str, Any]) -> Callable[..., Any]:
         return real_import(name, globals, locals, fromlist, level)
 
     return imp
-
