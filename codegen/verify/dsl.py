@@ -191,11 +191,12 @@ def _keep_int(name: str) -> Callable[..., Any]:
     return op
 
 
-for _name in (
+_INT_OPS = (
     "__add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __floordiv__ __rfloordiv__ __mod__ "
     "__rmod__ __and__ __rand__ __or__ __ror__ __xor__ __rxor__ __lshift__ __rlshift__ "
     "__rshift__ __rrshift__ __neg__ __pos__ __abs__ __invert__"
-).split():
+)
+for _name in _INT_OPS.split():
     setattr(DslInt, _name, _keep_int(_name))
 
 

@@ -68,6 +68,11 @@ def cases(ks: KernelSource) -> list[Case]:
     stages = int(ks.constant("STAGES", 2))
     kinds = family(ks)
     ks_list = k_counts(stages)
+    splits = ks.constant("SPLITS")
+    if kinds.startswith("split_k") and isinstance(splits, int) and splits > 1:
+        # each CTA of a tile runs k / SPLITS k-tiles: scale so that its share goes around the
+        # ring the same ways; k = 1 leaves empty shares
+        ks_list = sorted({1, *(k * splits for k in ks_list)})
     out: list[Case] = []
     if kinds in ("grid", "split_k_separate"):
         for k in ks_list:
@@ -75,11 +80,15 @@ def cases(ks: KernelSource) -> list[Case]:
         return out
     if kinds == "stream_k":
         s = stages
+        # (tiles, k-tiles, CTAs): the host's own grid for few iterations; uneven splits; CTAs
+        # running 3+ units (every TMEM slot reused); shares going around the ring
         plan = [
             (1, 1, None),
             (2, 2, None),
             (1, 3, 2),
             (3, 2, 2),
+            (5, 2, 2),
+            (7, 1, 2),
             (2, s + 1, 3),
             (3, s, 2),
             (2, 2 * s + 1, 3),
