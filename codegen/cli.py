@@ -380,9 +380,11 @@ def verify_cmd(
         for row in rows:
             console.print("| " + " | ".join(row) + " |", markup=False, soft_wrap=True)
     else:
+        from rich.markup import escape
+
         table = Table(*head)
         for row in rows:
-            table.add_row(*row)
+            table.add_row(*(escape(cell) for cell in row))
         console.print(table)
     bad = [r for r in reports if r.status != "pass"]
     for r in bad:
@@ -433,7 +435,12 @@ def _verify_mutations(jobs: int, limit: int | None) -> None:
     console.print(m.markdown(results), markup=False, soft_wrap=True)
     missed = [r for r in results if not r.ok]
     if missed:
-        fail([f"{r.mutation.name}: {r.error or 'not detected in every kernel it changes'}" for r in missed])
+        fail(
+            [
+                f"{r.mutation.name}: {r.error or 'not detected in every kernel it changes'}"
+                for r in missed
+            ]
+        )
 
 
 def _runnable_here(generated: Path, only: str | None) -> tuple[list[Path], str | None, str]:

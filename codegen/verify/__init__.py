@@ -79,7 +79,7 @@ def role_of(actor: Actor) -> str:
         return "tma+mma"
     if "clc_query" in kinds:
         return "tma+clc" if "tma_load" in kinds else "clc"
-    if "tma_load" in kinds and "wait" in kinds and not kinds & {"tmem_ld", "tma_store", "write"}:
+    if "tma_load" in kinds and not kinds & {"tmem_ld", "tma_store", "write", "read"}:
         return "tma"
     if "umma" in kinds:
         return "mma" if "tmem_ld" not in kinds else "mma+epi"
@@ -93,11 +93,19 @@ def role_of(actor: Actor) -> str:
 
 
 def roles(model: KernelModel) -> str:
+    """The modelled CTAs of the first launch and the roles of its busiest CTA's actors."""
     launch = model.launches[0]
-    cta0 = launch.ctas[0]
-    counts = Counter(role_of(a) for a in launch.actors if a.cta == cta0)
-    counts.pop("idle", None)
-    per_cta = ", ".join(f"{n} {r}" if n > 1 else r for r, n in sorted(counts.items()))
+    best: Counter[str] = Counter()
+    for cta in launch.ctas:
+        counts = Counter(role_of(a) for a in launch.actors if a.cta == cta)
+        counts.pop("idle", None)
+        if (
+            len(counts) > len(best)
+            or len(counts) == len(best)
+            and sum(counts.values()) > sum(best.values())
+        ):
+            best = counts
+    per_cta = ", ".join(f"{n} {r}" if n > 1 else r for r, n in sorted(best.items()))
     return f"{len(launch.ctas)} CTA x [{per_cta}]"
 
 
@@ -117,6 +125,7 @@ def verify_text(text: str, name: str, arch: str = "", keep_models: bool = False)
         report.error = f"not modelled: {e}"
         report.seconds = time.perf_counter() - t0
         return report
+    biggest = 0
     for case in todo:
         cr = CaseResult(case)
         try:
@@ -129,9 +138,9 @@ def verify_text(text: str, name: str, arch: str = "", keep_models: bool = False)
             cr.not_modelled = str(e)
             report.cases.append(cr)
             continue
-        if not report.roles:
-            report.roles = roles(model)
         cr.actors = sum(len(lch.actors) for lch in model.launches)
+        if cr.actors > biggest:
+            biggest, report.roles = cr.actors, roles(model)
         cr.ctas = sum(len(lch.ctas) for lch in model.launches)
         cr.notes = model.notes
         try:

@@ -69,9 +69,11 @@ def cases(ks: KernelSource) -> list[Case]:
     kinds = family(ks)
     ks_list = k_counts(stages)
     splits = ks.constant("SPLITS")
+    share = 1
     if kinds.startswith("split_k") and isinstance(splits, int) and splits > 1:
         # each CTA of a tile runs k / SPLITS k-tiles: scale so that its share goes around the
         # ring the same ways; k = 1 leaves empty shares
+        share = splits
         ks_list = sorted({1, *(k * splits for k in ks_list)})
     out: list[Case] = []
     if kinds in ("grid", "split_k_separate"):
@@ -105,9 +107,10 @@ def cases(ks: KernelSource) -> list[Case]:
         return out
     # persistent schedulers (and split-K over clusters): W workers, the first gets t tiles
     w = _workers(ks)
-    combos = [(k, 1) for k in ks_list] + [(1, 3), (stages + 1, 2), (2 * stages + 1, 3)]
+    combos = [(k, 1) for k in ks_list]
+    combos += [(1, 3), ((stages + 1) * share, 2), ((2 * stages + 1) * share, 3)]
     if stages > 2:
-        combos.append((stages - 1, 2))
+        combos.append(((stages - 1) * share, 2))
     for k, t in combos:
         out.append(Case(f"k={k} t={t}", _problem(ks, w * (t - 1) + 1, k), k, t))
     return out
