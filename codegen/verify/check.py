@@ -821,7 +821,6 @@ class Checker:
     # -- end of a launch --------------------------------------------------------------------------
 
     def finish_launch(self) -> None:
-        launch = self.launch
         for bar, b in sorted(self.bars.items()):
             if b.count is not None and (b.contrib or b.tx != 0):
                 self.violate(
@@ -845,11 +844,8 @@ class Checker:
         self.check_fences()
         finals: dict[int, list[int]] = {}
         for st in self.states:
-            finals.setdefault(st.actor.cta, []).append(
-                st.release_ev if st.release_ev is not None else -1
-            )
-            if st.last_ev is not None:
-                finals[st.actor.cta].append(st.last_ev)
+            mine = finals.setdefault(st.actor.cta, [])
+            mine += [e for e in (st.release_ev, st.last_ev) if e is not None]
         self.check_exits(finals)
         for cta, dealloc in self.deallocs:
             for a in self.accesses:
@@ -864,7 +860,6 @@ class Checker:
                             ),
                             key=f"{cta}:{a.kind}",
                         )
-        _ = launch
 
     def ordered(self, a: Access, b: Access) -> bool:
         end = a.end_ev()
@@ -965,7 +960,7 @@ class Checker:
             last: dict[int, int] = {}
             for f in finals[cta]:
                 who = self.actor_of[f]
-                if who is not None and f >= 0 and not self.hb(pending, f):
+                if who is not None and not self.hb(pending, f):
                     last[who] = max(last.get(who, f), f)
             lines += [self.text[f] for f in sorted(last.values())]
             return lines + [f"-> CTA {cta} exits; still pending: {what}"]
