@@ -16,6 +16,7 @@ of `check.py` in the tests.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from codegen.verify.model import Bar, KernelModel, Res
@@ -36,6 +37,8 @@ class Outcome:
 #   ("tma", uid) a delivery, ("umma", actor, commit index), ("wg", actor, group), ("ld", actor),
 #   ("st", uid) a store's read
 Flight = tuple
+# a transition: (label, next state, violated property or None)
+Transition = tuple[str, tuple, "str | None"]
 
 
 class Explorer:
@@ -108,7 +111,7 @@ class Explorer:
 
     # -- transitions --------------------------------------------------------------------------
 
-    def successors(self, state: tuple):
+    def successors(self, state: tuple) -> Iterator[Transition]:
         actors, asyncs = state[0], state[3]
         for i, a in enumerate(self.actors):
             pc = actors[i][0]
@@ -130,7 +133,7 @@ class Explorer:
                 return "incomplete-phase"
         return None
 
-    def step(self, state: tuple, i: int):
+    def step(self, state: tuple, i: int) -> Transition | None:
         actors, bars, syncs, asyncs, flights, exited = state
         a = self.actors[i]
         pc, wait_gen, c_issued, c_done, g_closed, g_done, stores = actors[i]
@@ -237,7 +240,18 @@ class Explorer:
             flights = {f for f in flights if f[0] != ("ld", i)}
         return self.pack(label, state, i, me, bars, syncs, asyncs, flights, bad)
 
-    def pack(self, label, state, i, me, bars, syncs, asyncs, flights, bad):
+    def pack(
+        self,
+        label: str,
+        state: tuple,
+        i: int,
+        me: list,
+        bars: list,
+        syncs: list,
+        asyncs: set,
+        flights: set,
+        bad: str | None,
+    ) -> Transition:
         actors, _, _, _, _, exited = state
         actors = actors[:i] + (tuple(me),) + actors[i + 1 :]
         exited = set(exited)
@@ -258,7 +272,7 @@ class Explorer:
         )
         return label, nxt, bad
 
-    def fire(self, state: tuple, item: tuple):
+    def fire(self, state: tuple, item: tuple) -> Transition | None:
         actors, bars, syncs, asyncs, flights, exited = state
         kind, uid, payload = item
         bars, flights, asyncs = list(bars), set(flights), set(asyncs)
