@@ -1,4 +1,4 @@
-"""The `codegen` command line: render, list, build (and the GPU stages: test, bench, export)."""
+"""The `codegen` command line: render, list, build, verify (and the GPU stages: test, bench, export)."""
 
 from __future__ import annotations
 
@@ -357,6 +357,126 @@ def report_markdown(results) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+@app.command("verify")
+def verify_cmd(
+    only: Annotated[str | None, typer.Option("--only", help="Glob on kernel names.")] = None,
+    generated: Annotated[Path, typer.Option("--dir", help="Folder of generated kernels.")] = Path(
+        "generated"
+    ),
+    jobs: Annotated[int, typer.Option("-j", "--jobs", help="Parallel processes.")] = max(
+        1, os.cpu_count() or 1
+    ),
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print the report as a Markdown table.")
+    ] = False,
+    traces: Annotated[
+        int, typer.Option("--traces", help="Counterexamples printed per failing kernel.")
+    ] = 1,
+    mutations: Annotated[
+        bool,
+        typer.Option(
+            "--mutations",
+            help="Instead: seed each protocol bug of the mutation catalogue into the templates, "
+            "verify every kernel it changes, print the Markdown table; exit 1 if one is missed.",
+        ),
+    ] = False,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", help="With --mutations: at most this many kernels per mutation."),
+    ] = None,
+) -> None:
+    """Check every generated kernel's mbarrier protocol in all interleavings of its warps, for
+    small problem sizes (docs/verify.md); exit 1 on a violation or a kernel it cannot model."""
+    if mutations:
+        _verify_mutations(jobs, limit)
+        return
+    from concurrent.futures import ProcessPoolExecutor
+
+    from codegen.verify import verify_file
+
+    files = _generated_files(generated, only)
+    with _progress("verifying") as progress:
+        task = progress.add_task("", total=len(files))
+        reports = []
+        if jobs > 1 and len(files) > 1:
+            with ProcessPoolExecutor(min(jobs, len(files))) as pool:
+                for r in pool.map(verify_file, files):
+                    reports.append(r)
+                    progress.update(task, advance=1, description=r.name)
+        else:
+            for f in files:
+                reports.append(verify_file(f))
+                progress.update(task, advance=1, description=f.stem)
+    head, rows = verify_rows(reports)
+    if markdown:
+        console.print("| " + " | ".join(head) + " |", markup=False, soft_wrap=True)
+        console.print("|" + "---|" * len(head), markup=False)
+        for row in rows:
+            console.print("| " + " | ".join(row) + " |", markup=False, soft_wrap=True)
+    else:
+        from rich.markup import escape
+
+        table = Table(*head)
+        for row in rows:
+            table.add_row(*(escape(cell) for cell in row))
+        console.print(table)
+    bad = [r for r in reports if r.status != "pass"]
+    for r in bad:
+        case = r.first_failure
+        if case is None:
+            console.print(f"{r.name}: {r.status.lower()}: {r.reason}", markup=False, soft_wrap=True)
+            continue
+        console.print(f"{r.name} [{case.case.label}]:", markup=False)
+        for v in case.violations[:traces]:
+            console.print(v.render(), markup=False, soft_wrap=True)
+    seconds = sum(r.seconds for r in reports)
+    fails = sum(r.status == "FAIL" for r in reports)
+    skipped = sum(r.status == "NOT MODELLED" for r in reports)
+    console.print(
+        f"{len(reports) - len(bad)}/{len(reports)} passed, {fails} failed, {skipped} not modelled "
+        f"({seconds:.1f} s of checking)"
+    )
+    if bad:
+        raise typer.Exit(1)
+
+
+def verify_rows(reports) -> tuple[list[str], list[list[str]]]:
+    """The verify report: a header and one row per kernel."""
+    rows = []
+    for r in reports:
+        ks = sorted({c.case.k_tiles for c in r.cases})
+        ts = sorted({c.case.tiles for c in r.cases})
+        sizes = f"k {','.join(map(str, ks))}" if ks else "-"
+        if ts and ts != [1]:
+            sizes += f"; tiles {','.join(map(str, ts))}"
+        sizes += f" ({len(r.cases)} cases)"
+        if r.status == "FAIL":
+            case = r.first_failure
+            where = f" at {case.case.label}" if case else ""
+            result = f"FAIL: {', '.join(r.properties()) or r.error}{where}"
+        elif r.status == "NOT MODELLED":
+            result = f"not modelled: {r.reason}"
+        else:
+            result = "pass"
+        rows.append([r.name, r.family, r.roles, sizes, str(r.events), f"{r.seconds:.2f}", result])
+    return ["kernel", "scheduler", "roles (modelled)", "sizes", "events", "s", "result"], rows
+
+
+def _verify_mutations(jobs: int, limit: int | None) -> None:
+    from codegen.verify import mutations as m
+
+    results = m.run(limit=limit, jobs=jobs, progress=lambda line: err.print(line, markup=False))
+    console.print(m.markdown(results), markup=False, soft_wrap=True)
+    missed = [r for r in results if not r.ok]
+    if missed:
+        fail(
+            [
+                f"{r.mutation.name}: {r.error or 'not detected in every kernel it changes'}"
+                for r in missed
+            ]
+        )
 
 
 def _runnable_here(generated: Path, only: str | None) -> tuple[list[Path], str | None, str]:

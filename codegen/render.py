@@ -30,6 +30,7 @@ import jinja2
 from codegen import package
 from codegen.loader import LoadedSpec
 from codegen.plan import plan
+from codegen.spec import Spec
 
 
 def _templates() -> Path:
@@ -130,9 +131,18 @@ def _shared_environment() -> jinja2.Environment:
     return environment()
 
 
-def render_one(loaded: LoadedSpec, env: jinja2.Environment | None = None) -> Rendered:
+def render_raw(loaded: LoadedSpec, env: jinja2.Environment | None = None) -> str:
+    """The template's output for one spec, parsed but not yet formatted (same AST as the kernel
+    file; `codegen verify --mutations` checks seeded template bugs on it)."""
     env = env or _shared_environment()
     spec = loaded.spec.model_copy(update={"name": loaded.name})
+    raw, template = _render_template(loaded, spec, env)
+    _parse(raw, "raw render", loaded, env, template)
+    return raw
+
+
+def _render_template(loaded: LoadedSpec, spec: Spec, env: jinja2.Environment) -> tuple[str, str]:
+    """(raw render, root template) of a spec."""
     p = plan(spec)
     context = {
         "name": loaded.name,
@@ -146,12 +156,18 @@ def render_one(loaded: LoadedSpec, env: jinja2.Environment | None = None) -> Ren
         "dsl_version": package.dsl_version(),
         **p.partials,
     }
-    raw = env.get_template(p.template).render(context)
+    return env.get_template(p.template).render(context), p.template
+
+
+def render_one(loaded: LoadedSpec, env: jinja2.Environment | None = None) -> Rendered:
+    env = env or _shared_environment()
+    spec = loaded.spec.model_copy(update={"name": loaded.name})
+    raw, template = _render_template(loaded, spec, env)
     try:
         formatted = format_source(raw, f"{loaded.path} [{loaded.variant}]")
     except RenderError:
         # ruff also refuses text that is not Python: say which template line made it
-        _parse(raw, "raw render", loaded, env, p.template)
+        _parse(raw, "raw render", loaded, env, template)
         raise
     return Rendered(
         loaded.name,

@@ -1,0 +1,358 @@
+"""Mutation testing: seeded protocol bugs in the templates, each of which verify must report.
+
+A mutation is a text substitution in one template. Its *hits* are the specs whose rendered kernel
+changes; each hit is rendered (without black: same AST) and verified, and the mutation is
+*detected* in a hit when verify reports a violation the unmutated kernel does not have (kernels
+with a known finding, such as the missing producer tail of single-CTA sm100 kernels, keep
+failing for that reason; only new violations count).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+
+from codegen import loader, render
+from codegen.verify import KernelReport, verify_text
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    bug: str  # the class of bug it seeds
+    template: str  # path under templates/
+    old: str
+    new: str
+    occurrence: int = 1  # which match of `old` to replace (1-based)
+    # kernels where the mutated code is harmless (name pattern), and why: not counted as misses
+    benign: str = ""
+    benign_why: str = ""
+
+    def apply(self, text: str) -> str:
+        start = -1
+        for _ in range(self.occurrence):
+            start = text.find(self.old, start + 1)
+            if start < 0:
+                raise LookupError(
+                    f"mutation {self.name}: {self.template} no longer contains match "
+                    f"{self.occurrence} of {self.old!r} (update codegen/verify/mutations.py)"
+                )
+        return text[:start] + self.new + text[start + len(self.old) :]
+
+
+WS_MMA_FLIP = """                    phase ^= 1
+{{ cluster.commit_acc("acc_full + slot")|indent(4, true) }}"""
+
+SM90_CONSUMER_FLIP = """                    stage = cutlass.Int32(0)
+                    phase ^= 1
+{% if plan.pingpong %}"""
+
+CATALOGUE: tuple[Mutation, ...] = (
+    Mutation(
+        "sm100-empty-count",
+        "wrong arrive count",
+        "sm100/cluster/multicast.py.j2",
+        "cute.arch.mbarrier_init(empty + s, EMPTY_ARRIVES)",
+        "cute.arch.mbarrier_init(empty + s, EMPTY_ARRIVES + 1)",
+    ),
+    Mutation(
+        "sm90-empty-count",
+        "wrong arrive count",
+        "sm90/gemm.py.j2",
+        "cute.arch.mbarrier_init(empty + s, EMPTY_ARRIVES)",
+        "cute.arch.mbarrier_init(empty + s, EMPTY_ARRIVES - 1)",
+    ),
+    Mutation(
+        "sm100-acc-empty-count",
+        "wrong arrive count",
+        "sm100/scheduler/persistent.py.j2",
+        "cute.arch.mbarrier_init(acc_empty + j, ACC_EMPTY_ARRIVES)",
+        "cute.arch.mbarrier_init(acc_empty + j, ACC_EMPTY_ARRIVES + 1)",
+    ),
+    Mutation(
+        "sm100-mma-parity",
+        "missing parity flip",
+        "sm100/mainloop/ws_persistent.py.j2",
+        WS_MMA_FLIP,
+        WS_MMA_FLIP.replace("phase ^= 1", "phase ^= 0"),
+    ),
+    Mutation(
+        "sm90-consumer-parity",
+        "missing parity flip",
+        "sm90/gemm.py.j2",
+        SM90_CONSUMER_FLIP,
+        SM90_CONSUMER_FLIP.replace("phase ^= 1", "phase ^= 0"),
+    ),
+    Mutation(
+        "sm100-tx-bytes",
+        "wrong tx bytes",
+        "sm100/cluster/single.py.j2",
+        "cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES)",
+        "cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES + 1024)",
+    ),
+    Mutation(
+        "sm100-pair-tx-half",
+        "wrong tx bytes",
+        "sm100/cluster/pair.py.j2",
+        "cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES)",
+        "cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES // 2)",
+    ),
+    Mutation(
+        "sm100-pair-drain",
+        "missing drain",
+        "sm100/cluster/pair.py.j2",
+        "for _ in cutlass.range(STAGES, unroll=1):",
+        "for _ in cutlass.range(0, unroll=1):",
+    ),
+    Mutation(
+        "sm100-mcast-drain",
+        "missing drain",
+        "sm100/cluster/multicast.py.j2",
+        "for _ in cutlass.range(STAGES, unroll=1):",
+        "for _ in cutlass.range(0, unroll=1):",
+    ),
+    Mutation(
+        "sm90-cluster-drain",
+        "missing drain",
+        "sm90/gemm.py.j2",
+        "for _ in cutlass.range_constexpr(STAGES):",
+        "for _ in cutlass.range_constexpr(0):",
+    ),
+    Mutation(
+        "sm100-commit-mask",
+        "wrong multicast mask",
+        "sm100/cluster/multicast.py.j2",
+        "tcgen05.commit(empty + stage, mask_a | mask_b, tcgen05.CtaGroup.ONE)",
+        "tcgen05.commit(empty + stage, mask_a, tcgen05.CtaGroup.ONE)",
+    ),
+    Mutation(
+        "sm90-tma-mask",
+        "wrong multicast mask",
+        "sm90/gemm.py.j2",
+        "mcast_mask=b_mcast_mask,",
+        "mcast_mask=a_mcast_mask,",
+    ),
+    Mutation(
+        "sm100-early-acc-release",
+        "early slot release",
+        "sm100/cluster/single.py.j2",
+        "        if i == {{ last }}:",
+        "        if i == 0:",
+    ),
+    Mutation(
+        "sm90-early-stage-release",
+        "early slot release",
+        "sm90/gemm.py.j2",
+        "warpgroup.wait_group(1)",
+        "warpgroup.wait_group(2)",
+    ),
+    Mutation(
+        "sm100-splitk-restage",
+        "early slot release",
+        "sm100/scheduler/split_k.py.j2",
+        "wait_cluster_acquire(consumed, (tile_count - 1) % 2)",
+        "pass",
+    ),
+    Mutation(
+        "sm100-sk-flag-reset",
+        "missing flag reset",
+        "sm100/scheduler/stream_k.py.j2",
+        "cute.arch.store(flags + peer, cutlass.Int32(0))",
+        "cute.arch.store(flags + peer, cutlass.Int32(1))",
+    ),
+    Mutation(
+        "sm90-sk-flag-reset",
+        "missing flag reset",
+        "sm90/scheduler/stream_k.py.j2",
+        "cute.arch.store(flags + peer, cutlass.Int32(0))",
+        "cute.arch.store(flags + peer, cutlass.Int32(1))",
+    ),
+    Mutation(
+        "sm90-sk-plain-flag",
+        "flag without release",
+        "sm90/scheduler/stream_k.py.j2",
+        'cutlass.Int32(1), sem="release", scope="gpu")',
+        'cutlass.Int32(1), scope="gpu")',
+    ),
+    Mutation(
+        "sm100-no-tmem-fence",
+        "no fence before reuse",
+        "sm100/cluster/single.py.j2",
+        "cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld",
+        "pass  # tcgen05.wait::ld",
+        benign=r"^sep_",
+        benign_why="one tile per CTA: no TMEM slot is reused",
+    ),
+    Mutation(
+        "sm100-no-proxy-fence",
+        "no fence before reuse",
+        "sm100/epilogue/tma.py.j2",
+        'cute.arch.fence_proxy("async.shared", space="cta")',
+        "pass",
+    ),
+    Mutation(
+        "sm90-no-proxy-fence",
+        "no fence before reuse",
+        "sm90/epilogue/tma.py.j2",
+        'cute.arch.fence_proxy("async.shared", space="cta")',
+        "pass",
+    ),
+    Mutation(
+        "sm100-clc-overwrite",
+        "early slot release",
+        "sm100/scheduler/dynamic.py.j2",
+        "cute.arch.mbarrier_wait(clc_empty, clc_phase)  # every reader took the previous answer",
+        "pass  # every reader took the previous answer",
+    ),
+    Mutation(
+        "sm100-mcast-no-cluster-sync",
+        "barrier used before init",
+        "sm100/cluster/multicast.py.j2",
+        "    cute.arch.cluster_arrive()\n    cute.arch.cluster_wait()",
+        "    pass\n    pass",
+    ),
+)
+
+
+@dataclass
+class Hit:
+    spec: str
+    detected: bool
+    new: list[str] = field(default_factory=list)  # new violated properties
+    status: str = ""
+    benign: bool = False  # the mutation is harmless in this kernel (Mutation.benign)
+
+
+@dataclass
+class MutationResult:
+    mutation: Mutation
+    hits: list[Hit] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def detected(self) -> int:
+        return sum(h.detected for h in self.hits)
+
+    @property
+    def missed(self) -> list[str]:
+        return [h.spec for h in self.hits if not h.detected and not h.benign]
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and bool(self.hits) and not self.missed
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"line \d+", "line N", text)
+
+
+def violation_keys(report: KernelReport) -> set[tuple[str, str]]:
+    keys = {(v.prop, _norm(v.message)) for c in report.cases for v in c.violations}
+    if report.error:
+        keys.add(("error", _norm(report.error)))
+    return keys
+
+
+class Renderer:
+    """Raw renders of every spec, original and with one template replaced."""
+
+    def __init__(self, specs: Iterable[loader.LoadedSpec] | None = None):
+        self.specs = list(specs if specs is not None else loader.load([Path("specs")]))
+        self.env = render.environment()
+        self._raw: dict[str, str] = {}
+        self.templates = render.TEMPLATES
+
+    def original(self, spec: loader.LoadedSpec) -> str:
+        if spec.name not in self._raw:
+            self._raw[spec.name] = render.render_raw(spec, self.env)
+        return self._raw[spec.name]
+
+    def mutated_env(self, m: Mutation) -> jinja2.Environment:
+        text = (self.templates / m.template).read_text()
+        env = render.environment()
+        env.loader = jinja2.ChoiceLoader(
+            [jinja2.DictLoader({m.template: m.apply(text)}), self.env.loader]  # type: ignore[list-item]
+        )
+        return env
+
+    def hits(self, m: Mutation) -> list[tuple[loader.LoadedSpec, str]]:
+        env = self.mutated_env(m)
+        arch = m.template.split("/", 1)[0]
+        out = []
+        for spec in self.specs:
+            if arch in ("sm90", "sm100") and spec.spec.arch != f"sm_{arch[2:]}a":
+                continue
+            text = render.render_raw(spec, env)
+            if text != self.original(spec):
+                out.append((spec, text))
+        return out
+
+
+def _check(args: tuple[str, str, str]) -> tuple[str, KernelReport, KernelReport]:
+    name, original, mutated = args
+    return name, verify_text(original, name), verify_text(mutated, name)
+
+
+def run(
+    mutations: Iterable[Mutation] = CATALOGUE,
+    limit: int | None = None,
+    jobs: int = 1,
+    renderer: Renderer | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[MutationResult]:
+    """Apply each mutation, verify its hits (at most `limit` of them, spread over the hits)."""
+    renderer = renderer or Renderer()
+    results = []
+    for m in mutations:
+        res = MutationResult(m)
+        results.append(res)
+        try:
+            hits = renderer.hits(m)
+        except LookupError as e:
+            res.error = str(e)
+            continue
+        if limit is not None and len(hits) > limit:
+            step = len(hits) / limit
+            hits = [hits[int(i * step)] for i in range(limit)]
+        work = [(spec.name, renderer.original(spec), text) for spec, text in hits]
+        if progress:
+            progress(f"{m.name}: {len(work)} hit(s)")
+        if jobs > 1 and len(work) > 1:
+            with ProcessPoolExecutor(jobs) as pool:
+                checked = list(pool.map(_check, work))
+        else:
+            checked = [_check(w) for w in work]
+        for name, base, mutant in checked:
+            new = violation_keys(mutant) - violation_keys(base)
+            benign = bool(m.benign and re.search(m.benign, name))
+            props = sorted({p for p, _ in new})
+            res.hits.append(Hit(name, bool(new), props, mutant.status, benign))
+    return results
+
+
+def markdown(results: list[MutationResult]) -> str:
+    lines = [
+        "| mutation | bug | template | hits | detected | new violations |",
+        "| --- | --- | --- | ---: | ---: | --- |",
+    ]
+    for r in results:
+        m = r.mutation
+        if r.error:
+            lines.append(f"| {m.name} | {m.bug} | {m.template} | - | - | ERROR: {r.error} |")
+            continue
+        props = sorted({p for h in r.hits for p in h.new})
+        note = ", ".join(props)
+        harmless = [h.spec for h in r.hits if h.benign and not h.detected]
+        if harmless:
+            note += f"; not a bug in {', '.join(harmless)}: {m.benign_why}"
+        if r.missed:
+            note += f"; MISSED in {', '.join(r.missed)}"
+        lines.append(
+            f"| {m.name} | {m.bug} | {m.template} | {len(r.hits)} | {r.detected} | {note} |"
+        )
+    return "\n".join(lines)

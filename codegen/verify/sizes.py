@@ -1,0 +1,116 @@
+"""Which problem sizes verify traces for a kernel file.
+
+K is chosen for k-tile counts around the ring: 1, STAGES - 1, STAGES, STAGES + 1 and
+2 * STAGES + 1. M and N are whole cluster tiles; for schedulers that walk several tiles per CTA
+(persistent, split-K over clusters) the tile count is W * (t - 1) + 1 for W workers (learnt from
+the host's own launch of a large problem), so the first worker gets t = 1, 2 or 3 tiles; a
+dynamic (CLC) scheduler gets t - 1 successful answers and then a failed one. Stream-K CTAs share
+tiles through global flags, so every CTA is modelled: the grid is capped at 2 to 4 CTAs (a device
+with that many SMs: the kernel splits the work by gridDim), besides the host's own grid for a
+few iterations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from codegen.verify.trace import KernelSource, Problem
+
+
+@dataclass(frozen=True)
+class Case:
+    label: str  # e.g. "k=5 t=2"
+    problem: Problem
+    k_tiles: int
+    tiles: int  # tiles of the first worker (stream-K: tiles of the problem)
+
+
+def family(ks: KernelSource) -> str:
+    sched = ks.spec.get("scheduler", {})
+    kind = sched.get("kind", "grid") if isinstance(sched, dict) else "grid"
+    if kind == "split_k" and sched.get("reduce") == "separate":
+        return "split_k_separate"
+    return str(kind)
+
+
+def _units(ks: KernelSource) -> tuple[int, int, int]:
+    spec = ks.spec
+    tile = spec.get("tile", {})
+    cluster = spec.get("cluster", {"m": 1, "n": 1})
+    group = int(spec.get("cta_group", 1) or 1)
+    um = int(tile["m"]) * max(1, int(cluster.get("m", 1)) // group)
+    un = int(tile["n"]) * int(cluster.get("n", 1))
+    return um, un, int(tile["k"])
+
+
+def _problem(ks: KernelSource, tiles: int, k_tiles: int, **kw: object) -> Problem:
+    um, un, uk = _units(ks)
+    m, n = tiles * um, un
+    if ks.spec.get("swap_ab"):
+        m, n = n, m
+    return Problem(m, n, k_tiles * uk, **kw)  # type: ignore[arg-type]
+
+
+def _workers(ks: KernelSource) -> int:
+    """Clusters the host launches for a problem far larger than the device."""
+    launches = ks.host_launches(_problem(ks, 4096, 1))
+    req = launches[0]
+    gx, gy, gz = req.grid
+    cx, cy, cz = req.cluster
+    return max(1, (gx * gy * gz) // (cx * cy * cz))
+
+
+def k_counts(stages: int) -> list[int]:
+    return sorted({k for k in (1, stages - 1, stages, stages + 1, 2 * stages + 1) if k >= 1})
+
+
+def cases(ks: KernelSource) -> list[Case]:
+    stages = int(ks.constant("STAGES", 2))
+    kinds = family(ks)
+    ks_list = k_counts(stages)
+    splits = ks.constant("SPLITS")
+    share = 1
+    if kinds.startswith("split_k") and isinstance(splits, int) and splits > 1:
+        # each CTA of a tile runs k / SPLITS k-tiles: scale so that its share goes around the
+        # ring the same ways; k = 1 leaves empty shares
+        share = splits
+        ks_list = sorted({1, *(k * splits for k in ks_list)})
+    out: list[Case] = []
+    if kinds in ("grid", "split_k_separate"):
+        for k in ks_list:
+            out.append(Case(f"k={k}", _problem(ks, 1, k), k, 1))
+        return out
+    if kinds == "stream_k":
+        s = stages
+        # (tiles, k-tiles, CTAs): the host's own grid for few iterations; uneven splits; CTAs
+        # running 3+ units (every TMEM slot reused); shares going around the ring
+        plan = [
+            (1, 1, None),
+            (2, 2, None),
+            (1, 3, 2),
+            (3, 2, 2),
+            (5, 2, 2),
+            (7, 1, 2),
+            (2, s + 1, 3),
+            (3, s, 2),
+            (2, 2 * s + 1, 3),
+            (4, 3, 3),
+        ]
+        for tiles, k, cap in plan:
+            label = f"k={k} tiles={tiles}" + (f" ctas<={cap}" if cap else "")
+            out.append(Case(label, _problem(ks, tiles, k, grid_cap=cap), k, tiles))
+        return out
+    if kinds == "dynamic":
+        for k, t in [(k, 1) for k in ks_list] + [(1, 3), (stages + 1, 2), (2 * stages + 1, 3)]:
+            answers = (True,) * (t - 1) + (False,)
+            out.append(Case(f"k={k} t={t}", _problem(ks, max(9, t), k, clc_answers=answers), k, t))
+        return out
+    # persistent schedulers (and split-K over clusters): W workers, the first gets t tiles
+    w = _workers(ks)
+    combos = [(k, 1) for k in ks_list]
+    combos += [(1, 3), ((stages + 1) * share, 2), ((2 * stages + 1) * share, 3)]
+    if stages > 2:
+        combos.append(((stages - 1) * share, 2))
+    for k, t in combos:
+        out.append(Case(f"k={k} t={t}", _problem(ks, w * (t - 1) + 1, k), k, t))
+    return out
