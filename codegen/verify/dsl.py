@@ -1658,6 +1658,11 @@ def _arch_module() -> FakeModule:
         setmaxregister_increase=inert,
         setmaxregister_decrease=inert,
         prefetch_descriptor=inert,
+        # PDL orders this launch after the previous kernel and lets the next one start its setup:
+        # grid-level, between launches, not between the warps of one; every global access comes
+        # after the wait (tests/test_render.py), so a launch sees the last one's workspace whole
+        griddepcontrol_wait=inert,
+        griddepcontrol_launch_dependents=inert,
     )
 
 
