@@ -1,9 +1,9 @@
 """`codegen verify`: the protocol checker on every generated kernel, its coverage of the source and
 the PTX, and its sensitivity (seeded template bugs it must report).
 
-Every kernel must pass, except for KNOWN_FINDINGS: sm_100a single-CTA kernels let the CTA exit
-while tcgen05.commit arrivals on empty[] are pending (no A/B producer tail); a fix is under way
-elsewhere, after which they pass and KNOWN_FINDINGS can go.
+Every kernel must pass. The finding this checker first reported (sm_100a single-CTA kernels let
+the CTA exit while tcgen05.commit arrivals on empty[] are pending: no A/B producer tail) is fixed
+in the templates; the tests below keep it as a regression case on ladder_3 with its tail cut out.
 """
 
 from __future__ import annotations
@@ -32,8 +32,21 @@ from codegen.verify.trace import KernelSource, Problem
 FILES = sorted(kernel_glob("*.py"), key=lambda p: p.stem)
 JOBS = min(2, os.cpu_count() or 1)
 
-# a pending tcgen05.commit arrival on an empty[] barrier of the CTA's own ring when it exits
-KNOWN_FINDINGS = re.compile(r"can exit while \[tcgen05\.commit arrives on empty\[\d+\]")
+L3 = ROOT / "generated" / "cutegemm" / "sm100" / "ladder_3_warp_spec.py"
+# ladder_3's producer tail (templates/sm100/mainloop/producer_tail.py.j2), comments and all
+TAIL_BLOCK = re.compile(
+    r"        # tail: .*\n(?:        #.*\n)*"
+    r"        for _ in cutlass\.range\(STAGES, unroll=1\):\n(?:            .*\n)+?"
+    r"(?=    elif warp == 1:)"
+)
+
+
+@functools.cache
+def l3_without_tail() -> str:
+    """ladder_3 as it was before the fix: no producer tail."""
+    text, cut = TAIL_BLOCK.subn("", L3.read_text(), count=1)
+    assert cut == 1, "ladder_3's producer tail moved: update TAIL_BLOCK"
+    return text
 
 
 def _verify(path: Path) -> tuple[KernelReport, dict, dict, dict]:
@@ -54,8 +67,7 @@ def _unexpected(report: KernelReport) -> list[str]:
     out = []
     for case in report.cases:
         for v in case.violations:
-            if not (v.prop == "exit-pending" and KNOWN_FINDINGS.search(v.message)):
-                out.append(f"[{case.case.label}] {v.render()}")
+            out.append(f"[{case.case.label}] {v.render()}")
     return out
 
 
@@ -121,9 +133,9 @@ def test_sites_match_real_ptx(tmp_path: Path) -> None:
         assert not diff, f"{path.stem}: (PTX, model sites) {diff}"
 
 
-def test_known_finding_is_reported() -> None:
-    """A single-CTA sm_100a kernel: the CTA can exit with a commit arrival pending."""
-    report = verify_file(next(p for p in FILES if p.stem == "ladder_3_warp_spec"))
+def test_a_missing_producer_tail_is_reported() -> None:
+    """A single-CTA sm_100a kernel without its tail: the CTA can exit with a commit pending."""
+    report = verify_text(l3_without_tail(), "ladder_3_no_tail", "sm_100a")
     assert report.status == "FAIL"
     assert report.properties() == ["exit-pending"]
 
@@ -155,8 +167,7 @@ def test_mutation_table_markdown() -> None:
 
 # -- the partial-order checker against explicit-state exploration -------------------------------
 
-# ladder_3 with an A/B producer tail (what the sm100 fix adds), then seeded bugs on top of it
-L3 = ROOT / "generated" / "cutegemm" / "sm100" / "ladder_3_warp_spec.py"
+# ladder_3 with a bare A/B producer tail put back in place of its own, then seeded bugs on top
 TAIL_CODE = """\
         for _ in cutlass.range(STAGES, unroll=1):
             cute.arch.mbarrier_wait(empty + stage, phase)
@@ -183,7 +194,7 @@ L3_MUTANTS = {
 def test_explicit_exploration_agrees(mutant: str) -> None:
     """Breadth-first search of every state (PTX parity semantics) and the partial-order checker
     reach the same verdict, and the explorer's first violation is one the checker reports."""
-    text = L3.read_text().replace(*TAIL, 1)
+    text = l3_without_tail().replace(*TAIL, 1)
     for old, new in L3_MUTANTS[mutant]:
         assert old in text
         text = text.replace(old, new, 1)
@@ -199,8 +210,8 @@ def test_explicit_exploration_agrees(mutant: str) -> None:
             assert outcome.states > 10_000  # the whole space was walked
 
 
-def test_explicit_exploration_finds_the_known_finding() -> None:
-    model = KernelSource(L3.read_text(), "ladder_3").trace(Problem(128, 256, 16))
+def test_explicit_exploration_finds_a_missing_producer_tail() -> None:
+    model = KernelSource(l3_without_tail(), "ladder_3").trace(Problem(128, 256, 16))
     outcome = explore(model)
     assert outcome.violation == "exit-pending"
     assert outcome.trace[-1].startswith("-> exit-pending")
@@ -297,11 +308,11 @@ def test_stand_in_refuses_real_imports() -> None:
 # -- the command ---------------------------------------------------------------------------------
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
     return subprocess.run(
         [sys.executable, "-m", "codegen", "verify", "-j", "1", *args],
-        cwd=ROOT,
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
@@ -315,8 +326,11 @@ def test_cli_pass() -> None:
     assert "ladder_7_2cta" in proc.stdout and "1/1 passed" in proc.stdout
 
 
-def test_cli_failure_prints_a_counterexample() -> None:
-    proc = _cli("--only", "ladder_3_warp_spec", "--markdown")
+def test_cli_failure_prints_a_counterexample(tmp_path: Path) -> None:
+    kernel = tmp_path / "gen" / "cutegemm" / "sm100" / "ladder_3_warp_spec.py"
+    kernel.parent.mkdir(parents=True)
+    kernel.write_text(l3_without_tail())
+    proc = _cli("--dir", str(tmp_path / "gen"), "--markdown")
     assert proc.returncode == 1
     assert "| ladder_3_warp_spec | grid |" in proc.stdout
     assert "[exit-pending] CTA 0 can exit while [tcgen05.commit arrives on empty[" in proc.stdout

@@ -103,16 +103,9 @@ CATALOGUE: tuple[Mutation, ...] = (
         "cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES // 2)",
     ),
     Mutation(
-        "sm100-pair-drain",
+        "sm100-producer-tail",
         "missing drain",
-        "sm100/cluster/pair.py.j2",
-        "for _ in cutlass.range(STAGES, unroll=1):",
-        "for _ in cutlass.range(0, unroll=1):",
-    ),
-    Mutation(
-        "sm100-mcast-drain",
-        "missing drain",
-        "sm100/cluster/multicast.py.j2",
+        "sm100/mainloop/producer_tail.py.j2",
         "for _ in cutlass.range(STAGES, unroll=1):",
         "for _ in cutlass.range(0, unroll=1):",
     ),
