@@ -52,18 +52,26 @@ class Finding:
         return self.clean or (bool(self.explained) and self.result == "ok")
 
 
-# One racecheck hazard: its kind, then the two accesses with the CTA rank (in the cluster) of each
+# One racecheck hazard: its level and kind, then the two accesses, each with its thread, the CTA
+# rank in the cluster (when clustered) and the kernel offset of its instruction
 HAZARD = re.compile(
     r"(?P<level>Error|Warning): (?P<what>.*?)Potential (?P<kind>RAW|WAR|WAW) hazard detected"
     r"(?P<barrier> \(CUDA barrier operation\))? at __shared__ (?P<addr>0x[0-9a-f]+)"
-    r".*?\n.*?(?:Write|Read) Thread \([^)]*\)(?: \(block rank (?P<r1>\d+)\))? at"
-    r".*?\n.*?(?:Write|Read) Thread \([^)]*\)(?: \(block rank (?P<r2>\d+)\))? at",
+    r".*?\n.*?(?:Write|Read) Thread \((?P<t1>\d+),\d+,\d+\)(?: \(block rank (?P<r1>\d+)\))? at"
+    r" \S*?\+(?P<o1>0x[0-9a-f]+)"
+    r".*?\n.*?(?:Write|Read) Thread \((?P<t2>\d+),\d+,\d+\)(?: \(block rank (?P<r2>\d+)\))? at"
+    r" \S*?\+(?P<o2>0x[0-9a-f]+)",
 )
 CROSS_CTA = (
     "racecheck does not model a cross-CTA hand-off ordered by a cluster-scope mbarrier "
     "(release arrive by the writer's CTA, acquire wait by the reader's): every hazard shown is "
     "a write by one CTA of the cluster and a read by another; tools/probe_dsmem_racecheck.py "
     "gets the same report on a correct minimal hand-off and none with barrier.cluster"
+)
+INIT_PAIR = (
+    "racecheck's warp-level warning on an mbarrier's setup: the init (SYNCS.EXCH, a warp-uniform "
+    "instruction it attributes to one lane) and, in the next instruction of the same warp, the "
+    "elected lane's pre-arm arrive on that barrier; one thread's program order in the source"
 )
 
 
@@ -78,20 +86,46 @@ def hands_off_through_dsmem(spec: dict) -> bool:
     )
 
 
-def explain_racecheck(text: str, spec: dict) -> str:
-    """CROSS_CTA for a variant whose design is the mbarrier-ordered DSMEM hand-off when every
-    hazard racecheck showed is between two CTAs of its cluster; else "".
+def _cross_cta(h: re.Match[str]) -> bool:
+    return h["r1"] is not None and h["r2"] is not None and h["r1"] != h["r2"] and not h["barrier"]
 
-    racecheck reports a real race the same way (the probe's `none` mode), so the report alone
-    proves nothing: the explanation holds only for this hand-off, whose protocol `codegen verify`
-    checks, and only with a correct result (Finding.passed)."""
+
+def _init_then_prearm(h: re.Match[str]) -> bool:
+    """A barrier-operation warning between two lanes of one warp whose second access is the
+    instruction right after the first (SASS instructions are 16 bytes): an init, then the pre-arm
+    arrive the same source thread makes on the barrier it initialized."""
+    return (
+        h["level"] == "Warning"
+        and bool(h["barrier"])
+        and h["r1"] == h["r2"]
+        and int(h["t1"]) // 32 == int(h["t2"]) // 32
+        and int(h["o2"], 16) - int(h["o1"], 16) == 0x10
+    )
+
+
+def explain_racecheck(text: str, spec: dict) -> str:
+    """Why every hazard racecheck showed is a known blind spot of the tool, or "" if one is not.
+
+    Errors: CROSS_CTA, only for a variant whose design is the mbarrier-ordered DSMEM hand-off and
+    only when every error is between two CTAs of its cluster. racecheck reports a real race the
+    same way (the probe's `none` mode), so the report alone proves nothing: the explanation holds
+    for this hand-off, whose protocol `codegen verify` checks, and only with a correct result
+    (Finding.passed). Warnings: INIT_PAIR, when every one is a barrier's init and pre-arm."""
     hazards = list(HAZARD.finditer(text))
-    if not hazards or not hands_off_through_dsmem(spec):
+    errors = [h for h in hazards if h["level"] == "Error"]
+    warnings = [h for h in hazards if h["level"] == "Warning"]
+    if not hazards:
         return ""
-    for h in hazards:
-        if h["r1"] is None or h["r2"] is None or h["r1"] == h["r2"] or h["barrier"]:
+    reasons = []
+    if errors:
+        if not hands_off_through_dsmem(spec) or not all(_cross_cta(h) for h in errors):
             return ""
-    return f"{CROSS_CTA} ({len(hazards)} shown)"
+        reasons.append(CROSS_CTA)
+    if warnings:
+        if not all(_init_then_prearm(h) for h in warnings):
+            return ""
+        reasons.append(INIT_PAIR)
+    return "; ".join(reasons) + f" ({len(hazards)} shown)"
 
 
 def small_shape(mult: dict[str, int]) -> tuple[int, int, int]:
@@ -164,7 +198,7 @@ def run_one(
         tail = [ln for ln in text.strip().splitlines() if ln.strip()][-1:] or [""]
         verdict = f"{verdict}: {tail[0][:160]}"
     explained = ""
-    if tool == "racecheck" and errors:
+    if tool == "racecheck" and (errors or warnings):
         explained = explain_racecheck(text, read_spec(path).model_dump())
     return Finding(path.stem, tool, errors, warnings, verdict, _first_report(text), explained)
 

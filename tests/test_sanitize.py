@@ -101,3 +101,51 @@ def test_an_explained_report_with_a_wrong_result_fails(tmp_path: Path) -> None:
     output = "RESULT FAIL rel_err=inf tol=1e-02\n" + hazard(1, 0) + RACE
     got = sanitize.run_one(fake_sanitizer(tmp_path, output), "racecheck", DSMEM_SPLITK)
     assert got.explained and not got.passed
+
+
+def barrier_warning(t1: int, o1: int, t2: int, o2: int) -> str:
+    """racecheck's warp-level warning on a barrier word, intra-CTA (no block rank)."""
+    return (
+        "========= Warning: (Warp Level Programming) Potential RAW hazard detected (CUDA barrier "
+        "operation) at __shared__ 0x420 in block (2,0,0) :\n"
+        f"=========     Write Thread ({t1},0,0) at kernel_cutlass_gemm_kernel_x+{o1:#x}\n"
+        f"=========     Read Thread ({t2},0,0) at kernel_cutlass_gemm_kernel_x+{o2:#x}\n"
+        "=========     Current Value : 0\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("records", "explained"),
+    [
+        # H200, h_128x256_wg2_persistent_tma: SYNCS.EXCH.64 (init of empty[s]) at 0x2f0, attributed
+        # to lane 31, then the elected lane's predicated SYNCS.ARRIVE (pre-arm) at 0x300
+        ([barrier_warning(31, 0x2F0, 0, 0x300), barrier_warning(31, 0x320, 0, 0x330)], True),
+        ([barrier_warning(31, 0x2F0, 0, 0x400)], False),  # not the next instruction
+        ([barrier_warning(31, 0x2F0, 32, 0x300)], False),  # two warps: not one thread's order
+    ],
+)
+def test_a_barrier_init_and_its_pre_arm_are_explained(
+    tmp_path: Path, records: list[str], explained: bool
+) -> None:
+    warn = "========= RACECHECK SUMMARY: 2 hazards displayed (0 errors, 2 warnings)"
+    output = "RESULT ok rel_err=1.0e-03 tol=1e-02\n" + "".join(records) + warn
+    got = sanitize.run_one(fake_sanitizer(tmp_path, output), "racecheck", PLAIN)
+    assert got.warnings == 2 and bool(got.explained) == explained and got.passed == explained
+
+
+def test_errors_and_warnings_must_both_be_explained(tmp_path: Path) -> None:
+    both = "========= RACECHECK SUMMARY: 2 hazards displayed (1 errors, 1 warnings)"
+    ok = hazard(1, 0) + barrier_warning(31, 0x260, 0, 0x270)
+    got = sanitize.run_one(
+        fake_sanitizer(tmp_path, "RESULT ok rel_err=1e-03 tol=1e-02\n" + ok + both),
+        "racecheck",
+        DSMEM_SPLITK,
+    )
+    assert got.passed and "cross-CTA" in got.explained and "pre-arm" in got.explained
+    bad = hazard(1, 0) + barrier_warning(31, 0x260, 0, 0x400)
+    got = sanitize.run_one(
+        fake_sanitizer(tmp_path, "RESULT ok rel_err=1e-03 tol=1e-02\n" + bad + both),
+        "racecheck",
+        DSMEM_SPLITK,
+    )
+    assert not got.passed
