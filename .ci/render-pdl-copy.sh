@@ -7,5 +7,5 @@ cd "$(dirname "$0")/.."
 rm -rf specs-pdl generated-pdl
 cp -r specs specs-pdl
 find specs-pdl -name '*.toml' -not -path '*/tuning/*' -not -path '*/shapes/*' \
-  -exec sed -i 's/^\[defaults\]$/[defaults]\npdl = true/' {} +
+  -exec sed -i '/^pdl = /d; s/^\[defaults\]$/[defaults]\npdl = true/' {} +
 .venv/bin/codegen render specs-pdl/ -o generated-pdl --root . --tuning specs/tuning
