@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codegen.plan import plan
-from codegen.render import write_atomic
+from codegen.render import stop_pool, write_atomic
 from codegen.spec import Spec
 
 BUILD_FORMAT = "13"  # bump when what a build records changes, to invalidate the cache
@@ -204,14 +204,6 @@ def _init_worker(arch: str) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
 
 
-def _stop(pool: ProcessPoolExecutor) -> None:
-    """Drop queued compiles and kill the running ones now (a compile can take a minute)."""
-    workers = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for worker in workers:
-        worker.terminate()
-
-
 def check_counts(spec: Spec, result: BuildResult) -> list[str]:
     """Mismatches between the PTX and what the spec implies, plus any spill."""
     p = plan(spec)
@@ -318,7 +310,7 @@ def build(
                 if on_done:
                     on_done(r)
         except BaseException:  # Ctrl-C: stop within a second; finished records stay valid
-            _stop(pool)
+            stop_pool(pool)
             raise
         pool.shutdown(wait=True)
     return sorted(results, key=lambda r: r.name)

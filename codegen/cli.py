@@ -893,18 +893,26 @@ def bench_cmd(
     console.print(f"results: {json_out}, plot: {plot_out}")
 
 
+def _package_here(generated: Path, command: str) -> tuple[object, str, list[str]]:
+    """The cutegemm package, this GPU's name, and the input dtypes it has kernels of for it."""
+    from codegen import gpu, library
+
+    arch, here = gpu.gpu_arch()
+    if arch is None:
+        fail([f"nothing to time here ({here}): `{command}` needs a GPU and torch."])
+    pkg = library.import_package(generated)
+    dtypes = [
+        d for d in ("bf16", "e4m3") if any(k.arch == arch and k.dtype == d for k in pkg.KERNELS)
+    ]
+    return pkg, here, dtypes
+
+
 def _bench_chain(
     generated: Path, ms: list[int], layers: int, rounds: int, reps: int, json_out: Path
 ) -> None:
     from codegen import gpu, library
 
-    arch, here = gpu.gpu_arch()
-    if arch is None:
-        fail([f"nothing to time here ({here}): `codegen bench --chain` needs a GPU and torch."])
-    pkg = library.import_package(generated)
-    dtypes = [
-        d for d in ("bf16", "e4m3") if any(k.arch == arch and k.dtype == d for k in pkg.KERNELS)
-    ]
+    pkg, here, dtypes = _package_here(generated, "codegen bench --chain")
     report: dict = {"gpu": here, "rounds": rounds, "reps": reps, "layers": layers, "chain": []}
     for dtype in dtypes:
         torch_name = "torch._scaled_mm" if dtype == "e4m3" else "torch.matmul"
@@ -947,13 +955,7 @@ def _bench_dispatch(
 ) -> None:
     from codegen import gpu, library
 
-    arch, here = gpu.gpu_arch()
-    if arch is None:
-        fail([f"nothing to time here ({here}): `codegen bench` needs a GPU and torch."])
-    pkg = library.import_package(generated)
-    dtypes = [
-        d for d in ("bf16", "e4m3") if any(k.arch == arch and k.dtype == d for k in pkg.KERNELS)
-    ]
+    pkg, here, dtypes = _package_here(generated, "codegen bench")
     report: dict = {"gpu": here, "rounds": rounds, "reps": reps, "tables": []}
     for path in shape_files:
         if not path.exists():

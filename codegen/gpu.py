@@ -85,6 +85,11 @@ class Case:
         )
 
 
+def legal(x: int, step: int) -> int:
+    """x rounded down to a multiple of step, at least step: an extent the variant takes."""
+    return max(step, (x // step) * step)
+
+
 def shapes_for(
     mult: dict[str, int], count: int, rng: random.Random
 ) -> Iterator[tuple[int, int, int]]:
@@ -94,10 +99,6 @@ def shapes_for(
     multiples, so a missing predicate shows up.
     """
     mm, mn, mk = mult["M"], mult["N"], mult["K"]
-
-    def legal(x: int, step: int) -> int:
-        return max(step, (x // step) * step)
-
     for k in FIXED_K:
         yield legal(2 * 128 + 67, mm), legal(3 * 128 + 40, mn), k
     for _ in range(count):

@@ -238,16 +238,21 @@ def render_all(
                 on_done(s.name)
         results = [f.result() for f in futures]
     except BaseException:
-        # Ctrl-C or a failed render: drop the queued work and stop the workers now instead of
-        # draining the queue (nothing has been written yet: files are written after every
+        # Ctrl-C or a failed render: nothing has been written yet (files are written after every
         # render succeeded)
-        workers = list((getattr(pool, "_processes", None) or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        for worker in workers:
-            worker.terminate()
+        stop_pool(pool)
         raise
     pool.shutdown(wait=True)
     return results
+
+
+def stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Drop the queued work and kill the running workers now, instead of draining the queue (what
+    Ctrl-C or a failure needs: a render or a compile can take a while)."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        worker.terminate()
 
 
 def _ignore_sigint() -> None:

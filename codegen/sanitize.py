@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codegen.build import read_spec
+from codegen.gpu import legal
 
 TOOLS = ("racecheck", "synccheck", "memcheck")
 # racecheck: "RACECHECK SUMMARY: 3 hazards displayed (2 errors, 1 warnings)"
@@ -130,10 +131,6 @@ def explain_racecheck(text: str, spec: dict) -> str:
 
 def small_shape(mult: dict[str, int]) -> tuple[int, int, int]:
     """About 256 x 256 x 512, rounded to the variant's legal multiples; M and N off the tile."""
-
-    def legal(x: int, step: int) -> int:
-        return max(step, (x // step) * step)
-
     return legal(256 + 67, mult["M"]), legal(256 + 40, mult["N"]), legal(512, mult["K"])
 
 
