@@ -245,6 +245,26 @@ def check_torch_compile(pkg) -> list[Check]:
     return checks
 
 
+def capture_graph(launches: list[Callable[[], object]]):
+    """The launches captured in one CUDA graph, after a warm-up on a side stream (compile, load,
+    workspace) outside it."""
+    import torch
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for f in launches:
+            f()
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for f in launches:
+            f()
+    torch.cuda.synchronize()
+    return graph
+
+
 def check_cuda_graph(pkg) -> list[Check]:
     """gemm captured in a CUDA graph (after a warm-up call), replayed on new inputs."""
     import torch
@@ -255,14 +275,7 @@ def check_cuda_graph(pkg) -> list[Check]:
         a = torch.randn(m, k, device="cuda", dtype=bf)
         b = torch.randn(n, k, device="cuda", dtype=bf)
         out = torch.empty(m, n, device="cuda", dtype=bf)
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            pkg.gemm(a, b, out=out)  # warm-up: compile, load, workspace, on the capture stream
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            pkg.gemm(a, b, out=out)
+        graph = capture_graph([lambda a=a, b=b, out=out: pkg.gemm(a, b, out=out)])
         a.copy_(torch.randn(m, k, device="cuda", dtype=bf))
         out.fill_(float("nan"))
         graph.replay()
@@ -484,25 +497,6 @@ class ChainRow:
         return self.bytes_moved / us / 1e6
 
 
-def _graph(launches: list[Callable[[], object]]):
-    """The launches captured in one CUDA graph, after a warm-up outside it (compile, workspace)."""
-    import torch
-
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for f in launches:
-            f()
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for f in launches:
-            f()
-    torch.cuda.synchronize()
-    return graph
-
-
 def bench_chain(pkg, dtype: str, m: int, layers: int, rounds: int, reps: int) -> ChainRow:
     """A decode step of `layers` Llama-3-70B layers (their four projections, distinct weights)
     captured in one CUDA graph with cutegemm.gemm (the dispatcher's picks), against the same
@@ -529,11 +523,11 @@ def bench_chain(pkg, dtype: str, m: int, layers: int, rounds: int, reps: int) ->
             products.append((a, w, c))
             moved += (m * k + n * k) * tin.itemsize + m * n * tout.itemsize
     try:
-        torch_graph = _graph(theirs)
+        torch_graph = capture_graph(theirs)
     except RuntimeError as e:  # e.g. torch._scaled_mm's own shape limits
         return ChainRow(dtype, m, layers, math.nan, math.nan, moved, picks, math.nan,
                         f"torch cannot run it: {str(e).splitlines()[0]}")  # fmt: skip
-    our_graph = _graph(ours)
+    our_graph = capture_graph(ours)
     for _, _, c in products:
         c.fill_(float("nan"))
     our_graph.replay()
