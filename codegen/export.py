@@ -15,6 +15,10 @@ dynamic M, N, K, calls the DSL's `export_to_c`, and writes into ``OUT/NAME/``:
 and into ``OUT/`` a copy of the DSL's ``libcuda_dialect_runtime_static.a`` and ``build.sh``, which
 links ``OUT/NAME/libNAME.so`` on a machine that has gcc and a CUDA toolkit but no DSL.
 
+Every piece of C and shell written here comes from ``templates/export/`` (``shim.c.j2``,
+``entry.c.j2``, ``build.sh.j2``), rendered with codegen.render's Jinja environment; this module
+reads the header and the kernel, checks them and computes the templates' values.
+
 Exporting without a GPU needs one trick: the DSL's JIT resolves the object's ``_cuda*`` symbols
 while it writes the object, so ``libcudart.so.13`` (from the ``nvidia-cuda-runtime`` wheel) and a
 shared library made from the DSL's own runtime archive are loaded process-wide first
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import hashlib
 import json
 import multiprocessing
@@ -38,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codegen.build import fake_args, load_module, read_spec
+from codegen.render import environment
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNTIME_CACHE = ROOT / "build" / "aot-runtime"
@@ -300,6 +306,34 @@ def parse_header(text: str, prefix: str) -> Header:
     return header
 
 
+# ---- the emitted text: every piece of C and shell comes from templates/export/ ---------------
+
+
+@functools.cache
+def _environment():
+    """The kernels' Jinja environment (codegen.render), one per process."""
+    return environment()
+
+
+def _template(name: str):
+    return _environment().get_template(f"export/{name}")
+
+
+def entry_pointers(bias: str | None) -> tuple[str, ...]:
+    """The flat entry point's pointer parameters: a, b, c, then bias when the kernel has one."""
+    return ("a", "b", "c", "bias") if bias else ("a", "b", "c")
+
+
+def entry_signature(name: str, bias: str | None) -> str:
+    """``int NAME_gemm(void *a, ..., void *stream)``: the prototype NAME.json records."""
+    return str(_template("entry.c.j2").module.signature(name, entry_pointers(bias)))
+
+
+def render_build_script() -> str:
+    """``build.sh``: links every exported kernel's libNAME.so without the DSL."""
+    return _template("build.sh.j2").render(archive=RUNTIME_ARCHIVE)
+
+
 # ---- the shim --------------------------------------------------------------------------------
 
 
@@ -338,11 +372,11 @@ def render_shim(
     ``capacity`` (rows, columns, max tiles): a call with more output tiles than the workspace
     holds is refused the same way.
     """
-    fill: list[str] = []
-    call: list[str] = []
+    structs: list[dict] = []
+    call: list[str | None] = []  # a tensor's argument, None for the stream
     for ctype, arg in header.wrapper_args:
         if ctype == "cudaStream_t":
-            call.append("(cudaStream_t)stream")
+            call.append(None)
             continue
         s = header.structs.get(arg)
         if s is None or ctype != f"{s.type_name} *" or arg not in slots:
@@ -353,111 +387,37 @@ def render_shim(
                 f"{name}.h: {s.type_name} holds {s.n_shapes} shapes and {s.n_strides} strides, "
                 f"the kernel was compiled with dynamic {want}"
             )
-        var = f"t_{arg}"
-        fill.append(f"    {s.type_name} {var};")
-        fill.append(f"    {var}.data = {'shim_workspace' if arg == 'workspace' else arg};")
-        for i, src in enumerate(want["shapes"]):
-            fill.append(f"    {var}.dynamic_shapes[{i}] = ({s.shape_type}){src};")
-        for i, src in enumerate(want["strides"]):
-            fill.append(f"    {var}.dynamic_strides[{i}] = ({s.stride_type}){src};")
-        call.append(f"&{var}")
+        structs.append(
+            {
+                "arg": arg,
+                "type_name": s.type_name,
+                "shapes": want["shapes"],
+                "shape_type": s.shape_type,
+                "strides": want["strides"],
+                "stride_type": s.stride_type,
+            }
+        )
+        call.append(arg)
     missing = set(tensor_roles(bias, workspace_bytes > 0)) - {a for _, a in header.wrapper_args}
     if missing:
         raise ExportError(f"{name}.h: the wrapper takes no {sorted(missing)}")
-    pointers = ("a", "b", "c", "bias") if bias else ("a", "b", "c")
-    conds = [f"(uintptr_t){t} % 16u" for t in pointers]
-    conds += [f"{v} <= 0" for v in ("m", "n", "k")]
-    conds += ["lda < k", "ldb < k", "ldc < n"]
-    conds += [f"{v} % {mult}" for v, mult in checks.items() if mult > 1]
-    if capacity:  # m, n > 0 was checked first: (x - 1) / t + 1 tiles, without overflow
-        rows, cols, max_tiles = capacity
-        conds.append(f"(long long)((m - 1) / {rows} + 1) * ((n - 1) / {cols} + 1) > {max_tiles}")
-    cond = "\n        || ".join(conds)
-    # NAME.h includes cuda_fp16.h, which needs CCCL's <nv/target> (include/cccl/ in CUDA 13, not
-    # on gcc's path). Nothing the shim uses is a half type, so skip it by defining its guard.
-    fp16 = (
-        ""
-        if header.uses_half
-        else "// nothing here uses half types; skip cuda_fp16.h (it needs CCCL's <nv/target>)\n"
-        "#define __CUDA_FP16_H__\n"
+    return _template("shim.c.j2").render(
+        name=name,
+        format=EXPORT_FORMAT,
+        bias=bias,
+        bias_length=BIAS_ROLES[bias][0][0].upper() if bias else None,
+        pointers=entry_pointers(bias),
+        error_macro=header.error_macro,
+        module_type=header.module_type,
+        module_load=header.module_load,
+        wrapper=header.wrapper,
+        uses_half=header.uses_half,
+        checks=checks,
+        capacity=capacity,
+        workspace_bytes=workspace_bytes,
+        structs=structs,
+        call=call,
     )
-    fills = "\n".join(fill)
-    workspace_decl, workspace_alloc = "", ""
-    if workspace_bytes and capacity:
-        workspace_decl = (
-            f"// split-K workspace ({workspace_bytes} bytes: f32 partial tiles of at most "
-            f"{capacity[2]} tiles),\n"
-            "// allocated once; calls must be stream-ordered (each launch rewrites it).\n"
-            "static void *shim_workspace;\n\n"
-        )
-        workspace_alloc = f"""
-    if (shim_load_error == cudaSuccess)
-        shim_load_error = cudaMalloc(&shim_workspace, {workspace_bytes}u);"""
-    elif workspace_bytes:
-        workspace_decl = (
-            f"// stream-K workspace ({workspace_bytes} bytes: partial tiles, then flags), zeroed\n"
-            "// once; every launch leaves the flags at 0 again, so calls must be stream-ordered.\n"
-            "static void *shim_workspace;\n\n"
-        )
-        workspace_alloc = f"""
-    if (shim_load_error == cudaSuccess)
-        shim_load_error = cudaMalloc(&shim_workspace, {workspace_bytes}u);
-    if (shim_load_error == cudaSuccess)
-        shim_load_error = cudaMemset(shim_workspace, 0, {workspace_bytes}u);"""
-    params = ", ".join(f"void *{p}" for p in pointers) + (
-        ", int m, int n, int k, int lda, int ldb, int ldc, void *stream"
-    )
-    what = "C[M, N] = A[M, K] @ B[N, K]^T" + (
-        f" with a bias per {'row' if bias == 'row' else 'column'} (length {BIAS_ROLES[bias][0][0].upper()})"
-        if bias
-        else ""
-    )
-    args = ", ".join(call)
-    return f"""\
-// @generated by codegen.export (format {EXPORT_FORMAT}) from {name}.h — DO NOT EDIT.
-// Flat C entry point for {name}.o: {what}, row-major,
-// leading dimensions in elements. The kernel module is loaded once, on the first call.
-// Returns 0, cudaErrorInvalidValue for a shape, stride or pointer the kernel was not compiled
-// for, or the CUDA error of the module load or launch.
-#include <pthread.h>
-#include <stdint.h>
-#include <cuda_runtime.h>
-
-// {name}.h reports module-load errors through this macro; keep the first one instead of printing.
-static cudaError_t shim_load_error = cudaSuccess;
-#define {header.error_macro}(err) \\
-    do {{ \\
-        cudaError_t e_ = (err); \\
-        if (e_ != cudaSuccess && shim_load_error == cudaSuccess) shim_load_error = e_; \\
-    }} while (0)
-
-{fp16}#include "{name}.h"
-
-static {header.module_type} shim_module;
-static pthread_once_t shim_once = PTHREAD_ONCE_INIT;
-
-{workspace_decl}static void shim_load(void) {{
-    {header.module_load}(&shim_module);{workspace_alloc}
-}}
-
-__attribute__((visibility("default"))) int {name}_gemm(
-    {params}) {{
-    pthread_once(&shim_once, shim_load);
-    if (shim_load_error != cudaSuccess) return (int)shim_load_error;
-    if ({cond})
-        return (int)cudaErrorInvalidValue;
-{fills}
-    return (int){header.wrapper}(&shim_module, {args});
-}}
-
-__attribute__((visibility("default"))) const char *{name}_error_name(int code) {{
-    return cudaGetErrorName((cudaError_t)code);
-}}
-
-__attribute__((visibility("default"))) const char *{name}_error_string(int code) {{
-    return cudaGetErrorString((cudaError_t)code);
-}}
-"""
 
 
 # ---- exporting (runs in a worker process per architecture) -----------------------------------
@@ -568,9 +528,7 @@ def export_file(path: str, out_dir: str, arch: str) -> dict:
         "workspace_bytes": workspace_bytes,  # stream-K, split-K separate: the shim's, not passed
         # split-K separate: (rows, columns of C per tile, most tiles a call may have)
         "tile_capacity": list(capacity) if capacity else None,
-        "signature": f"int {name}_gemm(void *a, void *b, void *c, "
-        + ("void *bias, " if bias else "")
-        + "int m, int n, int k, int lda, int ldb, int ldc, void *stream)",
+        "signature": entry_signature(name, bias),
         "header": {
             "wrapper": header.wrapper,
             "structs": {
@@ -589,43 +547,13 @@ def export_file(path: str, out_dir: str, arch: str) -> dict:
     return {"name": name, "dir": str(dest), **meta["seconds"]}
 
 
-BUILD_SH = """\
-#!/bin/sh
-# @generated by codegen.export — build libNAME.so for every exported kernel in this folder.
-# Needs gcc and a CUDA toolkit (no DSL): CUDA_HOME defaults to /usr/local/cuda.
-# Usage: sh build.sh [NAME ...]   (default: every NAME/ folder holding NAME_shim.c)
-set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-cuda=${CUDA_HOME:-/usr/local/cuda}
-inc=${CUDA_INCLUDE:-$cuda/include}
-lib=${CUDA_LIB:-$cuda/lib64}
-[ -f "$inc/cuda_runtime.h" ] || { echo "no $inc/cuda_runtime.h: set CUDA_HOME or CUDA_INCLUDE" >&2; exit 1; }
-cccl=""
-[ -d "$inc/cccl" ] && cccl="-I$inc/cccl"  # CUDA 13 keeps <nv/target> there
-if [ $# -eq 0 ]; then
-    set --
-    for d in "$here"/*/; do
-        n=$(basename "$d")
-        [ -f "$d/${n}_shim.c" ] && set -- "$@" "$n"
-    done
-fi
-for n in "$@"; do
-    d="$here/$n"
-    ${CC:-gcc} -O2 -shared -fPIC -fvisibility=hidden -I"$inc" $cccl -I"$d" \\
-        "$d/${n}_shim.c" "$d/$n.o" "$here/%(archive)s" \\
-        -L"$lib" -Wl,-rpath,"$lib" -lcudart -lpthread -o "$d/lib$n.so"
-    echo "$d/lib$n.so"
-done
-"""
-
-
 def _write_common(out_dir: Path) -> None:
     archive = runtime_archive()
     dst = out_dir / RUNTIME_ARCHIVE
     if not dst.exists() or _file_digest(dst) != _file_digest(archive):
         shutil.copyfile(archive, dst)
     script = out_dir / "build.sh"
-    script.write_text(BUILD_SH % {"archive": RUNTIME_ARCHIVE})
+    script.write_text(render_build_script())
     script.chmod(0o755)
 
 
