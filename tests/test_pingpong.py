@@ -86,11 +86,11 @@ def test_only_pingpong_files_have_the_turnstile() -> None:
     for path in kernel_glob("*.py"):
         text = path.read_text(encoding="utf-8")
         is_pp = path in PINGPONG
-        assert ("PP_TURN_BARRIER" in text) == is_pp, path.name
+        assert ("TURN_BARRIER_ID" in text) == is_pp, path.name
         assert ("cute.arch.barrier_arrive(" in text) == is_pp, path.name
         assert ("def ring_advance" in text) == is_pp, path.name
         if is_pp:
-            assert "EMPTY_ARRIVES = 4 " in text
+            assert "\nEMPTY_ARRIVES = 4\n" in text
             assert '"consumer_mode": "pingpong"' in text
 
 

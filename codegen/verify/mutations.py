@@ -48,9 +48,9 @@ class Mutation:
 WS_MMA_FLIP = """                    phase ^= 1
 {{ cluster.commit_acc("acc_full + slot")|indent(4, true) }}"""
 
-SM90_CONSUMER_FLIP = """                    stage = cutlass.Int32(0)
-                    phase ^= 1
-{% if plan.pingpong %}"""
+# the consumer's ring advance: the mutant steps the slot but never flips the phase
+SM90_CONSUMER_STEP = """                prev_stage = stage
+                stage, phase = ring_next(stage, phase, STAGES)"""
 
 CATALOGUE: tuple[Mutation, ...] = (
     Mutation(
@@ -85,8 +85,8 @@ CATALOGUE: tuple[Mutation, ...] = (
         "sm90-consumer-parity",
         "missing parity flip",
         "sm90/gemm.py.j2",
-        SM90_CONSUMER_FLIP,
-        SM90_CONSUMER_FLIP.replace("phase ^= 1", "phase ^= 0"),
+        SM90_CONSUMER_STEP,
+        SM90_CONSUMER_STEP.replace("stage, phase = ring_next", "stage, _ = ring_next"),
     ),
     Mutation(
         "sm100-tx-bytes",
@@ -112,7 +112,7 @@ CATALOGUE: tuple[Mutation, ...] = (
     Mutation(
         "sm90-cluster-drain",
         "missing drain",
-        "sm90/gemm.py.j2",
+        "sm90/cluster/multicast.py.j2",
         "for _ in cutlass.range_constexpr(STAGES):",
         "for _ in cutlass.range_constexpr(0):",
     ),
@@ -126,7 +126,7 @@ CATALOGUE: tuple[Mutation, ...] = (
     Mutation(
         "sm90-tma-mask",
         "wrong multicast mask",
-        "sm90/gemm.py.j2",
+        "sm90/cluster/multicast.py.j2",
         "mcast_mask=b_mcast_mask,",
         "mcast_mask=a_mcast_mask,",
     ),
@@ -161,14 +161,14 @@ CATALOGUE: tuple[Mutation, ...] = (
     Mutation(
         "sm90-sk-flag-reset",
         "missing flag reset",
-        "sm90/scheduler/stream_k.py.j2",
+        "sm90/reduce/stream_k.py.j2",
         "cute.arch.store(flags + peer, cutlass.Int32(0))",
         "cute.arch.store(flags + peer, cutlass.Int32(1))",
     ),
     Mutation(
         "sm90-sk-plain-flag",
         "flag without release",
-        "sm90/scheduler/stream_k.py.j2",
+        "sm90/reduce/stream_k.py.j2",
         'cutlass.Int32(1), sem="release", scope="gpu")',
         'cutlass.Int32(1), scope="gpu")',
     ),

@@ -72,8 +72,10 @@ THREADS = 128  # 4 warps: 0 = TMA producer, 1 = MMA issuer, all = epilogue
 TMEM_COLS = 256  # f32 accumulator: one TMEM column per output column, power of two
 TX_BYTES = 49152  # A + B bytes one stage's TMA copies deliver to its full barrier
 EPI_COLS = 64  # accumulator columns one tcgen05.ld moves per thread
-ALPHA = 1.5  # D = ALPHA * A @ B^T ...
-BETA = 0.5  # ... + BETA * C, C read in place before it is overwritten
+# D = ALPHA * A @ B^T ...
+ALPHA = 1.5
+# ... + BETA * C, C read in place before it is overwritten
+BETA = 0.5
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
 SHAPE_MULTIPLES = {"M": 128, "N": 256, "K": 8}  # run() rejects other shapes (see the docstring)
 

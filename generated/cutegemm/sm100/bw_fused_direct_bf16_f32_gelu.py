@@ -72,10 +72,8 @@ THREADS = 128  # 4 warps: 0 = TMA producer, 1 = MMA issuer, all = epilogue
 TMEM_COLS = 128  # f32 accumulator: one TMEM column per output column, power of two
 TX_BYTES = 32768  # A + B bytes one stage's TMA copies deliver to its full barrier
 EPI_COLS = 64  # accumulator columns one tcgen05.ld moves per thread
-GELU_C, GELU_CUBIC = (
-    0.7978845608028654,
-    0.044715,
-)  # gelu(x) = x/2 (1 + tanh(GELU_C (x + GELU_CUBIC x^3)))
+# gelu(x) = x/2 (1 + tanh(GELU_C (x + GELU_CUBIC x^3)))
+GELU_C, GELU_CUBIC = 0.7978845608028654, 0.044715
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
 SHAPE_MULTIPLES = {"M": 128, "N": 128, "K": 8}  # run() rejects other shapes (see the docstring)
 
@@ -223,9 +221,8 @@ def gemm_kernel(
     for i in cutlass.range_constexpr(2):  # TN / EPI_COLS chunks
         cute.copy(t2r, src[None, None, i], r_acc)
         d = r_acc.load()  # (T2R, T2R_M) f32
-        d = (
-            d * 0.5 * (cute.math.tanh((d + d * d * d * GELU_CUBIC) * GELU_C) + 1.0)
-        )  # gelu, tanh form
+        # gelu, tanh form
+        d = d * 0.5 * (cute.math.tanh((d + d * d * d * GELU_CUBIC) * GELU_C) + 1.0)
         r_out.store(d.to(OUT_DTYPE))
         cute.autovec_copy(r_out, dst[None, None, i])
 

@@ -77,8 +77,10 @@ DEFAULT_SM_COUNT = 148  # SMs of a B200: gemm's sm_count in a cross-compile; lau
 TMEM_COLS = 512  # 2 f32 accumulator slot(s) x 256 columns, power of two
 TX_BYTES = 49152  # A + B bytes one stage's TMA copies deliver to its full barrier
 EPI_COLS = 64  # accumulator columns one tcgen05.ld moves per thread
-ALPHA = 0.5  # D = ALPHA * A @ B^T ...
-BETA = 2.0  # ... + BETA * C, C read in place before it is overwritten
+# D = ALPHA * A @ B^T ...
+ALPHA = 0.5
+# ... + BETA * C, C read in place before it is overwritten
+BETA = 2.0
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
 SHAPE_MULTIPLES = {"M": 128, "N": 256, "K": 8}  # run() rejects other shapes (see the docstring)
 

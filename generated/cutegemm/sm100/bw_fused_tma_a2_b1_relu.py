@@ -79,8 +79,10 @@ EPI_SUBTILES = 4  # TN / 64 sub-tiles per output tile
 EPI_BUFS = 2  # SMEM sub-tile buffers: the TMA store of one overlaps filling the next
 EPI_SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128  # a 128-byte sub-tile row: one swizzle atom
 C_TX_BYTES = 16384  # one C sub-tile TMA-loaded for beta: the bytes c_full expects
-ALPHA = 2.0  # D = ALPHA * A @ B^T ...
-BETA = 1.0  # ... + BETA * C, C read in place before it is overwritten
+# D = ALPHA * A @ B^T ...
+ALPHA = 2.0
+# ... + BETA * C, C read in place before it is overwritten
+BETA = 1.0
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
 SHAPE_MULTIPLES = {"M": 1, "N": 8, "K": 8}  # run() rejects other shapes (see the docstring)
 

@@ -84,7 +84,8 @@ EPI_SUBTILES = 4  # TN / 64 sub-tiles per output tile
 EPI_BUFS = 2  # SMEM sub-tile buffers: the TMA store of one overlaps filling the next
 EPI_SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128  # 256-byte rows: 2 atoms, 2 TMA boxes of 128x32
 C_TX_BYTES = 32768  # one C sub-tile TMA-loaded for beta: the bytes c_full expects
-BETA = 1.0  # ... + BETA * C, C read in place before it is overwritten
+# ... + BETA * C, C read in place before it is overwritten
+BETA = 1.0
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
 SHAPE_MULTIPLES = {"M": 1, "N": 8, "K": 16}  # run() rejects other shapes (see the docstring)
 

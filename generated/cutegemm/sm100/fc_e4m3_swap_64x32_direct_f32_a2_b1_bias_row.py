@@ -73,8 +73,10 @@ THREADS = 128  # 4 warps: 0 = TMA producer, 1 = MMA issuer, all = epilogue
 TMEM_COLS = 32  # f32 accumulator: one TMEM column per output column, power of two
 TX_BYTES = 12288  # A + B bytes one stage's TMA copies deliver to its full barrier
 EPI_COLS = 32  # accumulator columns one tcgen05.ld moves per row pair (half per thread)
-ALPHA = 2.0  # D = ALPHA * A @ B^T ...
-BETA = 1.0  # ... + BETA * C, C read in place before it is overwritten
+# D = ALPHA * A @ B^T ...
+ALPHA = 2.0
+# ... + BETA * C, C read in place before it is overwritten
+BETA = 1.0
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
 SHAPE_MULTIPLES = {"M": 32, "N": 64, "K": 16}  # run() rejects other shapes (see the docstring)
 

@@ -72,7 +72,8 @@ THREADS = 128  # 4 warps: 0 = TMA producer, 1 = MMA issuer, all = epilogue
 TMEM_COLS = 128  # f32 accumulator: one TMEM column per output column, power of two
 TX_BYTES = 24576  # A + B bytes one stage's TMA copies deliver to its full barrier
 EPI_COLS = 64  # accumulator columns one tcgen05.ld moves per row pair (half per thread)
-BETA = 1.0  # ... + BETA * C, C read in place before it is overwritten
+# ... + BETA * C, C read in place before it is overwritten
+BETA = 1.0
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
 SHAPE_MULTIPLES = {"M": 64, "N": 128, "K": 8}  # run() rejects other shapes (see the docstring)
 

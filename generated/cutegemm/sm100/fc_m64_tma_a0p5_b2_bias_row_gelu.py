@@ -79,12 +79,12 @@ EPI_SUBTILES = 2  # TN / 64 sub-tiles per output tile
 EPI_BUFS = 2  # SMEM sub-tile buffers: the TMA store of one overlaps filling the next
 EPI_SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128  # a 128-byte sub-tile row: one swizzle atom
 C_TX_BYTES = 8192  # one C sub-tile TMA-loaded for beta: the bytes c_full expects
-ALPHA = 0.5  # D = ALPHA * A @ B^T ...
-BETA = 2.0  # ... + BETA * C, C read in place before it is overwritten
-GELU_C, GELU_CUBIC = (
-    0.7978845608028654,
-    0.044715,
-)  # gelu(x) = x/2 (1 + tanh(GELU_C (x + GELU_CUBIC x^3)))
+# D = ALPHA * A @ B^T ...
+ALPHA = 0.5
+# ... + BETA * C, C read in place before it is overwritten
+BETA = 2.0
+# gelu(x) = x/2 (1 + tanh(GELU_C (x + GELU_CUBIC x^3)))
+GELU_C, GELU_CUBIC = 0.7978845608028654, 0.044715
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
 SHAPE_MULTIPLES = {"M": 1, "N": 8, "K": 8}  # run() rejects other shapes (see the docstring)
 
@@ -299,9 +299,8 @@ def gemm_kernel(
         d = d * ALPHA
         d = d + r_c.load().to(ACC_DTYPE) * BETA
         d = d + r_bias.load().to(ACC_DTYPE)  # + bias[row]: one value per row of C
-        d = (
-            d * 0.5 * (cute.math.tanh((d + d * d * d * GELU_CUBIC) * GELU_C) + 1.0)
-        )  # gelu, tanh form
+        # gelu, tanh form
+        d = d * 0.5 * (cute.math.tanh((d + d * d * d * GELU_CUBIC) * GELU_C) + 1.0)
         r_out.store(d.to(OUT_DTYPE))
         cute.copy(r2s, r_out, r2s_sC[(None, None, None, buf)])
         # make the SMEM writes visible to the async proxy (TMA), then gather all

@@ -94,8 +94,10 @@ STAGE_VEC = 4  # f32 per 16-byte staging run: one st.shared.v4 / ld.shared::clus
 TMEM_COLS = 128  # 1 f32 accumulator slot(s) x 128 columns, power of two
 TX_BYTES = 32768  # A + B bytes one stage's TMA copies deliver to its full barrier
 EPI_COLS = 64  # accumulator columns one tcgen05.ld moves per thread
-ALPHA = 1.5  # D = ALPHA * A @ B^T ...
-BETA = 0.5  # ... + BETA * C, C read in place before it is overwritten
+# D = ALPHA * A @ B^T ...
+ALPHA = 1.5
+# ... + BETA * C, C read in place before it is overwritten
+BETA = 0.5
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
 SHAPE_MULTIPLES = {"M": 128, "N": 128, "K": 8}  # run() rejects other shapes (see the docstring)
 

@@ -95,7 +95,8 @@ STAGE_VEC = 4  # f32 per 16-byte staging run: one st.shared.v4 / ld.shared::clus
 TMEM_COLS = 32  # 1 f32 accumulator slot(s) x 32 columns, power of two
 TX_BYTES = 20480  # A + B bytes one stage's TMA copies deliver to its full barrier
 EPI_COLS = 32  # accumulator columns one tcgen05.ld moves per thread
-BETA = 0.5  # ... + BETA * C, C read in place before it is overwritten
+# ... + BETA * C, C read in place before it is overwritten
+BETA = 0.5
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
 SHAPE_MULTIPLES = {"M": 32, "N": 128, "K": 8}  # run() rejects other shapes (see the docstring)
 

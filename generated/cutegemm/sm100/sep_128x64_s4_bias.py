@@ -81,30 +81,30 @@ EPI_WARP0 = 2  # first of the 4 epilogue warps
 EPI_THREADS = 128  # the epilogue warps: warp w reads TMEM lanes 32 * (w % 4) ... + 31
 ACC_SLOTS = 1  # TMEM accumulators: one tile per CTA, one slot
 ACC_EMPTY_ARRIVES = 4  # one per epilogue warp (4)
-SPLITS = 4  # CTAs per output tile, each accumulating 1/SPLITS of its K range
-MAX_TILES = (
-    1024  # workspace capacity in output tiles: 2^23 output elements / (TM x TN): 8388608 per split
-)
-TILE_ELEMS = 8192  # f32 values of one workspace slot: a TM x TN partial tile
-WORKSPACE_ELEMS = 33554432  # SPLITS x MAX_TILES slots; slot [split][tile] starts at (split * MAX_TILES + tile) * TILE_ELEMS
-SLOT_SHAPE = (128, 64, 1024, 4)  # (TM, TN, MAX_TILES, SPLITS): the GEMM kernel's view of the slots
+# CTAs per output tile, each accumulating 1/SPLITS of its K range
+SPLITS = 4
+# workspace capacity in output tiles: 2^23 output elements / (TM x TN): 8388608 per split
+MAX_TILES = 1024
+# SPLITS x MAX_TILES slots of TM x TN f32; slot [split][tile] starts at
+# (split * MAX_TILES + tile) * TM * TN
+WORKSPACE_ELEMS = 33554432
+# (TM, TN, MAX_TILES, SPLITS): the GEMM kernel's view of the slots
+SLOT_SHAPE = (128, 64, 1024, 4)
 SLOT_STRIDE = (64, 1, 8192, 8388608)  # a slot is row-major, like C
-VEC_SLOT_SHAPE = (
-    4,
-    2048,
-    1024,
-    4,
-)  # (REDUCE_VEC, vectors, MAX_TILES, SPLITS): the reduce kernel's view
+# (REDUCE_VEC, vectors, MAX_TILES, SPLITS): the reduce kernel's view
+VEC_SLOT_SHAPE = (4, 2048, 1024, 4)
 VEC_SLOT_STRIDE = (1, 4, 8192, 8388608)  # vectors in memory order
-C_TILE = (128, 64)  # rows and columns of C one tile covers: launcher() counts tiles with it
-REDUCE_THREADS = 128  # threads of one reduce CTA (one CTA per output tile)
-REDUCE_VEC = 4  # f32 a reduce thread loads at once (16 bytes), stored to C as one vector
-VEC_TILER = (
-    1,
-    4,
-)  # one vector of the tile: REDUCE_VEC values along its columns (C's contiguous direction)
+# rows and columns of C one tile covers: launcher() counts tiles with it
+C_TILE = (128, 64)
+# threads of one reduce CTA (one CTA per output tile)
+REDUCE_THREADS = 128
+# f32 a reduce thread loads at once (16 bytes), stored to C as one vector
+REDUCE_VEC = 4
+# one vector of the tile: REDUCE_VEC values along its columns (C's contiguous direction)
+VEC_TILER = (1, 4)
 VECS_ALONG = 16  # vectors along one column of the tile
-VECS_PER_THREAD = 16  # TILE_ELEMS / (REDUCE_VEC x REDUCE_THREADS)
+# TM x TN / (REDUCE_VEC x REDUCE_THREADS)
+VECS_PER_THREAD = 16
 TMEM_COLS = 64  # 1 f32 accumulator slot(s) x 64 columns, power of two
 TX_BYTES = 24576  # A + B bytes one stage's TMA copies deliver to its full barrier
 EPI_COLS = 64  # accumulator columns one tcgen05.ld moves per thread
@@ -331,14 +331,15 @@ def reduce_kernel(
     tile_m, tile_n = ct % clusters_m, ct // clusters_m
     rows_left = M - tile_m * TILER[0]
     cols_left = N - tile_n * TILER[1]
+    # (REDUCE_VEC, TM x TN / REDUCE_VEC, MAX_TILES, SPLITS)
     slots = cute.make_tensor(
         mWork.iterator, cute.make_layout(VEC_SLOT_SHAPE, stride=VEC_SLOT_STRIDE)
-    )  # (REDUCE_VEC, TILE_ELEMS / REDUCE_VEC, MAX_TILES, SPLITS)
+    )
     gC = cute.local_tile(mC, (TILER[0], TILER[1]), (tile_m, tile_n))  # (TM, TN)
-    gC_v = cute.logical_divide(gC, VEC_TILER)  # ((1, TM), (REDUCE_VEC, TN / REDUCE_VEC))
-    cC_v = cute.logical_divide(
-        cute.make_identity_tensor((TILER[0], TILER[1])), VEC_TILER
-    )  # (row, col) of each, same shape
+    # ((1, TM), (REDUCE_VEC, TN / REDUCE_VEC))
+    gC_v = cute.logical_divide(gC, VEC_TILER)
+    # (row, col) of each, same shape
+    cC_v = cute.logical_divide(cute.make_identity_tensor((TILER[0], TILER[1])), VEC_TILER)
     mBias_v = cute.zipped_divide(mBias, (REDUCE_VEC,))  # (REDUCE_VEC, N / REDUCE_VEC)
     ld_part = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), ACC_DTYPE, num_bits_per_copy=128)
     c_vec = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), OUT_DTYPE, num_bits_per_copy=64)
@@ -358,7 +359,8 @@ def reduce_kernel(
                 cute.copy(ld_part, slots[(None, v, ct, s)], part)
                 acc.store(acc.load() + part.load())
             d = acc.load()  # (REDUCE_VEC,) f32
-            # bias per column: the vector's REDUCE_VEC columns take REDUCE_VEC consecutive values
+            # bias per column: the vector's REDUCE_VEC columns take REDUCE_VEC
+            # consecutive values
             rBias = cute.make_rmem_tensor((REDUCE_VEC,), OUT_DTYPE)
             cute.copy(c_vec, mBias_v[(None, (tile_n * TILER[1] + c) // REDUCE_VEC)], rBias)
             d = d + rBias.load().to(ACC_DTYPE)
@@ -407,7 +409,7 @@ def gemm(
         block=(THREADS, 1, 1),
         stream=stream,
     )
-    # the reduce kernel, on the same stream: it starts after the GEMM kernel has stored every partial
+    # the reduce kernel, on the same stream: it starts once the GEMM kernel stored every partial
     reduce_kernel(workspace, c, bias).launch(
         grid=(clusters, 1, 1),  # one CTA per output tile
         block=(REDUCE_THREADS, 1, 1),
@@ -444,9 +446,8 @@ def compile_args(tvm_ffi: bool = False) -> tuple:
     stream = make_fake_stream(use_tvm_ffi_env_stream=True) if tvm_ffi else make_fake_stream()
     extra = []
     extra.append(make_fake_compact_tensor(OUT_DTYPE, (n,), assumed_align=16))  # bias
-    extra.append(
-        make_fake_compact_tensor(cutlass.Float32, (WORKSPACE_ELEMS,), assumed_align=16)
-    )  # workspace
+    # workspace
+    extra.append(make_fake_compact_tensor(cutlass.Float32, (WORKSPACE_ELEMS,), assumed_align=16))
     return fake(IO_DTYPE, m, k), fake(IO_DTYPE, n, k), fake(OUT_DTYPE, m, n), *extra, stream
 
 

@@ -79,42 +79,55 @@ SPEC = {
 IO_DTYPE = cutlass.BFloat16
 OUT_DTYPE = cutlass.BFloat16
 ACC_DTYPE = cutlass.Float32
-TILER = (64, 16, 64)  # one CTA's output tile and the K depth of a stage
+# one CTA's output tile and the K depth of a stage
+TILER = (64, 16, 64)
 STAGES = 22
-CONSUMER_WG = 1  # consumer warpgroups; they split the M tile, 64-row wgmma atoms each
-THREADS = 256  # warpgroup 0 = TMA producer, warpgroups 1..1 = wgmma consumers
-MMA_THREADS = 128  # consumer threads (the epilogue's named barrier)
-PRODUCER_REGS = 40  # setmaxnreg: the producer gives registers up ...
-CONSUMER_REGS = 248  # ... and the consumers take them: 128 x 40 + 128 x 248 <= 65536
-TX_BYTES = 10240  # A + B bytes one stage's TMA copies deliver to this CTA's full barrier
-EMPTY_ARRIVES = 4  # every consumer warp (4) of every CTA this producer fills (1)
-PARTIAL_VEC = 1  # f32 per workspace store: swap AB: a thread's adjacent values are adjacent rows of the column-major slot
-ALPHA = 2.0  # D = ALPHA * A @ B^T ...
-
-SPLITS = 2  # CTAs per output tile, each accumulating 1/SPLITS of its K range
-MAX_TILES = (
-    8192  # workspace capacity in output tiles: 2^23 output elements / (TM x TN): 8388608 per split
-)
-TILE_ELEMS = 1024  # f32 values of one workspace slot: a TM x TN partial tile
-WORKSPACE_ELEMS = 16777216  # SPLITS x MAX_TILES slots; slot [split][tile] starts at (split * MAX_TILES + tile) * TILE_ELEMS
-SLOT_SHAPE = (64, 16, 8192, 2)  # (TM, TN, MAX_TILES, SPLITS): the GEMM kernel's view of the slots
+# warpgroup PRODUCER_WG = TMA producer; warpgroups MMA_WG.. = wgmma consumers
+PRODUCER_WG, MMA_WG = 0, 1
+# the producer warp: issues the TMA loads (and initializes the barriers)
+TMA_WARP = 0
+WG_THREADS = 128  # threads of one warpgroup
+# consumer warpgroups; they split the M tile, 64-row wgmma atoms each
+CONSUMER_WGS = 1
+# warpgroup PRODUCER_WG + the CONSUMER_WGS consumer warpgroups
+THREADS = 256
+# setmaxnreg: the producer gives registers up ...
+PRODUCER_REGS = 40
+# ... and the consumers take them: 128 x 40 + 128 x 248 <= 65536
+CONSUMER_REGS = 248
+# A + B bytes one stage's TMA copies deliver to this CTA's full barrier
+TX_BYTES = 10240
+# every consumer warp (4) of every CTA this producer fills (1)
+EMPTY_ARRIVES = 4
+# f32 per workspace store:
+# swap AB: a thread's adjacent values are adjacent rows of the column-major slot
+PARTIAL_VEC = 1
+# D = ALPHA * A @ B^T ...
+ALPHA = 2.0
+# CTAs per output tile, each accumulating 1/SPLITS of its K range
+SPLITS = 2
+# workspace capacity in output tiles: 2^23 output elements / (TM x TN): 8388608 per split
+MAX_TILES = 8192
+# SPLITS x MAX_TILES slots of TM x TN f32; slot [split][tile] starts at
+# (split * MAX_TILES + tile) * TM * TN
+WORKSPACE_ELEMS = 16777216
+# (TM, TN, MAX_TILES, SPLITS): the GEMM kernel's view of the slots
+SLOT_SHAPE = (64, 16, 8192, 2)
 SLOT_STRIDE = (1, 64, 1024, 8388608)  # a slot is column-major, like C^T
-VEC_SLOT_SHAPE = (
-    4,
-    256,
-    8192,
-    2,
-)  # (REDUCE_VEC, vectors, MAX_TILES, SPLITS): the reduce kernel's view
+# (REDUCE_VEC, vectors, MAX_TILES, SPLITS): the reduce kernel's view
+VEC_SLOT_SHAPE = (4, 256, 8192, 2)
 VEC_SLOT_STRIDE = (1, 4, 1024, 8388608)  # vectors in memory order
-C_TILE = (16, 64)  # rows and columns of C one tile covers: launcher() counts tiles with it
-REDUCE_THREADS = 128  # threads of one reduce CTA (one CTA per output tile)
-REDUCE_VEC = 4  # f32 a reduce thread loads at once (16 bytes), stored to C as one vector
-VEC_TILER = (
-    4,
-    1,
-)  # one vector of the tile: REDUCE_VEC values along its rows (C's contiguous direction)
+# rows and columns of C one tile covers: launcher() counts tiles with it
+C_TILE = (16, 64)
+# threads of one reduce CTA (one CTA per output tile)
+REDUCE_THREADS = 128
+# f32 a reduce thread loads at once (16 bytes), stored to C as one vector
+REDUCE_VEC = 4
+# one vector of the tile: REDUCE_VEC values along its rows (C's contiguous direction)
+VEC_TILER = (4, 1)
 VECS_ALONG = 16  # vectors along one row of the tile
-VECS_PER_THREAD = 2  # TILE_ELEMS / (REDUCE_VEC x REDUCE_THREADS)
+# TM x TN / (REDUCE_VEC x REDUCE_THREADS)
+VECS_PER_THREAD = 2
 CLUSTER_TILE = (64, 16)  # output rows and columns one cluster covers
 SHAPE_MULTIPLES = {"M": 1, "N": 8, "K": 8}  # launcher() rejects other shapes (see the docstring)
 
@@ -123,8 +136,21 @@ SHAPE_MULTIPLES = {"M": 1, "N": 8, "K": 8}  # launcher() rejects other shapes (s
 class SharedStorage:
     full: cute.struct.MemRange[cutlass.Int64, STAGES]  # stage s holds fresh A/B bytes
     empty: cute.struct.MemRange[cutlass.Int64, STAGES]  # every reader has released stage s
-    sA: cute.struct.Align[cute.struct.MemRange[IO_DTYPE, 90112], 1024]  # (TM, TK, STAGES)
-    sB: cute.struct.Align[cute.struct.MemRange[IO_DTYPE, 22528], 1024]  # (TN, TK, STAGES)
+    # (TM, TK, STAGES)
+    sA: cute.struct.Align[cute.struct.MemRange[IO_DTYPE, 90112], 1024]
+    # (TN, TK, STAGES)
+    sB: cute.struct.Align[cute.struct.MemRange[IO_DTYPE, 22528], 1024]
+
+
+@cute.jit
+def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexpr[int]):
+    """The slot after `index` in a ring of `size` slots, and the phase its next wait expects:
+    past the last slot the ring wraps to slot 0, one phase later."""
+    index += 1
+    if index == size:
+        index = cutlass.Int32(0)
+        phase ^= 1
+    return index, phase
 
 
 @cute.kernel
@@ -134,7 +160,8 @@ def gemm_kernel(
     mA: cute.Tensor,
     tma_b: cute.CopyAtom,
     mB: cute.Tensor,
-    mC: cute.Tensor,  # (M, N): the GEMM kernel reads its extents only; the reduce kernel stores C
+    # (M, N): the GEMM kernel reads its extents only; the reduce kernel stores C
+    mC: cute.Tensor,
     mWork: cute.Tensor,  # (WORKSPACE_ELEMS,) f32: SPLITS x MAX_TILES partial-tile slots
     sA_layout: cute.ComposedLayout,
     sB_layout: cute.ComposedLayout,
@@ -153,15 +180,15 @@ def gemm_kernel(
     storage = smem.allocate(SharedStorage)
     full = storage.full.data_ptr()
     empty = storage.empty.data_ptr()
-    if warp_idx == 0:
+    if warp_idx == TMA_WARP:
         cpasync.prefetch_descriptor(tma_a)
         cpasync.prefetch_descriptor(tma_b)
-
         with cute.arch.elect_one():
             for s in cutlass.range_constexpr(STAGES):
-                cute.arch.mbarrier_init(full + s, 1)  # one arrive (the producer) + TX_BYTES
+                # one arrive (the producer) + TX_BYTES
+                cute.arch.mbarrier_init(full + s, 1)
                 cute.arch.mbarrier_init(empty + s, EMPTY_ARRIVES)
-                # pre-arm: phase 0 completes now, so the producer's first lap passes straight through
+                # pre-arm: phase 0 completes now, so the producer's first lap passes through
                 cute.arch.mbarrier_arrive(empty + s, arrive_count=EMPTY_ARRIVES)
     cute.arch.mbarrier_init_fence()
     cute.arch.sync_threads()
@@ -176,12 +203,14 @@ def gemm_kernel(
     # leaves an empty range (a partial of zeros) to the low shares when k_tiles < SPLITS
     k_begin = split * k_tiles // SPLITS
     k_end = (split + 1) * k_tiles // SPLITS
+    # (TMA, STAGES), (TMA, tiles_m, k_tiles)
     tAsA, tAgA = cpasync.tma_partition(
         tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2)
-    )  # (TMA, STAGES), (TMA, tiles_m, k_tiles)
+    )
+    # (TMA, STAGES), (TMA, tiles_n, k_tiles)
     tBsB, tBgB = cpasync.tma_partition(
         tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2)
-    )  # (TMA, STAGES), (TMA, tiles_n, k_tiles)
+    )
 
     # static tile order: one CTA per output tile and K share; tiles walked along M
     M, N = mC.shape
@@ -189,14 +218,13 @@ def gemm_kernel(
     clusters_n = (N + CLUSTER_TILE[1] - 1) // CLUSTER_TILE[1]
     num_cluster_tiles = clusters_m * clusters_n
 
-    if wg_idx == 0:
-        # ---- 2. producer warpgroup: warp 0 issues the TMA loads ----------------------------------
+    if wg_idx == PRODUCER_WG:
+        # ---- 2. producer warpgroup: warp TMA_WARP issues the TMA loads -------------------------
         cute.arch.setmaxregister_decrease(PRODUCER_REGS)
-        if warp_idx == 0:
+        if warp_idx == TMA_WARP:
             stage, phase = cutlass.Int32(0), cutlass.Int32(0)
             for ct in cutlass.range(cluster_id, cluster_id + 1, 1, unroll=1):
-                ctm, ctn = ct % clusters_m, ct // clusters_m
-                tile_m, tile_n = ctm, ctn
+                tile_m, tile_n = ct % clusters_m, ct // clusters_m
                 for k in cutlass.range(k_begin, k_end, unroll=1):
                     # wait until every reader of this slot (here and in peers) has released it
                     cute.arch.mbarrier_wait(empty + stage, phase)
@@ -214,17 +242,13 @@ def gemm_kernel(
                         tBsB[(None, stage)],
                         tma_bar_ptr=full + stage,
                     )
-                    stage += 1
-                    if (
-                        stage == STAGES
-                    ):  # wrapped the ring: the next wait on each slot is one phase later
-                        stage = cutlass.Int32(0)
-                        phase ^= 1
+                    stage, phase = ring_next(stage, phase, STAGES)
     else:
         # ---- 3. consumer warpgroups: wgmma over the ring, accumulators in registers --------------
         cute.arch.setmaxregister_increase(CONSUMER_REGS)
-        ctidx = tidx - 128  # thread index among the consumers
-        thr_wg = tiled_mma.get_slice((wg_idx - 1) * 128)  # A and B are per-warpgroup operands
+        ctidx = tidx - MMA_WG * WG_THREADS  # thread index among the consumers
+        # A and B are per-warpgroup operands
+        thr_wg = tiled_mma.get_slice((wg_idx - MMA_WG) * WG_THREADS)
         tCsA = thr_wg.partition_A(sA)  # (MMA, MMA_M, MMA_K, STAGES)
         tCsB = thr_wg.partition_B(sB)  # (MMA, MMA_N, MMA_K, STAGES)
         tCrA = tiled_mma.make_fragment_A(tCsA)  # SMEM descriptors, same shape
@@ -233,25 +257,25 @@ def gemm_kernel(
         acc_shape = thr_mma.partition_shape_C((TILER[0], TILER[1]))  # (MMA_V, MMA_M, MMA_N)
         acc = cute.make_rmem_tensor(acc_shape, ACC_DTYPE)
         tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
-        # workspace slots, each a (TM, TN) tile strided like C (column-major, like C^T), so the reduce
-        # kernel's 16-byte slot loads and its C stores run along the same direction
-        slots = cute.make_tensor(
-            mWork.iterator, cute.make_layout(SLOT_SHAPE, stride=SLOT_STRIDE)
-        )  # (TM, TN, MAX_TILES, SPLITS)
+        # workspace slots, each a (TM, TN) tile strided like C (column-major, like C^T), so
+        # the reduce kernel's 16-byte slot loads and its C stores run along the same direction
+        # (TM, TN, MAX_TILES, SPLITS)
+        slots = cute.make_tensor(mWork.iterator, cute.make_layout(SLOT_SHAPE, stride=SLOT_STRIDE))
         st_partial = cute.make_copy_atom(
             cute.nvgpu.CopyUniversalOp(), ACC_DTYPE, num_bits_per_copy=32
         )
 
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for ct in cutlass.range(cluster_id, cluster_id + 1, 1, unroll=1):
-            ctm, ctn = ct % clusters_m, ct // clusters_m
-            tile_m, tile_n = ctm, ctn
+            tile_m, tile_n = ct % clusters_m, ct // clusters_m
             acc.fill(0.0)
             prev_stage = cutlass.Int32(0)
             for k in cutlass.range(k_begin, k_end, unroll=1):
-                cute.arch.mbarrier_wait(full + stage, phase)  # this stage's TMA bytes have landed
+                # this stage's TMA bytes have landed
+                cute.arch.mbarrier_wait(full + stage, phase)
                 warpgroup.fence()
-                for kb in cutlass.range_constexpr(4):  # TK / 16 wgmma per stage
+                # TK / 16 wgmma per stage
+                for kb in cutlass.range_constexpr(4):
                     cute.gemm(
                         tiled_mma,
                         acc,
@@ -265,24 +289,20 @@ def gemm_kernel(
                 if k > k_begin:
                     release_stage(empty + prev_stage)
                 prev_stage = stage
-                stage += 1
-                if (
-                    stage == STAGES
-                ):  # wrapped the ring: the next wait on each slot is one phase later
-                    stage = cutlass.Int32(0)
-                    phase ^= 1
+                stage, phase = ring_next(stage, phase, STAGES)
             warpgroup.wait_group(0)
             if k_end > k_begin:
                 release_stage(empty + prev_stage)
 
-            # ---- 4. epilogue: f32 accumulators -> this K share's workspace slot ----------------------------------------
+            # ---- 4. epilogue: f32 accumulators -> this K share's workspace slot ------------------
             # this CTA's partial (zeros when its K share is empty) to slot [split][ct], whole
             tCgW = thr_mma.partition_C(slots[(None, None, ct, split)])  # (MMA_V, MMA_M, MMA_N)
+            # (PARTIAL_VEC, VECTORS) each
             cute.copy(
                 st_partial,
                 cute.zipped_divide(acc, (PARTIAL_VEC,)),
                 cute.zipped_divide(tCgW, (PARTIAL_VEC,)),
-            )  # (PARTIAL_VEC, VECTORS) each
+            )
 
 
 @cute.jit
@@ -308,14 +328,15 @@ def reduce_kernel(
     tile_m, tile_n = ct % clusters_m, ct // clusters_m
     rows_left = M - tile_m * TILER[0]
     cols_left = N - tile_n * TILER[1]
+    # (REDUCE_VEC, TM x TN / REDUCE_VEC, MAX_TILES, SPLITS)
     slots = cute.make_tensor(
         mWork.iterator, cute.make_layout(VEC_SLOT_SHAPE, stride=VEC_SLOT_STRIDE)
-    )  # (REDUCE_VEC, TILE_ELEMS / REDUCE_VEC, MAX_TILES, SPLITS)
+    )
     gC = cute.local_tile(mC, (TILER[0], TILER[1]), (tile_m, tile_n))  # (TM, TN)
-    gC_v = cute.logical_divide(gC, VEC_TILER)  # ((REDUCE_VEC, TM / REDUCE_VEC), (1, TN))
-    cC_v = cute.logical_divide(
-        cute.make_identity_tensor((TILER[0], TILER[1])), VEC_TILER
-    )  # (row, col) of each, same shape
+    # ((REDUCE_VEC, TM / REDUCE_VEC), (1, TN))
+    gC_v = cute.logical_divide(gC, VEC_TILER)
+    # (row, col) of each, same shape
+    cC_v = cute.logical_divide(cute.make_identity_tensor((TILER[0], TILER[1])), VEC_TILER)
     mBias_v = cute.zipped_divide(mBias, (REDUCE_VEC,))  # (REDUCE_VEC, M / REDUCE_VEC)
     ld_part = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), ACC_DTYPE, num_bits_per_copy=128)
     c_vec = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), OUT_DTYPE, num_bits_per_copy=64)
@@ -335,7 +356,8 @@ def reduce_kernel(
                 cute.copy(ld_part, slots[(None, v, ct, s)], part)
                 acc.store(acc.load() + part.load())
             d = acc.load()  # (REDUCE_VEC,) f32
-            # bias per row of C^T: the vector's REDUCE_VEC rows take REDUCE_VEC consecutive values
+            # bias per row of C^T: the vector's REDUCE_VEC rows take REDUCE_VEC
+            # consecutive values
             rBias = cute.make_rmem_tensor((REDUCE_VEC,), OUT_DTYPE)
             cute.copy(c_vec, mBias_v[(None, (tile_m * TILER[0] + r) // REDUCE_VEC)], rBias)
             d = d * ALPHA + rBias.load().to(ACC_DTYPE)
@@ -368,15 +390,13 @@ def gemm(
         OperandMajorMode.K,
         OperandMajorMode.K,
         ACC_DTYPE,
-        (CONSUMER_WG, 1, 1),
+        (CONSUMER_WGS, 1, 1),
         tiler_mn=(64, TILER[1]),
     )
-    sA_layout = sm90_utils.make_smem_layout_a(
-        row, TILER, IO_DTYPE, STAGES
-    )  # (TM, TK, STAGES), SW128
-    sB_layout = sm90_utils.make_smem_layout_b(
-        row, TILER, IO_DTYPE, STAGES
-    )  # (TN, TK, STAGES), SW128
+    # (TM, TK, STAGES), SW128
+    sA_layout = sm90_utils.make_smem_layout_a(row, TILER, IO_DTYPE, STAGES)
+    # (TN, TK, STAGES), SW128
+    sB_layout = sm90_utils.make_smem_layout_b(row, TILER, IO_DTYPE, STAGES)
     sA_one = cute.slice_(sA_layout, (None, None, 0))  # one stage of A
     sB_one = cute.slice_(sB_layout, (None, None, 0))  # one stage of B
     tma_a, tA = cpasync.make_tiled_tma_atom(
@@ -385,8 +405,7 @@ def gemm(
     tma_b, tB = cpasync.make_tiled_tma_atom(
         cpasync.CopyBulkTensorTileG2SOp(), b, sB_one, (TILER[1], TILER[2])
     )
-
-    # the generator computed these sizes; the layouts must agree or the kernel hangs or corrupts SMEM
+    # sizes the generator computed: a layout that disagrees hangs the kernel or corrupts SMEM
     assert cute.cosize(sA_layout) == 90112 and cute.cosize(sB_layout) == 22528
     assert cute.size_in_bytes(IO_DTYPE, sA_one) + cute.size_in_bytes(IO_DTYPE, sB_one) == TX_BYTES
     M, N = c.shape
@@ -397,12 +416,12 @@ def gemm(
     # MAX_TILES tiles, and the min keeps a direct `gemm` call from writing past the workspace
     clusters = cutlass.min(cluster_tiles, MAX_TILES)
     gemm_kernel(tiled_mma, tma_a, tA, tma_b, tB, c, workspace, sA_layout, sB_layout).launch(
-        grid=(clusters * SPLITS, 1, 1),  # x: clusters along the CTA rank
+        grid=(clusters * SPLITS, 1, 1),
         block=(THREADS, 1, 1),
         min_blocks_per_mp=1,
         stream=stream,
     )
-    # the reduce kernel, on the same stream: it starts after the GEMM kernel has stored every partial
+    # the reduce kernel, on the same stream: it starts once the GEMM kernel stored every partial
     reduce_kernel(workspace, c, bias).launch(
         grid=(clusters, 1, 1),  # one CTA per output tile
         block=(REDUCE_THREADS, 1, 1),
@@ -439,9 +458,8 @@ def compile_args(tvm_ffi: bool = False) -> tuple:
     stream = make_fake_stream(use_tvm_ffi_env_stream=True) if tvm_ffi else make_fake_stream()
     extra = []
     extra.append(make_fake_compact_tensor(OUT_DTYPE, (n,), assumed_align=16))  # bias
-    extra.append(
-        make_fake_compact_tensor(cutlass.Float32, (WORKSPACE_ELEMS,), assumed_align=16)
-    )  # workspace
+    # workspace
+    extra.append(make_fake_compact_tensor(cutlass.Float32, (WORKSPACE_ELEMS,), assumed_align=16))
     return fake(IO_DTYPE, m, k), fake(IO_DTYPE, n, k), fake(OUT_DTYPE, m, n), *extra, stream
 
 

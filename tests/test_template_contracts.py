@@ -1,0 +1,214 @@
+"""Every partial of a template family keeps its family's macro contract.
+
+A family is a folder `templates/<arch>/<family>/` with a `_contract.py.j2`: it defines each macro
+the arch skeleton may call on a partial of that family, with the argument list every partial must
+use. Every partial of the folder (a `.j2` file whose name does not start with `_`) defines each
+contract macro with the same arguments and no other public macro (a helper a partial keeps to
+itself starts with `_`), and the skeleton calls only contract macros on a family's module.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+import pytest
+from jinja2 import nodes
+
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATES = ROOT / "templates"
+CONTRACT = "_contract.py.j2"
+
+
+def _signature(macro: nodes.Macro) -> tuple[tuple[str, ...], int]:
+    """A macro's argument names and how many of them have defaults."""
+    return tuple(a.name for a in macro.args), len(macro.defaults)
+
+
+def macros(env: jinja2.Environment, source: str) -> dict[str, tuple[tuple[str, ...], int]]:
+    """The top-level macros a template source defines, by name."""
+    return {m.name: _signature(m) for m in env.parse(source).find_all(nodes.Macro)}
+
+
+def contract_violations(env: jinja2.Environment, sources: dict[str, str]) -> list[str]:
+    """What breaks a contract in `sources` (template path -> text), one line per problem.
+
+    Families are the folders holding a _contract.py.j2; their partials are the other .j2 files
+    there whose names do not start with `_`.
+    """
+    problems = []
+    for contract_path in sorted(p for p in sources if p.endswith("/" + CONTRACT)):
+        folder = contract_path.rsplit("/", 1)[0]
+        contract = macros(env, sources[contract_path])
+        if not contract:
+            problems.append(f"{contract_path}: defines no macro")
+        partials = sorted(
+            p
+            for p in sources
+            if p.rsplit("/", 1)[0] == folder
+            and p.endswith(".j2")
+            and not p.rsplit("/", 1)[1].startswith("_")
+        )
+        if not partials:
+            problems.append(f"{folder}: a contract without partials")
+        for path in partials:
+            defined = macros(env, sources[path])
+            for name, sig in contract.items():
+                if name not in defined:
+                    problems.append(f"{path}: missing macro {name}{sig[0]}")
+                elif defined[name] != sig:
+                    problems.append(
+                        f"{path}: macro {name}{defined[name][0]} (defaults {defined[name][1]}),"
+                        f" the contract has {name}{sig[0]} (defaults {sig[1]})"
+                    )
+            for name in sorted(set(defined) - set(contract)):
+                if not name.startswith("_"):
+                    problems.append(f"{path}: public macro {name} is not in {contract_path}")
+    return problems
+
+
+def _family_of(template: nodes.Expr, arch: str) -> str | None:
+    """The family folder an import's template expression names: a literal path under
+    `<arch>/<family>/` (possibly concatenated), or a `<family>_partial` context variable."""
+    if isinstance(template, nodes.Name) and template.name.endswith("_partial"):
+        return f"{arch}/{template.name[: -len('_partial')]}"
+    for const in template.find_all(nodes.Const):
+        if isinstance(const.value, str) and const.value.startswith(f"{arch}/"):
+            parts = const.value.split("/")
+            if len(parts) >= 3:
+                return "/".join(parts[:2])
+    if isinstance(template, nodes.Const) and isinstance(template.value, str):
+        parts = template.value.split("/")
+        return "/".join(parts[:2]) if len(parts) >= 3 else None
+    return None
+
+
+def skeleton_violations(
+    env: jinja2.Environment, sources: dict[str, str], skeleton: str
+) -> list[str]:
+    """Calls the skeleton makes on a family module that its contract does not define."""
+    arch = skeleton.split("/", 1)[0]
+    tree = env.parse(sources[skeleton])
+    families = {}
+    for imp in tree.find_all(nodes.Import):
+        family = _family_of(imp.template, arch)
+        if family and f"{family}/{CONTRACT}" in sources:
+            families[imp.target] = family
+    problems = []
+    for call in tree.find_all(nodes.Call):
+        node = call.node
+        if isinstance(node, nodes.Getattr) and isinstance(node.node, nodes.Name):
+            family = families.get(node.node.name)
+            if family is None:
+                continue
+            contract = macros(env, sources[f"{family}/{CONTRACT}"])
+            if node.attr not in contract:
+                problems.append(f"{skeleton}: calls {node.node.name}.{node.attr}, not in {family}")
+    return problems
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(trim_blocks=True, lstrip_blocks=True)
+
+
+def _tree_sources() -> dict[str, str]:
+    return {p.relative_to(TEMPLATES).as_posix(): p.read_text() for p in TEMPLATES.rglob("*.j2")}
+
+
+CONTRACTS = sorted(p.relative_to(TEMPLATES).as_posix() for p in TEMPLATES.glob(f"*/*/{CONTRACT}"))
+
+
+def test_sm90_families_have_contracts() -> None:
+    have = {c.rsplit("/", 1)[0] for c in CONTRACTS}
+    assert {
+        "sm90/cluster",
+        "sm90/consumer",
+        "sm90/scheduler",
+        "sm90/reduce",
+        "sm90/epilogue",
+    } <= have
+
+
+@pytest.mark.parametrize("contract", CONTRACTS)
+def test_family_keeps_its_contract(contract: str) -> None:
+    folder = contract.rsplit("/", 1)[0]
+    sources = {p: s for p, s in _tree_sources().items() if p.rsplit("/", 1)[0] == folder}
+    problems = contract_violations(_env(), sources)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize(
+    "skeleton",
+    sorted(
+        p.relative_to(TEMPLATES).as_posix()
+        for p in TEMPLATES.glob("*/gemm.py.j2")
+        if any(c.startswith(p.parent.name + "/") for c in CONTRACTS)
+    ),
+)
+def test_skeleton_calls_only_contract_macros(skeleton: str) -> None:
+    problems = skeleton_violations(_env(), _tree_sources(), skeleton)
+    assert not problems, "\n".join(problems)
+
+
+# A small family in memory: the checks must report what breaks the contract.
+FAKE_CONTRACT = """{# one hook #}
+{% macro setup(cluster) %}{% endmacro %}
+{% macro helpers() %}{% endmacro %}
+"""
+FAKE_GOOD = """{% macro setup(cluster) %}x = 1
+{% endmacro %}
+{% macro helpers() %}{% endmacro %}
+{% macro _private() %}{% endmacro %}
+"""
+FAKE_MISSING = """{% macro setup(cluster) %}{% endmacro %}
+"""
+FAKE_OTHER_ARGS = """{% macro setup() %}{% endmacro %}
+{% macro helpers(extra=1) %}{% endmacro %}
+"""
+FAKE_EXTRA = """{% macro setup(cluster) %}{% endmacro %}
+{% macro helpers() %}{% endmacro %}
+{% macro teardown() %}{% endmacro %}
+"""
+FAKE_SKELETON = """{% import "arch/fam/" ~ "good.py.j2" as fam %}
+{% import fam_partial as other %}
+{{ fam.setup(x) }}{{ fam.helpers() }}{{ fam.teardown() }}{{ other.launch() }}
+"""
+
+
+def _fake(**partials: str) -> dict[str, str]:
+    return {
+        "arch/fam/_contract.py.j2": FAKE_CONTRACT,
+        **{f"arch/fam/{k}.py.j2": v for k, v in partials.items()},
+    }
+
+
+def test_checker_accepts_a_partial_that_keeps_the_contract() -> None:
+    assert contract_violations(_env(), _fake(good=FAKE_GOOD)) == []
+
+
+def test_checker_reports_a_missing_macro() -> None:
+    problems = contract_violations(_env(), _fake(good=FAKE_GOOD, missing=FAKE_MISSING))
+    assert problems == ["arch/fam/missing.py.j2: missing macro helpers()"]
+
+
+def test_checker_reports_different_arguments() -> None:
+    problems = contract_violations(_env(), _fake(other=FAKE_OTHER_ARGS))
+    assert len(problems) == 2 and all("arch/fam/other.py.j2: macro" in p for p in problems)
+    assert any("setup()" in p and "setup('cluster',)" in p for p in problems)
+    assert any("helpers('extra',) (defaults 1)" in p for p in problems)
+
+
+def test_checker_reports_an_extra_public_macro() -> None:
+    problems = contract_violations(_env(), _fake(extra=FAKE_EXTRA))
+    assert problems == [
+        "arch/fam/extra.py.j2: public macro teardown is not in arch/fam/_contract.py.j2"
+    ]
+
+
+def test_checker_reports_a_skeleton_call_outside_the_contract() -> None:
+    sources = {**_fake(good=FAKE_GOOD), "arch/gemm.py.j2": FAKE_SKELETON}
+    problems = skeleton_violations(_env(), sources, "arch/gemm.py.j2")
+    assert problems == [
+        "arch/gemm.py.j2: calls fam.teardown, not in arch/fam",
+        "arch/gemm.py.j2: calls other.launch, not in arch/fam",
+    ]
