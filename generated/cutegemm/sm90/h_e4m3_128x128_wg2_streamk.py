@@ -75,23 +75,38 @@ SPEC = {
 IO_DTYPE = cutlass.Float8E4M3FN
 OUT_DTYPE = cutlass.BFloat16
 ACC_DTYPE = cutlass.Float32
-TILER = (128, 128, 128)  # one CTA's output tile and the K depth of a stage
+# one CTA's output tile and the K depth of a stage
+TILER = (128, 128, 128)
 STAGES = 7
-CONSUMER_WG = 2  # consumer warpgroups; they split the M tile, 64-row wgmma atoms each
-THREADS = 384  # warpgroup 0 = TMA producer, warpgroups 1..2 = wgmma consumers
-MMA_THREADS = 256  # consumer threads (the epilogue's named barrier)
-PRODUCER_REGS = 40  # setmaxnreg: the producer gives registers up ...
-CONSUMER_REGS = 232  # ... and the consumers take them: 128 x 40 + 256 x 232 <= 65536
-TX_BYTES = 32768  # A + B bytes one stage's TMA copies deliver to this CTA's full barrier
-EMPTY_ARRIVES = 8  # every consumer warp (8) of every CTA this producer fills (1)
+# warpgroup PRODUCER_WG = TMA producer; warpgroups MMA_WG.. = wgmma consumers
+PRODUCER_WG, MMA_WG = 0, 1
+# the producer warp: issues the TMA loads (and initializes the barriers)
+TMA_WARP = 0
+WG_THREADS = 128  # threads of one warpgroup
+# consumer warpgroups; they split the M tile, 64-row wgmma atoms each
+CONSUMER_WGS = 2
+# warpgroup PRODUCER_WG + the CONSUMER_WGS consumer warpgroups
+THREADS = 384
+MMA_THREADS = 256  # consumer threads (their named barrier's count)
+# setmaxnreg: the producer gives registers up ...
+PRODUCER_REGS = 40
+# ... and the consumers take them: 128 x 40 + 256 x 232 <= 65536
+CONSUMER_REGS = 232
+# A + B bytes one stage's TMA copies deliver to this CTA's full barrier
+TX_BYTES = 32768
+# every consumer warp (8) of every CTA this producer fills (1)
+EMPTY_ARRIVES = 8
 STORE_VEC = 2  # wgmma gives each thread pairs of adjacent columns: one 2-element store each
-
-SK_CTAS = 132  # persistent CTAs (one per SM) sharing the MAC iterations; fewer when there are fewer
+# persistent CTAs (one per SM) sharing the MAC iterations; fewer when there are fewer
+SK_CTAS = 132
 DEFAULT_SM_COUNT = (
     132  # SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
 )
 TILE_ELEMS = 16384  # f32 values of one partial tile: a CTA's workspace slot
-WORKSPACE_ELEMS = 2162820  # SK_CTAS slots, then SK_CTAS flag words (int32 0 / 1)
+# SK_CTAS slots, then SK_CTAS flag words (int32 0 / 1)
+WORKSPACE_ELEMS = 2162820
+# the consumers' named barrier around a hand-over (the same threads as the epilogue's)
+FIXUP_BARRIER_ID = 1
 CLUSTER_TILE = (128, 128)  # output rows and columns one cluster covers
 SHAPE_MULTIPLES = {"M": 1, "N": 8, "K": 16}  # launcher() rejects other shapes (see the docstring)
 
@@ -100,8 +115,21 @@ SHAPE_MULTIPLES = {"M": 1, "N": 8, "K": 16}  # launcher() rejects other shapes (
 class SharedStorage:
     full: cute.struct.MemRange[cutlass.Int64, STAGES]  # stage s holds fresh A/B bytes
     empty: cute.struct.MemRange[cutlass.Int64, STAGES]  # every reader has released stage s
-    sA: cute.struct.Align[cute.struct.MemRange[IO_DTYPE, 114688], 1024]  # (TM, TK, STAGES)
-    sB: cute.struct.Align[cute.struct.MemRange[IO_DTYPE, 114688], 1024]  # (TN, TK, STAGES)
+    # (TM, TK, STAGES)
+    sA: cute.struct.Align[cute.struct.MemRange[IO_DTYPE, 114688], 1024]
+    # (TN, TK, STAGES)
+    sB: cute.struct.Align[cute.struct.MemRange[IO_DTYPE, 114688], 1024]
+
+
+@cute.jit
+def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexpr[int]):
+    """The slot after `index` in a ring of `size` slots, and the phase its next wait expects:
+    past the last slot the ring wraps to slot 0, one phase later."""
+    index += 1
+    if index == size:
+        index = cutlass.Int32(0)
+        phase ^= 1
+    return index, phase
 
 
 @cute.kernel
@@ -128,15 +156,15 @@ def gemm_kernel(
     storage = smem.allocate(SharedStorage)
     full = storage.full.data_ptr()
     empty = storage.empty.data_ptr()
-    if warp_idx == 0:
+    if warp_idx == TMA_WARP:
         cpasync.prefetch_descriptor(tma_a)
         cpasync.prefetch_descriptor(tma_b)
-
         with cute.arch.elect_one():
             for s in cutlass.range_constexpr(STAGES):
-                cute.arch.mbarrier_init(full + s, 1)  # one arrive (the producer) + TX_BYTES
+                # one arrive (the producer) + TX_BYTES
+                cute.arch.mbarrier_init(full + s, 1)
                 cute.arch.mbarrier_init(empty + s, EMPTY_ARRIVES)
-                # pre-arm: phase 0 completes now, so the producer's first lap passes straight through
+                # pre-arm: phase 0 completes now, so the producer's first lap passes through
                 cute.arch.mbarrier_arrive(empty + s, arrive_count=EMPTY_ARRIVES)
     cute.arch.mbarrier_init_fence()
     cute.arch.sync_threads()
@@ -147,14 +175,17 @@ def gemm_kernel(
     gA = cute.local_tile(mA, (TILER[0], TILER[2]), (None, None))  # (TM, TK, tiles_m, k_tiles)
     gB = cute.local_tile(mB, (TILER[1], TILER[2]), (None, None))  # (TN, TK, tiles_n, k_tiles)
     k_tiles = cute.size(gA, mode=[3])
+    # (TMA, STAGES), (TMA, tiles_m, k_tiles)
     tAsA, tAgA = cpasync.tma_partition(
         tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2)
-    )  # (TMA, STAGES), (TMA, tiles_m, k_tiles)
+    )
+    # (TMA, STAGES), (TMA, tiles_n, k_tiles)
     tBsB, tBgB = cpasync.tma_partition(
         tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2)
-    )  # (TMA, STAGES), (TMA, tiles_n, k_tiles)
+    )
 
-    # static tile order: stream-K: each CTA runs an equal share of all tiles' k-tiles, tile after tile, tiles walked along M
+    # static tile order, stream-K: each CTA runs an equal share of all tiles' k-tiles, tile after
+    # tile, tiles walked along M
     M, N = mC.shape
     clusters_m = (M + CLUSTER_TILE[0] - 1) // CLUSTER_TILE[0]
     clusters_n = (N + CLUSTER_TILE[1] - 1) // CLUSTER_TILE[1]
@@ -175,15 +206,15 @@ def gemm_kernel(
     cute.arch.griddepcontrol_wait()
     cute.arch.griddepcontrol_launch_dependents()
 
-    if wg_idx == 0:
-        # ---- 2. producer warpgroup: warp 0 issues the TMA loads ----------------------------------
+    if wg_idx == PRODUCER_WG:
+        # ---- 2. producer warpgroup: warp TMA_WARP issues the TMA loads -------------------------
         cute.arch.setmaxregister_decrease(PRODUCER_REGS)
-        if warp_idx == 0:
+        if warp_idx == TMA_WARP:
             stage, phase = cutlass.Int32(0), cutlass.Int32(0)
             for ct in cutlass.range(first_tile, last_tile + 1, 1, unroll=1):
-                ctm, ctn = ct % clusters_m, ct // clusters_m
-                tile_m, tile_n = ctm, ctn
-                # this CTA's k-tiles of tile ct: [k_begin, k_end), from the tile's first MAC iteration (64-bit)
+                tile_m, tile_n = ct % clusters_m, ct // clusters_m
+                # this CTA's k-tiles of tile ct: [k_begin, k_end), from the tile's first MAC
+                # iteration (64-bit)
                 tile_iter0 = cutlass.Int64(ct) * k_tiles
                 k_begin = cutlass.Int32(cutlass.max(it_begin - tile_iter0, 0))
                 k_end = cutlass.Int32(cutlass.min(it_end - tile_iter0, k_tiles))
@@ -204,17 +235,13 @@ def gemm_kernel(
                         tBsB[(None, stage)],
                         tma_bar_ptr=full + stage,
                     )
-                    stage += 1
-                    if (
-                        stage == STAGES
-                    ):  # wrapped the ring: the next wait on each slot is one phase later
-                        stage = cutlass.Int32(0)
-                        phase ^= 1
+                    stage, phase = ring_next(stage, phase, STAGES)
     else:
         # ---- 3. consumer warpgroups: wgmma over the ring, accumulators in registers --------------
         cute.arch.setmaxregister_increase(CONSUMER_REGS)
-        ctidx = tidx - 128  # thread index among the consumers
-        thr_wg = tiled_mma.get_slice((wg_idx - 1) * 128)  # A and B are per-warpgroup operands
+        ctidx = tidx - MMA_WG * WG_THREADS  # thread index among the consumers
+        # A and B are per-warpgroup operands
+        thr_wg = tiled_mma.get_slice((wg_idx - MMA_WG) * WG_THREADS)
         tCsA = thr_wg.partition_A(sA)  # (MMA, MMA_M, MMA_K, STAGES)
         tCsB = thr_wg.partition_B(sB)  # (MMA, MMA_N, MMA_K, STAGES)
         tCrA = tiled_mma.make_fragment_A(tCsA)  # SMEM descriptors, same shape
@@ -229,19 +256,18 @@ def gemm_kernel(
         # consecutive 16 bytes. Every CTA runs the same code, so the same t holds the same (row,
         # col) of a tile in every CTA.
         acc_values = cute.size(acc)
-        acc_vec = cute.make_tensor(
-            acc.iterator, cute.make_layout((4, acc_values // 4))
-        )  # (4, ACC_VALUES / 4)
+        # (4, ACC_VALUES / 4)
+        acc_vec = cute.make_tensor(acc.iterator, cute.make_layout((4, acc_values // 4)))
+        # (4, MMA_THREADS, ACC_VALUES / 4, SK_CTAS)
         slots = cute.make_tensor(
             mWork.iterator,
             cute.make_layout(
                 (4, MMA_THREADS, acc_values // 4, SK_CTAS),
                 stride=(1, 4, 4 * MMA_THREADS, TILE_ELEMS),
             ),
-        )  # (4, MMA_THREADS, ACC_VALUES / 4, SK_CTAS)
-        flags = cute.recast_ptr(
-            mWork.iterator + SK_CTAS * TILE_ELEMS, dtype=cutlass.Int32
-        )  # (SK_CTAS)
+        )
+        # (SK_CTAS)
+        flags = cute.recast_ptr(mWork.iterator + SK_CTAS * TILE_ELEMS, dtype=cutlass.Int32)
         vec_copy = cute.make_copy_atom(
             cute.nvgpu.CopyUniversalOp(), ACC_DTYPE, num_bits_per_copy=128
         )
@@ -249,18 +275,20 @@ def gemm_kernel(
 
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for ct in cutlass.range(first_tile, last_tile + 1, 1, unroll=1):
-            ctm, ctn = ct % clusters_m, ct // clusters_m
-            tile_m, tile_n = ctm, ctn
-            # this CTA's k-tiles of tile ct: [k_begin, k_end), from the tile's first MAC iteration (64-bit)
+            tile_m, tile_n = ct % clusters_m, ct // clusters_m
+            # this CTA's k-tiles of tile ct: [k_begin, k_end), from the tile's first MAC
+            # iteration (64-bit)
             tile_iter0 = cutlass.Int64(ct) * k_tiles
             k_begin = cutlass.Int32(cutlass.max(it_begin - tile_iter0, 0))
             k_end = cutlass.Int32(cutlass.min(it_end - tile_iter0, k_tiles))
             acc.fill(0.0)
             prev_stage = cutlass.Int32(0)
             for k in cutlass.range(k_begin, k_end, unroll=1):
-                cute.arch.mbarrier_wait(full + stage, phase)  # this stage's TMA bytes have landed
+                # this stage's TMA bytes have landed
+                cute.arch.mbarrier_wait(full + stage, phase)
                 warpgroup.fence()
-                for kb in cutlass.range_constexpr(4):  # TK / 32 wgmma per stage
+                # TK / 32 wgmma per stage
+                for kb in cutlass.range_constexpr(4):
                     cute.gemm(
                         tiled_mma,
                         acc,
@@ -274,12 +302,7 @@ def gemm_kernel(
                 if k > k_begin:
                     release_stage(empty + prev_stage)
                 prev_stage = stage
-                stage += 1
-                if (
-                    stage == STAGES
-                ):  # wrapped the ring: the next wait on each slot is one phase later
-                    stage = cutlass.Int32(0)
-                    phase ^= 1
+                stage, phase = ring_next(stage, phase, STAGES)
             warpgroup.wait_group(0)
             if k_end > k_begin:
                 release_stage(empty + prev_stage)
@@ -290,7 +313,7 @@ def gemm_kernel(
                 for j in cutlass.range_constexpr(acc_values // 4):
                     cute.copy(vec_copy, acc_vec[(None, j)], slots[(None, ctidx, j, bidx)])
                 # every consumer's stores precede thread 0's release of my flag
-                cute.arch.barrier(barrier_id=1, number_of_threads=MMA_THREADS)
+                cute.arch.barrier(barrier_id=FIXUP_BARRIER_ID, number_of_threads=MMA_THREADS)
                 if ctidx == 0:
                     cute.arch.store(flags + bidx, cutlass.Int32(1), sem="release", scope="gpu")
             elif k_end < k_tiles:
@@ -305,20 +328,20 @@ def gemm_kernel(
                     if ctidx == 0:
                         wait_flag_acquire(flags + peer)
                     # thread 0's acquire orders the peer's stores before every consumer's loads
-                    cute.arch.barrier(barrier_id=1, number_of_threads=MMA_THREADS)
+                    cute.arch.barrier(barrier_id=FIXUP_BARRIER_ID, number_of_threads=MMA_THREADS)
                     for j in cutlass.range_constexpr(acc_values // 4):
                         cute.copy(vec_copy, slots[(None, ctidx, j, peer)], peer_vec)
                         acc_vec[(None, j)].store(acc_vec[(None, j)].load() + peer_vec.load())
                     if ctidx == 0:
-                        cute.arch.store(flags + peer, cutlass.Int32(0))  # ready for the next launch
+                        # ready for the next launch
+                        cute.arch.store(flags + peer, cutlass.Int32(0))
 
-            # ---- 4. epilogue: f32 accumulators -> bf16 -> C ----------------------------------------
+            # ---- 4. epilogue: f32 accumulators -> bf16 -> C --------------------------------------
             if k_begin == 0:  # the CTA that ran the tile's first k-tile stores it
                 gC = cute.local_tile(mC, (TILER[0], TILER[1]), (tile_m, tile_n))  # (TM, TN)
                 tCgC = thr_mma.partition_C(gC)  # (MMA_V, MMA_M, MMA_N)
-                tCcC = thr_mma.partition_C(
-                    cute.make_identity_tensor((TILER[0], TILER[1]))
-                )  # (row, col) of each
+                # (row, col) of each
+                tCcC = thr_mma.partition_C(cute.make_identity_tensor((TILER[0], TILER[1])))
                 tCgC_v = cute.zipped_divide(tCgC, (STORE_VEC,))  # (STORE_VEC, VECTORS)
                 tCcC_v = cute.zipped_divide(tCcC, (STORE_VEC,))  # (STORE_VEC, VECTORS)
                 rows_left = M - tile_m * TILER[0]
@@ -376,15 +399,13 @@ def gemm(
         OperandMajorMode.K,
         OperandMajorMode.K,
         ACC_DTYPE,
-        (CONSUMER_WG, 1, 1),
+        (CONSUMER_WGS, 1, 1),
         tiler_mn=(64, TILER[1]),
     )
-    sA_layout = sm90_utils.make_smem_layout_a(
-        row, TILER, IO_DTYPE, STAGES
-    )  # (TM, TK, STAGES), SW128
-    sB_layout = sm90_utils.make_smem_layout_b(
-        row, TILER, IO_DTYPE, STAGES
-    )  # (TN, TK, STAGES), SW128
+    # (TM, TK, STAGES), SW128
+    sA_layout = sm90_utils.make_smem_layout_a(row, TILER, IO_DTYPE, STAGES)
+    # (TN, TK, STAGES), SW128
+    sB_layout = sm90_utils.make_smem_layout_b(row, TILER, IO_DTYPE, STAGES)
     sA_one = cute.slice_(sA_layout, (None, None, 0))  # one stage of A
     sB_one = cute.slice_(sB_layout, (None, None, 0))  # one stage of B
     tma_a, tA = cpasync.make_tiled_tma_atom(
@@ -393,8 +414,7 @@ def gemm(
     tma_b, tB = cpasync.make_tiled_tma_atom(
         cpasync.CopyBulkTensorTileG2SOp(), b, sB_one, (TILER[1], TILER[2])
     )
-
-    # the generator computed these sizes; the layouts must agree or the kernel hangs or corrupts SMEM
+    # sizes the generator computed: a layout that disagrees hangs the kernel or corrupts SMEM
     assert cute.cosize(sA_layout) == 114688 and cute.cosize(sB_layout) == 114688
     assert cute.size_in_bytes(IO_DTYPE, sA_one) + cute.size_in_bytes(IO_DTYPE, sB_one) == TX_BYTES
     M, N = c.shape
@@ -406,7 +426,7 @@ def gemm(
     k_iters = cutlass.Int64(cluster_tiles) * ((a.shape[1] + TILER[2] - 1) // TILER[2])
     clusters = cutlass.Int32(cutlass.min(k_iters, max_workers(sm_count)))
     gemm_kernel(tiled_mma, tma_a, tA, tma_b, tB, c, workspace, sA_layout, sB_layout).launch(
-        grid=(clusters * 1, 1, 1),  # x: clusters along the CTA rank
+        grid=(clusters, 1, 1),
         block=(THREADS, 1, 1),
         min_blocks_per_mp=1,
         use_pdl=True,  # launched with programmatic stream serialization
@@ -444,9 +464,8 @@ def compile_args(tvm_ffi: bool = False) -> tuple:
 
     stream = make_fake_stream(use_tvm_ffi_env_stream=True) if tvm_ffi else make_fake_stream()
     extra = []
-    extra.append(
-        make_fake_compact_tensor(cutlass.Float32, (WORKSPACE_ELEMS,), assumed_align=16)
-    )  # workspace
+    # workspace
+    extra.append(make_fake_compact_tensor(cutlass.Float32, (WORKSPACE_ELEMS,), assumed_align=16))
     return fake(IO_DTYPE, m, k), fake(IO_DTYPE, n, k), fake(OUT_DTYPE, m, n), *extra, stream
 
 

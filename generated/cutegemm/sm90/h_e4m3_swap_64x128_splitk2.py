@@ -79,21 +79,33 @@ SPEC = {
 IO_DTYPE = cutlass.Float8E4M3FN
 OUT_DTYPE = cutlass.BFloat16
 ACC_DTYPE = cutlass.Float32
-TILER = (64, 128, 128)  # one CTA's output tile and the K depth of a stage
+# one CTA's output tile and the K depth of a stage
+TILER = (64, 128, 128)
 STAGES = 8
-CONSUMER_WG = 1  # consumer warpgroups; they split the M tile, 64-row wgmma atoms each
-THREADS = 256  # warpgroup 0 = TMA producer, warpgroups 1..1 = wgmma consumers
-MMA_THREADS = 128  # consumer threads (the epilogue's named barrier)
-PRODUCER_REGS = 40  # setmaxnreg: the producer gives registers up ...
-CONSUMER_REGS = 248  # ... and the consumers take them: 128 x 40 + 128 x 248 <= 65536
-TX_BYTES = 24576  # A + B bytes one stage's TMA copies deliver to this CTA's full barrier
-EMPTY_ARRIVES = 4  # every consumer warp (4) of every CTA this producer fills (1)
+# warpgroup PRODUCER_WG = TMA producer; warpgroups MMA_WG.. = wgmma consumers
+PRODUCER_WG, MMA_WG = 0, 1
+# the producer warp: issues the TMA loads (and initializes the barriers)
+TMA_WARP = 0
+WG_THREADS = 128  # threads of one warpgroup
+# consumer warpgroups; they split the M tile, 64-row wgmma atoms each
+CONSUMER_WGS = 1
+# warpgroup PRODUCER_WG + the CONSUMER_WGS consumer warpgroups
+THREADS = 256
+MMA_THREADS = 128  # consumer threads (their named barrier's count)
+# setmaxnreg: the producer gives registers up ...
+PRODUCER_REGS = 40
+# ... and the consumers take them: 128 x 40 + 128 x 248 <= 65536
+CONSUMER_REGS = 248
+# A + B bytes one stage's TMA copies deliver to this CTA's full barrier
+TX_BYTES = 24576
+# every consumer warp (4) of every CTA this producer fills (1)
+EMPTY_ARRIVES = 4
 STORE_VEC = 1  # swap AB: a thread's adjacent values are adjacent rows of C, one element per store
-
 DEFAULT_SM_COUNT = (
     132  # SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
 )
-SPLITS = 2  # CTAs per cluster; each accumulates 1/SPLITS of the K range of the cluster's tile
+# CTAs per cluster; each accumulates 1/SPLITS of the K range of the cluster's tile
+SPLITS = 2
 STAGED_ARRIVES = 4  # rank 0's staged barrier: every consumer warp (4) of every peer (1)
 CONSUMED_ARRIVES = 4  # a peer's consumed barrier: every consumer warp (4) of rank 0
 STAGING_ELEMS = 8192  # f32 partial tile a peer hands to rank 0: TM x TN
@@ -107,10 +119,23 @@ class SharedStorage:
     empty: cute.struct.MemRange[cutlass.Int64, STAGES]  # every reader has released stage s
     staged: cute.struct.MemRange[cutlass.Int64, 1]  # rank 0: every peer's partial is staged
     consumed: cute.struct.MemRange[cutlass.Int64, 1]  # ranks 1..: rank 0 has read my staging
-    sA: cute.struct.Align[cute.struct.MemRange[IO_DTYPE, 65536], 1024]  # (TM, TK, STAGES)
-    sB: cute.struct.Align[cute.struct.MemRange[IO_DTYPE, 131072], 1024]  # (TN, TK, STAGES)
+    # (TM, TK, STAGES)
+    sA: cute.struct.Align[cute.struct.MemRange[IO_DTYPE, 65536], 1024]
+    # (TN, TK, STAGES)
+    sB: cute.struct.Align[cute.struct.MemRange[IO_DTYPE, 131072], 1024]
     # (MMA_THREADS, ACC_VALUES): a peer's f32 partial tile, read by rank 0 through DSMEM
     staging: cute.struct.Align[cute.struct.MemRange[ACC_DTYPE, STAGING_ELEMS], 128]
+
+
+@cute.jit
+def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexpr[int]):
+    """The slot after `index` in a ring of `size` slots, and the phase its next wait expects:
+    past the last slot the ring wraps to slot 0, one phase later."""
+    index += 1
+    if index == size:
+        index = cutlass.Int32(0)
+        phase ^= 1
+    return index, phase
 
 
 @cute.kernel
@@ -141,15 +166,15 @@ def gemm_kernel(
     empty = storage.empty.data_ptr()
     staged = storage.staged.data_ptr()
     consumed = storage.consumed.data_ptr()
-    if warp_idx == 0:
+    if warp_idx == TMA_WARP:
         cpasync.prefetch_descriptor(tma_a)
         cpasync.prefetch_descriptor(tma_b)
-
         with cute.arch.elect_one():
             for s in cutlass.range_constexpr(STAGES):
-                cute.arch.mbarrier_init(full + s, 1)  # one arrive (the producer) + TX_BYTES
+                # one arrive (the producer) + TX_BYTES
+                cute.arch.mbarrier_init(full + s, 1)
                 cute.arch.mbarrier_init(empty + s, EMPTY_ARRIVES)
-                # pre-arm: phase 0 completes now, so the producer's first lap passes straight through
+                # pre-arm: phase 0 completes now, so the producer's first lap passes through
                 cute.arch.mbarrier_arrive(empty + s, arrive_count=EMPTY_ARRIVES)
             cute.arch.mbarrier_init(staged, STAGED_ARRIVES)
             cute.arch.mbarrier_init(consumed, CONSUMED_ARRIVES)
@@ -164,18 +189,21 @@ def gemm_kernel(
     gA = cute.local_tile(mA, (TILER[0], TILER[2]), (None, None))  # (TM, TK, tiles_m, k_tiles)
     gB = cute.local_tile(mB, (TILER[1], TILER[2]), (None, None))  # (TN, TK, tiles_n, k_tiles)
     k_tiles = cute.size(gA, mode=[3])
-    # this rank's K range; rounding down both ends spreads a remainder over the ranks and leaves
-    # an empty range (partial = 0) to the low ranks when k_tiles < SPLITS
+    # this rank's K range; rounding down both ends spreads a remainder over the ranks and
+    # leaves an empty range (a partial of zeros) to the low ranks when k_tiles < SPLITS
     k_begin = rank * k_tiles // SPLITS
     k_end = (rank + 1) * k_tiles // SPLITS
+    # (TMA, STAGES), (TMA, tiles_m, k_tiles)
     tAsA, tAgA = cpasync.tma_partition(
         tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2)
-    )  # (TMA, STAGES), (TMA, tiles_m, k_tiles)
+    )
+    # (TMA, STAGES), (TMA, tiles_n, k_tiles)
     tBsB, tBgB = cpasync.tma_partition(
         tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2)
-    )  # (TMA, STAGES), (TMA, tiles_n, k_tiles)
+    )
 
-    # static tile order: split-K: each cluster walks output tiles along M, striding by the number of clusters; its CTAs split K
+    # static tile order, split-K: each cluster walks output tiles
+    # along M, striding by the number of clusters; its CTAs split K
     M, N = mC.shape
     clusters_m = (M + CLUSTER_TILE[0] - 1) // CLUSTER_TILE[0]
     clusters_n = (N + CLUSTER_TILE[1] - 1) // CLUSTER_TILE[1]
@@ -187,14 +215,13 @@ def gemm_kernel(
     cute.arch.griddepcontrol_wait()
     cute.arch.griddepcontrol_launch_dependents()
 
-    if wg_idx == 0:
-        # ---- 2. producer warpgroup: warp 0 issues the TMA loads ----------------------------------
+    if wg_idx == PRODUCER_WG:
+        # ---- 2. producer warpgroup: warp TMA_WARP issues the TMA loads -------------------------
         cute.arch.setmaxregister_decrease(PRODUCER_REGS)
-        if warp_idx == 0:
+        if warp_idx == TMA_WARP:
             stage, phase = cutlass.Int32(0), cutlass.Int32(0)
             for ct in cutlass.range(cluster_id, num_cluster_tiles, num_clusters, unroll=1):
-                ctm, ctn = ct % clusters_m, ct // clusters_m
-                tile_m, tile_n = ctm, ctn
+                tile_m, tile_n = ct % clusters_m, ct // clusters_m
                 for k in cutlass.range(k_begin, k_end, unroll=1):
                     # wait until every reader of this slot (here and in peers) has released it
                     cute.arch.mbarrier_wait(empty + stage, phase)
@@ -212,17 +239,13 @@ def gemm_kernel(
                         tBsB[(None, stage)],
                         tma_bar_ptr=full + stage,
                     )
-                    stage += 1
-                    if (
-                        stage == STAGES
-                    ):  # wrapped the ring: the next wait on each slot is one phase later
-                        stage = cutlass.Int32(0)
-                        phase ^= 1
+                    stage, phase = ring_next(stage, phase, STAGES)
     else:
         # ---- 3. consumer warpgroups: wgmma over the ring, accumulators in registers --------------
         cute.arch.setmaxregister_increase(CONSUMER_REGS)
-        ctidx = tidx - 128  # thread index among the consumers
-        thr_wg = tiled_mma.get_slice((wg_idx - 1) * 128)  # A and B are per-warpgroup operands
+        ctidx = tidx - MMA_WG * WG_THREADS  # thread index among the consumers
+        # A and B are per-warpgroup operands
+        thr_wg = tiled_mma.get_slice((wg_idx - MMA_WG) * WG_THREADS)
         tCsA = thr_wg.partition_A(sA)  # (MMA, MMA_M, MMA_K, STAGES)
         tCsB = thr_wg.partition_B(sB)  # (MMA, MMA_N, MMA_K, STAGES)
         tCrA = tiled_mma.make_fragment_A(tCsA)  # SMEM descriptors, same shape
@@ -236,22 +259,24 @@ def gemm_kernel(
         # runs the same code, so the same t holds the same (row, col) of the tile in every rank
         acc_values = cute.size(acc)
         acc_flat = cute.make_tensor(acc.iterator, cute.make_layout(acc_values))  # (ACC_VALUES)
+        # (MMA_THREADS, ACC_VALUES)
         sStage = storage.staging.get_tensor(
             cute.make_layout((MMA_THREADS, acc_values), stride=(acc_values, 1))
-        )  # (MMA_THREADS, ACC_VALUES)
+        )
         my_stage = sStage[(ctidx, None)]  # (ACC_VALUES), 32 B or more, contiguous
         tile_count = cutlass.Int32(0)  # tiles done: the parity of the staged/consumed barriers
 
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for ct in cutlass.range(cluster_id, num_cluster_tiles, num_clusters, unroll=1):
-            ctm, ctn = ct % clusters_m, ct // clusters_m
-            tile_m, tile_n = ctm, ctn
+            tile_m, tile_n = ct % clusters_m, ct // clusters_m
             acc.fill(0.0)
             prev_stage = cutlass.Int32(0)
             for k in cutlass.range(k_begin, k_end, unroll=1):
-                cute.arch.mbarrier_wait(full + stage, phase)  # this stage's TMA bytes have landed
+                # this stage's TMA bytes have landed
+                cute.arch.mbarrier_wait(full + stage, phase)
                 warpgroup.fence()
-                for kb in cutlass.range_constexpr(4):  # TK / 32 wgmma per stage
+                # TK / 32 wgmma per stage
+                for kb in cutlass.range_constexpr(4):
                     cute.gemm(
                         tiled_mma,
                         acc,
@@ -265,12 +290,7 @@ def gemm_kernel(
                 if k > k_begin:
                     release_stage(empty + prev_stage)
                 prev_stage = stage
-                stage += 1
-                if (
-                    stage == STAGES
-                ):  # wrapped the ring: the next wait on each slot is one phase later
-                    stage = cutlass.Int32(0)
-                    phase ^= 1
+                stage, phase = ring_next(stage, phase, STAGES)
             warpgroup.wait_group(0)
             if k_end > k_begin:
                 release_stage(empty + prev_stage)
@@ -290,10 +310,12 @@ def gemm_kernel(
             else:
                 # every peer's partial of this tile is staged (acquire: its stores are visible)
                 wait_cluster_acquire(staged, tile_count % 2)
-                for peer in cutlass.range_constexpr(1, SPLITS):  # fixed order: deterministic sums
+                # fixed order: deterministic sums
+                for peer in cutlass.range_constexpr(1, SPLITS):
+                    # (ACC_VALUES) in peer's SMEM
                     peer_stage = cute.make_tensor(
                         cute.arch.map_dsmem_ptr(my_stage.iterator, peer), my_stage.layout
-                    )  # (ACC_VALUES) in peer's SMEM
+                    )
                     peer_vals = cute.make_rmem_tensor(my_stage.layout, ACC_DTYPE)  # (ACC_VALUES)
                     cute.autovec_copy(peer_stage, peer_vals)
                     acc_flat.store(acc_flat.load() + peer_vals.load())
@@ -304,15 +326,15 @@ def gemm_kernel(
                         cute.arch.mbarrier_arrive(
                             consumed, peer_cta_rank_in_cluster=peer, scope=nvvm.MemScopeKind.CLUSTER
                         )
-            tile_count += 1  # one staged/consumed phase per tile: the next wait is one parity later
+            # one staged/consumed phase per tile: the next wait is one parity later
+            tile_count += 1
 
-            # ---- 4. epilogue: f32 accumulators -> bf16 -> C ----------------------------------------
+            # ---- 4. epilogue: f32 accumulators -> bf16 -> C --------------------------------------
             if rank == 0:  # rank 0 alone stores the reduced tile
                 gC = cute.local_tile(mC, (TILER[0], TILER[1]), (tile_m, tile_n))  # (TM, TN)
                 tCgC = thr_mma.partition_C(gC)  # (MMA_V, MMA_M, MMA_N)
-                tCcC = thr_mma.partition_C(
-                    cute.make_identity_tensor((TILER[0], TILER[1]))
-                )  # (row, col) of each
+                # (row, col) of each
+                tCcC = thr_mma.partition_C(cute.make_identity_tensor((TILER[0], TILER[1])))
                 tCgC_v = cute.zipped_divide(tCgC, (STORE_VEC,))  # (STORE_VEC, VECTORS)
                 tCcC_v = cute.zipped_divide(tCcC, (STORE_VEC,))  # (STORE_VEC, VECTORS)
                 rows_left = M - tile_m * TILER[0]
@@ -387,15 +409,13 @@ def gemm(
         OperandMajorMode.K,
         OperandMajorMode.K,
         ACC_DTYPE,
-        (CONSUMER_WG, 1, 1),
+        (CONSUMER_WGS, 1, 1),
         tiler_mn=(64, TILER[1]),
     )
-    sA_layout = sm90_utils.make_smem_layout_a(
-        row, TILER, IO_DTYPE, STAGES
-    )  # (TM, TK, STAGES), SW128
-    sB_layout = sm90_utils.make_smem_layout_b(
-        row, TILER, IO_DTYPE, STAGES
-    )  # (TN, TK, STAGES), SW128
+    # (TM, TK, STAGES), SW128
+    sA_layout = sm90_utils.make_smem_layout_a(row, TILER, IO_DTYPE, STAGES)
+    # (TN, TK, STAGES), SW128
+    sB_layout = sm90_utils.make_smem_layout_b(row, TILER, IO_DTYPE, STAGES)
     sA_one = cute.slice_(sA_layout, (None, None, 0))  # one stage of A
     sB_one = cute.slice_(sB_layout, (None, None, 0))  # one stage of B
     tma_a, tA = cpasync.make_tiled_tma_atom(
@@ -404,8 +424,7 @@ def gemm(
     tma_b, tB = cpasync.make_tiled_tma_atom(
         cpasync.CopyBulkTensorTileG2SOp(), b, sB_one, (TILER[1], TILER[2])
     )
-
-    # the generator computed these sizes; the layouts must agree or the kernel hangs or corrupts SMEM
+    # sizes the generator computed: a layout that disagrees hangs the kernel or corrupts SMEM
     assert cute.cosize(sA_layout) == 65536 and cute.cosize(sB_layout) == 131072
     assert cute.size_in_bytes(IO_DTYPE, sA_one) + cute.size_in_bytes(IO_DTYPE, sB_one) == TX_BYTES
     M, N = c.shape
@@ -414,9 +433,9 @@ def gemm(
     )
     clusters = cutlass.min(cluster_tiles, max_workers(sm_count))  # one wave of clusters
     gemm_kernel(tiled_mma, tma_a, tA, tma_b, tB, c, sA_layout, sB_layout).launch(
-        grid=(clusters * SPLITS, 1, 1),  # x: clusters along the CTA rank
-        block=(THREADS, 1, 1),
+        grid=(clusters * SPLITS, 1, 1),
         cluster=(SPLITS, 1, 1),
+        block=(THREADS, 1, 1),
         min_blocks_per_mp=1,
         use_pdl=True,  # launched with programmatic stream serialization
         stream=stream,
