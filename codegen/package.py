@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -241,10 +242,11 @@ def load_tables(folder: Path, names: set[str], display: str) -> list[Table]:
 # ---- package files -----------------------------------------------------------------------------
 
 
-def package_files(entries: list[Entry], tables: list[Table], env) -> dict[str, str]:
-    """Every non-kernel file of the package, by path relative to the output folder."""
-    from codegen.render import format_python
-
+def package_files(
+    entries: list[Entry], tables: list[Table], env, format_python: Callable[[str, str], str]
+) -> dict[str, str]:
+    """Every non-kernel file of the package, by path relative to the output folder; each Python
+    file formatted by `format_python(raw, template)` (render.format_python)."""
     rows = [e.row() for e in sorted(entries, key=lambda e: e.name)]
     ctx = {
         "pkg": PKG,

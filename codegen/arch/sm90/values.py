@@ -1,11 +1,16 @@
-"""Plan of a Hopper (sm_90a) kernel: every number its templates print."""
+"""Plan of a Hopper (sm_90a) kernel: every value its templates print. Every number comes from
+:mod:`codegen.arch.sm90.rules`; the docstring prose from :mod:`codegen.arch.sm90.docs`.
+"""
 
 from __future__ import annotations
 
-from codegen import rules, rules_sm90
-from codegen.plan import (
+from codegen import rules_common
+from codegen.arch import shared
+from codegen.arch.sm90 import rules as rules_sm90
+from codegen.arch.sm90.counts import expected_counts
+from codegen.arch.sm90.rules import multicast_masks, partial_vec
+from codegen.plan_common import (
     CUTLASS_DTYPE,
-    STREAMK_WIDE_DIVS,
     TORCH_DTYPE,
     Plan,
     bias_values,
@@ -17,91 +22,16 @@ from codegen.plan import (
 )
 from codegen.spec import PersistentScheduler, Spec, TmaStoreEpilogue
 
-
-def multicast_masks(cm: int, cn: int) -> tuple[int, int]:
-    """Rank masks (rank = x + y * cm) of cluster row 0 and cluster column 0.
-
-    A CTA at (x, y) sends its A slice to its row (row-0 mask << x) and its B slice to its column
-    (column-0 mask << y * cm).
-    """
-    row0 = sum(1 << (j * cm) for j in range(cn))
-    col0 = (1 << cm) - 1
-    return row0, col0
-
-
 # Named barrier ids (0 is sync_threads). Cooperative: the consumers' epilogue barrier is id 1
 # (written in the template). Ping-pong: consumer warpgroup w (0, 1) syncs its own epilogue on
 # PP_EPI_BARRIER + w and waits for its mainloop turn on PP_TURN_BARRIER + w.
 PP_EPI_BARRIER = 1
+
+
 PP_TURN_BARRIER = 3
+
+
 WARPGROUP_THREADS = 128
-
-DSMEM_VECTOR_BYTES = 16  # ld.shared::cluster.v4.b32: a thread's staged f32 run is 16-byte aligned
-
-
-def epilogue_loads(spec: Spec) -> int:
-    """Global loads of the epilogue (unrolled over a thread's accumulator): with beta in the
-    direct epilogue, one per store vector of C (the TMA-store epilogue TMA-loads C instead); with a bias, one per distinct row (2 per 64-row wgmma atom: rows r and
-    r + 8) or column (TN / 4: 2 adjacent columns per 8-column group) of a thread's fragment."""
-    loads = 0
-    if spec.epilogue.beta != 0.0 and not rules_sm90.tma_loads_c(spec):
-        loads += rules_sm90.accumulator_regs(spec) // (1 if spec.swap_ab else 2)
-    kernel_axis = bias_values(spec)["bias_axis"]
-    if spec.epilogue.bias != "none":
-        atoms_m = spec.tile.m // (64 * rules_sm90.tile_warpgroups(spec))
-        loads += 2 * atoms_m if kernel_axis == "row" else spec.tile.n // 4
-    return loads
-
-
-def expected_counts_sm90(spec: Spec) -> dict[str, int]:
-    """PTX instruction counts the sm_90a templates must produce (one copy of each loop body)."""
-    wgs = rules_sm90.tile_warpgroups(spec)
-    tma = isinstance(spec.epilogue, TmaStoreEpilogue)
-    cm, cn = spec.cluster.m, spec.cluster.n
-    subtiles = (spec.tile.m // rules_sm90.epi_m(spec)) * (spec.tile.n // rules_sm90.EPI_N)
-    counts = {
-        # one wgmma per k-block (32 bytes of K: 16-deep f16/bf16, 32-deep e4m3) per 64-row atom
-        # the warpgroup owns, in the unrolled stage
-        "wgmma.mma_async": rules.mmas_per_stage(spec) * spec.tile.m // (64 * wgs),
-        # one load issue site per operand (its own slice when multicast); beta through the TMA
-        # store: one C load per sub-tile (the sub-tile loop is unrolled)
-        "cp.async.bulk.tensor": 2 + (subtiles if rules_sm90.tma_loads_c(spec) else 0),
-        "TMA multicast": int(cn > 1) + int(cm > 1),
-        "setmaxnreg": 2,
-        "barrier.cluster": 2 if spec.cluster.size > 1 else 0,
-        "TMA store": subtiles if tma else 0,
-    }
-    counts["ld.global"] = epilogue_loads(spec)
-    streamk = rules_sm90.is_stream_k(spec)
-    # stream-K: one 16-byte load (finisher) and store (hand-over) per 4 f32 accumulators, one
-    # flag release and acquire, and one plain store clearing the flag
-    handover = rules_sm90.accumulator_regs(spec) // 4 if streamk else 0
-    counts["ld.global"] += handover
-    counts["flag release.gpu"] = counts["flag acquire.gpu"] = int(streamk)
-    counts["div.s64"] = STREAMK_WIDE_DIVS if streamk else 0  # the 64-bit partition math
-    if tma:
-        counts["st.global"] = handover + int(streamk)
-    if rules_sm90.is_split_k_separate(spec):
-        counts |= separate_counts(spec)
-    if rules_sm90.is_split_k(spec):
-        peers = rules_sm90.splits(spec) - 1
-        counts |= {
-            # fence.mbarrier_init + the start-up cluster barrier (arrive.relaxed, wait) only: the
-            # per-tile handshake is two mbarriers, never a cluster-wide barrier
-            "barrier.cluster": 2,
-            # rank 0 maps each peer's staging slot and consumed barrier; a peer maps rank 0's staged
-            "mapa": 2 * peers + 1,
-            # rank 0 reads each peer's partial as 16-byte vectors: accumulator_regs f32 per thread
-            "ld.shared::cluster": peers
-            * rules_sm90.accumulator_regs(spec)
-            * rules_sm90.ACC_BYTES
-            // DSMEM_VECTOR_BYTES,
-            # rank 0 waits on staged; a peer waits on consumed before restaging and before exit
-            "mbarrier acquire.cluster": 3,
-            # a peer arrives on rank 0's staged; rank 0 arrives on every peer's consumed
-            "mbarrier release.cluster": 1 + peers,
-        }
-    return counts
 
 
 def workers_values(spec: Spec) -> dict[str, object]:
@@ -132,95 +62,25 @@ def workers_values(spec: Spec) -> dict[str, object]:
     return {"sm_sized": False}
 
 
-def partial_vec(spec: Spec) -> int:
-    """f32 values of one partial-tile store to the workspace slot, which is laid out like C: a
-    thread's adjacent wgmma values are adjacent columns, contiguous in a row-major slot (2), but
-    adjacent rows of C^T with swap AB, whose slot is column-major (1)."""
-    return 1 if spec.swap_ab else 2
-
-
-def separate_counts(spec: Spec) -> dict[str, int]:
-    """PTX counts of reduce = "separate": the GEMM kernel has no cluster and no epilogue loads;
-    it stores its partial (accumulator_regs / partial_vec stores); the reduce kernel's vector
-    loop (not unrolled) loads one 16-byte vector per split, C with beta, the bias (one vector
-    along the vector's axis, else one value), and stores one C vector."""
-    loads = rules_sm90.splits(spec) + int(spec.epilogue.beta != 0.0)
-    loads += int(spec.epilogue.bias != "none")
-    return {
-        "barrier.cluster": 0,
-        "ld.global": loads,
-        "st.global": rules_sm90.accumulator_regs(spec) // partial_vec(spec) + 1,
-        "mapa": 0,
-        "ld.shared::cluster": 0,
-        "mbarrier acquire.cluster": 0,
-        "mbarrier release.cluster": 0,
-        # gelu (tanh) and silu: one ex2 per value of the reduce kernel's vector
-        "ex2": rules_sm90.REDUCE_VEC * int(spec.epilogue.activation in ("gelu_tanh", "silu")),
-        "max.f32": rules_sm90.REDUCE_VEC * int(spec.epilogue.activation == "relu"),
-    }
-
-
-def splitk_max_tiles_line(spec: Spec) -> str:
-    """The workspace's slot count, spelled out for the docstring."""
-    return f"{rules_sm90.splits(spec)} splits x MAX_TILES = {rules_sm90.splitk_max_tiles(spec)}"
-
-
 def separate_values(spec: Spec) -> dict[str, object]:
     """What the separate-reduce partials print (sm90/scheduler/split_k_separate.py.j2 and
-    sm90/epilogue/partial.py.j2): the workspace geometry and the reduce kernel's vectors."""
-    t = spec.tile
-    splits = rules_sm90.splits(spec)
-    max_tiles = rules_sm90.splitk_max_tiles(spec)
-    tile_elems = rules_sm90.separate_tile_elems(spec)
-    vec = rules_sm90.REDUCE_VEC
-    out = spec.epilogue.out_dtype or spec.dtype
-    # the slot is (TM, TN) in the kernel's orientation, strided like C: row-major, or
-    # column-major for C^T (swap AB); the reduce kernel's vectors run along the contiguous mode
-    slot_mn = (1, t.m) if spec.swap_ab else (t.n, 1)
-    vec_axis = "row" if spec.swap_ab else "column"
-    bias = bias_values(spec)
-    return {
-        "max_tiles": max_tiles,
-        "max_tiles_note": (
-            "the spec's max_tiles"
-            if spec.scheduler.max_tiles
-            else f"2^23 output elements / (TM x TN): {rules_sm90.SEPARATE_DEFAULT_ELEMS} per split"
-        ),
-        "sep_tile_elems": tile_elems,
-        "sep_workspace_elems": rules_sm90.separate_workspace_elems(spec),
-        "slot_shape": (t.m, t.n, max_tiles, splits),
-        "slot_stride": (*slot_mn, tile_elems, max_tiles * tile_elems),
-        "slot_note": "column-major, like C^T" if spec.swap_ab else "row-major, like C",
-        "vec_slot_shape": (vec, tile_elems // vec, max_tiles, splits),
-        "vec_slot_stride": (1, vec, tile_elems, max_tiles * tile_elems),
-        "c_tile": (t.n, t.m) if spec.swap_ab else (t.m, t.n),
+    sm90/epilogue/partial.py.j2): the workspace geometry and the reduce kernel's vectors
+    (shared with sm_100a), and how this GEMM kernel stores its partial."""
+    return shared.separate_workspace_values(spec, bias_values(spec)) | {
         "partial_vec": partial_vec(spec),
-        "partial_bits": partial_vec(spec) * 8 * rules_sm90.ACC_BYTES,
+        "partial_bits": partial_vec(spec) * 8 * shared.ACC_BYTES,
         "partial_vec_note": (
             "swap AB: a thread's adjacent values are adjacent rows of the column-major slot"
             if spec.swap_ab
             else "a thread's wgmma values come in pairs of adjacent columns of the row-major slot"
         ),
-        "reduce_threads": rules_sm90.REDUCE_THREADS,
-        "reduce_vec": vec,
-        "vecs_per_thread": rules_sm90.reduce_vecs_per_thread(spec),
-        "vecs_along": (t.m if spec.swap_ab else t.n) // vec,
-        "vec_tiler": (vec, 1) if spec.swap_ab else (1, vec),
-        "vec_axis": vec_axis,
-        "c_vec_bits": vec * 8 * rules.DTYPE_BYTES[out],
-        "bias_along_vec": bias["bias"] and bias["bias_axis"] == vec_axis,
         "epilogue_heading": "f32 accumulators -> this K share's workspace slot",
         # the GEMM kernel takes only the workspace; bias and C's values are the reduce kernel's
         "launch_tensors": ["workspace"],
-        "kernel_tensors": [
-            ("mWork", "(WORKSPACE_ELEMS,) f32: SPLITS x MAX_TILES partial-tile slots")
-        ],
-        "gemm_doc": (", bias " + f"({bias['bias_user_extent']},)" if bias["bias"] else "")
-        + ", workspace (WORKSPACE_ELEMS,) f32 (any contents: every slot read is written first)",
     }
 
 
-def plan_sm90(spec: Spec) -> Plan:
+def plan(spec: Spec) -> Plan:
     assert isinstance(spec.stages, int)
     t = spec.tile
     stages = spec.stages
@@ -238,15 +98,15 @@ def plan_sm90(spec: Spec) -> Plan:
     streamk = rules_sm90.is_stream_k(spec)
     sk_ctas = rules_sm90.streamk_ctas(spec)
     out = spec.epilogue.out_dtype or spec.dtype
-    mma_k = rules.mma_k(spec.dtype)  # K depth of one wgmma: 16 (f16/bf16) or 32 (e4m3)
+    mma_k = rules_common.mma_k(spec.dtype)  # K depth of one wgmma: 16 (f16/bf16) or 32 (e4m3)
     multiples = rules_sm90.shape_multiples(spec)
     multiples_note = (
         f"any M; N and K multiples of {multiples['N']}"
         if multiples["N"] == multiples["K"]
         else f"any M; N a multiple of {multiples['N']}, K of {multiples['K']}"
     )
-    stage = rules.stage_bytes(spec)
-    smem = rules.smem_bytes(spec, stages)
+    stage = rules_sm90.stage_bytes(spec)
+    smem = rules_sm90.smem_bytes(spec, stages)
     epi_bytes = rules_sm90.tma_store_smem_bytes(spec)
     staging_bytes = rules_sm90.splitk_staging_bytes(spec)
     staged = rules_sm90.staged_arrives(spec)
@@ -317,9 +177,9 @@ def plan_sm90(spec: Spec) -> Plan:
     pipeline = table(rows) + [
         "",
         (
-            f"SMEM {smem} B of {rules.SMEM_LIMIT_BYTES} ({stages} x {rules.kib(stage)} KiB ring"
-            + (f" + {rules.kib(epi_bytes)} KiB C sub-tiles" if tma_epi else "")
-            + (f" + {rules.kib(staging_bytes)} KiB split-K staging" if split else "")
+            f"SMEM {smem} B of {rules_common.SMEM_LIMIT_BYTES} ({stages} x {rules_common.kib(stage)} KiB ring"
+            + (f" + {rules_common.kib(epi_bytes)} KiB C sub-tiles" if tma_epi else "")
+            + (f" + {rules_common.kib(staging_bytes)} KiB split-K staging" if split else "")
             + " + barriers and alignment); accumulators in registers: "
             f"{rules_sm90.accumulator_regs(spec)} f32 per consumer thread"
         ),
@@ -353,7 +213,7 @@ def plan_sm90(spec: Spec) -> Plan:
             "the next tile, and before it exits. Fixed summation order: deterministic.",
         ]
     if separate:
-        sep_slot_kib = rules.kib(rules_sm90.separate_tile_elems(spec) * rules_sm90.ACC_BYTES)
+        sep_slot_kib = rules_common.kib(rules_sm90.separate_tile_elems(spec) * rules_sm90.ACC_BYTES)
         ws_mib = rules_sm90.separate_workspace_elems(spec) * rules_sm90.ACC_BYTES / 2**20
         pipeline += [
             "",
@@ -364,7 +224,7 @@ def plan_sm90(spec: Spec) -> Plan:
             "on the same stream (so it sees every partial), runs one CTA per tile: each thread sums",
             "16-byte vectors of the SPLITS slots in split order 0, 1, .. (deterministic), applies",
             "the epilogue and stores C, predicated on M and N.",
-            f"Workspace: {splitk_max_tiles_line(spec)} x {sep_slot_kib} KiB slots =",
+            f"Workspace: {shared.splitk_max_tiles_line(spec)} x {sep_slot_kib} KiB slots =",
             f"{ws_mib:g} MiB, fixed at generation time (AOT shim: allocated once). A call with more",
             "than MAX_TILES output tiles is rejected by launcher() and by the AOT shim",
             "(cudaErrorInvalidValue), and a direct `gemm` call computes only the first MAX_TILES",
@@ -381,7 +241,7 @@ def plan_sm90(spec: Spec) -> Plan:
             "(st.release.gpu) after a named barrier. The finisher (its last unit) has thread 0 wait",
             "on each such CTA's flag (ld.acquire.gpu), lowest CTA first; after a named barrier every",
             "consumer adds that partial (fixed order: deterministic) and thread 0 clears the flag for the",
-            f"next launch. Workspace: {ws_bytes} B of global memory ({sk_ctas} x {rules.kib(rules_sm90.streamk_tile_elems(spec) * rules_sm90.ACC_BYTES)} KiB slots + flags).",
+            f"next launch. Workspace: {ws_bytes} B of global memory ({sk_ctas} x {rules_common.kib(rules_sm90.streamk_tile_elems(spec) * rules_sm90.ACC_BYTES)} KiB slots + flags).",
         ]
     sched_note = "grid (one cluster per cluster tile)"
     if persistent:
@@ -474,7 +334,7 @@ def plan_sm90(spec: Spec) -> Plan:
             f"128 x {rules_sm90.PRODUCER_REGS} + {128 * wgs} x {rules_sm90.consumer_regs(spec)} "
             f"<= {rules_sm90.REGISTER_FILE}"
         ),
-        "tx_bytes": rules.tx_bytes(spec),
+        "tx_bytes": rules_sm90.stage_bytes(spec),
         "empty_arrives": empty,
         "empty_note": (
             f"every consumer warp ({4 * wgs}) of every CTA this producer fills ({readers})"
@@ -496,7 +356,7 @@ def plan_sm90(spec: Spec) -> Plan:
         "b_mcast_col0": col0,
         "a_ring_elems": t.m * t.k * stages,
         "b_ring_elems": t.n * t.k * stages,
-        "mmas_per_stage": rules.mmas_per_stage(spec),
+        "mmas_per_stage": rules_common.mmas_per_stage(spec),
         "mma_k": mma_k,
         "epi_m": rules_sm90.epi_m(spec),
         "epi_n": rules_sm90.EPI_N,
@@ -532,7 +392,7 @@ def plan_sm90(spec: Spec) -> Plan:
         "swap_ab": spec.swap_ab,
         **fusion_values(spec),
         "store_vec": 1 if spec.swap_ab else 2,
-        "store_bits": (1 if spec.swap_ab else 2) * 8 * rules.DTYPE_BYTES[out],
+        "store_bits": (1 if spec.swap_ab else 2) * 8 * rules_common.DTYPE_BYTES[out],
         "store_vec_note": (
             "swap AB: a thread's adjacent values are adjacent rows of C, one element per store"
             if spec.swap_ab
@@ -544,7 +404,7 @@ def plan_sm90(spec: Spec) -> Plan:
         "smem_bytes": smem,
         "tma_loads_c": rules_sm90.tma_loads_c(spec),
         "c_full_barriers": rules_sm90.c_full_barriers(spec),
-        "c_tx_bytes": rules_sm90.epi_m(spec) * rules_sm90.EPI_N * rules.DTYPE_BYTES[out],
+        "c_tx_bytes": rules_sm90.epi_m(spec) * rules_sm90.EPI_N * rules_common.DTYPE_BYTES[out],
         # the DSL picks the wgmma SMEM atom from the K row width; the swizzle rule makes it this
         "swizzle_atom": {"32B": "SW32", "64B": "SW64", "128B": "SW128"}[str(spec.swizzle)],
         **bias_values(spec),
@@ -578,5 +438,5 @@ def plan_sm90(spec: Spec) -> Plan:
             ),
         },
         values=values,
-        expected_counts=expected_counts_sm90(spec),
+        expected_counts=expected_counts(spec),
     )
