@@ -51,6 +51,17 @@ class Plan:
             raise AttributeError(name) from None
 
 
+def merge(*parts: dict[str, object]) -> dict[str, object]:
+    """The union of a planner's value dicts, each key from exactly one of them."""
+    out: dict[str, object] = {}
+    for part in parts:
+        twice = out.keys() & part.keys()
+        if twice:
+            raise ValueError(f"plan values set twice: {', '.join(sorted(twice))}")
+        out.update(part)
+    return out
+
+
 def table(rows: list[tuple[str, ...]]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]

@@ -374,6 +374,11 @@ def fusion_text(spec: Spec) -> str:
     return "; ".join(parts)
 
 
+def dtype_note(spec: Spec) -> str:
+    out = spec.epilogue.out_dtype or spec.dtype
+    return f"{spec.dtype} in, f32 accumulate, {out} out{fusion_note(spec)}"
+
+
 def title(spec: Spec) -> str:
     assert isinstance(spec.stages, int)
     t, kind = spec.tile, cluster_kind(spec)

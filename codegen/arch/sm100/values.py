@@ -30,8 +30,8 @@ from codegen.plan_common import (
     bias_values,
     binary,
     extra_tensors,
-    fusion_note,
     fusion_values,
+    merge,
     sm_sized_values,
 )
 from codegen.spec import PersistentScheduler, Spec
@@ -133,8 +133,10 @@ def splitk_values(spec: Spec) -> dict[str, object]:
 def separate_values(spec: Spec) -> dict[str, object]:
     """What the separate-reduce partials print (sm100/scheduler/split_k_separate.py.j2,
     sm100/epilogue/partial.py.j2 and the shared common/split_k_reduce.py.j2): one tile per CTA
-    on the persistent warp roles, and sm_90a's workspace geometry and reduce-kernel vectors."""
+    on the persistent warp roles, and the workspace geometry and reduce-kernel vectors both
+    arches share (its tensors are workspace_values')."""
     workspace = shared.separate_workspace_values(spec, bias_values(spec))
+    del workspace["kernel_tensors"], workspace["gemm_doc"]
     return (
         tile_loop_values(spec)
         | workspace
@@ -148,10 +150,6 @@ def separate_values(spec: Spec) -> dict[str, object]:
             "count_prefix": "tiles",
             "splits": rules_sm100.splits(spec),
             "swap_ab": spec.swap_ab,
-            "sched_tensors": workspace["kernel_tensors"],
-            "sched_args": ["workspace"],
-            "host_tensors": (["bias"] if spec.epilogue.bias != "none" else []) + ["workspace"],
-            "workspace_elems": rules_sm100.separate_workspace_elems(spec),
         }
     )
 
@@ -372,32 +370,33 @@ def partials(spec: Spec) -> dict[str, str]:
 
 def workspace_values(spec: Spec) -> dict[str, object]:
     """The tensors after C: the bias (printed by the epilogue partial) and stream-K's workspace,
-    which the kernel takes last (`sched_tensors`) and the host passes last (`sched_args`)."""
+    which the kernel takes last (`sched_tensors`) and the host passes last (`sched_args`);
+    split-K "separate": the GEMM kernel takes only its workspace, the host passes the bias too."""
+    if rules_sm100.is_split_k_separate(spec):
+        workspace = shared.separate_workspace_values(spec, bias_values(spec))
+        return {
+            "kernel_tensors": workspace["kernel_tensors"],
+            "gemm_doc": workspace["gemm_doc"],
+            "host_tensors": (["bias"] if spec.epilogue.bias != "none" else []) + ["workspace"],
+            "workspace_elems": rules_sm100.separate_workspace_elems(spec),
+            "sched_tensors": workspace["kernel_tensors"],
+            "sched_args": ["workspace"],
+        }
     extra = extra_tensors(spec, rules_sm100.streamk_workspace_elems(spec))
     work = [t for t in extra["kernel_tensors"] if t[0] == "mWork"]
     return extra | {"sched_tensors": work, "sched_args": ["workspace"] if work else []}
 
 
-def plan(spec: Spec) -> Plan:
+def mainloop_values(spec: Spec) -> dict[str, object]:
+    """The tile, the MMA, the ring, the threads, TMEM and the SMEM budget."""
     assert isinstance(spec.stages, int)
     t = spec.tile
-    out = spec.epilogue.out_dtype or spec.dtype
-    values: dict[str, object] = {
-        "title": docs.title(spec),
-        "dtype_note": f"{spec.dtype} in, f32 accumulate, {out} out{fusion_note(spec)}",
-        "parameters": docs.parameters(spec),
-        "pipeline_table": docs.pipeline_lines(spec),
-        "shape_note": docs.shape_note(spec),
-        "io_dtype": CUTLASS_DTYPE[spec.dtype],
-        "out_dtype": CUTLASS_DTYPE[out],
-        "torch_dtype": TORCH_DTYPE[spec.dtype],
-        "torch_out_dtype": TORCH_DTYPE[out],
-        "out_dtype_name": out,
+    return {
         "mma_inst": (t.m, t.n, rules_common.mma_k(spec.dtype)),
         "mma_k": rules_common.mma_k(spec.dtype),
         "tiler": (t.m, t.n, t.k),
         "stages": spec.stages,
-        "threads": (2 + rules_sm100.EPILOGUE_WARPS if is_persistent(spec) else 4) * 32,
+        "threads": (EPI_WARP0 + rules_sm100.EPILOGUE_WARPS if is_persistent(spec) else 4) * 32,
         "tmem_cols": rules_sm100.spec_tmem_columns(spec),
         "tx_bytes": rules_sm100.full_tx_bytes(spec),
         "cta_group_enum": "TWO" if spec.cta_group == 2 else "ONE",
@@ -406,21 +405,48 @@ def plan(spec: Spec) -> Plan:
         "scheduler": spec.scheduler.kind,
         "shape_multiples": rules_sm100.shape_multiples(spec),
         "smem_bytes": rules_sm100.smem_bytes(spec, spec.stages),
-        **docs.notes(spec),
-        **fusion_values(spec),
-        **epilogue_values(spec),
-        **cluster_values(spec),
-        **scheduler_values(spec),
-        **bias_values(spec),
-        **workspace_values(spec),
-        **workers_values(spec),
-        # split-K separate: its workspace and tensors (scheduler_values) replace stream-K's
-        **(separate_values(spec) if rules_sm100.is_split_k_separate(spec) else {}),
-        # the docstring's entry points name the bias argument
     }
+
+
+def dtype_values(spec: Spec) -> dict[str, object]:
+    """The input and output dtypes, as the DSL and torch name them."""
+    out = spec.epilogue.out_dtype or spec.dtype
+    return {
+        "io_dtype": CUTLASS_DTYPE[spec.dtype],
+        "out_dtype": CUTLASS_DTYPE[out],
+        "torch_dtype": TORCH_DTYPE[spec.dtype],
+        "torch_out_dtype": TORCH_DTYPE[out],
+        "out_dtype_name": out,
+    }
+
+
+def values(spec: Spec) -> dict[str, object]:
+    """Every value the sm_100a templates print, each from one concern (a key twice is an error)."""
+    return merge(
+        {
+            "title": docs.title(spec),
+            "dtype_note": docs.dtype_note(spec),
+            "parameters": docs.parameters(spec),
+            "pipeline_table": docs.pipeline_lines(spec),
+            "shape_note": docs.shape_note(spec),
+        },
+        docs.notes(spec),
+        dtype_values(spec),
+        mainloop_values(spec),
+        fusion_values(spec),
+        epilogue_values(spec),
+        cluster_values(spec),
+        scheduler_values(spec),
+        bias_values(spec),
+        workspace_values(spec),
+        workers_values(spec),
+    )
+
+
+def plan(spec: Spec) -> Plan:
     return Plan(
         template="sm100/gemm.py.j2",
         partials=partials(spec),
-        values=values,
+        values=values(spec),
         expected_counts=expected_counts(spec),
     )

@@ -57,6 +57,13 @@ CLUSTER_MAX = 8  # CTAs in a portable cluster: the most CTAs split-K can split a
 # the templates' K rows are one swizzle atom wide: row bytes -> the swizzle of that width
 K_ROW_SWIZZLE = {32: "32B", 64: "64B", 128: "128B"}
 TMA_ROW_ALIGN_BYTES = 16  # TMA needs 16-byte global row strides
+WARPGROUP_THREADS = 128
+WARPGROUP_WARPS = 4
+# Named barrier ids (0 is sync_threads). Cooperative: the consumers' epilogue barrier is id 1
+# (written in the template). Ping-pong: consumer warpgroup w (0, 1) syncs its own epilogue on
+# PP_EPI_BARRIER + w and waits for its mainloop turn on PP_TURN_BARRIER + w.
+PP_EPI_BARRIER = 1
+PP_TURN_BARRIER = 3
 
 
 def wgmma_shape_ok(m: int, n: int, warpgroups: int) -> bool:
