@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from codegen.spec import Spec
 
@@ -35,31 +35,94 @@ GELU_CUBIC = 0.044715
 BIAS_DIM = {"row": "M", "col": "N"}
 
 
+@dataclass(frozen=True, kw_only=True)
+class Values:
+    """What every architecture's templates read as ``plan.NAME``: one frozen, typed field per value,
+    built once by keyword (a value given twice is a TypeError, not a silent override). Each
+    architecture's planner extends it with its own fields. A field left at None is a value the
+    variant does not have: ``plan.NAME`` is then undefined to the templates (strict: reading it is
+    an error), as a key missing from a dict was."""
+
+    # the docstring
+    title: str
+    dtype_note: str
+    parameters: list[tuple[str, str]]
+    pipeline_table: list[str]
+    shape_note: str
+    # dtypes
+    io_dtype: str
+    out_dtype: str
+    torch_dtype: str
+    torch_out_dtype: str
+    out_dtype_name: str
+    # the tile, the ring, the budget
+    tiler: tuple[int, int, int]
+    stages: int
+    threads: int
+    tx_bytes: int
+    mma_k: int
+    mmas_per_stage: int
+    smem_bytes: int
+    shape_multiples: dict[str, int]
+    # fusion (plan_common.fusion_values)
+    alpha: float
+    beta: float
+    activation: str
+    gelu_c: float
+    gelu_cubic: float
+    bias_dim: str | None = None
+    bias_per: str | None = None
+    bias_note: str | None = None
+    # the bias (plan_common.bias_values)
+    bias: bool
+    bias_axis: str
+    bias_index_note: str
+    bias_coord: int
+    bias_base: str
+    bias_extent: str
+    bias_user_extent: str
+    bias_user_axis: str
+    # tensors after C (plan_common.extra_tensors)
+    host_tensors: list[str]
+    kernel_tensors: list[tuple[str, str]]
+    gemm_doc: str
+    workspace_elems: int
+    # the GPU-sized grid (plan_common.sm_sized_values)
+    sm_sized: bool
+    default_sm_count: int | None = None
+    default_sm_note: str | None = None
+    device_capability: tuple[int, int] | None = None
+    workers_expr: str | None = None
+    workers_doc: str | None = None
+
+    def __getitem__(self, name: str) -> object:
+        value = getattr(self, name, None) if name in self.__dataclass_fields__ else None
+        if value is None:
+            raise KeyError(name)
+        return value
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and getattr(self, name, None) is not None
+
+    def as_dict(self) -> dict[str, object]:
+        """The values the variant has (no None), by name."""
+        return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not None}
+
+
 @dataclass(frozen=True)
 class Plan:
     """Values and partial names for one generated file."""
 
     template: str
     partials: dict[str, str]
-    values: dict[str, object]
+    values: Values
     expected_counts: dict[str, int] = field(default_factory=dict)
 
     def __getattr__(self, name: str) -> object:  # lets templates write plan.tx_bytes
-        try:
-            return self.values[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-
-def merge(*parts: dict[str, object]) -> dict[str, object]:
-    """The union of a planner's value dicts, each key from exactly one of them."""
-    out: dict[str, object] = {}
-    for part in parts:
-        twice = out.keys() & part.keys()
-        if twice:
-            raise ValueError(f"plan values set twice: {', '.join(sorted(twice))}")
-        out.update(part)
-    return out
+        value = getattr(self.values, name, None)
+        if value is None:
+            raise AttributeError(name)
+        return value
 
 
 def table(rows: list[tuple[str, ...]]) -> list[str]:

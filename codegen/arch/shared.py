@@ -7,6 +7,9 @@ numbers, such as its flagship's SM count, come in as arguments).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from codegen.plan_common import Values
 from codegen.rules_common import DTYPE_BYTES, Violation
 from codegen.spec import Spec, SplitKScheduler, StreamKScheduler
 
@@ -141,6 +144,31 @@ def reduce_kernel_counts(spec: Spec) -> dict[str, int]:
         "ex2": REDUCE_VEC * int(spec.epilogue.activation in ("gelu_tanh", "silu")),
         "max.f32": REDUCE_VEC * int(spec.epilogue.activation == "relu"),
     }
+
+
+@dataclass(frozen=True, kw_only=True)
+class SeparateReduceValues(Values):
+    """The values of both architectures' plans, plus what the separate reduce's partials print
+    (:func:`separate_workspace_values`; None without reduce = "separate")."""
+
+    max_tiles: int | None = None
+    max_tiles_note: str | None = None
+    sep_tile_elems: int | None = None
+    sep_workspace_elems: int | None = None
+    slot_shape: tuple[int, int, int, int] | None = None
+    slot_stride: tuple[int, int, int, int] | None = None
+    slot_note: str | None = None
+    vec_slot_shape: tuple[int, int, int, int] | None = None
+    vec_slot_stride: tuple[int, int, int, int] | None = None
+    c_tile: tuple[int, int] | None = None
+    reduce_threads: int | None = None
+    reduce_vec: int | None = None
+    vecs_per_thread: int | None = None
+    vecs_along: int | None = None
+    vec_tiler: tuple[int, int] | None = None
+    vec_axis: str | None = None
+    c_vec_bits: int | None = None
+    bias_along_vec: bool | None = None
 
 
 def separate_workspace_values(spec: Spec, bias: dict[str, object]) -> dict[str, object]:

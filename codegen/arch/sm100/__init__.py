@@ -27,7 +27,7 @@ class Sm100:
     patterns = counts.PATTERNS
     flagship_sm_count = rules.SM_COUNT
     rules = rules
-    values_type = dict
+    values_type = values.Sm100Values
 
     def check(self, spec: Spec) -> list[Violation]:
         return rules.check(spec)

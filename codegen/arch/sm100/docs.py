@@ -8,7 +8,16 @@ from __future__ import annotations
 from codegen import rules_common
 from codegen.arch.shared import splitk_max_tiles_line
 from codegen.arch.sm100 import rules as rules_sm100
-from codegen.arch.sm100.rules import PAIR_MASK, cluster_kind, is_persistent, is_tma_store
+from codegen.arch.sm100.rules import (
+    EPI_WARPS_RANGE,
+    EPILOGUE_WARPS,
+    PAIR_MASK,
+    PERSISTENT_WARPS,
+    TMEM_LANES,
+    cluster_kind,
+    is_persistent,
+    is_tma_store,
+)
 from codegen.plan_common import binary, fusion_note, table
 from codegen.spec import Spec
 
@@ -35,7 +44,11 @@ def pipeline_lines(spec: Spec) -> list[str]:
     tmem = rules_sm100.spec_tmem_columns(spec)
     ws = spec.warp_specialized
     consumer = "MMA (warp 1)" if ws else "MMA (warp 0)"
-    epi_warps = "epilogue (warps 2-5)" if persistent else "epilogue (4 warps)"
+    epi_warps = (
+        f"epilogue (warps {EPI_WARPS_RANGE})"
+        if persistent
+        else f"epilogue ({EPILOGUE_WARPS} warps)"
+    )
     header = ("ring", "producer -> consumer", "stages", "bytes/stage", "full arrives")
     rows: list[tuple[str, ...]] = [(*header, "empty arrives")]
     if kind == "pair":
@@ -104,7 +117,7 @@ def pipeline_lines(spec: Spec) -> list[str]:
                 f"{peers} epilogue -> rank 0 epilogue",
                 "1",
                 str(rules_sm100.splitk_staging_bytes(spec)),
-                f"{rules_sm100.staged_arrives(spec)} ({n - 1} peer(s) x 4 epilogue warps)",
+                f"{rules_sm100.staged_arrives(spec)} ({n - 1} peer(s) x {EPILOGUE_WARPS} epilogue warps)",
                 "-",
             ),
             (
@@ -112,7 +125,7 @@ def pipeline_lines(spec: Spec) -> list[str]:
                 "rank 0 epilogue -> each peer's epilogue",
                 "1",
                 "-",
-                f"{rules_sm100.consumed_arrives(spec)} (rank 0's 4 epilogue warps)",
+                f"{rules_sm100.consumed_arrives(spec)} (rank 0's {EPILOGUE_WARPS} epilogue warps)",
                 "-",
             ),
         ]
@@ -439,29 +452,35 @@ def notes(spec: Spec) -> dict[str, str]:
     pair = kind == "pair"
     kind_ = rules_sm100.mma_kind(spec)
     if rules_sm100.is_dynamic(spec):
-        threads = "6 warps: 0 = TMA producer and tile requests, 1 = MMA issuer, 2-5 = epilogue"
+        threads = (
+            f"{PERSISTENT_WARPS} warps: 0 = TMA producer and tile requests, 1 = MMA issuer, "
+            f"{EPI_WARPS_RANGE} = epilogue"
+        )
     elif persistent:
         threads = (
-            "6 warps: 0 = TMA producer, 1 = MMA issuer"
+            f"{PERSISTENT_WARPS} warps: 0 = TMA producer, 1 = MMA issuer"
             + (" (leader CTA)" if pair else "")
-            + ", 2-5 = epilogue"
+            + f", {EPI_WARPS_RANGE} = epilogue"
         )
     elif spec.warp_specialized:
         threads = (
-            "4 warps: 0 = TMA producer, 1 = MMA issuer"
+            f"{EPILOGUE_WARPS} warps: 0 = TMA producer, 1 = MMA issuer"
             + (" (leader CTA)" if pair else "")
             + ", all = epilogue"
         )
     else:
-        threads = "4 warps: 0 = TMA loads and MMAs, all = epilogue"
+        threads = f"{EPILOGUE_WARPS} warps: 0 = TMA loads and MMAs, all = epilogue"
     if persistent:
         tmem = (
             f"{spec.accumulators} f32 accumulator slot(s) x {spec.tile.n} columns"
-            + (" (this CTA's 128 rows)" if pair else "")
+            + (f" (this CTA's {TMEM_LANES} rows)" if pair else "")
             + ", power of two"
         )
     elif pair:
-        tmem = "f32 accumulator: this CTA's 128 rows, one column per output column, power of two"
+        tmem = (
+            f"f32 accumulator: this CTA's {TMEM_LANES} rows, one column per output column, power "
+            "of two"
+        )
     else:
         tmem = "f32 accumulator: one TMEM column per output column, power of two"
     if pair:

@@ -8,6 +8,8 @@ partial) and the mainloop (kloop, ws, ws_persistent). Every number comes from
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from codegen import rules_common
 from codegen.arch import shared
 from codegen.arch.sm100 import docs
@@ -15,6 +17,8 @@ from codegen.arch.sm100 import rules as rules_sm100
 from codegen.arch.sm100.counts import expected_counts
 from codegen.arch.sm100.rules import (
     DSMEM_VECTOR_BYTES,
+    EPI_BARRIER_ID,
+    EPI_WARP0,
     PAIR_MASK,
     cluster_kind,
     epilogue_chunks,
@@ -31,7 +35,6 @@ from codegen.plan_common import (
     binary,
     extra_tensors,
     fusion_values,
-    merge,
     sm_sized_values,
 )
 from codegen.spec import PersistentScheduler, Spec
@@ -42,10 +45,104 @@ SMEM_ATOM = {"none": "K_INTER", "32B": "K_SW32", "64B": "K_SW64", "128B": "K_SW1
 TMEM_LD_OP = {"32x32b": "Ld32x32bOp", "16x32bx2": "Ld16x32bx2Op"}  # by tmem_load_shape
 
 
-EPI_WARP0 = 2  # persistent: warps 0 (TMA) and 1 (MMA) come first, the epilogue warps after
+@dataclass(frozen=True, kw_only=True)
+class Sm100Values(shared.SeparateReduceValues):
+    """Every value the sm_100a templates read as ``plan.NAME`` (tests/test_plan_fields.py checks
+    that each name a template reads is a field here); None: the variant has no such value."""
 
-
-EPI_BARRIER_ID = 1  # persistent: the epilogue warps' named barrier (0 is __syncthreads)
+    # the comments on the constants (docs.notes)
+    mma_inst_note: str
+    tiler_note: str
+    threads_note: str
+    tmem_note: str
+    tx_note: str
+    # the MMA, the ring, TMEM
+    mma_inst: tuple[int, int, int]
+    tmem_cols: int
+    cta_group_enum: str
+    smem_atom: str
+    scheduler: str
+    # the epilogue
+    epi_cols: int
+    epi_chunks: int
+    epi_last_chunk: int
+    ld_repetition: str
+    tmem_ld_op: str
+    epi_cols_note: str
+    epi_lanes: str
+    epi_plain: bool
+    epi_store_dtype: str
+    bias_stride: tuple[int, int] | None = None
+    bias_broadcast_dim: str | None = None
+    bias_view_note: str | None = None
+    epi_tile_coord: str | None = None
+    epi_tile_shape: str | None = None
+    epi_part_shape: str | None = None
+    epi_tile_slice: str | None = None
+    epi_bias_predicated: bool | None = None
+    epi_tile: tuple[int, int] | None = None
+    epi_tile_str: str | None = None
+    epi_tile_cols: int | None = None
+    epi_tile_note: str | None = None
+    epi_subtiles: tuple[int, int] | None = None
+    epi_bufs: int | None = None
+    epi_row_bytes: int | None = None
+    epi_smem_atom: str | None = None
+    epi_smem_atom_note: str | None = None
+    epi_host_atom_note: str | None = None
+    epi_tile_order: tuple[int, int, int] | None = None
+    epi_repetition: str | None = None
+    t2r_note: str | None = None
+    c_tx_bytes: int | None = None
+    # the tensors after C
+    sched_tensors: list[tuple[str, str]]
+    sched_args: list[str]
+    # the scheduler (tile loop, dynamic, split-K, stream-K)
+    epi_warp0: int | None = None
+    epilogue_warps: int | None = None
+    epi_warps_range: str | None = None
+    epi_threads: int | None = None
+    epi_barrier_id: int | None = None
+    acc_slots: int | None = None
+    acc_empty_arrives: int | None = None
+    acc_empty_note: str | None = None
+    tile_n: int | None = None
+    raster_fast: str | None = None
+    raster_slow: str | None = None
+    raster_note: str | None = None
+    group: int | None = None
+    group_note: str | None = None
+    cluster_tiles: bool | None = None
+    coord_prefix: str | None = None
+    count_prefix: str | None = None
+    tile_unit: str | None = None
+    clc_response_bytes: int | None = None
+    clc_readers: int | None = None
+    clc_readers_note: str | None = None
+    splits: int | None = None
+    staged_arrives: int | None = None
+    staged_note: str | None = None
+    consumed_arrives: int | None = None
+    consumed_note: str | None = None
+    stage_vec: int | None = None
+    swap_ab: bool | None = None
+    sk_ctas: int | None = None
+    sk_tile_elems: int | None = None
+    sk_workspace_elems: int | None = None
+    sk_values: int | None = None
+    sk_chunk_vecs: int | None = None
+    sk_chunk_vecs_note: str | None = None
+    sk_src_chunk: str | None = None
+    sk_last_chunk: int | str | None = None
+    # the cluster
+    cluster_shape: tuple[int, int, int] | None = None
+    pair_mask: str | None = None
+    cta_rows: int | None = None
+    cluster_m: int | None = None
+    a_mcast_mask: str | None = None
+    b_mcast_mask: str | None = None
+    empty_arrives: int | None = None
+    empty_arrives_note: str | None = None
 
 
 def cluster_values(spec: Spec) -> dict[str, object]:
@@ -84,7 +181,7 @@ def tile_loop_values(spec: Spec) -> dict[str, object]:
     return {
         "epi_warp0": EPI_WARP0,
         "epilogue_warps": warps,
-        "epi_warps_range": f"{EPI_WARP0}-{EPI_WARP0 + warps - 1}",
+        "epi_warps_range": rules_sm100.EPI_WARPS_RANGE,
         "epi_threads": 32 * warps,
         "epi_barrier_id": EPI_BARRIER_ID,
         "acc_slots": spec.accumulators,
@@ -420,26 +517,25 @@ def dtype_values(spec: Spec) -> dict[str, object]:
     }
 
 
-def values(spec: Spec) -> dict[str, object]:
-    """Every value the sm_100a templates print, each from one concern (a key twice is an error)."""
-    return merge(
-        {
-            "title": docs.title(spec),
-            "dtype_note": docs.dtype_note(spec),
-            "parameters": docs.parameters(spec),
-            "pipeline_table": docs.pipeline_lines(spec),
-            "shape_note": docs.shape_note(spec),
-        },
-        docs.notes(spec),
-        dtype_values(spec),
-        mainloop_values(spec),
-        fusion_values(spec),
-        epilogue_values(spec),
-        cluster_values(spec),
-        scheduler_values(spec),
-        bias_values(spec),
-        workspace_values(spec),
-        workers_values(spec),
+def values(spec: Spec) -> Sm100Values:
+    """Every value the sm_100a templates print, each from one concern, built once by keyword (a
+    value set twice is a TypeError)."""
+    return Sm100Values(
+        title=docs.title(spec),
+        dtype_note=docs.dtype_note(spec),
+        parameters=docs.parameters(spec),
+        pipeline_table=docs.pipeline_lines(spec),
+        shape_note=docs.shape_note(spec),
+        **docs.notes(spec),
+        **dtype_values(spec),
+        **mainloop_values(spec),
+        **fusion_values(spec),
+        **epilogue_values(spec),
+        **cluster_values(spec),
+        **scheduler_values(spec),
+        **bias_values(spec),
+        **workspace_values(spec),
+        **workers_values(spec),
     )
 
 

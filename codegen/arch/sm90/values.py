@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from codegen import rules_common
 from codegen.arch import shared
 from codegen.arch.sm90 import docs
@@ -23,10 +25,86 @@ from codegen.plan_common import (
     bias_values,
     extra_tensors,
     fusion_values,
-    merge,
     sm_sized_values,
 )
 from codegen.spec import PersistentScheduler, Spec
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sm90Values(shared.SeparateReduceValues):
+    """Every value the sm_90a templates read as ``plan.NAME`` (tests/test_plan_fields.py checks
+    that each name a template reads is a field here); None: the variant has no such value."""
+
+    # the comments on the constants (docs.notes)
+    regs_note: str
+    empty_note: str
+    raster_note: str
+    staged_note: str
+    consumed_note: str
+    store_vec_note: str
+    # the mainloop: warpgroups, registers, ring
+    consumer_wg: int
+    mma_threads: int
+    producer_regs: int
+    consumer_regs: int
+    empty_arrives: int
+    a_ring_elems: int
+    b_ring_elems: int
+    swizzle_atom: str
+    swap_ab: bool
+    # the cluster
+    clustered: bool
+    cluster_launch: bool
+    cluster: tuple[int, int]
+    cluster_m: int
+    cluster_n: int
+    cluster_size: int
+    cluster_tile: tuple[int, int]
+    a_multicast: bool
+    b_multicast: bool
+    a_tma_op: str
+    b_tma_op: str
+    a_mcast_row0: int
+    b_mcast_col0: int
+    # the consumers' named barriers, ping-pong
+    epi_barrier_args: str
+    pp_epi_barrier: int
+    pp_turn_barrier: int
+    pingpong: bool
+    wg_threads: int
+    turn_threads: int
+    # the epilogue
+    epi_m: int
+    epi_n: int
+    epi_stages: int
+    epi_subtiles: tuple[int, int]
+    c_ring_elems: int
+    epi_buffers: int
+    epi_buffers_name: str
+    store_vec: int
+    store_bits: int
+    tma_loads_c: bool
+    c_full_barriers: int
+    c_tx_bytes: int
+    epilogue_heading: str
+    # the scheduler
+    raster: str
+    group: int
+    raster_major: str
+    raster_minor: str
+    splits: int
+    staged_arrives: int
+    consumed_arrives: int
+    staging_elems: int
+    sk_ctas: int
+    sk_tile_elems: int
+    sk_workspace_elems: int
+    # the tensors after C
+    launch_tensors: list[str]
+    # split-K separate
+    partial_vec: int | None = None
+    partial_bits: int | None = None
+    partial_vec_note: str | None = None
 
 
 def workers_values(spec: Spec) -> dict[str, object]:
@@ -243,27 +321,26 @@ def partials(spec: Spec) -> dict[str, str]:
     }
 
 
-def values(spec: Spec) -> dict[str, object]:
-    """Every value the sm_90a templates print, each from one concern (a key twice is an error)."""
-    return merge(
-        {
-            "title": docs.title(spec),
-            "parameters": docs.parameters(spec),
-            "pipeline_table": docs.pipeline_lines(spec),
-            "shape_note": docs.shape_note(spec),
-        },
-        docs.notes(spec),
-        dtype_values(spec),
-        mainloop_values(spec),
-        cluster_values(spec),
-        pingpong_values(spec),
-        epilogue_values(spec),
-        scheduler_values(spec),
-        fusion_values(spec),
-        bias_values(spec),
-        tensor_values(spec),
-        separate_reduce_values(spec),
-        workers_values(spec),
+def values(spec: Spec) -> Sm90Values:
+    """Every value the sm_90a templates print, each from one concern, built once by keyword (a
+    value set twice is a TypeError)."""
+    return Sm90Values(
+        title=docs.title(spec),
+        parameters=docs.parameters(spec),
+        pipeline_table=docs.pipeline_lines(spec),
+        shape_note=docs.shape_note(spec),
+        **docs.notes(spec),
+        **dtype_values(spec),
+        **mainloop_values(spec),
+        **cluster_values(spec),
+        **pingpong_values(spec),
+        **epilogue_values(spec),
+        **scheduler_values(spec),
+        **fusion_values(spec),
+        **bias_values(spec),
+        **tensor_values(spec),
+        **separate_reduce_values(spec),
+        **workers_values(spec),
     )
 
 
