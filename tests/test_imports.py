@@ -178,6 +178,10 @@ def test_codegen_keeps_its_layers() -> None:
 
 def test_every_arch_package_is_in_the_registry() -> None:
     from codegen import registry
+    from codegen.arch.interface import Arch
+
+    assert all(isinstance(a, Arch) for a in registry.ARCHES.values())
+    assert all(name == a.name for name, a in registry.ARCHES.items())
 
     folders = {p.name for p in (CODEGEN / "arch").iterdir() if (p / "__init__.py").exists()}
     assert folders == {a.short for a in registry.ARCHES.values()}
