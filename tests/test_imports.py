@@ -238,3 +238,14 @@ def test_a_clean_tree_passes(bad_tree: Path) -> None:
     (bad_tree / "render.py").write_text("from codegen import registry\n")
     graph = import_graph(bad_tree)
     assert cycles(graph) == [] and layer_problems(graph) == []
+
+
+def test_every_codegen_package_ships() -> None:
+    """pyproject.toml lists the packages a wheel holds: every package under codegen/."""
+    import tomllib
+
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    packages = {module_name(p, ROOT) for p in CODEGEN.rglob("__init__.py")}
+    assert packages <= listed
