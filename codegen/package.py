@@ -22,9 +22,12 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from codegen import registry
+
 PKG = "cutegemm"
 PKG_VERSION = "0.1.0"
-ARCH_DIR = {"sm_90a": "sm90", "sm_100a": "sm100"}
+# arch -> its folder in the package, oldest GPU first (codegen/registry.py)
+ARCH_DIR = {a.name: a.short for a in sorted(registry.ARCHES.values(), key=lambda a: a.capability)}
 TORCH_PIN = "torch>=2.6"  # torch.library.custom_op + register_fake, torch.compiler.is_compiling
 TVM_FFI_PIN = (
     "apache-tvm-ffi==0.1.15.post2"  # the TVM-FFI calling convention (measured on the H200)
@@ -264,8 +267,7 @@ def package_files(
         ("package/__init__.py.j2", f"{PKG}/__init__.py"),
         ("package/dispatch.py.j2", f"{PKG}/_dispatch.py"),
         ("package/runtime.py.j2", f"{PKG}/_runtime.py"),
-        ("package/arch_init.py.j2", f"{PKG}/sm90/__init__.py"),
-        ("package/arch_init.py.j2", f"{PKG}/sm100/__init__.py"),
+        *(("package/arch_init.py.j2", f"{PKG}/{d}/__init__.py") for d in ARCH_DIR.values()),
     ):
         arch = next((a for a, d in ARCH_DIR.items() if f"/{d}/" in out), None)
         raw = env.get_template(template).render(ctx, arch=arch)

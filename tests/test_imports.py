@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from codegen.spec import ARCHES
+
 ROOT = Path(__file__).resolve().parent.parent
 CODEGEN = ROOT / "codegen"
 ARCH_PACKAGE = "codegen.arch"
@@ -182,6 +184,7 @@ def test_every_arch_package_is_in_the_registry() -> None:
 
     assert all(isinstance(a, Arch) for a in registry.ARCHES.values())
     assert all(name == a.name for name, a in registry.ARCHES.items())
+    assert set(registry.ARCHES) == set(ARCHES)  # the spec's arch names
 
     folders = {p.name for p in (CODEGEN / "arch").iterdir() if (p / "__init__.py").exists()}
     assert folders == {a.short for a in registry.ARCHES.values()}

@@ -28,6 +28,8 @@ class Arch(Protocol):
         patterns: the PTX patterns only its kernels have (name -> regex); the build counts the
             union of every architecture's patterns and the shared ones in every kernel.
         flagship_sm_count: SMs of the GPU a cross-compile assumes.
+        capability: the CUDA compute capability of the GPUs that run its kernels ((10, 0)).
+        gpu_family: those GPUs, in words ("sm_100 (Blackwell: B200/GB200)").
         rules: its rules module (the derived numbers and the legality rules).
         values_type: the frozen dataclass of its plan values (templates read `plan.NAME`).
     """
@@ -40,6 +42,8 @@ class Arch(Protocol):
     report_columns: tuple[str, ...]
     patterns: dict[str, str]
     flagship_sm_count: int
+    capability: tuple[int, int]
+    gpu_family: str
     rules: ModuleType
     values_type: type
 

@@ -26,6 +26,8 @@ class Sm100:
     report_columns = counts.REPORT_COLUMNS
     patterns = counts.PATTERNS
     flagship_sm_count = rules.SM_COUNT
+    capability = (10, 0)
+    gpu_family = "sm_100 (Blackwell: B200/GB200)"
     rules = rules
     values_type = values.Sm100Values
 

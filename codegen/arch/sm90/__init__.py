@@ -26,6 +26,8 @@ class Sm90:
     report_columns = counts.REPORT_COLUMNS
     patterns = counts.PATTERNS
     flagship_sm_count = rules.SM_COUNT
+    capability = (9, 0)
+    gpu_family = "sm_90 (Hopper: H100/H200)"
     rules = rules
     values_type = values.Sm90Values
 
