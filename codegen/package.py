@@ -117,7 +117,8 @@ class Entry:
             "out_dtype": epi.get("out_dtype") or s["dtype"],
             "tile": (s["tile"]["m"], s["tile"]["n"], s["tile"]["k"]),
             "cluster": (s["cluster"]["m"], s["cluster"]["n"]),
-            "cta_group": s["cta_group"],
+            # sm_100a's knob: a kernel of another architecture prints none (one CTA per MMA)
+            "cta_group": s.get("cta_group", 1),
             "scheduler": kind,
             "splits": sched.get("splits", 1) if isinstance(sched, dict) else 1,
             "swap_ab": s["swap_ab"],

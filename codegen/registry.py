@@ -35,6 +35,14 @@ def shared_knobs() -> frozenset[str]:
     return frozenset(Spec.model_fields) - owned
 
 
+def spec_knobs(spec: Spec) -> dict[str, object]:
+    """The spec as its kernel file prints it (SPEC): the shared knobs and its own architecture's,
+    not another architecture's (those are at their defaults: the rules reject anything else, and
+    reading SPEC back into a Spec restores them)."""
+    keep = shared_knobs() | for_spec(spec).knobs
+    return {k: v for k, v in spec.model_dump().items() if k in keep}
+
+
 def patterns() -> dict[str, str]:
     """The PTX patterns only some architecture's kernels have, of every architecture."""
     out: dict[str, str] = {}

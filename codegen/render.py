@@ -26,7 +26,7 @@ from pathlib import Path
 
 import jinja2
 
-from codegen import package
+from codegen import package, registry
 from codegen.files import write_atomic
 from codegen.loader import LoadedSpec
 from codegen.plan import plan
@@ -150,7 +150,7 @@ def _render_template(loaded: LoadedSpec, spec: Spec, env: jinja2.Environment) ->
         "variant": loaded.variant,
         "template": p.template,
         "spec_hash": spec.spec_hash(),
-        "spec_dict": pprint.pformat(spec.model_dump(), sort_dicts=True, width=90),
+        "spec_dict": pprint.pformat(registry.spec_knobs(spec), sort_dicts=True, width=90),
         "plan": p,
         "spec": spec,
         "dsl_version": package.dsl_version(),
