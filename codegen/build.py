@@ -23,29 +23,22 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codegen.plan import plan
-from codegen.render import stop_pool, write_atomic
+from codegen import registry, rules
+from codegen.files import write_atomic
+from codegen.plan import expected_counts
+from codegen.render import stop_pool
 from codegen.spec import Spec
 
 BUILD_FORMAT = "13"  # bump when what a build records changes, to invalidate the cache
 
-# PTX patterns, each counted over the whole module.
-PATTERNS: dict[str, str] = {
-    "tcgen05.mma": r"tcgen05\.mma\.",
-    "mma cta_group::1": r"tcgen05\.mma\.cta_group::1",
-    "mma cta_group::2": r"tcgen05\.mma\.cta_group::2",
-    "wgmma.mma_async": r"wgmma\.mma_async\.",
+# PTX patterns, each counted over the whole module: those of more than one architecture here, then
+# each architecture's own (codegen/arch/<name>/counts.py PATTERNS); every kernel counts them all.
+SHARED_PATTERNS: dict[str, str] = {
     "cp.async.bulk.tensor": r"cp\.async\.bulk\.tensor\.\dd\.shared",
     "TMA multicast": r"cp\.async\.bulk\.tensor[^;]*multicast",
     "TMA store": r"cp\.async\.bulk\.tensor\.\dd\.global\.shared",
     "mbarrier.try_wait": r"mbarrier\.try_wait",
     "mbarrier.init": r"mbarrier\.init\.",
-    "tcgen05.ld": r"tcgen05\.ld\.",
-    "tcgen05.alloc": r"tcgen05\.alloc\.",
-    "tcgen05.commit": r"tcgen05\.commit\.",
-    "tcgen05.relinquish": r"tcgen05\.relinquish_alloc_permit\.",
-    "tcgen05.commit multicast": r"tcgen05\.commit[^;]*\.multicast",
-    "setmaxnreg": r"setmaxnreg\.",
     "barrier.cluster": r"barrier\.cluster\.",
     "st.global": r"\bst\.global\.",
     # the epilogue's own loads: C when beta != 0, the bias vector
@@ -63,13 +56,10 @@ PATTERNS: dict[str, str] = {
     "ld.shared::cluster": r"\bld\.shared::cluster\.",
     "mbarrier acquire.cluster": r"mbarrier\.try_wait[^;]*\.acquire\.cluster",
     "mbarrier release.cluster": r"mbarrier\.arrive[^;]*\.release\.cluster",
-    # the dynamic scheduler's cluster launch control: requests, and reads of the answer
-    "clc try_cancel": r"clusterlaunchcontrol\.try_cancel",
-    "clc is_canceled": r"clusterlaunchcontrol\.query_cancel\.is_canceled",
-    "clc first_ctaid": r"clusterlaunchcontrol\.query_cancel\.get_first_ctaid",
     # generic-proxy SMEM accesses ordered before async-proxy ones (TMA store, try_cancel)
     "fence.proxy.async": r"\bfence\.proxy\.async\.shared::cta\b",
 }
+PATTERNS: dict[str, str] = SHARED_PATTERNS | registry.patterns()
 
 
 class BuildFailure(Exception):
@@ -206,13 +196,12 @@ def _init_worker(arch: str) -> None:
 
 def check_counts(spec: Spec, result: BuildResult) -> list[str]:
     """Mismatches between the PTX and what the spec implies, plus any spill."""
-    p = plan(spec)
     out = [
         f"{key}: expected {want}, PTX has {result.counts.get(key)}"
-        for key, want in p.expected_counts.items()
+        for key, want in expected_counts(spec).items()
         if result.counts.get(key) != want
     ]
-    want_cols = p.values.get("tmem_cols")
+    want_cols = registry.for_spec(spec).alloc_columns(spec)
     if want_cols is not None and result.alloc_cols and set(result.alloc_cols) != {want_cols}:
         out.append(f"tcgen05.alloc columns: expected {want_cols}, PTX has {result.alloc_cols}")
     if result.spill_bytes:
@@ -297,7 +286,7 @@ def build(
                     alloc_cols=raw.get("alloc_cols", []),
                     registers=raw.get("registers"),
                     spill_bytes=raw.get("spill_bytes"),
-                    smem_bytes=int(plan(spec).values["smem_bytes"]),
+                    smem_bytes=rules.smem_bytes(spec, int(spec.stages)),
                     seconds=raw.get("seconds", 0.0),
                 )
                 if r.ok:

@@ -70,7 +70,7 @@ def reusable(out_dir: Path, relpath: str, want: str, cached: dict) -> str | None
 
 
 def save(out_dir: Path, data: dict) -> None:
-    from codegen.render import write_atomic
+    from codegen.files import write_atomic
 
     text = json.dumps(data, sort_keys=True, indent=0) + "\n"
     path = out_dir / CACHE

@@ -287,39 +287,17 @@ def build_cmd(
         fail([f"{r.name}: {r.error or '; '.join(r.mismatches)}" for r in bad])
 
 
-REPORT_COLUMNS = {
-    "sm_100a": [
-        "mma cta_group::1",
-        "mma cta_group::2",
-        "cp.async.bulk.tensor",
-        "TMA multicast",
-        "barrier.cluster",
-        "mbarrier.try_wait",
-        "tcgen05.alloc",
-        "tcgen05.ld",
-        "tcgen05.commit",
-        "TMA store",
-        "st.global",
-    ],
-    "sm_90a": [
-        "wgmma.mma_async",
-        "cp.async.bulk.tensor",
-        "TMA multicast",
-        "TMA store",
-        "mbarrier.try_wait",
-        "setmaxnreg",
-        "barrier.cluster",
-        "mapa",
-        "ld.shared::cluster",
-        "st.global",
-    ],
-}
+def report_columns(arch: str) -> tuple[str, ...]:
+    """The PTX counts the build report shows for an architecture's kernels."""
+    from codegen import registry
+
+    return registry.get(arch).report_columns if arch in registry.ARCHES else ()
 
 
 def report_rows(results) -> tuple[list[str], list[list[str]]]:
     """The build report as a header and rows of text, one row per variant."""
     arches = sorted({r.arch for r in results})
-    cols = list(dict.fromkeys(c for a in arches for c in REPORT_COLUMNS.get(a, [])))
+    cols = list(dict.fromkeys(c for a in arches for c in report_columns(a)))
     rows = []
     for r in results:
         counts = [str(r.counts.get(c, "")) if r.ok else "" for c in cols]

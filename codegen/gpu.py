@@ -16,15 +16,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from codegen import registry
 from codegen.build import load_module, read_spec
 
 TOLERANCE = {"f16": 2e-3, "bf16": 1e-2, "f32": 2e-3}  # by output dtype (f32: fast tanh/exp)
 FIXED_K = (64, 192, 1024, 8192)
-ARCH_OF_CAPABILITY = {(9, 0): "sm_90a", (10, 0): "sm_100a"}
-GPU_NAME_OF_ARCH = {
-    "sm_90a": "sm_90 (Hopper: H100/H200)",
-    "sm_100a": "sm_100 (Blackwell: B200/GB200)",
-}
+ARCH_OF_CAPABILITY = {a.capability: a.name for a in registry.ARCHES.values()}
+GPU_NAME_OF_ARCH = {a.name: a.gpu_family for a in registry.ARCHES.values()}
 
 
 def gpu_arch() -> tuple[str | None, str]:
@@ -39,7 +37,8 @@ def gpu_arch() -> tuple[str | None, str]:
     name = torch.cuda.get_device_name()
     arch = ARCH_OF_CAPABILITY.get(cap)
     if arch is None:
-        return None, f"{name} (sm_{cap[0]}{cap[1]}) runs neither sm_90a nor sm_100a kernels"
+        known = " nor ".join(sorted(registry.ARCHES, key=lambda a: registry.get(a).capability))
+        return None, f"{name} (sm_{cap[0]}{cap[1]}) runs neither {known} kernels"
     return arch, f"{name} (sm_{cap[0]}{cap[1]})"
 
 

@@ -17,13 +17,17 @@ from __future__ import annotations
 
 import ast
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from codegen import registry
+
 PKG = "cutegemm"
 PKG_VERSION = "0.1.0"
-ARCH_DIR = {"sm_90a": "sm90", "sm_100a": "sm100"}
+# arch -> its folder in the package, oldest GPU first (codegen/registry.py)
+ARCH_DIR = {a.name: a.short for a in sorted(registry.ARCHES.values(), key=lambda a: a.capability)}
 TORCH_PIN = "torch>=2.6"  # torch.library.custom_op + register_fake, torch.compiler.is_compiling
 TVM_FFI_PIN = (
     "apache-tvm-ffi==0.1.15.post2"  # the TVM-FFI calling convention (measured on the H200)
@@ -113,7 +117,8 @@ class Entry:
             "out_dtype": epi.get("out_dtype") or s["dtype"],
             "tile": (s["tile"]["m"], s["tile"]["n"], s["tile"]["k"]),
             "cluster": (s["cluster"]["m"], s["cluster"]["n"]),
-            "cta_group": s["cta_group"],
+            # sm_100a's knob: a kernel of another architecture prints none (one CTA per MMA)
+            "cta_group": s.get("cta_group", 1),
             "scheduler": kind,
             "splits": sched.get("splits", 1) if isinstance(sched, dict) else 1,
             "swap_ab": s["swap_ab"],
@@ -241,10 +246,11 @@ def load_tables(folder: Path, names: set[str], display: str) -> list[Table]:
 # ---- package files -----------------------------------------------------------------------------
 
 
-def package_files(entries: list[Entry], tables: list[Table], env) -> dict[str, str]:
-    """Every non-kernel file of the package, by path relative to the output folder."""
-    from codegen.render import format_python
-
+def package_files(
+    entries: list[Entry], tables: list[Table], env, format_python: Callable[[str, str], str]
+) -> dict[str, str]:
+    """Every non-kernel file of the package, by path relative to the output folder; each Python
+    file formatted by `format_python(raw, template)` (render.format_python)."""
     rows = [e.row() for e in sorted(entries, key=lambda e: e.name)]
     ctx = {
         "pkg": PKG,
@@ -262,8 +268,7 @@ def package_files(entries: list[Entry], tables: list[Table], env) -> dict[str, s
         ("package/__init__.py.j2", f"{PKG}/__init__.py"),
         ("package/dispatch.py.j2", f"{PKG}/_dispatch.py"),
         ("package/runtime.py.j2", f"{PKG}/_runtime.py"),
-        ("package/arch_init.py.j2", f"{PKG}/sm90/__init__.py"),
-        ("package/arch_init.py.j2", f"{PKG}/sm100/__init__.py"),
+        *(("package/arch_init.py.j2", f"{PKG}/{d}/__init__.py") for d in ARCH_DIR.values()),
     ):
         arch = next((a for a, d in ARCH_DIR.items() if f"/{d}/" in out), None)
         raw = env.get_template(template).render(ctx, arch=arch)

@@ -19,7 +19,6 @@ import os
 import pprint
 import signal
 import subprocess
-import tempfile
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -27,7 +26,8 @@ from pathlib import Path
 
 import jinja2
 
-from codegen import package
+from codegen import package, registry
+from codegen.files import write_atomic
 from codegen.loader import LoadedSpec
 from codegen.plan import plan
 from codegen.spec import Spec
@@ -150,7 +150,7 @@ def _render_template(loaded: LoadedSpec, spec: Spec, env: jinja2.Environment) ->
         "variant": loaded.variant,
         "template": p.template,
         "spec_hash": spec.spec_hash(),
-        "spec_dict": pprint.pformat(spec.model_dump(), sort_dicts=True, width=90),
+        "spec_dict": pprint.pformat(registry.spec_knobs(spec), sort_dicts=True, width=90),
         "plan": p,
         "spec": spec,
         "dsl_version": package.dsl_version(),
@@ -337,36 +337,13 @@ def _package_files(out_dir: Path, entries: list, tables: list) -> tuple[dict, di
             got[rel] = text
         else:
             return got, old
-    files = package.package_files(entries, tables, environment())
+    files = package.package_files(entries, tables, environment(), format_python)
     return files, {"key": want, "files": {k: cache.content_hash(v) for k, v in files.items()}}
 
 
 def manifest_text(files: list[Rendered]) -> str:
     lines = [f"{r.relpath} {r.spec_hash} {r.source}" for r in sorted(files, key=lambda r: r.name)]
     return MANIFEST_HEADER + "\n".join(lines) + "\n"
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _umask()
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder and rename: never a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; a written file follows the umask
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@
 A spec says *what* kernel to generate; :mod:`codegen.rules` says whether it is legal and
 :mod:`codegen.plan` derives every number a template prints. Knobs shared by both architectures
 (dtype, tile, stages, swizzle, cluster, epilogue, scheduler) are plain fields; a knob that only one
-architecture has is still a field here, and the rules reject it on the other one.
+architecture has is still a field here, and the rules reject it on the other one. Each
+architecture declares the fields it owns (``knobs`` in ``codegen/arch/<name>/__init__.py``): a
+kernel file's SPEC prints the shared fields and its own architecture's only.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from codegen import rules
+from codegen.arch.sm90.counts import epilogue_loads
 from codegen.plan import bias_values
-from codegen.plan_sm90 import epilogue_loads
 from codegen.spec import Spec
 
 SM90 = {"arch": "sm_90a", "dtype": "bf16", "swizzle": "128B", "stages": 4}
@@ -105,8 +105,8 @@ def test_sm90_accepts_bias_with_either_epilogue() -> None:
 
 
 def test_stream_k_workspace_and_counts() -> None:
-    from codegen import rules_sm90
-    from codegen.plan_sm90 import expected_counts_sm90
+    from codegen.arch.sm90 import rules as rules_sm90
+    from codegen.arch.sm90.counts import expected_counts as expected_counts_sm90
 
     s = spec(tile=[128, 128, 64], consumer_warpgroups=1, scheduler="stream_k", epilogue="tma")
     assert rules.check(s) == []
@@ -140,8 +140,8 @@ def test_sm100_stream_k_is_single_cta() -> None:
 
 
 def test_tma_store_beta_loads_c_per_sub_tile() -> None:
-    from codegen import rules_sm90
-    from codegen.plan_sm90 import expected_counts_sm90
+    from codegen.arch.sm90 import rules as rules_sm90
+    from codegen.arch.sm90.counts import expected_counts as expected_counts_sm90
 
     coop = spec(tile=[128, 256, 64], consumer_warpgroups=2, epilogue={"style": "tma", "beta": 1.0})
     pp = spec(

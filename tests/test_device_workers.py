@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 from conftest import GENERATED, kernel_glob
 
-from codegen import build, plan, rules_sm90, rules_sm100
+from codegen import build, plan
+from codegen.arch.sm90 import rules as rules_sm90
+from codegen.arch.sm100 import rules as rules_sm100
 from codegen.spec import PersistentScheduler, Spec, SplitKScheduler, StreamKScheduler
 
 FLAGSHIP = {"sm_100a": rules_sm100.SM_COUNT, "sm_90a": rules_sm90.SM_COUNT}

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 from conftest import kernel_glob
 
-from codegen import rules, rules_sm90
+from codegen import rules
+from codegen.arch.sm90 import rules as rules_sm90
+from codegen.arch.sm90.counts import expected_counts as expected_counts_sm90
 from codegen.plan import plan
-from codegen.plan_sm90 import expected_counts_sm90
 from codegen.spec import Spec
 
 # the sm_90a e4m3 kernels: plain stores, no bias argument (a fused kernel takes a fifth tensor)

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import kernel_glob
 
-from codegen import rules, rules_sm90
+from codegen import rules
+from codegen.arch.sm90 import rules as rules_sm90
 from codegen.plan import plan
 from codegen.spec import Spec
 

@@ -10,7 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codegen import plan, plan_sm100, rules, rules_sm90, rules_sm100
+from codegen import plan, rules
+from codegen.arch.sm90 import rules as rules_sm90
+from codegen.arch.sm100 import counts as counts_sm100
+from codegen.arch.sm100 import rules as rules_sm100
 from codegen.spec import Spec
 
 KIB = 1024
@@ -531,7 +534,7 @@ def test_expected_instruction_counts(
     tile: tuple[int, int, int], swizzle: str, counts: tuple
 ) -> None:
     spec = rules.resolve(make(tile, swizzle=swizzle, stages=1))
-    got = plan_sm100.expected_counts_sm100(spec)
+    got = counts_sm100.expected_counts(spec)
     keys = ("tcgen05.mma", "cp.async.bulk.tensor", "mbarrier.try_wait", "tcgen05.ld")
     assert tuple(got[k] for k in keys) == counts
     assert got["tcgen05.alloc"] == 1 and got["tcgen05.commit"] == 2

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from conftest import SPECS, kernel_file, kernel_glob
 
-from codegen import build, loader, plan, rules, rules_sm100
+from codegen import build, loader, plan, rules
+from codegen.arch.sm100 import rules as rules_sm100
 from codegen.build import BuildResult
 from codegen.rules import Violation
 from codegen.spec import Spec
@@ -166,7 +167,7 @@ PINNED = {
     "bw_fused_direct_bias_col": (32, 0, 0, 0, 32, 2, 4),
     "bw_fused_tma_bias_row": (1, 0, 0, 4, 0, 2, 4),
     "bw_fused_tma_bias_col": (32, 0, 0, 4, 0, 2, 4),
-    # a CTA pair, persistent: 7 waits (see plan_sm100.try_waits) + 4 C sub-tile waits
+    # a CTA pair, persistent: 7 waits (see codegen/arch/sm100/counts.py try_waits) + 4 C sub-tile waits
     "bw_fused_persistent_2acc_tma_b0p5_bias_col_gelu": (32, 0, 256, 4, 0, 2 + 4, 7 + 4),
     # one CTA, persistent: 6 waits; C (32 vectors) and one row-bias scalar by ld.global
     "bw_fused_persistent_2acc_direct_a0p5_b2_bias_row_silu": (32 + 1, 0, 256, 0, 32, 2, 6),

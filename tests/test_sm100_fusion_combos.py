@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 from conftest import SPECS, kernel_file
 
-from codegen import build, loader, plan, plan_sm100, rules, rules_sm100
+from codegen import build, loader, plan, rules
+from codegen.arch.sm100 import counts as counts_sm100
+from codegen.arch.sm100 import rules as rules_sm100
 from codegen.build import BuildResult
 from codegen.spec import Spec
 
@@ -138,10 +140,10 @@ def test_beta_by_tma_loads_the_64_row_sub_tile() -> None:
 def test_a_thread_fuses_half_a_row_with_m64() -> None:
     epi = {"style": "direct", "beta": 1.0, "bias": "col", "activation": "relu"}
     m64, m128 = make((64, 128, 64), epilogue=epi), make((128, 128, 64), epilogue=epi)
-    assert plan_sm100.values_per_thread(m64) == 64 and plan_sm100.values_per_thread(m128) == 128
+    assert rules_sm100.values_per_thread(m64) == 64 and rules_sm100.values_per_thread(m128) == 128
     # f16: 8 values per 16-byte vector, for C and the column bias alike
-    assert plan_sm100.fusion_counts(m64) == {"ld.global": 8 + 8, "max.f32": 64, "ex2": 0}
-    assert plan_sm100.fusion_counts(m128) == {"ld.global": 16 + 16, "max.f32": 128, "ex2": 0}
+    assert counts_sm100.fusion_counts(m64) == {"ld.global": 8 + 8, "max.f32": 64, "ex2": 0}
+    assert counts_sm100.fusion_counts(m128) == {"ld.global": 16 + 16, "max.f32": 128, "ex2": 0}
 
 
 def test_swap_ab_reads_c_by_element_and_swaps_the_bias_axis() -> None:
@@ -155,8 +157,8 @@ def test_swap_ab_reads_c_by_element_and_swaps_the_bias_axis() -> None:
     assert plan.bias_values(col)["bias_axis"] == "row"
     assert plan.plan(col).values["bias_stride"] == (1, 0)
     # beta: 16 scalar loads down C^T's column (stride ldc), then 2 vectors of 8 row biases
-    assert plan_sm100.fusion_counts(row)["ld.global"] == 16 + 2
-    assert plan_sm100.fusion_counts(col)["ld.global"] == 1  # one column bias per kernel row
+    assert counts_sm100.fusion_counts(row)["ld.global"] == 16 + 2
+    assert counts_sm100.fusion_counts(col)["ld.global"] == 1  # one column bias per kernel row
 
 
 def test_split_k_fuses_once() -> None:

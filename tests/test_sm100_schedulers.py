@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import SPECS, kernel_file
 
-from codegen import build, loader, plan, rules, rules_sm100
+from codegen import build, loader, plan, rules
+from codegen.arch.sm100 import rules as rules_sm100
 from codegen.build import BuildResult
 from codegen.spec import DynamicScheduler, Spec
 

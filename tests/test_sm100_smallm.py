@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import SPECS, kernel_file
 
-from codegen import build, loader, plan, plan_sm100, rules, rules_sm100
+from codegen import build, loader, plan, rules
+from codegen.arch.sm100 import rules as rules_sm100
 from codegen.build import BuildResult
 from codegen.spec import Spec
 
@@ -205,7 +206,7 @@ def test_plan_numbers_of_fp8_and_swap() -> None:
     assert s.partials["mma_partial"] == "sm100/mma/f16.py.j2"
     assert s.values["epi_store_dtype"] == "IO_DTYPE"
     # swap: a thread's 16 values (half of 32 columns) are a column of C, one store each
-    assert plan_sm100.direct_stores(make((64, 32, 64), swap_ab=True)) == 16
+    assert rules_sm100.direct_stores(make((64, 32, 64), swap_ab=True)) == 16
 
 
 # ---- the shipped variants ------------------------------------------------------------------------

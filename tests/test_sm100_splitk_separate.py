@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import SPECS, kernel_file
 
-from codegen import build, loader, plan_sm100, rules, rules_sm100
+from codegen import build, loader, rules
+from codegen.arch.sm100 import counts as counts_sm100
+from codegen.arch.sm100 import rules as rules_sm100
 from codegen.spec import Spec
 
 SHIPPED = "sep_128x64_s4_bias"
@@ -81,7 +83,7 @@ def test_the_cluster_reduce_takes_no_max_tiles() -> None:
 
 
 def test_expected_counts(shipped: Spec) -> None:
-    c = plan_sm100.expected_counts_sm100(shipped)
+    c = counts_sm100.expected_counts(shipped)
     # GEMM: 64 f32 per thread row in 16-byte vectors; reduce: one C vector
     assert c["st.global"] == 64 // 4 + 1
     # reduce: one 16-byte vector per split, one bias vector
@@ -89,7 +91,7 @@ def test_expected_counts(shipped: Spec) -> None:
     assert c["barrier.cluster"] == 0 and "mapa" not in c  # no cluster, no DSMEM reduction
     assert c["tcgen05.ld"] == 1 and c["ex2"] == 0 and c["max.f32"] == 0
     relu = rules.resolve(make(epilogue={"style": "direct", "activation": "relu", "beta": 1.0}))
-    c = plan_sm100.expected_counts_sm100(relu)
+    c = counts_sm100.expected_counts(relu)
     assert c["ld.global"] == 4 + 1 and c["max.f32"] == 4  # C for beta; one max per vector value
 
 

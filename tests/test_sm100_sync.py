@@ -22,7 +22,9 @@ from pathlib import Path
 import pytest
 from conftest import kernel_glob
 
-from codegen import build, plan, plan_sm100, rules_sm100
+from codegen import build, plan
+from codegen.arch.sm100 import counts as counts_sm100
+from codegen.arch.sm100 import rules as rules_sm100
 from codegen.build import BuildResult
 
 SM100 = [p for p in kernel_glob() if p.parent.name == "sm100"]
@@ -99,7 +101,7 @@ def test_every_sm100_producer_waits_for_the_last_commits(path: Path) -> None:
 def test_the_plan_counts_the_tail_wait(path: Path) -> None:
     spec = build.read_spec(path)
     # empty, full, acc_full and the tail, before any scheduler's or cluster's own waits
-    assert plan_sm100.try_waits(spec) >= 4
+    assert counts_sm100.try_waits(spec) >= 4
 
 
 @pytest.mark.parametrize("path", SM90, ids=lambda p: p.stem)
@@ -131,8 +133,8 @@ def test_the_clc_answer_is_fenced_before_its_release(path: Path) -> None:
     assert read < fence < release
     counts = plan.plan(build.read_spec(path)).expected_counts
     # next_tile is inlined at its three call sites (producer, MMA, epilogue)
-    sub_tiles = plan_sm100.epilogue_chunks(build.read_spec(path))[1]
-    tma = plan_sm100.is_tma_store(build.read_spec(path))
+    sub_tiles = rules_sm100.epilogue_chunks(build.read_spec(path))[1]
+    tma = rules_sm100.is_tma_store(build.read_spec(path))
     assert counts["fence.proxy.async"] == 3 + (sub_tiles if tma else 0)
 
 

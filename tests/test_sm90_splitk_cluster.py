@@ -16,9 +16,10 @@ from conftest import kernel_file, kernel_glob
 from pydantic import ValidationError
 
 from codegen import build as b
-from codegen import loader, rules, rules_sm90
+from codegen import loader, rules
+from codegen.arch.sm90 import rules as rules_sm90
+from codegen.arch.sm90.counts import expected_counts as expected_counts_sm90
 from codegen.plan import plan
-from codegen.plan_sm90 import expected_counts_sm90
 from codegen.spec import Spec, SplitKScheduler
 
 KIB = 1024

@@ -15,10 +15,11 @@ import pytest
 from conftest import kernel_file
 
 from codegen import build as b
-from codegen import loader, rules, rules_sm90
+from codegen import loader, rules
+from codegen.arch.sm90 import rules as rules_sm90
+from codegen.arch.sm90.counts import expected_counts as expected_counts_sm90
 from codegen.export import render_shim
 from codegen.plan import plan
-from codegen.plan_sm90 import expected_counts_sm90
 from codegen.spec import Spec, SplitKScheduler
 
 # shipped variants: name -> (canonical-name tail, splits, stages, ld.global, st.global)

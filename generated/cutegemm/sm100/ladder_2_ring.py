@@ -42,7 +42,6 @@ SPEC = {
     "accumulators": 1,
     "arch": "sm_100a",
     "cluster": {"m": 1, "n": 1},
-    "consumer_warpgroups": None,
     "cta_group": 1,
     "dtype": "f16",
     "epilogue": {

@@ -45,7 +45,6 @@ SPEC = {
     "accumulators": 2,
     "arch": "sm_100a",
     "cluster": {"m": 2, "n": 1},
-    "consumer_warpgroups": None,
     "cta_group": 1,
     "dtype": "f16",
     "epilogue": {

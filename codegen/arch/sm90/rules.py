@@ -1,23 +1,49 @@
-"""Hopper (sm_90a) rules: wgmma layouts, register budget, clusters, the TMA-store epilogue."""
+"""Hopper (sm_90a) rules: wgmma layouts, register budget, clusters, the TMA-store epilogue.
+
+Each legality condition lives in one function here; :func:`check` collects them. The planner
+(:mod:`codegen.arch.sm90.values`), the docstrings (:mod:`codegen.arch.sm90.docs`) and the
+expected counts (:mod:`codegen.arch.sm90.counts`) take every derived number from the helpers above
+the rules. Split-K's and stream-K's shared pieces come from :mod:`codegen.arch.shared`.
+"""
 
 from __future__ import annotations
 
-from codegen.rules import (
+from codegen import rules_common
+from codegen.arch import shared
+from codegen.arch.shared import streamk_ctas as _streamk_ctas
+from codegen.arch.shared import streamk_workspace_elems as _streamk_workspace_elems
+from codegen.rules_common import (
     DTYPE_BYTES,
     MBARRIER_BYTES,
     Violation,
     is_power_of_two,
     k_row_bytes,
-    splitk_cluster_violation,
 )
 from codegen.spec import (
     DirectEpilogue,
     PersistentScheduler,
     Spec,
     SplitKScheduler,
-    StreamKScheduler,
     TmaStoreEpilogue,
 )
+
+# the split-K and stream-K pieces both architectures share (codegen/arch/shared.py)
+ACC_BYTES = shared.ACC_BYTES
+REDUCE_THREADS = shared.REDUCE_THREADS
+REDUCE_VEC = shared.REDUCE_VEC
+SEPARATE_DEFAULT_ELEMS = shared.SEPARATE_DEFAULT_ELEMS
+SEPARATE_MAX_SPLITS = shared.SEPARATE_MAX_SPLITS
+is_split_k = shared.is_split_k
+is_split_k_separate = shared.is_split_k_separate
+is_stream_k = shared.is_stream_k
+reduce_vecs_per_thread = shared.reduce_vecs_per_thread
+separate_tile_elems = shared.separate_tile_elems
+separate_workspace_elems = shared.separate_workspace_elems
+splitk_cluster_violation = shared.splitk_cluster_violation
+splitk_max_tiles = shared.splitk_max_tiles
+splitk_separate_violations = shared.splitk_separate_violations
+splits = shared.splits
+streamk_tile_elems = shared.streamk_tile_elems
 
 SM_COUNT = 132  # H100 / H200 SXM
 WGMMA_M = 64  # rows of one wgmma atom; each consumer warpgroup owns a multiple of this
@@ -28,10 +54,16 @@ REGISTER_FILE = 65536  # 32-bit registers per SM
 MAX_REGS_PER_THREAD = 255
 ACC_REGS_LIMIT = 192  # f32 accumulator registers per consumer thread that leave room for the rest
 CLUSTER_MAX = 8  # CTAs in a portable cluster: the most CTAs split-K can split a tile's K among
-ACC_BYTES = 4  # one f32 accumulator value (split-K stages them in SMEM)
 # the templates' K rows are one swizzle atom wide: row bytes -> the swizzle of that width
 K_ROW_SWIZZLE = {32: "32B", 64: "64B", 128: "128B"}
 TMA_ROW_ALIGN_BYTES = 16  # TMA needs 16-byte global row strides
+WARPGROUP_THREADS = 128
+WARPGROUP_WARPS = 4
+# Named barrier ids (0 is sync_threads). Cooperative: the consumers' epilogue barrier is id 1
+# (written in the template). Ping-pong: consumer warpgroup w (0, 1) syncs its own epilogue on
+# PP_EPI_BARRIER + w and waits for its mainloop turn on PP_TURN_BARRIER + w.
+PP_EPI_BARRIER = 1
+PP_TURN_BARRIER = 3
 
 
 def wgmma_shape_ok(m: int, n: int, warpgroups: int) -> bool:
@@ -86,6 +118,24 @@ def operand_rows_per_cta(spec: Spec) -> tuple[int, int]:
     return spec.tile.m, spec.tile.n
 
 
+def multicast_masks(cm: int, cn: int) -> tuple[int, int]:
+    """Rank masks (rank = x + y * cm) of cluster row 0 and cluster column 0.
+
+    A CTA at (x, y) sends its A slice to its row (row-0 mask << x) and its B slice to its column
+    (column-0 mask << y * cm).
+    """
+    row0 = sum(1 << (j * cm) for j in range(cn))
+    col0 = (1 << cm) - 1
+    return row0, col0
+
+
+def partial_vec(spec: Spec) -> int:
+    """f32 values of one partial-tile store to the workspace slot, which is laid out like C: a
+    thread's adjacent wgmma values are adjacent columns, contiguous in a row-major slot (2), but
+    adjacent rows of C^T with swap AB, whose slot is column-major (1)."""
+    return 1 if spec.swap_ab else 2
+
+
 def shape_multiples(spec: Spec) -> dict[str, int]:
     """What M, N and K must be multiples of: TMA needs 16-byte row strides, so K is a multiple of
     16 bytes of the input dtype (8 f16/bf16, 16 e4m3) and N of 8 (16 bytes of a 16-bit C). TMA
@@ -109,6 +159,22 @@ def barrier_bytes(spec: Spec, stages: int) -> int:
     TMA-store epilogue's c_full barriers when it loads C (beta)."""
     split = 2 if is_split_k(spec) else 0
     return (2 * stages + split + c_full_barriers(spec)) * MBARRIER_BYTES
+
+
+def stage_bytes(spec: Spec) -> int:
+    """A + B bytes one CTA receives per stage; also the TMA bytes its full barrier expects."""
+    return rules_common.stage_bytes(spec, operand_rows_per_cta(spec))
+
+
+def smem_bytes(spec: Spec, stages: int) -> int:
+    """Dynamic SMEM per CTA: barriers, the A and B rings, the epilogue's buffers."""
+    return rules_common.smem_bytes(
+        spec,
+        stages,
+        operand_rows_per_cta(spec),
+        barrier_bytes(spec, stages),
+        epilogue_smem_bytes(spec),
+    )
 
 
 def epi_m(spec: Spec) -> int:
@@ -137,21 +203,6 @@ def epilogue_smem_bytes(spec: Spec) -> int:
 
 
 # ---- split K ------------------------------------------------------------------------------------
-
-
-def is_split_k(spec: Spec) -> bool:
-    """Split-K reduced in-kernel over a (splits, 1, 1) cluster (DSMEM): staging, handshakes."""
-    return isinstance(spec.scheduler, SplitKScheduler) and spec.scheduler.reduce == "cluster"
-
-
-def is_split_k_separate(spec: Spec) -> bool:
-    """Split-K reduced by a second kernel from a global workspace (reduce = "separate")."""
-    return isinstance(spec.scheduler, SplitKScheduler) and spec.scheduler.reduce == "separate"
-
-
-def splits(spec: Spec) -> int:
-    """CTAs that share one output tile and split its K range (1 without split-K)."""
-    return spec.scheduler.splits if isinstance(spec.scheduler, SplitKScheduler) else 1
 
 
 def splitk_staging_elems(spec: Spec) -> int:
@@ -187,107 +238,15 @@ def splitk_max_clusters(spec: Spec) -> int:
 
 # ---- split K, separate reduce --------------------------------------------------------------------
 
-SEPARATE_MAX_SPLITS = 16  # the reduce kernel unrolls its sum over the splits
-SEPARATE_DEFAULT_ELEMS = 1 << 23  # default workspace capacity: 2^23 output elements per split
-REDUCE_THREADS = 128  # threads of one reduce CTA (one CTA per output tile)
-REDUCE_VEC = 4  # f32 values one reduce thread loads at once: 16 bytes
-INDEX_LIMIT = 1 << 31  # workspace offsets are 32-bit
-
-
-def splitk_max_tiles(spec: Spec) -> int:
-    """Output tiles the separate-reduce workspace holds: the spec's max_tiles, or as many as
-    SEPARATE_DEFAULT_ELEMS output elements need (2^23 / (TM x TN))."""
-    if not is_split_k_separate(spec):
-        return 0
-    return spec.scheduler.max_tiles or SEPARATE_DEFAULT_ELEMS // (spec.tile.m * spec.tile.n)
-
-
-def separate_tile_elems(spec: Spec) -> int:
-    """f32 values of one workspace slot: a whole TM x TN partial tile."""
-    return spec.tile.m * spec.tile.n if is_split_k_separate(spec) else 0
-
-
-def separate_workspace_elems(spec: Spec) -> int:
-    """The global workspace (f32 words): splits x max_tiles slots, slot [split][tile]."""
-    return splits(spec) * splitk_max_tiles(spec) * separate_tile_elems(spec)
-
-
-def reduce_vecs_per_thread(spec: Spec) -> int:
-    """16-byte vectors of one tile each reduce thread sums: TM x TN / (REDUCE_VEC x threads).
-    Exact for every wgmma tile: TM is a multiple of 64 and TN of 8, so TM x TN of 512."""
-    return separate_tile_elems(spec) // (REDUCE_VEC * REDUCE_THREADS)
-
-
-def splitk_separate_violations(spec: Spec) -> list[Violation]:
-    """The separate reduce: splits in [2, SEPARATE_MAX_SPLITS] (its sum is unrolled), no
-    max_clusters (it launches a grid), a workspace with 32-bit offsets; max_tiles only sizes this
-    workspace, so the cluster reduce takes none."""
-    if not isinstance(spec.scheduler, SplitKScheduler):
-        return []
-    if not is_split_k_separate(spec):
-        if spec.scheduler.max_tiles is None:
-            return []
-        return [
-            Violation(
-                "scheduler",
-                f"split_k max_tiles={spec.scheduler.max_tiles} sizes the workspace of reduce = "
-                '"separate"; the cluster reduction has none: remove max_tiles or set reduce = '
-                '"separate"',
-            )
-        ]
-    out: list[Violation] = []
-    n = spec.scheduler.splits
-    if spec.scheduler.max_clusters is not None:
-        out.append(
-            Violation(
-                "scheduler",
-                f"split_k max_clusters={spec.scheduler.max_clusters} caps the persistent clusters "
-                'of reduce = "cluster"; reduce = "separate" launches one CTA per tile and split: '
-                "remove max_clusters",
-            )
-        )
-    if n > SEPARATE_MAX_SPLITS:
-        out.append(
-            Violation(
-                "scheduler",
-                f'split_k splits={n} with reduce = "separate": the reduce kernel unrolls its sum '
-                f"over the splits; legal: 2 to {SEPARATE_MAX_SPLITS}",
-            )
-        )
-    if separate_workspace_elems(spec) >= INDEX_LIMIT:
-        out.append(
-            Violation(
-                "scheduler",
-                f"split_k max_tiles={splitk_max_tiles(spec)}: the workspace of {n} splits x "
-                f"max_tiles x {separate_tile_elems(spec)} f32 must stay under 2^31 words "
-                "(32-bit offsets); legal: max_tiles 1 to "
-                f"{(INDEX_LIMIT - 1) // (n * separate_tile_elems(spec))}",
-            )
-        )
-    return out
-
-
-def is_stream_k(spec: Spec) -> bool:
-    return isinstance(spec.scheduler, StreamKScheduler)
-
 
 def streamk_ctas(spec: Spec) -> int:
-    """Persistent CTAs stream-K launches at most (its workspace's slots), one per SM of the GPU
-    (fewer when there are fewer SMs or MAC iterations)."""
-    if not isinstance(spec.scheduler, StreamKScheduler):
-        return 0
-    return spec.scheduler.sm_count or SM_COUNT
-
-
-def streamk_tile_elems(spec: Spec) -> int:
-    """f32 values of one CTA's workspace slot: a whole TM x TN partial tile."""
-    return spec.tile.m * spec.tile.n if is_stream_k(spec) else 0
+    """Persistent CTAs stream-K launches at most: the spec's sm_count, else the H100's."""
+    return _streamk_ctas(spec, SM_COUNT)
 
 
 def streamk_workspace_elems(spec: Spec) -> int:
-    """The global workspace (f32 words): a partial-tile slot per CTA, then a flag word per CTA.
-    Each CTA hands over at most one partial tile (its last, when a later CTA finishes it)."""
-    return streamk_ctas(spec) * (streamk_tile_elems(spec) + 1) if is_stream_k(spec) else 0
+    """The stream-K workspace (f32 words): a partial-tile slot and a flag per CTA."""
+    return _streamk_workspace_elems(spec, SM_COUNT)
 
 
 def streamk_violations(spec: Spec) -> list[Violation]:

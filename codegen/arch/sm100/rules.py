@@ -1,16 +1,22 @@
 """Blackwell (sm_100a) rules: tcgen05 MMA shapes, TMEM, clusters, and what the templates implement.
 
 Each legality condition lives in one function here; :func:`check` collects them. The planner
-(:mod:`codegen.plan_sm100`) takes every derived number (masks, arrive counts, TMEM columns) from
-the helpers above the rules, so the docstrings, the kernel and the build's expected counts agree.
+(:mod:`codegen.arch.sm100.values`), the docstrings (:mod:`codegen.arch.sm100.docs`) and the
+expected counts (:mod:`codegen.arch.sm100.counts`) take every derived number (masks, arrive
+counts, TMEM columns, epilogue chunks) from the helpers above the rules, so the docstrings, the
+kernel and the build's expected counts agree. Split-K's and stream-K's shared pieces come from
+:mod:`codegen.arch.shared`.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from codegen import rules_sm90
-from codegen.rules import (
+from codegen import rules_common
+from codegen.arch import shared
+from codegen.arch.shared import streamk_ctas as _streamk_ctas
+from codegen.arch.shared import streamk_workspace_elems as _streamk_workspace_elems
+from codegen.rules_common import (
     DTYPE_BYTES,
     MBARRIER_BYTES,
     SWIZZLE_BYTES,
@@ -19,8 +25,6 @@ from codegen.rules import (
     auto_swizzle,
     is_power_of_two,
     k_row_bytes,
-    splitk_cluster_violation,
-    stage_bytes,
 )
 from codegen.spec import (
     DirectEpilogue,
@@ -32,20 +36,42 @@ from codegen.spec import (
     TmaStoreEpilogue,
 )
 
+# the split-K and stream-K pieces both architectures share (codegen/arch/shared.py)
+ACC_BYTES = shared.ACC_BYTES
+REDUCE_THREADS = shared.REDUCE_THREADS
+REDUCE_VEC = shared.REDUCE_VEC
+SEPARATE_DEFAULT_ELEMS = shared.SEPARATE_DEFAULT_ELEMS
+SEPARATE_MAX_SPLITS = shared.SEPARATE_MAX_SPLITS
+is_split_k = shared.is_split_k
+is_split_k_separate = shared.is_split_k_separate
+is_stream_k = shared.is_stream_k
+reduce_vecs_per_thread = shared.reduce_vecs_per_thread
+separate_tile_elems = shared.separate_tile_elems
+separate_workspace_elems = shared.separate_workspace_elems
+splitk_cluster_violation = shared.splitk_cluster_violation
+splitk_max_tiles = shared.splitk_max_tiles
+splitk_separate_violations = shared.splitk_separate_violations
+splits = shared.splits
+streamk_tile_elems = shared.streamk_tile_elems
+
 TMEM_COLUMNS = 512
 TMEM_LANES = 128  # one CTA's accumulator rows: the epilogue maps 4 warps x 32 lanes onto them
 SM_COUNT = 148  # B200
 EPILOGUE_WARPS = 4  # one per 32-lane quarter of TMEM
+EPI_WARP0 = 2  # persistent: warps 0 (TMA) and 1 (MMA) come first, the epilogue warps after
+EPI_WARPS_RANGE = f"{EPI_WARP0}-{EPI_WARP0 + EPILOGUE_WARPS - 1}"  # the epilogue warps, in prose
+PERSISTENT_WARPS = EPI_WARP0 + EPILOGUE_WARPS  # a persistent CTA's warps
+EPI_BARRIER_ID = 1  # persistent: the epilogue warps' named barrier (0 is __syncthreads)
 EPI_TILE = (128, 64)  # TMA-store sub-tile: 128 rows x 64 columns (128-byte rows in f16/bf16)
 EPI_BUFS = 2  # SMEM sub-tile buffers: the TMA store of one overlaps filling the next
 MULTICAST_MIN_ROWS = 8  # a multicast slice of an operand tile holds whole 8-row swizzle atoms
-CLUSTER_MAX = 16  # CTAs in a portable cluster (the cluster-size rule lives in rules.check)
+CLUSTER_MAX = 16  # CTAs in a cluster (the cluster-size rule lives in rules_common)
 SPLITK_MAX = 8  # split-K CTAs per cluster: a portable cluster
-ACC_BYTES = 4  # one f32 accumulator value (split-K stages partial tiles in SMEM)
 CLC_RESPONSE_BYTES = 16  # clusterlaunchcontrol.try_cancel writes an opaque 16-byte answer to SMEM
 TMA_ROW_ALIGN_BYTES = 16  # TMA needs 16-byte global row strides
 FP8_K_ROW_BYTES = 128  # e4m3 stages: 128-byte K rows (tile K = 128), one 128B swizzle atom
 EPI_SWIZZLE_BYTES = 128  # widest swizzle atom, and the widest TMA-store box row it allows
+PAIR_MASK = 0b11  # a CTA pair's commit and multicast mask: both CTAs (ranks 0 and 1)
 M64_MIN_N = 16  # an M=64 tile's narrowest N: each thread's half row is at least 8 columns
 
 ClusterKind = Literal["single", "multicast", "pair", "split"]
@@ -133,22 +159,6 @@ def is_persistent(spec: Spec) -> bool:
     )
 
 
-def is_split_k(spec: Spec) -> bool:
-    """Split-K reduced over a (splits, 1, 1) cluster through DSMEM (reduce = "cluster")."""
-    return isinstance(spec.scheduler, SplitKScheduler) and spec.scheduler.reduce == "cluster"
-
-
-def is_split_k_separate(spec: Spec) -> bool:
-    """Split-K reduced by a second kernel from a global workspace (reduce = "separate"): one
-    1-CTA GEMM CTA per (tile, K share), then the reduce kernel shared with sm_90a."""
-    return isinstance(spec.scheduler, SplitKScheduler) and spec.scheduler.reduce == "separate"
-
-
-def splits(spec: Spec) -> int:
-    """CTAs that share one output tile and split its K range (1 without split-K)."""
-    return spec.scheduler.splits if isinstance(spec.scheduler, SplitKScheduler) else 1
-
-
 def splitk_staging_bytes(spec: Spec) -> int:
     """The f32 partial tile a split-K peer stages in its SMEM for rank 0 (TM x TN)."""
     return spec.tile.m * spec.tile.n * ACC_BYTES if is_split_k(spec) else 0
@@ -166,29 +176,17 @@ def consumed_arrives(spec: Spec) -> int:
     return EPILOGUE_WARPS
 
 
-def is_stream_k(spec: Spec) -> bool:
-    return isinstance(spec.scheduler, StreamKScheduler)
-
-
 def streamk_ctas(spec: Spec) -> int:
     """Persistent CTAs stream-K launches at most (its workspace's slots), one per SM of the GPU
     (fewer when there are fewer SMs or MAC iterations): the spec's sm_count, else the B200's."""
-    if not isinstance(spec.scheduler, StreamKScheduler):
-        return 0
-    return spec.scheduler.sm_count or SM_COUNT
-
-
-def streamk_tile_elems(spec: Spec) -> int:
-    """f32 values of one CTA's workspace slot: a whole TM x TN partial tile (the 128 epilogue
-    threads' accumulator values: a row each, or half a row each for an M=64 tile)."""
-    return spec.tile.m * spec.tile.n if is_stream_k(spec) else 0
+    return _streamk_ctas(spec, SM_COUNT)
 
 
 def streamk_workspace_elems(spec: Spec) -> int:
     """The global workspace (f32 words): a partial-tile slot per CTA, then a flag word per CTA.
     Each CTA hands over at most one partial tile (its first unit, when an earlier CTA ran the
     tile's first k-tile and finishes it)."""
-    return streamk_ctas(spec) * (streamk_tile_elems(spec) + 1) if is_stream_k(spec) else 0
+    return _streamk_workspace_elems(spec, SM_COUNT)
 
 
 def is_dynamic(spec: Spec) -> bool:
@@ -259,6 +257,22 @@ def max_workers(spec: Spec) -> int:
 def operand_rows_per_cta(spec: Spec) -> tuple[int, int]:
     """Rows of A and B one CTA holds per stage (a CTA pair splits both in half)."""
     return spec.tile.m // spec.cta_group, spec.tile.n // spec.cta_group
+
+
+def stage_bytes(spec: Spec) -> int:
+    """A + B bytes one CTA receives per stage; also the TMA bytes its own loads deliver."""
+    return rules_common.stage_bytes(spec, operand_rows_per_cta(spec))
+
+
+def smem_bytes(spec: Spec, stages: int) -> int:
+    """Dynamic SMEM per CTA: the Barriers struct, the A and B rings, the epilogue's buffers."""
+    return rules_common.smem_bytes(
+        spec,
+        stages,
+        operand_rows_per_cta(spec),
+        barrier_bytes(spec, stages),
+        epilogue_smem_bytes(spec),
+    )
 
 
 def loads_c_by_tma(spec: Spec) -> bool:
@@ -339,6 +353,55 @@ def shape_multiples(spec: Spec) -> dict[str, int]:
     if spec.swap_ab:
         rows, cols = cols, rows
     return {"M": rows, "N": cols, "K": k}
+
+
+# ---- the epilogue's geometry ----------------------------------------------------------------------
+
+EPI_MAX_COLS = 64  # widest tcgen05.ld repetition the direct epilogue uses per chunk
+
+
+VECTOR_STORE_BYTES = 16  # the direct epilogue's st.global.v4: 16 bytes of a thread's row each
+
+
+DSMEM_VECTOR_BYTES = 16  # split-K staging runs: st.shared.v4 / ld.shared::cluster.v4 of f32
+
+
+def is_tma_store(spec: Spec) -> bool:
+    return isinstance(spec.epilogue, TmaStoreEpilogue)
+
+
+def epilogue_chunks(spec: Spec) -> tuple[int, int]:
+    """(columns per tcgen05.ld, loads per tile) of the epilogue: 64-column TMA-store sub-tiles,
+    or direct-store chunks of at most EPI_MAX_COLS columns."""
+    if is_tma_store(spec):
+        return EPI_TILE[1], epi_subtiles(spec)
+    cols = min(EPI_MAX_COLS, spec.tile.n)
+    return cols, spec.tile.n // cols
+
+
+def values_per_thread(spec: Spec) -> int:
+    """Accumulator values one epilogue thread holds per output tile: a whole row (32x32b loads)
+    or half a row (16x32bx2 loads of an M=64 accumulator)."""
+    halves = 1 if tmem_load_shape(spec) == "32x32b" else 2
+    return spec.tile.n // halves
+
+
+def direct_stores(spec: Spec) -> int:
+    """st.global instructions of the direct epilogue (its chunk loop is unrolled): a thread's row
+    run is contiguous in C, so 16-byte vectors; with swap_ab the run is a column of C (stride
+    ldc), so one store per element."""
+    values = values_per_thread(spec)
+    if spec.swap_ab:
+        return values
+    return values * DTYPE_BYTES[spec.epilogue.out_dtype or spec.dtype] // VECTOR_STORE_BYTES
+
+
+def streamk_handover_vectors(spec: Spec) -> int:
+    """16-byte vectors one epilogue thread moves through the stream-K workspace per partial tile:
+    its accumulator values of the tile (a row, or half a row for M=64), 4 f32 each."""
+    values = values_per_thread(spec)
+    assert values % 4 == 0, "a thread's row run splits into whole 16-byte vectors"
+    return values // 4
 
 
 # ---- rules: each returns the violations of one condition ----------------------------------------
@@ -727,7 +790,7 @@ def splitk_reduce_violations(spec: Spec) -> list[Violation]:
                 )
             ]
         return []
-    out = rules_sm90.splitk_separate_violations(spec)
+    out = splitk_separate_violations(spec)
     if spec.cta_group != 1 or spec.cluster.size > 1:
         out.append(
             Violation(

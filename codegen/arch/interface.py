@@ -1,0 +1,72 @@
+"""What an architecture provides: the interface every package under ``codegen/arch/`` implements
+and :mod:`codegen.registry` hands out. Generic code (rules, planner front doors, render, build,
+the CLI) reaches an architecture only through it.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Protocol, runtime_checkable
+
+from codegen.plan_common import Plan
+from codegen.rules_common import Violation
+from codegen.spec import Spec
+
+
+@runtime_checkable
+class Arch(Protocol):
+    """One architecture: its rules, its planner, its expected PTX counts and what the build reports.
+
+    Attributes:
+        name: the spec's ``arch`` value ("sm_100a").
+        short: the short name ("sm100"): the package, template folder and generated folder.
+        template: the root template its kernels render from ("sm100/gemm.py.j2").
+        template_root: the template folder of its partials ("sm100").
+        knobs: the Spec fields this architecture owns (other architectures reject them and its
+            kernels' SPEC dict prints them); the fields no architecture owns are shared.
+        report_columns: the PTX counts `codegen build` reports for its kernels, in order.
+        patterns: the PTX patterns only its kernels have (name -> regex); the build counts the
+            union of every architecture's patterns and the shared ones in every kernel.
+        flagship_sm_count: SMs of the GPU a cross-compile assumes.
+        capability: the CUDA compute capability of the GPUs that run its kernels ((10, 0)).
+        gpu_family: those GPUs, in words ("sm_100 (Blackwell: B200/GB200)").
+        rules: its rules module (the derived numbers and the legality rules).
+        values_type: the frozen dataclass of its plan values (templates read `plan.NAME`).
+    """
+
+    name: str
+    short: str
+    template: str
+    template_root: str
+    knobs: frozenset[str]
+    report_columns: tuple[str, ...]
+    patterns: dict[str, str]
+    flagship_sm_count: int
+    capability: tuple[int, int]
+    gpu_family: str
+    rules: ModuleType
+    values_type: type
+
+    def check(self, spec: Spec) -> list[Violation]:
+        """The architecture's own rules the spec breaks (the shared ones are checked besides)."""
+        ...
+
+    def stage_bytes(self, spec: Spec) -> int:
+        """A + B bytes one CTA receives per stage."""
+        ...
+
+    def smem_bytes(self, spec: Spec, stages: int) -> int:
+        """Dynamic SMEM one CTA needs with `stages` stages."""
+        ...
+
+    def plan(self, spec: Spec) -> Plan:
+        """Everything the templates print for a resolved, legal spec."""
+        ...
+
+    def expected_counts(self, spec: Spec) -> dict[str, int]:
+        """PTX instruction counts the build must find, computed from the spec alone."""
+        ...
+
+    def alloc_columns(self, spec: Spec) -> int | None:
+        """TMEM columns every tcgen05.alloc of the kernel must take (None: no TMEM)."""
+        ...

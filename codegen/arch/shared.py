@@ -1,0 +1,246 @@
+"""Split-K and stream-K as both architectures implement them: the schedulers' predicates, the
+separate-reduce workspace and its reduce kernel, the stream-K workspace, and the rules they share.
+
+The architecture packages import this module; it imports none of them (an architecture's own
+numbers, such as its flagship's SM count, come in as arguments).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from codegen.plan_common import Values
+from codegen.rules_common import DTYPE_BYTES, Violation
+from codegen.spec import Spec, SplitKScheduler, StreamKScheduler
+
+ACC_BYTES = 4  # one f32 accumulator value (split-K and stream-K hand partial tiles over in f32)
+# stream-K's partition math is 64-bit (templates/*/scheduler/stream_k.py.j2): one div.s64 each
+# for it_begin, it_end, first_tile, last_tile and the finisher's last_cta
+STREAMK_WIDE_DIVS = 5
+
+# ---- split K ------------------------------------------------------------------------------------
+
+
+def is_split_k(spec: Spec) -> bool:
+    """Split-K reduced in-kernel over a (splits, 1, 1) cluster (DSMEM): staging, handshakes."""
+    return isinstance(spec.scheduler, SplitKScheduler) and spec.scheduler.reduce == "cluster"
+
+
+def is_split_k_separate(spec: Spec) -> bool:
+    """Split-K reduced by a second kernel from a global workspace (reduce = "separate")."""
+    return isinstance(spec.scheduler, SplitKScheduler) and spec.scheduler.reduce == "separate"
+
+
+def splits(spec: Spec) -> int:
+    """CTAs that share one output tile and split its K range (1 without split-K)."""
+    return spec.scheduler.splits if isinstance(spec.scheduler, SplitKScheduler) else 1
+
+
+def splitk_cluster_violation(spec: Spec, n: int) -> Violation:
+    """The cluster rule both arches share: split-K over a cluster takes the cluster itself."""
+    return Violation(
+        "cluster",
+        f"cluster {spec.cluster.m}x{spec.cluster.n} with scheduler split_k: split-K uses the "
+        f"cluster itself ({n} CTAs along x, one per K share) and has no TMA multicast; "
+        "legal: [1, 1]",
+    )
+
+
+# ---- split K, separate reduce -------------------------------------------------------------------
+
+SEPARATE_MAX_SPLITS = 16  # the reduce kernel unrolls its sum over the splits
+SEPARATE_DEFAULT_ELEMS = 1 << 23  # default workspace capacity: 2^23 output elements per split
+REDUCE_THREADS = 128  # threads of one reduce CTA (one CTA per output tile)
+REDUCE_VEC = 4  # f32 values one reduce thread loads at once: 16 bytes
+INDEX_LIMIT = 1 << 31  # workspace offsets are 32-bit
+
+
+def splitk_max_tiles(spec: Spec) -> int:
+    """Output tiles the separate-reduce workspace holds: the spec's max_tiles, or as many as
+    SEPARATE_DEFAULT_ELEMS output elements need (2^23 / (TM x TN))."""
+    if not is_split_k_separate(spec):
+        return 0
+    return spec.scheduler.max_tiles or SEPARATE_DEFAULT_ELEMS // (spec.tile.m * spec.tile.n)
+
+
+def separate_tile_elems(spec: Spec) -> int:
+    """f32 values of one workspace slot: a whole TM x TN partial tile."""
+    return spec.tile.m * spec.tile.n if is_split_k_separate(spec) else 0
+
+
+def separate_workspace_elems(spec: Spec) -> int:
+    """The global workspace (f32 words): splits x max_tiles slots, slot [split][tile]."""
+    return splits(spec) * splitk_max_tiles(spec) * separate_tile_elems(spec)
+
+
+def reduce_vecs_per_thread(spec: Spec) -> int:
+    """16-byte vectors of one tile each reduce thread sums: TM x TN / (REDUCE_VEC x threads).
+    Exact for every wgmma tile: TM is a multiple of 64 and TN of 8, so TM x TN of 512."""
+    return separate_tile_elems(spec) // (REDUCE_VEC * REDUCE_THREADS)
+
+
+def splitk_separate_violations(spec: Spec) -> list[Violation]:
+    """The separate reduce: splits in [2, SEPARATE_MAX_SPLITS] (its sum is unrolled), no
+    max_clusters (it launches a grid), a workspace with 32-bit offsets; max_tiles only sizes this
+    workspace, so the cluster reduce takes none."""
+    if not isinstance(spec.scheduler, SplitKScheduler):
+        return []
+    if not is_split_k_separate(spec):
+        if spec.scheduler.max_tiles is None:
+            return []
+        return [
+            Violation(
+                "scheduler",
+                f"split_k max_tiles={spec.scheduler.max_tiles} sizes the workspace of reduce = "
+                '"separate"; the cluster reduction has none: remove max_tiles or set reduce = '
+                '"separate"',
+            )
+        ]
+    out: list[Violation] = []
+    n = spec.scheduler.splits
+    if spec.scheduler.max_clusters is not None:
+        out.append(
+            Violation(
+                "scheduler",
+                f"split_k max_clusters={spec.scheduler.max_clusters} caps the persistent clusters "
+                'of reduce = "cluster"; reduce = "separate" launches one CTA per tile and split: '
+                "remove max_clusters",
+            )
+        )
+    if n > SEPARATE_MAX_SPLITS:
+        out.append(
+            Violation(
+                "scheduler",
+                f'split_k splits={n} with reduce = "separate": the reduce kernel unrolls its sum '
+                f"over the splits; legal: 2 to {SEPARATE_MAX_SPLITS}",
+            )
+        )
+    if separate_workspace_elems(spec) >= INDEX_LIMIT:
+        out.append(
+            Violation(
+                "scheduler",
+                f"split_k max_tiles={splitk_max_tiles(spec)}: the workspace of {n} splits x "
+                f"max_tiles x {separate_tile_elems(spec)} f32 must stay under 2^31 words "
+                "(32-bit offsets); legal: max_tiles 1 to "
+                f"{(INDEX_LIMIT - 1) // (n * separate_tile_elems(spec))}",
+            )
+        )
+    return out
+
+
+def splitk_max_tiles_line(spec: Spec) -> str:
+    """The workspace's slot count, spelled out for the docstring."""
+    return f"{splits(spec)} splits x MAX_TILES = {splitk_max_tiles(spec)}"
+
+
+def reduce_kernel_counts(spec: Spec) -> dict[str, int]:
+    """PTX counts of the separate reduce kernel (its vector loop is not unrolled): one 16-byte
+    load per split, C with beta, the bias (one vector along the vector's axis, else one value);
+    gelu (tanh) and silu one ex2 per value of its vector, relu one max.f32."""
+    loads = splits(spec) + int(spec.epilogue.beta != 0.0)
+    loads += int(spec.epilogue.bias != "none")
+    return {
+        "ld.global": loads,
+        "ex2": REDUCE_VEC * int(spec.epilogue.activation in ("gelu_tanh", "silu")),
+        "max.f32": REDUCE_VEC * int(spec.epilogue.activation == "relu"),
+    }
+
+
+@dataclass(frozen=True, kw_only=True)
+class SeparateReduceValues(Values):
+    """The values of both architectures' plans, plus what the separate reduce's partials print
+    (:func:`separate_workspace_values`; None without reduce = "separate")."""
+
+    max_tiles: int | None = None
+    max_tiles_note: str | None = None
+    sep_tile_elems: int | None = None
+    sep_workspace_elems: int | None = None
+    slot_shape: tuple[int, int, int, int] | None = None
+    slot_stride: tuple[int, int, int, int] | None = None
+    slot_note: str | None = None
+    vec_slot_shape: tuple[int, int, int, int] | None = None
+    vec_slot_stride: tuple[int, int, int, int] | None = None
+    c_tile: tuple[int, int] | None = None
+    reduce_threads: int | None = None
+    reduce_vec: int | None = None
+    vecs_per_thread: int | None = None
+    vecs_along: int | None = None
+    vec_tiler: tuple[int, int] | None = None
+    vec_axis: str | None = None
+    c_vec_bits: int | None = None
+    bias_along_vec: bool | None = None
+
+
+def separate_workspace_values(spec: Spec, bias: dict[str, object]) -> dict[str, object]:
+    """What the separate-reduce partials of both architectures print (the scheduler, the partial
+    epilogue and common/split_k_reduce.py.j2): the workspace geometry, the reduce kernel's
+    vectors, and the GEMM kernel's tensors. `bias` is plan_common.bias_values(spec)."""
+    t = spec.tile
+    n = splits(spec)
+    max_tiles = splitk_max_tiles(spec)
+    tile_elems = separate_tile_elems(spec)
+    vec = REDUCE_VEC
+    out = spec.epilogue.out_dtype or spec.dtype
+    # the slot is (TM, TN) in the kernel's orientation, strided like C: row-major, or
+    # column-major for C^T (swap AB); the reduce kernel's vectors run along the contiguous mode
+    slot_mn = (1, t.m) if spec.swap_ab else (t.n, 1)
+    vec_axis = "row" if spec.swap_ab else "column"
+    return {
+        "max_tiles": max_tiles,
+        "max_tiles_note": (
+            "the spec's max_tiles"
+            if spec.scheduler.max_tiles
+            else f"2^23 output elements / (TM x TN): {SEPARATE_DEFAULT_ELEMS} per split"
+        ),
+        "sep_tile_elems": tile_elems,
+        "sep_workspace_elems": separate_workspace_elems(spec),
+        "slot_shape": (t.m, t.n, max_tiles, n),
+        "slot_stride": (*slot_mn, tile_elems, max_tiles * tile_elems),
+        "slot_note": "column-major, like C^T" if spec.swap_ab else "row-major, like C",
+        "vec_slot_shape": (vec, tile_elems // vec, max_tiles, n),
+        "vec_slot_stride": (1, vec, tile_elems, max_tiles * tile_elems),
+        "c_tile": (t.n, t.m) if spec.swap_ab else (t.m, t.n),
+        "reduce_threads": REDUCE_THREADS,
+        "reduce_vec": vec,
+        "vecs_per_thread": reduce_vecs_per_thread(spec),
+        "vecs_along": (t.m if spec.swap_ab else t.n) // vec,
+        "vec_tiler": (vec, 1) if spec.swap_ab else (1, vec),
+        "vec_axis": vec_axis,
+        "c_vec_bits": vec * 8 * DTYPE_BYTES[out],
+        "bias_along_vec": bias["bias"] and bias["bias_axis"] == vec_axis,
+        # the GEMM kernel takes only the workspace; bias and C's values are the reduce kernel's
+        "kernel_tensors": [
+            ("mWork", "(WORKSPACE_ELEMS,) f32: SPLITS x MAX_TILES partial-tile slots")
+        ],
+        "gemm_doc": (", bias " + f"({bias['bias_user_extent']},)" if bias["bias"] else "")
+        + ", workspace (WORKSPACE_ELEMS,) f32 (any contents: every slot read is written first)",
+    }
+
+
+# ---- stream-K -----------------------------------------------------------------------------------
+
+
+def is_stream_k(spec: Spec) -> bool:
+    return isinstance(spec.scheduler, StreamKScheduler)
+
+
+def streamk_ctas(spec: Spec, flagship_sms: int) -> int:
+    """Persistent CTAs stream-K launches at most (its workspace's slots), one per SM of the GPU
+    (fewer when there are fewer SMs or MAC iterations): the spec's sm_count, else the
+    architecture's flagship's `flagship_sms`."""
+    if not isinstance(spec.scheduler, StreamKScheduler):
+        return 0
+    return spec.scheduler.sm_count or flagship_sms
+
+
+def streamk_tile_elems(spec: Spec) -> int:
+    """f32 values of one CTA's workspace slot: a whole TM x TN partial tile."""
+    return spec.tile.m * spec.tile.n if is_stream_k(spec) else 0
+
+
+def streamk_workspace_elems(spec: Spec, flagship_sms: int) -> int:
+    """The global workspace (f32 words): a partial-tile slot per CTA, then a flag word per CTA.
+    Each CTA hands over at most one partial tile."""
+    if not is_stream_k(spec):
+        return 0
+    return streamk_ctas(spec, flagship_sms) * (streamk_tile_elems(spec) + 1)

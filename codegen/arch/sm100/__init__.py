@@ -1,0 +1,53 @@
+"""Blackwell (sm_100a): tcgen05 MMAs into TMEM, CTA pairs, cluster launch control.
+
+- :mod:`.rules`: derived numbers (masks, arrive counts, buffer sizes) and the legality rules;
+- :mod:`.values`: the plan, every value the templates under ``templates/sm100/`` print;
+- :mod:`.docs`: the docstring prose, printed from those values;
+- :mod:`.counts`: the PTX counts the build expects, from the spec alone, and the PTX patterns and
+  report columns only this architecture has.
+"""
+
+from __future__ import annotations
+
+from codegen.arch.sm100 import counts, rules, values
+from codegen.plan_common import Plan
+from codegen.rules_common import Violation
+from codegen.spec import Spec
+
+
+class Sm100:
+    """The sm_100a architecture (see :class:`codegen.arch.interface.Arch`)."""
+
+    name = "sm_100a"
+    short = "sm100"
+    template = "sm100/gemm.py.j2"
+    template_root = "sm100"
+    knobs: frozenset[str] = frozenset({"cta_group", "accumulators"})
+    report_columns = counts.REPORT_COLUMNS
+    patterns = counts.PATTERNS
+    flagship_sm_count = rules.SM_COUNT
+    capability = (10, 0)
+    gpu_family = "sm_100 (Blackwell: B200/GB200)"
+    rules = rules
+    values_type = values.Sm100Values
+
+    def check(self, spec: Spec) -> list[Violation]:
+        return rules.check(spec)
+
+    def stage_bytes(self, spec: Spec) -> int:
+        return rules.stage_bytes(spec)
+
+    def smem_bytes(self, spec: Spec, stages: int) -> int:
+        return rules.smem_bytes(spec, stages)
+
+    def plan(self, spec: Spec) -> Plan:
+        return values.plan(spec)
+
+    def expected_counts(self, spec: Spec) -> dict[str, int]:
+        return counts.expected_counts(spec)
+
+    def alloc_columns(self, spec: Spec) -> int | None:
+        return rules.spec_tmem_columns(spec)
+
+
+ARCH = Sm100()

@@ -1,0 +1,509 @@
+"""The docstring prose of a Blackwell (sm_100a) kernel: its title, parameter list, pipeline table
+and budget line, and the comments on its constants, each built from the numbers in
+:mod:`codegen.arch.sm100.rules` (a number in the prose is printed from its value, never restated).
+"""
+
+from __future__ import annotations
+
+from codegen import rules_common
+from codegen.arch.shared import splitk_max_tiles_line
+from codegen.arch.sm100 import rules as rules_sm100
+from codegen.arch.sm100.rules import (
+    EPI_WARPS_RANGE,
+    EPILOGUE_WARPS,
+    PAIR_MASK,
+    PERSISTENT_WARPS,
+    TMEM_LANES,
+    cluster_kind,
+    is_persistent,
+    is_tma_store,
+)
+from codegen.plan_common import binary, fusion_note, table
+from codegen.spec import Spec
+
+DOC_WIDTH = 96  # wrap the docstring's budget line here
+
+
+def _wrap(text: str, width: int = 100) -> list[str]:
+    """Split the budget line at "; " when it is wider than the docstring."""
+    if len(text) <= width or "; " not in text:
+        return [text]
+    head, tail = text.split("; ", 1)
+    return [head + ";", tail]
+
+
+def pipeline_lines(spec: Spec) -> list[str]:
+    """The docstring's pipeline table: every ring, producer -> consumer, stages, bytes per stage,
+    full and empty arrive counts; then the SMEM and TMEM budget."""
+    assert isinstance(spec.stages, int)
+    kind, persistent = cluster_kind(spec), is_persistent(spec)
+    stages, stage = spec.stages, rules_sm100.stage_bytes(spec)
+    tx = rules_sm100.full_tx_bytes(spec)
+    smem = rules_sm100.smem_bytes(spec, stages)
+    epi_bytes = rules_sm100.epilogue_smem_bytes(spec)
+    tmem = rules_sm100.spec_tmem_columns(spec)
+    ws = spec.warp_specialized
+    consumer = "MMA (warp 1)" if ws else "MMA (warp 0)"
+    epi_warps = (
+        f"epilogue (warps {EPI_WARPS_RANGE})"
+        if persistent
+        else f"epilogue ({EPILOGUE_WARPS} warps)"
+    )
+    header = ("ring", "producer -> consumer", "stages", "bytes/stage", "full arrives")
+    rows: list[tuple[str, ...]] = [(*header, "empty arrives")]
+    if kind == "pair":
+        rows.append(
+            (
+                "A/B SMEM",
+                "TMA (warp 0, both CTAs) -> MMA (warp 1, leader)",
+                str(stages),
+                f"{stage} per CTA",
+                f"1 + {tx} tx bytes (leader's)",
+                f"1 (leader's tcgen05.commit, mask {binary(PAIR_MASK, 2)})",
+            )
+        )
+    else:
+        empty = (
+            f"{rules_sm100.empty_arrives(spec)} (tcgen05.commit of each CTA sharing the slot)"
+            if kind == "multicast"
+            else "1 (tcgen05.commit)"
+        )
+        rows.append(
+            (
+                "A/B SMEM",
+                f"TMA (warp 0) -> {consumer}",
+                str(stages),
+                str(stage),
+                f"1 + {tx} tx bytes",
+                empty,
+            )
+        )
+    mma = "MMA (warp 1, leader)" if kind == "pair" else consumer
+    both = ", both CTAs" if kind == "pair" else ""
+    commit = (
+        f"1 per CTA (leader's tcgen05.commit, mask {binary(PAIR_MASK, 2)})"
+        if kind == "pair"
+        else None
+    )
+    if persistent:
+        per_cta = " x 2 CTAs" if kind == "pair" else ""
+        rows.append(
+            (
+                "accumulator",
+                f"{mma} -> {epi_warps.removesuffix(')')}{both})",
+                f"{spec.accumulators} slot{'s' if spec.accumulators > 1 else ''}",
+                f"{spec.tile.n} TMEM cols",
+                commit or "1 (tcgen05.commit)",
+                f"{rules_sm100.acc_empty_arrives(spec)} (one per epilogue warp{per_cta})",
+            )
+        )
+    else:
+        rows.append(
+            (
+                "accumulator",
+                f"{mma} -> {epi_warps.removesuffix(')')}{both})",
+                "1",
+                "-",
+                commit or "1 (tcgen05.commit)",
+                "-",
+            )
+        )
+    if rules_sm100.is_split_k(spec):
+        n = rules_sm100.splits(spec)
+        peers = f"ranks 1..{n - 1}" if n > 2 else "rank 1"
+        rows += [
+            (
+                "staged",
+                f"{peers} epilogue -> rank 0 epilogue",
+                "1",
+                str(rules_sm100.splitk_staging_bytes(spec)),
+                f"{rules_sm100.staged_arrives(spec)} ({n - 1} peer(s) x {EPILOGUE_WARPS} epilogue warps)",
+                "-",
+            ),
+            (
+                "consumed",
+                "rank 0 epilogue -> each peer's epilogue",
+                "1",
+                "-",
+                f"{rules_sm100.consumed_arrives(spec)} (rank 0's {EPILOGUE_WARPS} epilogue warps)",
+                "-",
+            ),
+        ]
+    if rules_sm100.is_dynamic(spec):
+        readers = rules_sm100.clc_readers(spec)
+        rows.append(
+            (
+                "tile answer",
+                "try_cancel (warp 0) -> every warp",
+                "1",
+                str(rules_sm100.CLC_RESPONSE_BYTES),
+                f"1 + {rules_sm100.CLC_RESPONSE_BYTES} tx bytes",
+                f"{readers} (one per reading warp)",
+            )
+        )
+    if is_tma_store(spec):
+        rows.append(
+            (
+                "C sub-tiles",
+                f"{epi_warps} -> TMA store",
+                str(rules_sm100.EPI_BUFS),
+                str(epi_bytes // rules_sm100.EPI_BUFS),
+                "bulk async-group",
+                "wait_group.read",
+            )
+        )
+    if rules_sm100.loads_c_by_tma(spec):
+        c_bytes = rules_sm100.c_load_bytes(spec)
+        rows.append(
+            (
+                "C in (beta)",
+                f"TMA -> {epi_warps}",
+                "1 per sub-tile",
+                str(c_bytes),
+                f"1 + {c_bytes} tx bytes (c_full)",
+                "- (into the sub-tile's buffer)",
+            )
+        )
+    notes: list[str] = []
+    if kind == "pair":
+        notes.append(
+            f"Only the leader's full barriers are used: its producer arms them with both CTAs' "
+            f"bytes (2 x {stage}), and the follower's cta_group::2 loads complete_tx on them."
+        )
+    if kind == "split":
+        notes.append(
+            "Split K: cluster rank r accumulates k-tiles [r * k_tiles // SPLITS, (r + 1) * k_tiles "
+            "// SPLITS) of the cluster's tile in its TMEM (an empty share contributes zeros). Ranks "
+            "1.. copy their f32 partial TMEM -> registers -> their own `staging` SMEM and arrive "
+            "(release, cluster scope) on rank 0's `staged` barrier; rank 0 waits on it (acquire), "
+            "adds each peer's staging read through DSMEM (ld.shared::cluster) in rank order 1, 2, "
+            "... to its own partial, stores C and arrives on every peer's `consumed` barrier, which "
+            "a peer waits on before it restages and before it exits. Fixed summation order: "
+            "deterministic."
+        )
+    if rules_sm100.is_split_k_separate(spec):
+        ws_mib = rules_sm100.separate_workspace_elems(spec) * rules_sm100.ACC_BYTES / 2**20
+        notes.append(
+            "Split K, separate reduce: the GEMM kernel runs one CTA per (tile, K share), no "
+            "cluster: CTA b accumulates k-tiles [s * k_tiles // SPLITS, (s + 1) * k_tiles // "
+            "SPLITS) of tile b // SPLITS, s = b % SPLITS, in TMEM (an empty share stores zeros); "
+            "its epilogue warps copy the f32 partial TMEM -> registers -> workspace slot [s][tile], "
+            "laid out like C, in 16-byte vectors along each thread's row. The reduce kernel, "
+            "launched right after on the same stream (so it sees every partial), runs one CTA per "
+            "tile: each thread sums its 16-byte vectors over the splits in split order "
+            "(deterministic), applies the fusions and stores C predicated on M and N. Workspace: "
+            f"{ws_mib:g} MiB of global memory ({splitk_max_tiles_line(spec)} slots)."
+        )
+    if rules_sm100.is_stream_k(spec):
+        ws_bytes = rules_sm100.streamk_workspace_elems(spec) * rules_sm100.ACC_BYTES
+        slot_kib = rules_common.kib(rules_sm100.streamk_tile_elems(spec) * rules_sm100.ACC_BYTES)
+        notes.append(
+            "Stream-K: CTA b runs MAC iterations [b * T // CTAS, (b + 1) * T // CTAS) of the T = "
+            "tiles x k_tiles, tile after tile (tiles along M); each unit (tile, [k_begin, k_end)) "
+            "fills one TMEM slot, its first k-tile overwriting it. A CTA that does not run a "
+            "tile's first k-tile (only its first unit can be such) copies its f32 partial TMEM -> "
+            "registers -> its workspace slot, 16-byte vectors per epilogue thread, hands the TMEM "
+            "slot back, and after a named barrier thread 0 stores its flag (st.release.gpu). The "
+            "finisher (its last unit) has thread 0 wait on each such CTA's flag (ld.acquire.gpu), "
+            "lowest CTA first, and clear it for the next launch; after a named barrier every "
+            "epilogue thread adds those partials (fixed order: deterministic) to each chunk it "
+            f"loads from TMEM, then stores C. Workspace: {ws_bytes} B of global memory "
+            f"({rules_sm100.streamk_ctas(spec)} x {slot_kib} KiB slots + flags)."
+        )
+    if kind == "multicast":
+        a_ctas, b_ctas = rules_sm100.multicast_ctas(spec)
+        notes.append(
+            f"Each CTA loads 1/{a_ctas} of the A tile (multicast to its cluster row) and 1/{b_ctas} "
+            "of the B tile (to its column); its full barrier expects the whole stage."
+        )
+    ring = f"{stages} x {rules_common.kib(stage)} KiB ring"
+    parts = [ring]
+    if epi_bytes and rules_sm100.is_split_k(spec):
+        parts.append(f"{rules_common.kib(epi_bytes)} KiB split-K staging")
+    elif epi_bytes:
+        bufs = rules_sm100.EPI_BUFS
+        parts.append(f"{bufs} x {rules_common.kib(epi_bytes // bufs)} KiB C sub-tiles")
+    rest = smem - stages * stage - epi_bytes
+    parts.append(f"{rules_common.kib(rest)} KiB barriers and alignment")
+    per_cta = " per CTA" if kind == "pair" else ""
+    budget = (
+        f"SMEM{per_cta} {smem} B of {rules_common.SMEM_LIMIT_BYTES} ({' + '.join(parts)}); "
+        f"TMEM {tmem} of {rules_sm100.TMEM_COLUMNS} columns{per_cta}"
+    )
+    wrapped = [line for note in notes for line in _wrap_words(note)]
+    return table(rows) + [""] + wrapped + _wrap(budget)
+
+
+def _wrap_words(text: str, width: int = DOC_WIDTH) -> list[str]:
+    lines, line = [], ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return lines + [line] if line else lines
+
+
+def parameters(spec: Spec) -> list[tuple[str, str]]:
+    """The docstring's parameter list."""
+    assert isinstance(spec.stages, int)
+    t, kind = spec.tile, cluster_kind(spec)
+    kind_, mma_k = rules_sm100.mma_kind(spec), rules_common.mma_k(spec.dtype)
+    mode = "warp-specialized" if spec.warp_specialized else "single-warp K-loop"
+    rows = [("arch", spec.arch), ("dtype", spec.dtype)]
+    if kind == "pair":
+        half = t.m // 2
+        tile = (
+            f"({t.m}, {t.n}, {t.k}) per CTA pair; each CTA holds {half} rows of A, "
+            f"{t.n // 2} rows of B and {half}x{t.n} of the accumulator"
+        )
+        rows.append(("tile (M, N, K)", tile))
+        rows.append(
+            (
+                "MMA instruction",
+                (
+                    f"tcgen05.mma.cta_group::2.kind::{kind_} {t.m}x{t.n}x{mma_k} (issued by the "
+                    "leader CTA)"
+                ),
+            )
+        )
+        rows.append(("cluster", "2 x 1: one CTA pair along M (rank 0 = leader, 1 = follower)"))
+    else:
+        rows.append(("tile (M, N, K)", f"({t.m}, {t.n}, {t.k})"))
+        rows.append(
+            ("MMA instruction", f"tcgen05.mma.cta_group::1.kind::{kind_} {t.m}x{t.n}x{mma_k}")
+        )
+    if kind == "multicast":
+        m, n = spec.cluster.m, spec.cluster.n
+        cluster = (
+            f"{m} x {n} with TMA multicast: the {n} CTAs of a cluster row share an A tile, "
+            f"the {m} of a column a B tile"
+        )
+        rows.append(("cluster", cluster))
+    rows += [("stages", str(spec.stages)), ("swizzle", str(spec.swizzle)), ("mainloop", mode)]
+    rows += swap_ab_parameters(spec)
+    if is_tma_store(spec):
+        em, en = rules_sm100.epi_tile(spec)
+        epilogue = (
+            f"tma store: TMEM -> registers -> swizzled SMEM {em}x{en} sub-tiles "
+            f"({rules_sm100.EPI_BUFS} buffers) -> TMA store"
+        )
+        rows.append(("epilogue", epilogue))
+    elif rules_sm100.is_split_k_separate(spec):
+        rows.append(
+            ("epilogue", "f32 partials to a workspace; the reduce kernel sums them and stores C")
+        )
+    else:
+        rows.append(("epilogue", f"{spec.epilogue.style} store" + m64_epilogue_note(spec)))
+    if spec.epilogue.fused:
+        rows.append(("fusion", fusion_text(spec)))
+    if rules_sm100.is_split_k(spec):
+        n = rules_sm100.splits(spec)
+        rows.append(
+            (
+                "cluster",
+                f"{n} x 1 for split-K: {n} CTAs share one output tile and split its K range",
+            )
+        )
+        scheduler = (
+            f"persistent split-K over {n} CTAs: max_workers(sm_count) clusters (the GPU's SMs "
+            f"size the grid: {rules_sm100.max_workers(spec)} on a B200) walking tiles along M, "
+            "rank 0 reducing the peers' partials through DSMEM "
+            f"and storing; {spec.accumulators} TMEM accumulator slot(s)"
+        )
+        rows.append(("scheduler", scheduler))
+    elif rules_sm100.is_split_k_separate(spec):
+        n = rules_sm100.splits(spec)
+        scheduler = (
+            f"split-K over {n} CTAs with a separate reduce kernel: one CTA per (tile, K share), "
+            f"no cluster; workspace of {splitk_max_tiles_line(spec)} tile slots"
+        )
+        rows.append(("scheduler", scheduler))
+    elif rules_sm100.is_stream_k(spec):
+        scheduler = (
+            "stream-K: one CTA per SM of the GPU, at most "
+            f"{rules_sm100.streamk_ctas(spec)} (the workspace's slots), run equal "
+            "shares of all tiles' k-tiles (tiles along M); the CTA that runs a tile's first "
+            "k-tile finishes it; "
+            f"{spec.accumulators} TMEM accumulator slot(s), one per unit"
+        )
+        rows.append(("scheduler", scheduler))
+    elif rules_sm100.is_dynamic(spec):
+        scheduler = (
+            "dynamic (cluster launch control): the grid is the whole tile grid; each CTA computes "
+            "its own tile, then cancels CTAs that have not started (clusterlaunchcontrol."
+            f"try_cancel) and computes theirs; {spec.accumulators} TMEM accumulator slot(s)"
+        )
+        rows.append(("scheduler", scheduler))
+    elif is_persistent(spec):
+        unit = {"pair": "CTA pairs", "multicast": "clusters"}.get(kind, "CTAs")
+        tiles = "cluster tiles" if kind == "multicast" else "tiles"
+        swizzle = f", tile swizzle group {spec.scheduler.group}" if spec.scheduler.group > 1 else ""
+        scheduler = (
+            f"persistent, static: max_workers(sm_count) {unit} (the GPU's SMs size the grid: "
+            f"{rules_sm100.max_workers(spec)} on a B200), worker w "
+            f"taking {tiles} w, w + workers, ... rastered along {spec.scheduler.raster.upper()}"
+            f"{swizzle}; {spec.accumulators} TMEM accumulator slot(s)"
+        )
+        rows.append(("scheduler", scheduler))
+    else:
+        rows.append(("scheduler", spec.scheduler.kind))
+    return rows
+
+
+def swap_ab_parameters(spec: Spec) -> list[tuple[str, str]]:
+    """The docstring's swap AB line (none without swap_ab)."""
+    if not spec.swap_ab:
+        return []
+    return [
+        (
+            "swap AB",
+            "yes: the kernel computes C^T = B @ A^T (tile M runs along N, tile N along M)",
+        )
+    ]
+
+
+def m64_epilogue_note(spec: Spec) -> str:
+    """How the epilogue reads a 64-row accumulator (nothing for 128 rows)."""
+    if rules_sm100.tmem_load_shape(spec) == "32x32b":
+        return ""
+    return " (M=64: tcgen05.ld 16x32bx2, two threads per row, N/2 columns each)"
+
+
+def fusion_text(spec: Spec) -> str:
+    """The docstring's fusion parameter: the formula, then where C and the bias come from."""
+    epi = spec.epilogue
+    parts = [fusion_note(spec).removeprefix("; ")]
+    if epi.beta != 0.0:
+        parts.append(
+            "C read in place: each C sub-tile TMA-loaded into the SMEM buffer it is stored from"
+            if is_tma_store(spec)
+            else "C read in place: each thread loads its chunk of C before storing over it"
+        )
+    if epi.bias != "none":
+        per = "row" if epi.bias == "row" else "column"
+        parts.append(f"bias: one {epi.out_dtype or spec.dtype} value per {per} of C")
+    return "; ".join(parts)
+
+
+def dtype_note(spec: Spec) -> str:
+    out = spec.epilogue.out_dtype or spec.dtype
+    return f"{spec.dtype} in, f32 accumulate, {out} out{fusion_note(spec)}"
+
+
+def title(spec: Spec) -> str:
+    assert isinstance(spec.stages, int)
+    t, kind = spec.tile, cluster_kind(spec)
+    mode = "warp-specialized" if spec.warp_specialized else "single-warp K-loop"
+    parts = [f"Blackwell (sm_100a) {spec.dtype} GEMM"]
+    if kind == "pair":
+        parts.append(f"2-CTA {t} tile ({t.m // 2}x{t.n} per CTA)")
+    else:
+        parts.append(f"{t} tile")
+    parts.append(f"{spec.stages}-stage ring")
+    if kind == "multicast":
+        parts.append(f"{spec.cluster.m}x{spec.cluster.n} cluster with TMA multicast")
+    if is_persistent(spec):
+        slots = spec.accumulators
+        how = "persistent"
+        if rules_sm100.is_dynamic(spec):
+            how = "dynamic persistent (cluster launch control)"
+        if rules_sm100.is_split_k(spec):
+            how = f"split-K over {rules_sm100.splits(spec)}-CTA clusters, persistent"
+        if rules_sm100.is_stream_k(spec):
+            how = "stream-K, persistent"
+        if rules_sm100.is_split_k_separate(spec):
+            how = (
+                f"split-K over {rules_sm100.splits(spec)} CTAs per tile and a separate reduce "
+                "kernel, one tile per CTA"
+            )
+        parts.append(f"{how} with {slots} TMEM accumulator slot{'s' if slots > 1 else ''}")
+    if spec.swap_ab:
+        parts.append("swap AB (C^T = B @ A^T)")
+    return ", ".join(parts + [mode]) + "."
+
+
+def shape_note(spec: Spec) -> str:
+    multiples = rules_sm100.shape_multiples(spec)
+    k = multiples["K"]
+    if is_tma_store(spec):
+        nk = "N and K multiples of 8" if k == 8 else f"N a multiple of 8, K of {k}"
+        return (
+            f"M any; {nk} (TMA needs 16-byte row strides). Partial tiles are "
+            "safe: TMA loads zero-fill rows and columns past M, N and K, and the TMA store clips "
+            "them."
+        )
+    whole = "the direct epilogue stores whole tiles without predication"
+    if multiples["M"] * multiples["N"] > spec.tile.m * spec.tile.n:
+        whole += f", and the grid covers whole {spec.cluster.m}x{spec.cluster.n} clusters of tiles"
+    if spec.swap_ab:
+        whole += f"; swap AB: the {spec.tile.m}-row tile runs along N, its N along M"
+    return (
+        f"M must be a multiple of {multiples['M']} and N of {multiples['N']} ({whole}; run() "
+        f"rejects other shapes); K any multiple of {k} (TMA needs 16-byte strides; the K tail is "
+        "zero-filled by TMA)."
+    )
+
+
+def notes(spec: Spec) -> dict[str, str]:
+    """The comments on the kernel's constants."""
+    kind, persistent = cluster_kind(spec), is_persistent(spec)
+    pair = kind == "pair"
+    kind_ = rules_sm100.mma_kind(spec)
+    if rules_sm100.is_dynamic(spec):
+        threads = (
+            f"{PERSISTENT_WARPS} warps: 0 = TMA producer and tile requests, 1 = MMA issuer, "
+            f"{EPI_WARPS_RANGE} = epilogue"
+        )
+    elif persistent:
+        threads = (
+            f"{PERSISTENT_WARPS} warps: 0 = TMA producer, 1 = MMA issuer"
+            + (" (leader CTA)" if pair else "")
+            + f", {EPI_WARPS_RANGE} = epilogue"
+        )
+    elif spec.warp_specialized:
+        threads = (
+            f"{EPILOGUE_WARPS} warps: 0 = TMA producer, 1 = MMA issuer"
+            + (" (leader CTA)" if pair else "")
+            + ", all = epilogue"
+        )
+    else:
+        threads = f"{EPILOGUE_WARPS} warps: 0 = TMA loads and MMAs, all = epilogue"
+    if persistent:
+        tmem = (
+            f"{spec.accumulators} f32 accumulator slot(s) x {spec.tile.n} columns"
+            + (f" (this CTA's {TMEM_LANES} rows)" if pair else "")
+            + ", power of two"
+        )
+    elif pair:
+        tmem = (
+            f"f32 accumulator: this CTA's {TMEM_LANES} rows, one column per output column, power "
+            "of two"
+        )
+    else:
+        tmem = "f32 accumulator: one TMEM column per output column, power of two"
+    if pair:
+        tx = (
+            f"A + B bytes of BOTH CTAs (2 x {rules_sm100.stage_bytes(spec)}): all land on the leader's "
+            "full barrier"
+        )
+    elif kind == "multicast":
+        tx = "A + B bytes landing in EACH CTA per stage: own slices + peers' multicast"
+    else:
+        tx = "A + B bytes one stage's TMA copies deliver to its full barrier"
+    return {
+        "mma_inst_note": (
+            f"one tcgen05.mma.cta_group::2 kind::{kind_} instruction: the CTA pair's tile"
+            if pair
+            else f"one tcgen05.mma.cta_group::1 kind::{kind_} instruction"
+        ),
+        "tiler_note": (
+            "one CTA pair's output tile and the K depth of a stage"
+            if pair
+            else "one CTA's output tile and the K depth of a stage"
+        ),
+        "threads_note": threads,
+        "tmem_note": tmem,
+        "tx_note": tx,
+    }

@@ -1,0 +1,548 @@
+"""Plan of a Blackwell (sm_100a) kernel: every value its templates print.
+
+The partials are chosen here, one per knob value: ``cluster/`` (single, multicast, pair, split),
+``scheduler/`` (grid, persistent, dynamic, split_k, stream_k), ``epilogue/`` (direct, tma,
+partial) and the mainloop (kloop, ws, ws_persistent). Every number comes from
+:mod:`codegen.arch.sm100.rules`; the docstring prose from :mod:`codegen.arch.sm100.docs`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from codegen import rules_common
+from codegen.arch import shared
+from codegen.arch.sm100 import docs
+from codegen.arch.sm100 import rules as rules_sm100
+from codegen.arch.sm100.counts import expected_counts
+from codegen.arch.sm100.rules import (
+    DSMEM_VECTOR_BYTES,
+    EPI_BARRIER_ID,
+    EPI_WARP0,
+    PAIR_MASK,
+    cluster_kind,
+    epilogue_chunks,
+    is_persistent,
+    is_tma_store,
+    streamk_handover_vectors,
+    values_per_thread,
+)
+from codegen.plan_common import (
+    CUTLASS_DTYPE,
+    TORCH_DTYPE,
+    Plan,
+    bias_values,
+    binary,
+    extra_tensors,
+    fusion_values,
+    sm_sized_values,
+)
+from codegen.spec import PersistentScheduler, Spec
+
+SMEM_ATOM = {"none": "K_INTER", "32B": "K_SW32", "64B": "K_SW64", "128B": "K_SW128"}
+
+
+TMEM_LD_OP = {"32x32b": "Ld32x32bOp", "16x32bx2": "Ld16x32bx2Op"}  # by tmem_load_shape
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sm100Values(shared.SeparateReduceValues):
+    """Every value the sm_100a templates read as ``plan.NAME`` (tests/test_plan_fields.py checks
+    that each name a template reads is a field here); None: the variant has no such value."""
+
+    # the comments on the constants (docs.notes)
+    mma_inst_note: str
+    tiler_note: str
+    threads_note: str
+    tmem_note: str
+    tx_note: str
+    # the MMA, the ring, TMEM
+    mma_inst: tuple[int, int, int]
+    tmem_cols: int
+    cta_group_enum: str
+    smem_atom: str
+    scheduler: str
+    # the epilogue
+    epi_cols: int
+    epi_chunks: int
+    epi_last_chunk: int
+    ld_repetition: str
+    tmem_ld_op: str
+    epi_cols_note: str
+    epi_lanes: str
+    epi_plain: bool
+    epi_store_dtype: str
+    bias_stride: tuple[int, int] | None = None
+    bias_broadcast_dim: str | None = None
+    bias_view_note: str | None = None
+    epi_tile_coord: str | None = None
+    epi_tile_shape: str | None = None
+    epi_part_shape: str | None = None
+    epi_tile_slice: str | None = None
+    epi_bias_predicated: bool | None = None
+    epi_tile: tuple[int, int] | None = None
+    epi_tile_str: str | None = None
+    epi_tile_cols: int | None = None
+    epi_tile_note: str | None = None
+    epi_subtiles: tuple[int, int] | None = None
+    epi_bufs: int | None = None
+    epi_row_bytes: int | None = None
+    epi_smem_atom: str | None = None
+    epi_smem_atom_note: str | None = None
+    epi_host_atom_note: str | None = None
+    epi_tile_order: tuple[int, int, int] | None = None
+    epi_repetition: str | None = None
+    t2r_note: str | None = None
+    c_tx_bytes: int | None = None
+    # the tensors after C
+    sched_tensors: list[tuple[str, str]]
+    sched_args: list[str]
+    # the scheduler (tile loop, dynamic, split-K, stream-K)
+    epi_warp0: int | None = None
+    epilogue_warps: int | None = None
+    epi_warps_range: str | None = None
+    epi_threads: int | None = None
+    epi_barrier_id: int | None = None
+    acc_slots: int | None = None
+    acc_empty_arrives: int | None = None
+    acc_empty_note: str | None = None
+    tile_n: int | None = None
+    raster_fast: str | None = None
+    raster_slow: str | None = None
+    raster_note: str | None = None
+    group: int | None = None
+    group_note: str | None = None
+    cluster_tiles: bool | None = None
+    coord_prefix: str | None = None
+    count_prefix: str | None = None
+    tile_unit: str | None = None
+    clc_response_bytes: int | None = None
+    clc_readers: int | None = None
+    clc_readers_note: str | None = None
+    splits: int | None = None
+    staged_arrives: int | None = None
+    staged_note: str | None = None
+    consumed_arrives: int | None = None
+    consumed_note: str | None = None
+    stage_vec: int | None = None
+    swap_ab: bool | None = None
+    sk_ctas: int | None = None
+    sk_tile_elems: int | None = None
+    sk_workspace_elems: int | None = None
+    sk_values: int | None = None
+    sk_chunk_vecs: int | None = None
+    sk_chunk_vecs_note: str | None = None
+    sk_src_chunk: str | None = None
+    sk_last_chunk: int | str | None = None
+    # the cluster
+    cluster_shape: tuple[int, int, int] | None = None
+    pair_mask: str | None = None
+    cta_rows: int | None = None
+    cluster_m: int | None = None
+    a_mcast_mask: str | None = None
+    b_mcast_mask: str | None = None
+    empty_arrives: int | None = None
+    empty_arrives_note: str | None = None
+
+
+def cluster_values(spec: Spec) -> dict[str, object]:
+    """What the cluster partial prints: the cluster shape, multicast masks, arrive counts."""
+    kind = cluster_kind(spec)
+    if kind == "single":
+        return {}
+    if kind == "split":
+        return {"cluster_shape": (rules_sm100.splits(spec), 1, 1)}
+    shape = (spec.cluster.m, spec.cluster.n, 1)
+    if kind == "pair":
+        return {
+            "cluster_shape": shape,
+            "pair_mask": binary(PAIR_MASK, 2),
+            "cta_rows": spec.tile.m // 2,
+        }
+    a_mask, b_mask = rules_sm100.multicast_masks(spec)
+    a_ctas, b_ctas = rules_sm100.multicast_ctas(spec)
+    return {
+        "cluster_shape": shape,
+        "cluster_m": spec.cluster.m,
+        "a_mcast_mask": binary(a_mask, spec.cluster.size),
+        "b_mcast_mask": binary(b_mask, spec.cluster.size),
+        "empty_arrives": rules_sm100.empty_arrives(spec),
+        "empty_arrives_note": (
+            f"commits that free a slot: this CTA's and its sharers' ({a_ctas} + {b_ctas} - 1)"
+        ),
+    }
+
+
+def tile_loop_values(spec: Spec) -> dict[str, object]:
+    """What the persistent and dynamic scheduler partials both print: the epilogue warps and the
+    TMEM accumulator slots they hand back to the MMA warp."""
+    pair = cluster_kind(spec) == "pair"
+    warps = rules_sm100.EPILOGUE_WARPS
+    return {
+        "epi_warp0": EPI_WARP0,
+        "epilogue_warps": warps,
+        "epi_warps_range": rules_sm100.EPI_WARPS_RANGE,
+        "epi_threads": 32 * warps,
+        "epi_barrier_id": EPI_BARRIER_ID,
+        "acc_slots": spec.accumulators,
+        "acc_empty_arrives": rules_sm100.acc_empty_arrives(spec),
+        "acc_empty_note": (
+            f"one per epilogue warp of both CTAs ({warps} x 2), on the leader's barrier"
+            if pair
+            else f"one per epilogue warp ({warps})"
+        ),
+        "tile_n": spec.tile.n,
+    }
+
+
+def dynamic_values(spec: Spec) -> dict[str, object]:
+    """What the dynamic (cluster launch control) scheduler partial prints."""
+    readers = rules_sm100.clc_readers(spec)
+    return tile_loop_values(spec) | {
+        "clc_response_bytes": rules_sm100.CLC_RESPONSE_BYTES,
+        "clc_readers": readers,
+        "clc_readers_note": f"clc_empty arrives per answer: producer, MMA, {readers - 2} epilogue warps",
+    }
+
+
+def splitk_values(spec: Spec) -> dict[str, object]:
+    """What the split-K scheduler partial prints: the persistent tile loop of its clusters (along
+    M, no swizzle) and the staged / consumed handshake of the DSMEM reduction."""
+    splits = rules_sm100.splits(spec)
+    warps = rules_sm100.EPILOGUE_WARPS
+    return tile_loop_values(spec) | {
+        "raster_fast": "m",
+        "raster_slow": "n",
+        "raster_note": "raster along M: the tiles running at once share B tiles",
+        "group": 1,
+        "cluster_tiles": False,
+        "coord_prefix": "t",
+        "count_prefix": "tiles",
+        "splits": splits,
+        "staged_arrives": rules_sm100.staged_arrives(spec),
+        "staged_note": f"rank 0's staged barrier: every epilogue warp ({warps}) of every peer ({splits - 1})",
+        "consumed_arrives": rules_sm100.consumed_arrives(spec),
+        "consumed_note": f"a peer's consumed barrier: every epilogue warp ({warps}) of rank 0",
+        "stage_vec": DSMEM_VECTOR_BYTES // rules_sm100.ACC_BYTES,
+    }
+
+
+def separate_values(spec: Spec) -> dict[str, object]:
+    """What the separate-reduce partials print (sm100/scheduler/split_k_separate.py.j2,
+    sm100/epilogue/partial.py.j2 and the shared common/split_k_reduce.py.j2): one tile per CTA
+    on the persistent warp roles, and the workspace geometry and reduce-kernel vectors both
+    arches share (its tensors are workspace_values')."""
+    workspace = shared.separate_workspace_values(spec, bias_values(spec))
+    del workspace["kernel_tensors"], workspace["gemm_doc"]
+    return (
+        tile_loop_values(spec)
+        | workspace
+        | {
+            "raster_fast": "m",
+            "raster_slow": "n",
+            "raster_note": "tiles along M",
+            "group": 1,
+            "cluster_tiles": False,
+            "coord_prefix": "t",
+            "count_prefix": "tiles",
+            "splits": rules_sm100.splits(spec),
+            "swap_ab": spec.swap_ab,
+        }
+    )
+
+
+def streamk_values(spec: Spec) -> dict[str, object]:
+    """What the stream-K scheduler partial prints: the persistent warp roles and accumulator
+    slots, the workspace (a partial-tile slot per CTA, then the flags) and how one epilogue chunk
+    maps onto it."""
+    _, chunks = epilogue_chunks(spec)
+    vectors = streamk_handover_vectors(spec)
+    return tile_loop_values(spec) | {
+        "sk_ctas": rules_sm100.streamk_ctas(spec),
+        "sk_tile_elems": rules_sm100.streamk_tile_elems(spec),
+        "sk_workspace_elems": rules_sm100.streamk_workspace_elems(spec),
+        "sk_values": values_per_thread(spec),
+        "sk_chunk_vecs": vectors // chunks,
+        "sk_chunk_vecs_note": (
+            f"16-byte vectors of one thread's {values_per_thread(spec) // chunks} f32 per epilogue "
+            f"chunk ({chunks} chunk{'s' if chunks > 1 else ''} per tile)"
+        ),
+        # the epilogue's TMEM source and last chunk, as its own drain names them
+        "sk_src_chunk": (
+            "src[(None, None, None, 0, i)]" if is_tma_store(spec) else "src[None, None, i]"
+        ),
+        "sk_last_chunk": "EPI_SUBTILES - 1" if is_tma_store(spec) else chunks - 1,
+    }
+
+
+def scheduler_values(spec: Spec) -> dict[str, object]:
+    """What the persistent (or dynamic) scheduler partial prints."""
+    if not is_persistent(spec):
+        return {}
+    if rules_sm100.is_dynamic(spec):
+        return dynamic_values(spec)
+    if rules_sm100.is_stream_k(spec):
+        return streamk_values(spec)
+    if rules_sm100.is_split_k(spec):
+        return splitk_values(spec)
+    if rules_sm100.is_split_k_separate(spec):
+        return separate_values(spec)
+    clustered = cluster_kind(spec) == "multicast"  # it walks cluster tiles, one tile per CTA
+    fast = spec.scheduler.raster
+    slow = "n" if fast == "m" else "m"
+    shared_operand = "B" if fast == "m" else "A"
+    group = spec.scheduler.group
+    unit = "cluster tiles" if clustered else "tiles"
+    raster_note = (
+        f"raster along {fast.upper()}: the {unit} running at once share {shared_operand} tiles"
+    )
+    if group > 1:
+        raster_note = (
+            f"tile swizzle: bands of GROUP {unit} along {fast.upper()}, walked along {slow.upper()}"
+        )
+    return tile_loop_values(spec) | {
+        "raster_fast": fast,
+        "raster_slow": slow,
+        "raster_note": raster_note,
+        "group": group,
+        "group_note": (
+            f"tile swizzle: walk GROUP {unit} along {fast.upper()}, then step along "
+            f"{slow.upper()}: the {unit} running at once share A and B tiles in L2"
+        ),
+        "cluster_tiles": clustered,
+        "coord_prefix": "ct" if clustered else "t",  # ctm, ctn: a cluster tile's coordinates
+        "count_prefix": "clusters" if clustered else "tiles",
+        "tile_unit": unit,
+    }
+
+
+def workers_values(spec: Spec) -> dict[str, object]:
+    """The persistent grids sized by the GPU's SM count (static persistent, split-K's clusters,
+    stream-K); the dynamic scheduler launches the whole tile grid, split-K "separate" a CTA per
+    tile and K share, and the grid scheduler a CTA per tile."""
+    b200 = (rules_sm100.SM_COUNT, "a B200", (10, 0))
+    if rules_sm100.is_stream_k(spec):
+        return sm_sized_values(
+            *b200, 1, "one CTA", worker_cap="SK_CTAS", worker_cap_note="the workspace's slots"
+        )
+    if rules_sm100.is_split_k(spec):
+        n = rules_sm100.splits(spec)
+        return sm_sized_values(
+            *b200,
+            n,
+            f"one {n}-CTA cluster",
+            worker_cap=spec.scheduler.max_clusters,
+            worker_cap_note="the spec's max_clusters",
+        )
+    if isinstance(spec.scheduler, PersistentScheduler):
+        size = spec.cluster.size
+        worker = {"pair": "one CTA pair", "multicast": f"one {size}-CTA cluster"}
+        return sm_sized_values(
+            *b200, size, worker.get(cluster_kind(spec), "one CTA"), sm_cap=spec.scheduler.sm_count
+        )
+    return {"sm_sized": False}
+
+
+def bias_view_values(spec: Spec) -> dict[str, object]:
+    """What the bias views print (templates/sm100/epilogue/bias.py.j2): the host sees the 1-D
+    bias as an (M, N) tensor with stride 0 along the dimension it does not run along, and the
+    kernel tiles it like C: one tile (grid) or all tiles, sliced per tile (persistent)."""
+    if spec.epilogue.bias == "none":
+        return {}
+    row = bias_values(spec)["bias_axis"] == "row"  # the kernel's axis (swap_ab swaps the user's)
+    persistent = is_persistent(spec)
+    return {
+        "bias_stride": (1, 0) if row else (0, 1),
+        "bias_broadcast_dim": "N" if row else "M",
+        "bias_view_note": (
+            "the bias seen as an (M, N) tensor (stride 0 along N): it tiles and partitions like C"
+            if row
+            else "the bias seen as an (M, N) tensor (stride 0 along M): it tiles and partitions "
+            "like C"
+        ),
+        "epi_tile_coord": "(None, None, None)" if persistent else "coord",
+        "epi_tile_shape": "(TM, TN, tiles_m, tiles_n)" if persistent else "(TM, TN)",
+        "epi_part_shape": (
+            "(MMA, MMA_M, MMA_N, tiles_m, tiles_n)" if persistent else "(MMA, MMA_M, MMA_N)"
+        ),
+        "epi_tile_slice": "[(None, None, None, tm, tn)]" if persistent else "",
+        # the TMA-store epilogue takes partial tiles: its bias loads check M and N
+        "epi_bias_predicated": is_tma_store(spec),
+    }
+
+
+def epilogue_values(spec: Spec) -> dict[str, object]:
+    """What the epilogue partial prints."""
+    cols, loads = epilogue_chunks(spec)
+    out = spec.epilogue.out_dtype or spec.dtype
+    ld_shape = rules_sm100.tmem_load_shape(spec)
+    halves = 1 if ld_shape == "32x32b" else 2  # 16x32bx2: two threads per row
+    values: dict[str, object] = {
+        "epi_cols": cols,
+        "epi_chunks": loads,
+        "epi_last_chunk": loads - 1,
+        "ld_repetition": f"x{cols // halves}",
+        "tmem_ld_op": TMEM_LD_OP[ld_shape],
+        "epi_cols_note": (
+            "accumulator columns one tcgen05.ld moves per thread"
+            if halves == 1
+            else "accumulator columns one tcgen05.ld moves per row pair (half per thread)"
+        ),
+        "epi_lanes": (
+            "32 lanes per warp" if halves == 1 else "16 lanes per warp, half a row per thread"
+        ),
+        # no fusion: convert and store, the lines the unfused kernels have always had
+        "epi_plain": not spec.epilogue.fused,
+        **store_dtype_values(spec),
+        **bias_view_values(spec),
+    }
+    if is_tma_store(spec):
+        em, en = rules_sm100.epi_tile(spec)
+        row_bytes = en * rules_common.DTYPE_BYTES[out]
+        atoms = rules_sm100.epi_tma_boxes(spec)  # a box row is one swizzle atom
+        values.update(
+            {
+                "epi_tile": (em, en),
+                "epi_tile_str": f"{em}x{en}",
+                "epi_tile_cols": en,
+                "epi_tile_note": (
+                    f"{em} rows x {en} columns = {row_bytes}-byte rows, "
+                    f"{rules_common.kib(em * row_bytes)} KiB of {out}"
+                ),
+                "epi_subtiles": loads,
+                "epi_bufs": rules_sm100.EPI_BUFS,
+                "epi_row_bytes": row_bytes,
+                "epi_smem_atom": SMEM_ATOM[rules_common.auto_swizzle(row_bytes)],
+                "epi_smem_atom_note": (
+                    f"a {row_bytes}-byte sub-tile row: one swizzle atom"
+                    if atoms == 1
+                    else f"{row_bytes}-byte rows: {atoms} atoms, {atoms} TMA boxes of {em}x{en // atoms}"
+                ),
+                "epi_host_atom_note": (
+                    "one swizzle atom per row" if atoms == 1 else f"{atoms} swizzle atoms per row"
+                ),
+                # one swizzle atom per row: its 8-row atoms stack along M either way; several:
+                # stack them along M first, so each atom column is one 128-row TMA box
+                "epi_tile_order": (1, 0, 2) if atoms == 1 else (0, 1, 2),
+                "epi_repetition": f"x{en // halves}",
+                "t2r_note": (
+                    "warp w reads TMEM lanes 32 (w % 4) ... + 31: each thread owns one row of a "
+                    "sub-tile"
+                    if halves == 1
+                    else "M=64: warp w reads TMEM lanes 32 (w % 4) ... + 15 (rows 16 (w % 4) ... "
+                    "+ 15); threads t and t + 16 own the left and right half of one row"
+                ),
+                "c_tx_bytes": rules_sm100.c_load_bytes(spec),
+            }
+        )
+    return values
+
+
+def store_dtype_values(spec: Spec) -> dict[str, object]:
+    """The dtype the direct epilogue converts the f32 accumulator to: the input dtype's constant
+    (IO_DTYPE) when C has it in a plain store, else OUT_DTYPE (e4m3 in, bf16/f16/f32 out, and
+    every fused epilogue)."""
+    out = spec.epilogue.out_dtype or spec.dtype
+    plain = out == spec.dtype and not spec.epilogue.fused
+    return {"epi_store_dtype": "IO_DTYPE" if plain else "OUT_DTYPE"}
+
+
+def partials(spec: Spec) -> dict[str, str]:
+    """One partial per knob value; split-K reduce = "separate" has its own scheduler and epilogue
+    (f32 partials to the workspace)."""
+    separate = rules_sm100.is_split_k_separate(spec)
+    if not spec.warp_specialized:
+        mainloop = "kloop"
+    else:
+        mainloop = "ws_persistent" if is_persistent(spec) else "ws"
+    return {
+        "mma_partial": f"sm100/mma/{rules_sm100.mma_kind(spec)}.py.j2",
+        "operands_partial": f"sm100/operands/{'swap' if spec.swap_ab else 'plain'}.py.j2",
+        "mainloop_partial": f"sm100/mainloop/{mainloop}.py.j2",
+        "cluster_partial": f"sm100/cluster/{cluster_kind(spec)}.py.j2",
+        "epilogue_partial": f"sm100/epilogue/{'partial' if separate else spec.epilogue.style}.py.j2",
+        "scheduler_partial": f"sm100/scheduler/{spec.scheduler.kind}{'_separate' if separate else ''}.py.j2",
+    }
+
+
+def workspace_values(spec: Spec) -> dict[str, object]:
+    """The tensors after C: the bias (printed by the epilogue partial) and stream-K's workspace,
+    which the kernel takes last (`sched_tensors`) and the host passes last (`sched_args`);
+    split-K "separate": the GEMM kernel takes only its workspace, the host passes the bias too."""
+    if rules_sm100.is_split_k_separate(spec):
+        workspace = shared.separate_workspace_values(spec, bias_values(spec))
+        return {
+            "kernel_tensors": workspace["kernel_tensors"],
+            "gemm_doc": workspace["gemm_doc"],
+            "host_tensors": (["bias"] if spec.epilogue.bias != "none" else []) + ["workspace"],
+            "workspace_elems": rules_sm100.separate_workspace_elems(spec),
+            "sched_tensors": workspace["kernel_tensors"],
+            "sched_args": ["workspace"],
+        }
+    extra = extra_tensors(spec, rules_sm100.streamk_workspace_elems(spec))
+    work = [t for t in extra["kernel_tensors"] if t[0] == "mWork"]
+    return extra | {"sched_tensors": work, "sched_args": ["workspace"] if work else []}
+
+
+def mainloop_values(spec: Spec) -> dict[str, object]:
+    """The tile, the MMA, the ring, the threads, TMEM and the SMEM budget."""
+    assert isinstance(spec.stages, int)
+    t = spec.tile
+    return {
+        "mma_inst": (t.m, t.n, rules_common.mma_k(spec.dtype)),
+        "mma_k": rules_common.mma_k(spec.dtype),
+        "tiler": (t.m, t.n, t.k),
+        "stages": spec.stages,
+        "threads": (EPI_WARP0 + rules_sm100.EPILOGUE_WARPS if is_persistent(spec) else 4) * 32,
+        "tmem_cols": rules_sm100.spec_tmem_columns(spec),
+        "tx_bytes": rules_sm100.full_tx_bytes(spec),
+        "cta_group_enum": "TWO" if spec.cta_group == 2 else "ONE",
+        "smem_atom": SMEM_ATOM[str(spec.swizzle)],
+        "mmas_per_stage": rules_common.mmas_per_stage(spec),
+        "scheduler": spec.scheduler.kind,
+        "shape_multiples": rules_sm100.shape_multiples(spec),
+        "smem_bytes": rules_sm100.smem_bytes(spec, spec.stages),
+    }
+
+
+def dtype_values(spec: Spec) -> dict[str, object]:
+    """The input and output dtypes, as the DSL and torch name them."""
+    out = spec.epilogue.out_dtype or spec.dtype
+    return {
+        "io_dtype": CUTLASS_DTYPE[spec.dtype],
+        "out_dtype": CUTLASS_DTYPE[out],
+        "torch_dtype": TORCH_DTYPE[spec.dtype],
+        "torch_out_dtype": TORCH_DTYPE[out],
+        "out_dtype_name": out,
+    }
+
+
+def values(spec: Spec) -> Sm100Values:
+    """Every value the sm_100a templates print, each from one concern, built once by keyword (a
+    value set twice is a TypeError)."""
+    return Sm100Values(
+        title=docs.title(spec),
+        dtype_note=docs.dtype_note(spec),
+        parameters=docs.parameters(spec),
+        pipeline_table=docs.pipeline_lines(spec),
+        shape_note=docs.shape_note(spec),
+        **docs.notes(spec),
+        **dtype_values(spec),
+        **mainloop_values(spec),
+        **fusion_values(spec),
+        **epilogue_values(spec),
+        **cluster_values(spec),
+        **scheduler_values(spec),
+        **bias_values(spec),
+        **workspace_values(spec),
+        **workers_values(spec),
+    )
+
+
+def plan(spec: Spec) -> Plan:
+    return Plan(
+        template="sm100/gemm.py.j2",
+        partials=partials(spec),
+        values=values(spec),
+        expected_counts=expected_counts(spec),
+    )

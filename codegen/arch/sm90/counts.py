@@ -1,0 +1,119 @@
+"""Expected PTX counts of a Hopper (sm_90a) kernel, computed from its spec alone (one copy of each
+loop body: the K and tile loops are not unrolled). The build compares these with the PTX; the
+patterns only sm_90a kernels have and the columns its report shows are here too.
+"""
+
+from __future__ import annotations
+
+from codegen import rules_common
+from codegen.arch import shared
+from codegen.arch.shared import STREAMK_WIDE_DIVS
+from codegen.arch.sm90 import rules as rules_sm90
+from codegen.arch.sm90.rules import partial_vec
+from codegen.plan_common import bias_values
+from codegen.spec import Spec, TmaStoreEpilogue
+
+# PTX patterns only sm_90a kernels have, counted in every build
+PATTERNS: dict[str, str] = {
+    "wgmma.mma_async": r"wgmma\.mma_async\.",
+    "setmaxnreg": r"setmaxnreg\.",
+}
+
+# the counts `codegen build` reports for sm_90a kernels, in order
+REPORT_COLUMNS: tuple[str, ...] = (
+    "wgmma.mma_async",
+    "cp.async.bulk.tensor",
+    "TMA multicast",
+    "TMA store",
+    "mbarrier.try_wait",
+    "setmaxnreg",
+    "barrier.cluster",
+    "mapa",
+    "ld.shared::cluster",
+    "st.global",
+)
+
+DSMEM_VECTOR_BYTES = 16  # ld.shared::cluster.v4.b32: a thread's staged f32 run is 16-byte aligned
+
+
+def epilogue_loads(spec: Spec) -> int:
+    """Global loads of the epilogue (unrolled over a thread's accumulator): with beta in the
+    direct epilogue, one per store vector of C (the TMA-store epilogue TMA-loads C instead); with a bias, one per distinct row (2 per 64-row wgmma atom: rows r and
+    r + 8) or column (TN / 4: 2 adjacent columns per 8-column group) of a thread's fragment."""
+    loads = 0
+    if spec.epilogue.beta != 0.0 and not rules_sm90.tma_loads_c(spec):
+        loads += rules_sm90.accumulator_regs(spec) // (1 if spec.swap_ab else 2)
+    kernel_axis = bias_values(spec)["bias_axis"]
+    if spec.epilogue.bias != "none":
+        atoms_m = spec.tile.m // (64 * rules_sm90.tile_warpgroups(spec))
+        loads += 2 * atoms_m if kernel_axis == "row" else spec.tile.n // 4
+    return loads
+
+
+def expected_counts(spec: Spec) -> dict[str, int]:
+    """PTX instruction counts the sm_90a templates must produce (one copy of each loop body)."""
+    wgs = rules_sm90.tile_warpgroups(spec)
+    tma = isinstance(spec.epilogue, TmaStoreEpilogue)
+    cm, cn = spec.cluster.m, spec.cluster.n
+    subtiles = (spec.tile.m // rules_sm90.epi_m(spec)) * (spec.tile.n // rules_sm90.EPI_N)
+    counts = {
+        # one wgmma per k-block (32 bytes of K: 16-deep f16/bf16, 32-deep e4m3) per 64-row atom
+        # the warpgroup owns, in the unrolled stage
+        "wgmma.mma_async": rules_common.mmas_per_stage(spec) * spec.tile.m // (64 * wgs),
+        # one load issue site per operand (its own slice when multicast); beta through the TMA
+        # store: one C load per sub-tile (the sub-tile loop is unrolled)
+        "cp.async.bulk.tensor": 2 + (subtiles if rules_sm90.tma_loads_c(spec) else 0),
+        "TMA multicast": int(cn > 1) + int(cm > 1),
+        "setmaxnreg": 2,
+        "barrier.cluster": 2 if spec.cluster.size > 1 else 0,
+        "TMA store": subtiles if tma else 0,
+    }
+    counts["ld.global"] = epilogue_loads(spec)
+    streamk = rules_sm90.is_stream_k(spec)
+    # stream-K: one 16-byte load (finisher) and store (hand-over) per 4 f32 accumulators, one
+    # flag release and acquire, and one plain store clearing the flag
+    handover = rules_sm90.accumulator_regs(spec) // 4 if streamk else 0
+    counts["ld.global"] += handover
+    counts["flag release.gpu"] = counts["flag acquire.gpu"] = int(streamk)
+    counts["div.s64"] = STREAMK_WIDE_DIVS if streamk else 0  # the 64-bit partition math
+    if tma:
+        counts["st.global"] = handover + int(streamk)
+    if rules_sm90.is_split_k_separate(spec):
+        counts |= separate_counts(spec)
+    if rules_sm90.is_split_k(spec):
+        peers = rules_sm90.splits(spec) - 1
+        counts |= {
+            # fence.mbarrier_init + the start-up cluster barrier (arrive.relaxed, wait) only: the
+            # per-tile handshake is two mbarriers, never a cluster-wide barrier
+            "barrier.cluster": 2,
+            # rank 0 maps each peer's staging slot and consumed barrier; a peer maps rank 0's staged
+            "mapa": 2 * peers + 1,
+            # rank 0 reads each peer's partial as 16-byte vectors: accumulator_regs f32 per thread
+            "ld.shared::cluster": peers
+            * rules_sm90.accumulator_regs(spec)
+            * rules_sm90.ACC_BYTES
+            // DSMEM_VECTOR_BYTES,
+            # rank 0 waits on staged; a peer waits on consumed before restaging and before exit
+            "mbarrier acquire.cluster": 3,
+            # a peer arrives on rank 0's staged; rank 0 arrives on every peer's consumed
+            "mbarrier release.cluster": 1 + peers,
+        }
+    return counts
+
+
+def separate_counts(spec: Spec) -> dict[str, int]:
+    """PTX counts of reduce = "separate": the GEMM kernel has no cluster and no epilogue loads;
+    it stores its partial (accumulator_regs / partial_vec stores); the reduce kernel
+    (shared.reduce_kernel_counts) loads the splits, C and the bias and stores one C vector."""
+    reduce = shared.reduce_kernel_counts(spec)
+    return {
+        "barrier.cluster": 0,
+        "ld.global": reduce["ld.global"],
+        "st.global": rules_sm90.accumulator_regs(spec) // partial_vec(spec) + 1,
+        "mapa": 0,
+        "ld.shared::cluster": 0,
+        "mbarrier acquire.cluster": 0,
+        "mbarrier release.cluster": 0,
+        "ex2": reduce["ex2"],
+        "max.f32": reduce["max.f32"],
+    }

@@ -1,0 +1,383 @@
+"""The docstring prose of a Hopper (sm_90a) kernel: its title, parameter list, pipeline table and
+budget line, and the comments on its constants, each built from the numbers in
+:mod:`codegen.arch.sm90.rules` (a number in the prose is printed from its value, never restated).
+"""
+
+from __future__ import annotations
+
+from codegen import rules_common
+from codegen.arch.shared import splitk_max_tiles_line
+from codegen.arch.sm90 import rules as rules_sm90
+from codegen.arch.sm90.rules import (
+    EPI_STAGES,
+    PP_EPI_BARRIER,
+    PP_TURN_BARRIER,
+    WARPGROUP_THREADS,
+    WARPGROUP_WARPS,
+)
+from codegen.plan_common import fusion_note, table
+from codegen.spec import PersistentScheduler, Spec, TmaStoreEpilogue
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'s' if count > 1 else ''}"
+
+
+def max_clusters(spec: Spec) -> int:
+    """Clusters the persistent grid runs on the flagship (what the docstring quotes)."""
+    if rules_sm90.is_split_k(spec):
+        return rules_sm90.splitk_max_clusters(spec)
+    if not isinstance(spec.scheduler, PersistentScheduler):
+        return 0
+    return (spec.scheduler.sm_count or rules_sm90.SM_COUNT) // spec.cluster.size
+
+
+def title(spec: Spec) -> str:
+    assert isinstance(spec.stages, int)
+    wgs = rules_sm90.consumer_warpgroups(spec)
+    cm, cn = spec.cluster.m, spec.cluster.n
+    splits = rules_sm90.splits(spec)
+    return (
+        f"Hopper (sm_90a) {spec.dtype} GEMM, {spec.tile} tile, {spec.stages}-stage ring, "
+        f"{_plural(wgs, 'consumer warpgroup')}"
+        + (" (ping-pong)" if rules_sm90.is_pingpong(spec) else "")
+        + (f", cluster {cm}x{cn} with TMA multicast" if spec.cluster.size > 1 else "")
+        + (", swap AB (C^T = B @ A^T)" if spec.swap_ab else "")
+        + (f", split-K over {splits}-CTA clusters" if rules_sm90.is_split_k(spec) else "")
+        + (", stream-K" if rules_sm90.is_stream_k(spec) else "")
+        + (
+            f", split-K over {splits} CTAs with a separate reduce kernel"
+            if rules_sm90.is_split_k_separate(spec)
+            else ""
+        )
+        + "."
+    )
+
+
+def dtype_note(spec: Spec) -> str:
+    out = spec.epilogue.out_dtype or spec.dtype
+    return f"{spec.dtype} in, f32 accumulate, {out} out" + fusion_note(spec)
+
+
+def scheduler_note(spec: Spec) -> str:
+    """The docstring's scheduler parameter."""
+    splits = rules_sm90.splits(spec)
+    if rules_sm90.is_split_k_separate(spec):
+        return (
+            f"split-K over {splits} CTAs per tile (grid of tiles x {splits}, no cluster), "
+            "reduced by a second kernel"
+        )
+    if rules_sm90.is_stream_k(spec):
+        return (
+            "stream-K: one CTA per SM of the GPU, at most "
+            f"{rules_sm90.streamk_ctas(spec)}, run equal shares of all tiles' "
+            "k-tiles; the CTA that runs a tile's first k-tile finishes it"
+        )
+    if rules_sm90.is_split_k(spec):
+        return (
+            f"persistent split-K over {splits} CTAs, raster along M, max_workers(sm_count) "
+            f"clusters ({max_clusters(spec)} on an H200)"
+        )
+    if isinstance(spec.scheduler, PersistentScheduler):
+        note = (
+            f"persistent, raster along {spec.scheduler.raster.upper()}, max_workers(sm_count) "
+            f"clusters (the GPU's SMs size the grid: {max_clusters(spec)} on an H200)"
+        )
+        if spec.scheduler.group > 1:
+            note += f", tile swizzle group {spec.scheduler.group}"
+        return note
+    return "grid (one cluster per cluster tile)"
+
+
+def cluster_note(spec: Spec) -> str:
+    """The docstring's cluster parameter."""
+    cm, cn = spec.cluster.m, spec.cluster.n
+    if rules_sm90.is_split_k(spec):
+        n = rules_sm90.splits(spec)
+        return f"{n}x1 for split-K ({n} CTAs share one output tile and split its K range)"
+    mcast = ""
+    if spec.cluster.size > 1:
+        parts = [f"A multicast to {cn} CTAs"] * (cn > 1) + [f"B multicast to {cm} CTAs"] * (cm > 1)
+        mcast = " (" + ", ".join(parts) + ")"
+    return f"{cm}x{cn}" + mcast
+
+
+def epilogue_note(spec: Spec) -> str:
+    """The docstring's epilogue parameter."""
+    if rules_sm90.is_split_k_separate(spec):
+        return "f32 partials to a workspace; the reduce kernel sums them and stores C"
+    note = (
+        "TMA store through SMEM sub-tiles"
+        if isinstance(spec.epilogue, TmaStoreEpilogue)
+        else "direct store"
+    )
+    if rules_sm90.is_split_k(spec):
+        note += " by cluster rank 0 after a DSMEM reduction"
+    return note
+
+
+def parameters(spec: Spec) -> list[tuple[str, str]]:
+    """The docstring's parameter list."""
+    t = spec.tile
+    mma_k = rules_common.mma_k(spec.dtype)
+    atoms = t.m // (rules_sm90.WGMMA_M * rules_sm90.tile_warpgroups(spec))
+    pingpong = rules_sm90.is_pingpong(spec)
+    wgs = rules_sm90.consumer_warpgroups(spec)
+    return [
+        ("arch", spec.arch),
+        ("dtype", spec.dtype),
+        ("tile (M, N, K)", f"({t.m}, {t.n}, {t.k})"),
+        (
+            "MMA",
+            (
+                f"wgmma.mma_async m{rules_sm90.WGMMA_M}n{t.n}k{mma_k}, {atoms} per warpgroup "
+                "per k-block"
+            ),
+        ),
+        *(
+            [("consumer mode", f"ping-pong: {wgs} warpgroups, whole tiles each")]
+            if pingpong
+            else []
+        ),
+        ("stages", str(spec.stages)),
+        ("swizzle", str(spec.swizzle)),
+        ("cluster", cluster_note(spec)),
+        ("swap AB", "yes: the kernel computes C^T = B @ A^T" if spec.swap_ab else "no"),
+        ("epilogue", epilogue_note(spec)),
+        ("scheduler", scheduler_note(spec)),
+    ]
+
+
+def shape_note(spec: Spec) -> str:
+    multiples = rules_sm90.shape_multiples(spec)
+    multiples_note = (
+        f"any M; N and K multiples of {multiples['N']}"
+        if multiples["N"] == multiples["K"]
+        else f"any M; N a multiple of {multiples['N']}, K of {multiples['K']}"
+    )
+    return (
+        multiples_note + " (TMA needs 16-byte row strides). Tails are exact: TMA "
+        "zero-fills loads past M, N and K, and "
+        + (
+            "the TMA store clips at the edges of C."
+            if isinstance(spec.epilogue, TmaStoreEpilogue)
+            else "the direct epilogue predicates every store on M and N."
+        )
+    )
+
+
+def ring_rows(spec: Spec) -> list[tuple[str, ...]]:
+    """The pipeline table: every ring, producer -> consumer, stages, bytes per stage, full and
+    empty arrive counts."""
+    assert isinstance(spec.stages, int)
+    wgs = rules_sm90.consumer_warpgroups(spec)
+    tile_wgs = rules_sm90.tile_warpgroups(spec)
+    readers = spec.cluster.m + spec.cluster.n - 1
+    stage = rules_sm90.stage_bytes(spec)
+    consumers = f"wgmma ({_plural(wgs, 'consumer warpgroup')})"
+    empty_who = f"{_plural(readers, 'CTA')} x {WARPGROUP_WARPS * tile_wgs} consumer warps"
+    if rules_sm90.is_pingpong(spec):
+        consumers = f"wgmma ({wgs} ping-pong consumer warpgroups, alternate tiles)"
+        empty_who += ": the warpgroup owning the tile"
+    rows = [
+        ("ring", "producer -> consumer", "stages", "bytes/stage", "full arrives", "empty arrives"),
+        (
+            "A/B SMEM",
+            f"TMA (warp 0) -> {consumers}",
+            str(spec.stages),
+            str(stage),
+            f"1 + {stage} tx bytes",
+            f"{rules_sm90.empty_arrives(spec)} ({empty_who})",
+        ),
+    ]
+    if isinstance(spec.epilogue, TmaStoreEpilogue):
+        epi_sets = rules_sm90.epilogue_buffer_sets(spec)
+        rows.append(
+            (
+                "C sub-tiles",
+                "consumers (stmatrix) -> TMA store",
+                f"{epi_sets} x {EPI_STAGES}" if rules_sm90.is_pingpong(spec) else str(EPI_STAGES),
+                str(rules_sm90.tma_store_smem_bytes(spec) // (epi_sets * EPI_STAGES)),
+                "named barrier",
+                "bulk wait_group",
+            )
+        )
+    if rules_sm90.is_split_k(spec):
+        splits = rules_sm90.splits(spec)
+        peer_ctas = _plural(splits - 1, "peer CTA")
+        peer_ranks = f"ranks 1..{splits - 1}" if splits > 2 else "rank 1"
+        warps = WARPGROUP_WARPS * wgs
+        rows += [
+            (
+                "staged",
+                f"{peer_ranks} consumers -> rank 0 consumers",
+                "1",
+                str(rules_sm90.splitk_staging_bytes(spec)),
+                f"{rules_sm90.staged_arrives(spec)} ({peer_ctas} x {warps} consumer warps)",
+                "-",
+            ),
+            (
+                "consumed",
+                "rank 0 consumers -> each peer's consumers",
+                "1",
+                "-",
+                f"{rules_sm90.consumed_arrives(spec)} (rank 0's {warps} consumer warps)",
+                "-",
+            ),
+        ]
+    return rows
+
+
+def budget_line(spec: Spec) -> str:
+    """The SMEM budget and the accumulator registers."""
+    assert isinstance(spec.stages, int)
+    smem = rules_sm90.smem_bytes(spec, spec.stages)
+    stage = rules_sm90.stage_bytes(spec)
+    epi_bytes = rules_sm90.tma_store_smem_bytes(spec)
+    staging = rules_sm90.splitk_staging_bytes(spec)
+    kib = rules_common.kib
+    return (
+        f"SMEM {smem} B of {rules_common.SMEM_LIMIT_BYTES} ({spec.stages} x {kib(stage)} KiB ring"
+        + (
+            f" + {kib(epi_bytes)} KiB C sub-tiles"
+            if isinstance(spec.epilogue, TmaStoreEpilogue)
+            else ""
+        )
+        + (f" + {kib(staging)} KiB split-K staging" if rules_sm90.is_split_k(spec) else "")
+        + " + barriers and alignment); accumulators in registers: "
+        f"{rules_sm90.accumulator_regs(spec)} f32 per consumer thread"
+    )
+
+
+def pingpong_lines(spec: Spec) -> list[str]:
+    """How the ping-pong warpgroups take turns (none when cooperative)."""
+    if not rules_sm90.is_pingpong(spec):
+        return []
+    acc_regs = rules_sm90.accumulator_regs(spec)
+    turn, epi_bar, wg_t = PP_TURN_BARRIER, PP_EPI_BARRIER, WARPGROUP_THREADS
+    tma_epi = isinstance(spec.epilogue, TmaStoreEpilogue)
+    epi_own = " and stores through its own set of C sub-tiles." if tma_epi else "."
+    return [
+        "",
+        "Ping-pong: consumer warpgroup w (0, 1) computes the CTA's tiles w, w + 2, w + 4, ..",
+        f"(each a whole tile, {acc_regs} f32 accumulators per thread). The producer fills the",
+        "ring in tile order, so after each of its tiles a warpgroup skips the other's k_tiles",
+        f"ring positions (ring_advance). Turnstile: named barrier {turn} + w ({2 * wg_t} threads)",
+        "is warpgroup w's turn: it waits there (bar.sync) before each mainloop but the CTA's",
+        "first, and after its mainloop arrives (bar.arrive) on the other's when the CTA has a",
+        "next tile; so mainloops alternate and each epilogue overlaps the other warpgroup's",
+        f"mainloop. Each warpgroup syncs its epilogue on named barrier {epi_bar} + w ({wg_t}",
+        f"threads){epi_own}",
+    ]
+
+
+def splitk_lines(spec: Spec) -> list[str]:
+    """The DSMEM reduction of split-K over a cluster (none without it)."""
+    if not rules_sm90.is_split_k(spec):
+        return []
+    return [
+        "",
+        "Split K: CTA rank r of a cluster accumulates k-tiles [r * k_tiles // SPLITS,",
+        "(r + 1) * k_tiles // SPLITS) of the cluster's output tile (an empty range contributes",
+        "zeros). Ranks 1.. write their f32 fragments to their own `staging` SMEM and arrive",
+        "(release, cluster scope) on rank 0's `staged` barrier; rank 0 waits on it (acquire,",
+        "cluster scope), reads each peer's staging through DSMEM (ld.shared::cluster) in rank",
+        "order 1, 2, .., adds into its registers, arrives on every peer's `consumed` barrier and",
+        "stores C. A peer waits on its `consumed` barrier before it overwrites its staging for",
+        "the next tile, and before it exits. Fixed summation order: deterministic.",
+    ]
+
+
+def separate_lines(spec: Spec) -> list[str]:
+    """Split-K's separate reduce kernel and its workspace (none without it)."""
+    if not rules_sm90.is_split_k_separate(spec):
+        return []
+    acc = rules_sm90.ACC_BYTES
+    sep_slot_kib = rules_common.kib(rules_sm90.separate_tile_elems(spec) * acc)
+    ws_mib = rules_sm90.separate_workspace_elems(spec) * acc / 2**20
+    return [
+        "",
+        "Split K, separate reduce: the GEMM kernel runs one CTA per (tile, K share), no cluster:",
+        "CTA b accumulates k-tiles [s * k_tiles // SPLITS, (s + 1) * k_tiles // SPLITS) of tile",
+        "b // SPLITS, s = b % SPLITS (an empty range stores zeros), and stores its f32 partial",
+        "to workspace slot [s][tile], laid out like C. The reduce kernel, launched right after",
+        "on the same stream (so it sees every partial), runs one CTA per tile: each thread sums",
+        "16-byte vectors of the SPLITS slots in split order 0, 1, .. (deterministic), applies",
+        "the epilogue and stores C, predicated on M and N.",
+        f"Workspace: {splitk_max_tiles_line(spec)} x {sep_slot_kib} KiB slots =",
+        f"{ws_mib:g} MiB, fixed at generation time (AOT shim: allocated once). A call with more",
+        "than MAX_TILES output tiles is rejected by launcher() and by the AOT shim",
+        "(cudaErrorInvalidValue), and a direct `gemm` call computes only the first MAX_TILES",
+        "tiles: a fixed capacity keeps the workspace a static argument, allocated once.",
+    ]
+
+
+def streamk_lines(spec: Spec) -> list[str]:
+    """Stream-K's hand-over through the global workspace (none without it)."""
+    if not rules_sm90.is_stream_k(spec):
+        return []
+    acc = rules_sm90.ACC_BYTES
+    ws_bytes = rules_sm90.streamk_workspace_elems(spec) * acc
+    slot_kib = rules_common.kib(rules_sm90.streamk_tile_elems(spec) * acc)
+    return [
+        "",
+        "Stream-K: CTA b runs MAC iterations [b * T // CTAS, (b + 1) * T // CTAS) of the",
+        "T = tiles x k_tiles, tile after tile (tiles along M). A CTA that does not run a",
+        "tile's first k-tile (only its first unit can be such) stores its f32 partial in its",
+        "workspace slot, as 16-byte vectors per consumer thread, then thread 0 stores its flag",
+        "(st.release.gpu) after a named barrier. The finisher (its last unit) has thread 0 wait",
+        "on each such CTA's flag (ld.acquire.gpu), lowest CTA first; after a named barrier every",
+        "consumer adds that partial (fixed order: deterministic) and thread 0 clears the flag for the",
+        (
+            f"next launch. Workspace: {ws_bytes} B of global memory ({rules_sm90.streamk_ctas(spec)} x "
+            f"{slot_kib} KiB slots + flags)."
+        ),
+    ]
+
+
+def pipeline_lines(spec: Spec) -> list[str]:
+    """The docstring's pipeline table, budget line and the notes of the variant's mechanisms."""
+    return (
+        table(ring_rows(spec))
+        + ["", budget_line(spec)]
+        + pingpong_lines(spec)
+        + splitk_lines(spec)
+        + separate_lines(spec)
+        + streamk_lines(spec)
+    )
+
+
+def notes(spec: Spec) -> dict[str, str]:
+    """The comments on the kernel's constants."""
+    wgs = rules_sm90.consumer_warpgroups(spec)
+    warps = WARPGROUP_WARPS * wgs
+    readers = spec.cluster.m + spec.cluster.n - 1
+    persistent = isinstance(spec.scheduler, PersistentScheduler)
+    raster_note = ""
+    if persistent or rules_sm90.is_split_k(spec):
+        raster = spec.scheduler.raster if persistent else "m"
+        raster_note = f"along {raster.upper()}, striding by the number of clusters"
+    return {
+        "dtype_note": dtype_note(spec),
+        "regs_note": (
+            f"{WARPGROUP_THREADS} x {rules_sm90.PRODUCER_REGS} + {WARPGROUP_THREADS * wgs} x "
+            f"{rules_sm90.consumer_regs(spec)} <= {rules_sm90.REGISTER_FILE}"
+        ),
+        "empty_note": (
+            f"every consumer warp ({warps}) of every CTA this producer fills ({readers})"
+            if not rules_sm90.is_pingpong(spec)
+            else f"the {WARPGROUP_WARPS * rules_sm90.tile_warpgroups(spec)} warps of the one "
+            "warpgroup that consumes the stage"
+        ),
+        "raster_note": raster_note,
+        "staged_note": (
+            f"rank 0's staged barrier: every consumer warp ({warps}) of every peer "
+            f"({rules_sm90.splits(spec) - 1})"
+        ),
+        "consumed_note": f"a peer's consumed barrier: every consumer warp ({warps}) of rank 0",
+        "store_vec_note": (
+            "swap AB: a thread's adjacent values are adjacent rows of C, one element per store"
+            if spec.swap_ab
+            else "wgmma gives each thread pairs of adjacent columns: one 2-element store each"
+        ),
+    }

@@ -1,0 +1,354 @@
+"""Plan of a Hopper (sm_90a) kernel: every value its templates print. Every number comes from
+:mod:`codegen.arch.sm90.rules`; the docstring prose from :mod:`codegen.arch.sm90.docs`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from codegen import rules_common
+from codegen.arch import shared
+from codegen.arch.sm90 import docs
+from codegen.arch.sm90 import rules as rules_sm90
+from codegen.arch.sm90.counts import expected_counts
+from codegen.arch.sm90.rules import (
+    PP_EPI_BARRIER,
+    PP_TURN_BARRIER,
+    WARPGROUP_THREADS,
+    multicast_masks,
+    partial_vec,
+)
+from codegen.plan_common import (
+    CUTLASS_DTYPE,
+    TORCH_DTYPE,
+    Plan,
+    bias_values,
+    extra_tensors,
+    fusion_values,
+    sm_sized_values,
+)
+from codegen.spec import PersistentScheduler, Spec
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sm90Values(shared.SeparateReduceValues):
+    """Every value the sm_90a templates read as ``plan.NAME`` (tests/test_plan_fields.py checks
+    that each name a template reads is a field here); None: the variant has no such value."""
+
+    # the comments on the constants (docs.notes)
+    regs_note: str
+    empty_note: str
+    raster_note: str
+    staged_note: str
+    consumed_note: str
+    store_vec_note: str
+    # the mainloop: warpgroups, registers, ring
+    consumer_wg: int
+    mma_threads: int
+    producer_regs: int
+    consumer_regs: int
+    empty_arrives: int
+    a_ring_elems: int
+    b_ring_elems: int
+    swizzle_atom: str
+    swap_ab: bool
+    # the cluster
+    clustered: bool
+    cluster_launch: bool
+    cluster: tuple[int, int]
+    cluster_m: int
+    cluster_n: int
+    cluster_size: int
+    cluster_tile: tuple[int, int]
+    a_multicast: bool
+    b_multicast: bool
+    a_tma_op: str
+    b_tma_op: str
+    a_mcast_row0: int
+    b_mcast_col0: int
+    # the consumers' named barriers, ping-pong
+    epi_barrier_args: str
+    pp_epi_barrier: int
+    pp_turn_barrier: int
+    pingpong: bool
+    wg_threads: int
+    turn_threads: int
+    # the epilogue
+    epi_m: int
+    epi_n: int
+    epi_stages: int
+    epi_subtiles: tuple[int, int]
+    c_ring_elems: int
+    epi_buffers: int
+    epi_buffers_name: str
+    store_vec: int
+    store_bits: int
+    tma_loads_c: bool
+    c_full_barriers: int
+    c_tx_bytes: int
+    epilogue_heading: str
+    # the scheduler
+    raster: str
+    group: int
+    raster_major: str
+    raster_minor: str
+    splits: int
+    staged_arrives: int
+    consumed_arrives: int
+    staging_elems: int
+    sk_ctas: int
+    sk_tile_elems: int
+    sk_workspace_elems: int
+    # the tensors after C
+    launch_tensors: list[str]
+    # split-K separate
+    partial_vec: int | None = None
+    partial_bits: int | None = None
+    partial_vec_note: str | None = None
+
+
+def workers_values(spec: Spec) -> dict[str, object]:
+    """The persistent grids sized by the GPU's SM count (static persistent, split-K's clusters,
+    stream-K); the grid scheduler and split-K "separate" launch a CTA (cluster) per tile."""
+    h200 = (rules_sm90.SM_COUNT, "an H100 / H200 SXM", (9, 0))
+    if rules_sm90.is_stream_k(spec):
+        return sm_sized_values(
+            *h200, 1, "one CTA", worker_cap="SK_CTAS", worker_cap_note="the workspace's slots"
+        )
+    if rules_sm90.is_split_k(spec):
+        n = rules_sm90.splits(spec)
+        return sm_sized_values(
+            *h200,
+            n,
+            f"one {n}-CTA cluster",
+            worker_cap=spec.scheduler.max_clusters,
+            worker_cap_note="the spec's max_clusters",
+        )
+    if isinstance(spec.scheduler, PersistentScheduler):
+        size = spec.cluster.size
+        return sm_sized_values(
+            *h200,
+            size,
+            f"one {size}-CTA cluster" if size > 1 else "one CTA",
+            sm_cap=spec.scheduler.sm_count,
+        )
+    return {"sm_sized": False}
+
+
+def separate_values(spec: Spec) -> dict[str, object]:
+    """What the separate-reduce partials print (sm90/scheduler/split_k_separate.py.j2 and
+    sm90/epilogue/partial.py.j2): the workspace geometry and the reduce kernel's vectors
+    (shared with sm_100a), and how this GEMM kernel stores its partial."""
+    return shared.separate_workspace_values(spec, bias_values(spec)) | {
+        "partial_vec": partial_vec(spec),
+        "partial_bits": partial_vec(spec) * 8 * shared.ACC_BYTES,
+        "partial_vec_note": (
+            "swap AB: a thread's adjacent values are adjacent rows of the column-major slot"
+            if spec.swap_ab
+            else "a thread's wgmma values come in pairs of adjacent columns of the row-major slot"
+        ),
+        "epilogue_heading": "f32 accumulators -> this K share's workspace slot",
+        # the GEMM kernel takes only the workspace; bias and C's values are the reduce kernel's
+        "launch_tensors": ["workspace"],
+    }
+
+
+def dtype_values(spec: Spec) -> dict[str, object]:
+    """The input and output dtypes, as the DSL and torch name them."""
+    out = spec.epilogue.out_dtype or spec.dtype
+    return {
+        "io_dtype": CUTLASS_DTYPE[spec.dtype],
+        "out_dtype": CUTLASS_DTYPE[out],
+        "torch_dtype": TORCH_DTYPE[spec.dtype],
+        "torch_out_dtype": TORCH_DTYPE[out],
+        "out_dtype_name": out,
+    }
+
+
+def mainloop_values(spec: Spec) -> dict[str, object]:
+    """The tile, the ring, the warpgroups and their registers, the SMEM budget."""
+    assert isinstance(spec.stages, int)
+    t = spec.tile
+    wgs = rules_sm90.consumer_warpgroups(spec)
+    return {
+        "tiler": (t.m, t.n, t.k),
+        "stages": spec.stages,
+        "consumer_wg": wgs,
+        "threads": rules_sm90.threads(spec),
+        "mma_threads": WARPGROUP_THREADS * wgs,
+        "producer_regs": rules_sm90.PRODUCER_REGS,
+        "consumer_regs": rules_sm90.consumer_regs(spec),
+        "tx_bytes": rules_sm90.stage_bytes(spec),
+        "empty_arrives": rules_sm90.empty_arrives(spec),
+        "a_ring_elems": t.m * t.k * spec.stages,
+        "b_ring_elems": t.n * t.k * spec.stages,
+        "mmas_per_stage": rules_common.mmas_per_stage(spec),
+        # K depth of one wgmma: 16 (f16/bf16) or 32 (e4m3)
+        "mma_k": rules_common.mma_k(spec.dtype),
+        "smem_bytes": rules_sm90.smem_bytes(spec, spec.stages),
+        # the DSL picks the wgmma SMEM atom from the K row width; the swizzle rule makes it this
+        "swizzle_atom": {"32B": "SW32", "64B": "SW64", "128B": "SW128"}[str(spec.swizzle)],
+        "shape_multiples": rules_sm90.shape_multiples(spec),
+        "swap_ab": spec.swap_ab,
+    }
+
+
+def cluster_values(spec: Spec) -> dict[str, object]:
+    """The cluster shape and each operand's TMA multicast."""
+    t = spec.tile
+    cm, cn = spec.cluster.m, spec.cluster.n
+    row0, col0 = multicast_masks(cm, cn)
+    clustered = spec.cluster.size > 1
+    return {
+        "clustered": clustered,
+        # launched with a hardware cluster (nvvm, barriers)
+        "cluster_launch": clustered or rules_sm90.is_split_k(spec),
+        "cluster": (cm, cn),
+        "cluster_m": cm,
+        "cluster_n": cn,
+        "cluster_size": spec.cluster.size,
+        "cluster_tile": (t.m * cm, t.n * cn),
+        "a_multicast": cn > 1,
+        "b_multicast": cm > 1,
+        "a_tma_op": "CopyBulkTensorTileG2SMulticastOp" if cn > 1 else "CopyBulkTensorTileG2SOp",
+        "b_tma_op": "CopyBulkTensorTileG2SMulticastOp" if cm > 1 else "CopyBulkTensorTileG2SOp",
+        "a_mcast_row0": row0,
+        "b_mcast_col0": col0,
+    }
+
+
+def pingpong_values(spec: Spec) -> dict[str, object]:
+    """The consumer warpgroups' named barriers: the epilogue's and ping-pong's turnstile."""
+    pingpong = rules_sm90.is_pingpong(spec)
+    return {
+        "epi_barrier_args": (
+            "barrier_id=epi_bar, number_of_threads=WG_THREADS"
+            if pingpong
+            else "barrier_id=1, number_of_threads=MMA_THREADS"
+        ),
+        "pp_epi_barrier": PP_EPI_BARRIER,
+        "pp_turn_barrier": PP_TURN_BARRIER,
+        "pingpong": pingpong,
+        "wg_threads": WARPGROUP_THREADS,
+        "turn_threads": 2 * WARPGROUP_THREADS,
+    }
+
+
+def epilogue_values(spec: Spec) -> dict[str, object]:
+    """The epilogue's sub-tiles and buffers, its stores, and C loaded by TMA (beta)."""
+    t = spec.tile
+    out = spec.epilogue.out_dtype or spec.dtype
+    epi_m = rules_sm90.epi_m(spec)
+    epi_sets = rules_sm90.epilogue_buffer_sets(spec)
+    store_vec = 1 if spec.swap_ab else 2
+    return {
+        "epi_m": epi_m,
+        "epi_n": rules_sm90.EPI_N,
+        "epi_stages": rules_sm90.EPI_STAGES,
+        "epi_subtiles": (t.m // epi_m, t.n // rules_sm90.EPI_N),
+        "c_ring_elems": epi_m * rules_sm90.EPI_N * rules_sm90.EPI_STAGES * epi_sets,
+        "epi_buffers": rules_sm90.EPI_STAGES * epi_sets,
+        "epi_buffers_name": "EPI_BUFFERS" if rules_sm90.is_pingpong(spec) else "EPI_STAGES",
+        "store_vec": store_vec,
+        "store_bits": store_vec * 8 * rules_common.DTYPE_BYTES[out],
+        "tma_loads_c": rules_sm90.tma_loads_c(spec),
+        "c_full_barriers": rules_sm90.c_full_barriers(spec),
+        "c_tx_bytes": epi_m * rules_sm90.EPI_N * rules_common.DTYPE_BYTES[out],
+        "epilogue_heading": (
+            "f32 accumulators -> this K share's workspace slot"
+            if rules_sm90.is_split_k_separate(spec)
+            else f"f32 accumulators -> {out} -> C"
+        ),
+    }
+
+
+def scheduler_values(spec: Spec) -> dict[str, object]:
+    """The tile order of the persistent schedulers, split-K's handshake, stream-K's workspace."""
+    persistent = isinstance(spec.scheduler, PersistentScheduler)
+    raster = spec.scheduler.raster if persistent else "m"
+    return {
+        "raster": raster,
+        "group": spec.scheduler.group if persistent else 1,
+        "raster_major": raster,
+        "raster_minor": ("n" if raster == "m" else "m") if persistent else "n",
+        "splits": rules_sm90.splits(spec),
+        "staged_arrives": rules_sm90.staged_arrives(spec),
+        "consumed_arrives": rules_sm90.consumed_arrives(spec),
+        "staging_elems": rules_sm90.splitk_staging_elems(spec),
+        "sk_ctas": rules_sm90.streamk_ctas(spec),
+        "sk_tile_elems": rules_sm90.streamk_tile_elems(spec),
+        "sk_workspace_elems": rules_sm90.streamk_workspace_elems(spec),
+    }
+
+
+def tensor_values(spec: Spec) -> dict[str, object]:
+    """The tensors `gemm` takes after C: the bias and stream-K's workspace; split-K "separate"
+    takes only its workspace (the reduce kernel takes the bias)."""
+    if rules_sm90.is_split_k_separate(spec):
+        sep = separate_values(spec)
+        extra = extra_tensors(spec, rules_sm90.separate_workspace_elems(spec))
+        return extra | {k: sep.pop(k) for k in ("kernel_tensors", "gemm_doc", "launch_tensors")}
+    extra = extra_tensors(spec, rules_sm90.streamk_workspace_elems(spec))
+    # what gemm_kernel takes after C
+    return extra | {"launch_tensors": extra["host_tensors"]}
+
+
+def separate_reduce_values(spec: Spec) -> dict[str, object]:
+    """Split-K "separate": the workspace and reduce kernel (its tensors are tensor_values')."""
+    if not rules_sm90.is_split_k_separate(spec):
+        return {}
+    sep = separate_values(spec)
+    for key in ("kernel_tensors", "gemm_doc", "launch_tensors", "epilogue_heading"):
+        del sep[key]
+    return sep
+
+
+def partials(spec: Spec) -> dict[str, str]:
+    """One partial per knob value; split-K reduce = "separate" has its own scheduler and epilogue
+    (f32 partials to the workspace)."""
+    separate = rules_sm90.is_split_k_separate(spec)
+    return {
+        "epilogue_partial": (
+            "sm90/epilogue/partial.py.j2"
+            if separate
+            else f"sm90/epilogue/{spec.epilogue.style}.py.j2"
+        ),
+        "scheduler_partial": (
+            "sm90/scheduler/split_k_separate.py.j2"
+            if separate
+            else f"sm90/scheduler/{spec.scheduler.kind}.py.j2"
+        ),
+    }
+
+
+def values(spec: Spec) -> Sm90Values:
+    """Every value the sm_90a templates print, each from one concern, built once by keyword (a
+    value set twice is a TypeError)."""
+    return Sm90Values(
+        title=docs.title(spec),
+        parameters=docs.parameters(spec),
+        pipeline_table=docs.pipeline_lines(spec),
+        shape_note=docs.shape_note(spec),
+        **docs.notes(spec),
+        **dtype_values(spec),
+        **mainloop_values(spec),
+        **cluster_values(spec),
+        **pingpong_values(spec),
+        **epilogue_values(spec),
+        **scheduler_values(spec),
+        **fusion_values(spec),
+        **bias_values(spec),
+        **tensor_values(spec),
+        **separate_reduce_values(spec),
+        **workers_values(spec),
+    )
+
+
+def plan(spec: Spec) -> Plan:
+    assert isinstance(spec.stages, int)
+    return Plan(
+        template="sm90/gemm.py.j2",
+        partials=partials(spec),
+        values=values(spec),
+        expected_counts=expected_counts(spec),
+    )

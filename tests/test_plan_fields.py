@@ -1,0 +1,105 @@
+"""Every `plan.NAME` a template reads is a field of its architecture's plan values type.
+
+Each architecture's templates (``templates/<short>/``, and the shared ones they import or include
+by name, ``templates/common/``) are parsed with jinja2's parser; every attribute read on the name
+`plan` must be a field of that architecture's frozen values dataclass (or an attribute of Plan
+itself: template, partials, expected_counts). A value a template reads but no planner declares
+fails here, not when a variant that reaches that line is rendered.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import jinja2
+import pytest
+from jinja2 import nodes
+
+from codegen import registry
+from codegen.plan_common import Plan, Values
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+PLAN_OWN = frozenset(f.name for f in dataclasses.fields(Plan))
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES))
+
+
+def plan_reads(source: str, env: jinja2.Environment) -> set[str]:
+    """Names read as `plan.NAME` (or `plan["NAME"]`) in one template's source."""
+    tree = env.parse(source)
+    out = {n.attr for n in tree.find_all(nodes.Getattr) if _is_plan(n.node)}
+    for n in tree.find_all(nodes.Getitem):
+        if _is_plan(n.node) and isinstance(n.arg, nodes.Const) and isinstance(n.arg.value, str):
+            out.add(n.arg.value)
+    return out
+
+
+def _is_plan(node: nodes.Node) -> bool:
+    return isinstance(node, nodes.Name) and node.name == "plan"
+
+
+def named_templates(source: str, env: jinja2.Environment) -> set[str]:
+    """Templates this one imports, includes or extends by a constant name."""
+    tree = env.parse(source)
+    out = set()
+    for kind in (nodes.Import, nodes.FromImport, nodes.Include, nodes.Extends):
+        for n in tree.find_all(kind):
+            if isinstance(n.template, nodes.Const) and isinstance(n.template.value, str):
+                out.add(n.template.value)
+    return out
+
+
+def arch_templates(root: str, env: jinja2.Environment) -> set[str]:
+    """The architecture's own templates and every template they name, transitively."""
+    todo = [p.relative_to(TEMPLATES).as_posix() for p in (TEMPLATES / root).rglob("*.j2")]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        todo += named_templates((TEMPLATES / name).read_text(encoding="utf-8"), env)
+    return seen
+
+
+def unknown_reads(root: str, values_type: type) -> dict[str, set[str]]:
+    """template -> the `plan.NAME` reads that are not fields of `values_type` nor Plan's own."""
+    env = _env()
+    known = {f.name for f in dataclasses.fields(values_type)} | PLAN_OWN
+    out = {}
+    for name in sorted(arch_templates(root, env)):
+        bad = plan_reads((TEMPLATES / name).read_text(encoding="utf-8"), env) - known
+        if bad:
+            out[name] = bad
+    return out
+
+
+@pytest.mark.parametrize("arch", sorted(registry.ARCHES))
+def test_every_plan_read_is_a_field(arch: str) -> None:
+    a = registry.get(arch)
+    assert dataclasses.is_dataclass(a.values_type) and issubclass(a.values_type, Values)
+    templates = arch_templates(a.template_root, _env())
+    assert a.template in templates and any(t.startswith("common/") for t in templates)
+    assert unknown_reads(a.template_root, a.values_type) == {}
+
+
+@pytest.mark.parametrize("arch", sorted(registry.ARCHES))
+def test_the_values_are_frozen_and_built_by_keyword(arch: str) -> None:
+    values_type = registry.get(arch).values_type
+    params = values_type.__dataclass_params__
+    assert params.frozen
+    with pytest.raises(TypeError):
+        values_type(1)  # keyword only
+    assert all(f.kw_only for f in dataclasses.fields(values_type))
+
+
+def test_a_read_of_no_field_is_caught(tmp_path: Path) -> None:
+    source = "{% import 'common/x.j2' as x %}{{ plan.tx_bytes }}{{ plan.no_such_value }}"
+    env = _env()
+    assert plan_reads(source, env) == {"tx_bytes", "no_such_value"}
+    assert named_templates(source, env) == {"common/x.j2"}
+    known = {f.name for f in dataclasses.fields(registry.get("sm_90a").values_type)}
+    assert plan_reads(source, env) - known == {"no_such_value"}
