@@ -53,11 +53,9 @@ from cutlass.cute.nvgpu import OperandMajorMode, cpasync, warp, warpgroup
 from cutlass.tensor_utils import LayoutEnum
 
 SPEC = {
-    "accumulators": 1,
     "arch": "sm_90a",
     "cluster": {"m": 1, "n": 1},
     "consumer_warpgroups": 1,
-    "cta_group": 1,
     "dtype": "e4m3",
     "epilogue": {
         "activation": "none",
