@@ -105,7 +105,7 @@ CATALOGUE: tuple[Mutation, ...] = (
     Mutation(
         "sm100-producer-tail",
         "missing drain",
-        "sm100/mainloop/producer_tail.py.j2",
+        "sm100/mainloop/_producer_tail.py.j2",
         "for _ in cutlass.range(STAGES, unroll=1):",
         "for _ in cutlass.range(0, unroll=1):",
     ),

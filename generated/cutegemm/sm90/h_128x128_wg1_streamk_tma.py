@@ -88,9 +88,8 @@ EPI_M, EPI_N = 64, 32  # one SMEM sub-tile: a 64-row wgmma atom per consumer war
 EPI_STAGES = 4  # sub-tile buffers in flight: a TMA store may still read the others
 EPI_SUBTILES = (2, 4)  # (TM / EPI_M, TN / EPI_N) sub-tiles per output tile
 SK_CTAS = 132  # persistent CTAs (one per SM) sharing the MAC iterations; fewer when there are fewer
-DEFAULT_SM_COUNT = (
-    132  # SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
-)
+# SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
+DEFAULT_SM_COUNT = 132
 TILE_ELEMS = 16384  # f32 values of one partial tile: a CTA's workspace slot
 WORKSPACE_ELEMS = 2162820  # SK_CTAS slots, then SK_CTAS flag words (int32 0 / 1)
 CLUSTER_TILE = (128, 128)  # output rows and columns one cluster covers
@@ -486,9 +485,8 @@ def compile_args(tvm_ffi: bool = False) -> tuple:
 
     stream = make_fake_stream(use_tvm_ffi_env_stream=True) if tvm_ffi else make_fake_stream()
     extra = []
-    extra.append(
-        make_fake_compact_tensor(cutlass.Float32, (WORKSPACE_ELEMS,), assumed_align=16)
-    )  # workspace
+    # workspace
+    extra.append(make_fake_compact_tensor(cutlass.Float32, (WORKSPACE_ELEMS,), assumed_align=16))
     return fake(IO_DTYPE, m, k), fake(IO_DTYPE, n, k), fake(OUT_DTYPE, m, n), *extra, stream
 
 

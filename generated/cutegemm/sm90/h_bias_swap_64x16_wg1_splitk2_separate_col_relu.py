@@ -308,14 +308,15 @@ def reduce_kernel(
     tile_m, tile_n = ct % clusters_m, ct // clusters_m
     rows_left = M - tile_m * TILER[0]
     cols_left = N - tile_n * TILER[1]
+    # (REDUCE_VEC, TILE_ELEMS / REDUCE_VEC, MAX_TILES, SPLITS)
     slots = cute.make_tensor(
         mWork.iterator, cute.make_layout(VEC_SLOT_SHAPE, stride=VEC_SLOT_STRIDE)
-    )  # (REDUCE_VEC, TILE_ELEMS / REDUCE_VEC, MAX_TILES, SPLITS)
+    )
     gC = cute.local_tile(mC, (TILER[0], TILER[1]), (tile_m, tile_n))  # (TM, TN)
-    gC_v = cute.logical_divide(gC, VEC_TILER)  # ((REDUCE_VEC, TM / REDUCE_VEC), (1, TN))
-    cC_v = cute.logical_divide(
-        cute.make_identity_tensor((TILER[0], TILER[1])), VEC_TILER
-    )  # (row, col) of each, same shape
+    # ((REDUCE_VEC, TM / REDUCE_VEC), (1, TN))
+    gC_v = cute.logical_divide(gC, VEC_TILER)
+    # (row, col) of each, same shape
+    cC_v = cute.logical_divide(cute.make_identity_tensor((TILER[0], TILER[1])), VEC_TILER)
     mBias_v = cute.zipped_divide(mBias, (REDUCE_VEC,))  # (REDUCE_VEC, M / REDUCE_VEC)
     ld_part = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), ACC_DTYPE, num_bits_per_copy=128)
     c_vec = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), OUT_DTYPE, num_bits_per_copy=64)
@@ -335,7 +336,8 @@ def reduce_kernel(
                 cute.copy(ld_part, slots[(None, v, ct, s)], part)
                 acc.store(acc.load() + part.load())
             d = acc.load()  # (REDUCE_VEC,) f32
-            # bias per row of C^T: the vector's REDUCE_VEC rows take REDUCE_VEC consecutive values
+            # bias per row of C^T: the vector's REDUCE_VEC rows take
+            # REDUCE_VEC consecutive values
             rBias = cute.make_rmem_tensor((REDUCE_VEC,), OUT_DTYPE)
             cute.copy(c_vec, mBias_v[(None, (tile_m * TILER[0] + r) // REDUCE_VEC)], rBias)
             d = d * ALPHA + rBias.load().to(ACC_DTYPE)
@@ -402,7 +404,8 @@ def gemm(
         min_blocks_per_mp=1,
         stream=stream,
     )
-    # the reduce kernel, on the same stream: it starts after the GEMM kernel has stored every partial
+    # the reduce kernel, on the same stream: it starts after the GEMM kernel has stored every
+    # partial
     reduce_kernel(workspace, c, bias).launch(
         grid=(clusters, 1, 1),  # one CTA per output tile
         block=(REDUCE_THREADS, 1, 1),
@@ -438,10 +441,10 @@ def compile_args(tvm_ffi: bool = False) -> tuple:
 
     stream = make_fake_stream(use_tvm_ffi_env_stream=True) if tvm_ffi else make_fake_stream()
     extra = []
-    extra.append(make_fake_compact_tensor(OUT_DTYPE, (n,), assumed_align=16))  # bias
-    extra.append(
-        make_fake_compact_tensor(cutlass.Float32, (WORKSPACE_ELEMS,), assumed_align=16)
-    )  # workspace
+    # bias
+    extra.append(make_fake_compact_tensor(OUT_DTYPE, (n,), assumed_align=16))
+    # workspace
+    extra.append(make_fake_compact_tensor(cutlass.Float32, (WORKSPACE_ELEMS,), assumed_align=16))
     return fake(IO_DTYPE, m, k), fake(IO_DTYPE, n, k), fake(OUT_DTYPE, m, n), *extra, stream
 
 

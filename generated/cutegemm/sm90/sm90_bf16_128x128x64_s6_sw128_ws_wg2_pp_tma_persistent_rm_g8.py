@@ -97,9 +97,8 @@ EPI_BUFFERS = (
     8  # EPI_STAGES per consumer warpgroup: warpgroup w owns [w * EPI_STAGES, (w + 1) * EPI_STAGES)
 )
 EPI_SUBTILES = (2, 4)  # (TM / EPI_M, TN / EPI_N) sub-tiles per output tile
-DEFAULT_SM_COUNT = (
-    132  # SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
-)
+# SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
+DEFAULT_SM_COUNT = 132
 GROUP = (
     8  # tile swizzle: walk GROUP cluster tiles along M, then step along N: a wave shares L2 tiles
 )

@@ -86,9 +86,8 @@ EMPTY_ARRIVES = 4  # every consumer warp (4) of every CTA this producer fills (1
 STORE_VEC = 1  # swap AB: a thread's adjacent values are adjacent rows of C, one element per store
 
 SK_CTAS = 132  # persistent CTAs (one per SM) sharing the MAC iterations; fewer when there are fewer
-DEFAULT_SM_COUNT = (
-    132  # SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
-)
+# SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
+DEFAULT_SM_COUNT = 132
 TILE_ELEMS = 2048  # f32 values of one partial tile: a CTA's workspace slot
 WORKSPACE_ELEMS = 270468  # SK_CTAS slots, then SK_CTAS flag words (int32 0 / 1)
 CLUSTER_TILE = (64, 32)  # output rows and columns one cluster covers
@@ -443,9 +442,8 @@ def compile_args(tvm_ffi: bool = False) -> tuple:
 
     stream = make_fake_stream(use_tvm_ffi_env_stream=True) if tvm_ffi else make_fake_stream()
     extra = []
-    extra.append(
-        make_fake_compact_tensor(cutlass.Float32, (WORKSPACE_ELEMS,), assumed_align=16)
-    )  # workspace
+    # workspace
+    extra.append(make_fake_compact_tensor(cutlass.Float32, (WORKSPACE_ELEMS,), assumed_align=16))
     return fake(IO_DTYPE, m, k), fake(IO_DTYPE, n, k), fake(OUT_DTYPE, m, n), *extra, stream
 
 
