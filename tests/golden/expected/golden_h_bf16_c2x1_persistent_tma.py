@@ -83,9 +83,8 @@ B_MCAST_COL0 = 3  # ranks of cluster column 0, shifted by y * CM per CTA
 EPI_M, EPI_N = 128, 32  # one SMEM sub-tile: a 64-row wgmma atom per consumer warpgroup
 EPI_STAGES = 4  # sub-tile buffers in flight: a TMA store may still read the others
 EPI_SUBTILES = (1, 8)  # (TM / EPI_M, TN / EPI_N) sub-tiles per output tile
-DEFAULT_SM_COUNT = (
-    132  # SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
-)
+# SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
+DEFAULT_SM_COUNT = 132
 
 CLUSTER_TILE = (256, 256)  # output rows and columns one cluster covers
 SHAPE_MULTIPLES = {"M": 1, "N": 8, "K": 8}  # launcher() rejects other shapes (see the docstring)
