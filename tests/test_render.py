@@ -556,7 +556,7 @@ def test_pdl_waits_before_any_global_access_and_launches_with_the_attribute(arch
     wait = body.index("griddepcontrol_wait()")
     # the roles (every TMA load, MMA and store) come after the wait
     first_role = min(
-        body.index(s) for s in ("if warp == 0:\n        #", "if wg_idx == 0:") if s in body
+        body.index(s) for s in ("if warp_idx == TMA_WARP:\n        #", "if wg_idx == 0:") if s in body
     )
     assert wait < first_role
     assert '"pdl": True' in on and '"pdl"' not in off
