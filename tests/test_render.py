@@ -557,7 +557,7 @@ def test_pdl_waits_before_any_global_access_and_launches_with_the_attribute(arch
     # the roles (every TMA load, MMA and store) come after the wait
     first_role = min(
         body.index(s)
-        for s in ("if warp == 0:\n        #", "if wg_idx == PRODUCER_WG:")
+        for s in ("if warp_idx == TMA_WARP:\n        #", "if wg_idx == PRODUCER_WG:")
         if s in body
     )
     assert wait < first_role

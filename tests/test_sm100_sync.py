@@ -46,12 +46,12 @@ def _calls(node: ast.AST) -> list[str]:
 
 
 def _producer(kernel: ast.FunctionDef) -> ast.If:
-    """The role branch of warp 0 (the TMA producer; in a K-loop kernel, the only loop warp)."""
+    """The role branch of TMA_WARP (the producer; in a K-loop kernel, the only loop warp)."""
     return next(
         n
         for n in kernel.body
         if isinstance(n, ast.If)
-        and ast.unparse(n.test) == "warp == 0"
+        and ast.unparse(n.test) == "warp_idx == TMA_WARP"
         and "cute.copy(tma_a" in ast.unparse(n)
     )
 
@@ -89,12 +89,13 @@ def test_every_sm100_producer_waits_for_the_last_commits(path: Path) -> None:
         if ast.unparse(n.args[0]) in ("tma_a", "tma_b")
     ]
     assert loads and max(loads) < tail.lineno
-    # with the producer's own ring counters, advanced like the ring (one phase flip per wrap)
+    # with the producer's own ring counters, advanced like the ring (ring_next: one phase flip
+    # per wrap)
     wait = ast.unparse(tail.body[0])
     stage, phase = ("p_stage", "p_phase") if "p_stage" in wait else ("stage", "phase")
     assert wait == f"cute.arch.mbarrier_wait(empty + {stage}, {phase})"
     body = "\n".join(ast.unparse(s) for s in tail.body)
-    assert f"{stage} += 1" in body and f"{phase} ^= 1" in body
+    assert f"{stage}, {phase} = ring_next({stage}, {phase}, STAGES)" in body
 
 
 @pytest.mark.parametrize("path", SM100, ids=lambda p: p.stem)

@@ -33,11 +33,11 @@ FILES = sorted(kernel_glob("*.py"), key=lambda p: p.stem)
 JOBS = min(2, os.cpu_count() or 1)
 
 L3 = ROOT / "generated" / "cutegemm" / "sm100" / "ladder_3_warp_spec.py"
-# ladder_3's producer tail (templates/sm100/mainloop/producer_tail.py.j2), comments and all
+# ladder_3's producer tail (templates/sm100/mainloop/_producer_tail.py.j2), comments and all
 TAIL_BLOCK = re.compile(
     r"        # tail: .*\n(?:        #.*\n)*"
     r"        for _ in cutlass\.range\(STAGES, unroll=1\):\n(?:            .*\n)+?"
-    r"(?=    elif warp == 1:)"
+    r"(?=    elif warp_idx == MMA_WARP:)"
 )
 
 
@@ -171,17 +171,15 @@ def test_mutation_table_markdown() -> None:
 TAIL_CODE = """\
         for _ in cutlass.range(STAGES, unroll=1):
             cute.arch.mbarrier_wait(empty + stage, phase)
-            stage += 1
-            if stage == STAGES:
-                stage = cutlass.Int32(0)
-                phase ^= 1
+            stage, phase = ring_next(stage, phase, STAGES)
 """
-TAIL = ("    elif warp == 1:", TAIL_CODE + "    elif warp == 1:")
-FLIP = "                stage = cutlass.Int32(0)\n                phase ^= {}\n        {}"
+TAIL = ("    elif warp_idx == MMA_WARP:", TAIL_CODE + "    elif warp_idx == MMA_WARP:")
+# a ring advance that keeps its phase (`_`) is a missing parity flip
+FLIP = "            stage, {} = ring_next(stage, phase, STAGES)\n        {}"
 L3_MUTANTS = {
     "with-tail": [],
-    "mma-flip": [(FLIP.format(1, "with"), FLIP.format(0, "with"))],
-    "producer-flip": [(FLIP.format(1, "for _"), FLIP.format(0, "for _"))],
+    "mma-flip": [(FLIP.format("phase", "with"), FLIP.format("_", "with"))],
+    "producer-flip": [(FLIP.format("phase", "for _"), FLIP.format("_", "for _"))],
     "epilogue-parity": [("mbarrier_wait(acc_full, 0)", "mbarrier_wait(acc_full, 1)")],
     "tx-bytes": [("(full + stage, TX_BYTES)", "(full + stage, TX_BYTES // 2)")],
     "no-full-wait": [

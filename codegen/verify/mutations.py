@@ -45,7 +45,7 @@ class Mutation:
         return text[:start] + self.new + text[start + len(self.old) :]
 
 
-WS_MMA_FLIP = """                    phase ^= 1
+WS_MMA_FLIP = """                stage, phase = ring_next(stage, phase, STAGES)
 {{ cluster.commit_acc("acc_full + slot")|indent(4, true) }}"""
 
 # the consumer's ring advance: the mutant steps the slot but never flips the phase
@@ -79,7 +79,8 @@ CATALOGUE: tuple[Mutation, ...] = (
         "missing parity flip",
         "sm100/mainloop/ws_persistent.py.j2",
         WS_MMA_FLIP,
-        WS_MMA_FLIP.replace("phase ^= 1", "phase ^= 0"),
+        # the MMA warp's ring advance keeps its phase: its wait after the wrap expects the old one
+        WS_MMA_FLIP.replace("stage, phase = ring_next", "stage, _ = ring_next"),
     ),
     Mutation(
         "sm90-consumer-parity",
@@ -105,7 +106,7 @@ CATALOGUE: tuple[Mutation, ...] = (
     Mutation(
         "sm100-producer-tail",
         "missing drain",
-        "sm100/mainloop/producer_tail.py.j2",
+        "sm100/mainloop/_producer_tail.py.j2",
         "for _ in cutlass.range(STAGES, unroll=1):",
         "for _ in cutlass.range(0, unroll=1):",
     ),

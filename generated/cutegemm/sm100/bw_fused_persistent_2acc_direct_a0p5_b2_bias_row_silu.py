@@ -64,33 +64,59 @@ SPEC = {
 IO_DTYPE = cutlass.Float16
 OUT_DTYPE = cutlass.Float16
 ACC_DTYPE = cutlass.Float32
-MMA_INST = (128, 256, 16)  # one tcgen05.mma.cta_group::1 kind::f16 instruction
-TILER = (128, 256, 64)  # one CTA's output tile and the K depth of a stage
+# one tcgen05.mma.cta_group::1 kind::f16 instruction
+MMA_INST = (128, 256, 16)
+# one CTA's output tile and the K depth of a stage
+TILER = (128, 256, 64)
 STAGES = 4
-THREADS = 192  # 6 warps: 0 = TMA producer, 1 = MMA issuer, 2-5 = epilogue
-EPI_WARP0 = 2  # first of the 4 epilogue warps; it also issues the TMA stores
-EPI_THREADS = 128  # the epilogue warps: warp w reads TMEM lanes 32 * (w % 4) ... + 31
-ACC_SLOTS = 2  # TMEM accumulators: the MMA fills one while the epilogue drains another
-ACC_EMPTY_ARRIVES = 4  # one per epilogue warp (4)
-DEFAULT_SM_COUNT = 148  # SMs of a B200: gemm's sm_count in a cross-compile; launches pass the GPU's
-TMEM_COLS = 512  # 2 f32 accumulator slot(s) x 256 columns, power of two
-TX_BYTES = 49152  # A + B bytes one stage's TMA copies deliver to its full barrier
+# 6 warps: 0 = TMA producer, 1 = MMA issuer, 2-5 = epilogue
+THREADS = 192
+# loads A and B
+TMA_WARP = 0
+# issues the MMAs
+MMA_WARP = 1
+# first of the 4 epilogue warps; it also issues the TMA stores
+EPILOGUE_WARP = 2
+# the epilogue warps: warp w reads TMEM lanes 32 * (w % 4) ... + 31
+EPILOGUE_THREADS = 128
+# TMEM accumulator slots: the MMA warp fills one while the epilogue drains another
+ACC_SLOTS = 2
+# one per epilogue warp (4)
+ACC_EMPTY_ARRIVES = 4
+# SMs of a B200: gemm's sm_count in a cross-compile; launches pass the GPU's
+DEFAULT_SM_COUNT = 148
+# 2 f32 accumulator slot(s) x 256 columns, power of two
+TMEM_COLS = 512
+# A + B bytes one stage's TMA copies deliver to its full barrier
+TX_BYTES = 49152
 EPI_COLS = 64  # accumulator columns one tcgen05.ld moves per thread
 # D = ALPHA * A @ B^T ...
 ALPHA = 0.5
 # ... + BETA * C, C read in place before it is overwritten
 BETA = 2.0
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
-SHAPE_MULTIPLES = {"M": 128, "N": 256, "K": 8}  # run() rejects other shapes (see the docstring)
+# run() rejects other shapes (see the docstring)
+SHAPE_MULTIPLES = {"M": 128, "N": 256, "K": 8}
 
 
 @cute.struct
-class Barriers:
+class SharedStorage:
     full: cute.struct.MemRange[cutlass.Int64, STAGES]  # stage s holds fresh A/B bytes
     empty: cute.struct.MemRange[cutlass.Int64, STAGES]  # MMAs reading stage s have retired
     acc_full: cute.struct.MemRange[cutlass.Int64, ACC_SLOTS]  # slot j holds a finished tile
     acc_empty: cute.struct.MemRange[cutlass.Int64, ACC_SLOTS]  # the epilogue drained slot j
     tmem_slot: cutlass.Int32  # tcgen05.alloc writes the TMEM address here
+
+
+@cute.jit
+def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexpr[int]):
+    """The slot after `index` in a ring of `size` slots, and the phase its next wait expects:
+    past the last slot the ring wraps to slot 0, one phase later."""
+    index += 1
+    if index == size:
+        index = cutlass.Int32(0)
+        phase ^= 1
+    return index, phase
 
 
 @cute.kernel
@@ -107,7 +133,7 @@ def gemm_kernel(
 ):
     # ---- 1. setup: shared memory, barriers, TMEM ------------------------------------------------
     tidx, _, _ = cute.arch.thread_idx()
-    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
     bm, _, _ = cute.arch.block_idx()
     worker, workers = bm, cute.arch.grid_dim()[0]  # one worker per CTA
     # static persistent scheduler: worker w takes tiles w, w + workers, w + 2 * workers, ...
@@ -116,7 +142,7 @@ def gemm_kernel(
     num_tiles = tiles_m * tiles_n
 
     smem = utils.SmemAllocator()
-    bars = smem.allocate(Barriers)
+    bars = smem.allocate(SharedStorage)
     # the swizzle rides on the pointer; the base is 1024-byte aligned (one swizzle period)
     sA = smem.allocate_tensor(
         IO_DTYPE, sA_layout.outer, byte_alignment=1024, swizzle=sA_layout.inner
@@ -127,7 +153,8 @@ def gemm_kernel(
     full, empty = bars.full.data_ptr(), bars.empty.data_ptr()
     acc_full, acc_empty = bars.acc_full.data_ptr(), bars.acc_empty.data_ptr()
 
-    if warp == 0:
+    # the TMA warp initializes the barriers and allocates TMEM
+    if warp_idx == TMA_WARP:
         with cute.arch.elect_one():
             for s in cutlass.range_constexpr(STAGES):
                 cute.arch.mbarrier_init(full + s, 1)  # one arrive (the producer) + TX_BYTES
@@ -152,12 +179,12 @@ def gemm_kernel(
     )
 
     # ---- 2. partition all tiles; MMA fragments over SMEM and TMEM --------------------------------
-    gA = cute.local_tile(mA, TILER, (None, None, None), proj=(1, None, 1))
     # (TM, TK, tiles_m, k_tiles)
-    gB = cute.local_tile(mB, TILER, (None, None, None), proj=(None, 1, 1))
+    gA = cute.local_tile(mA, TILER, (None, None, None), proj=(1, None, 1))
     # (TN, TK, tiles_n, k_tiles)
-    gC = cute.local_tile(mC, TILER, (None, None, None), proj=(1, 1, None))
+    gB = cute.local_tile(mB, TILER, (None, None, None), proj=(None, 1, 1))
     # (TM, TN, tiles_m, tiles_n)
+    gC = cute.local_tile(mC, TILER, (None, None, None), proj=(1, 1, None))
     thr = tiled_mma.get_slice(0)
     tCgA = thr.partition_A(gA)  # (MMA, MMA_M, MMA_K, tiles_m, k_tiles)
     tCgB = thr.partition_B(gB)  # (MMA, MMA_N, MMA_K, tiles_n, k_tiles)
@@ -168,21 +195,22 @@ def gemm_kernel(
     # (MMA, MMA_M, MMA_N, ACC_SLOTS): the accumulators live in TMEM, slot j at column 256 j
     acc = cute.make_tensor(tmem_ptr, acc.layout)
 
+    # (TMA, STAGES), (TMA, tiles_m, k_tiles)
     tAsA, tAgA = cpasync.tma_partition(
         tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 3), cute.group_modes(tCgA, 0, 3)
-    )  # (TMA, STAGES), (TMA, tiles_m, k_tiles)
+    )
+    # (TMA, STAGES), (TMA, tiles_n, k_tiles)
     tBsB, tBgB = cpasync.tma_partition(
         tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 3), cute.group_modes(tCgB, 0, 3)
-    )  # (TMA, STAGES), (TMA, tiles_n, k_tiles)
+    )
     k_tiles = cute.size(gA, mode=[3])
     # the bias seen as an (M, N) tensor (stride 0 along N): it tiles and partitions like C
-    gBias = cute.local_tile(
-        mBias, TILER, (None, None, None), proj=(1, 1, None)
-    )  # (TM, TN, tiles_m, tiles_n)
+    # (TM, TN, tiles_m, tiles_n)
+    gBias = cute.local_tile(mBias, TILER, (None, None, None), proj=(1, 1, None))
     tCgBias = thr.partition_C(gBias)  # (MMA, MMA_M, MMA_N, tiles_m, tiles_n)
 
-    if warp == 0:
-        # ---- 3a. TMA producer (warp 0): per tile, wait for empty slots, arm them, load ----------
+    if warp_idx == TMA_WARP:
+        # ---- 3a. TMA producer: per tile, wait for empty slots, arm them, load ------------------
         # the ring's stage and phase run on across tiles
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
@@ -194,21 +222,17 @@ def gemm_kernel(
                     cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES)
                 cute.copy(tma_a, tAgA[(None, tm, k)], tAsA[(None, stage)], tma_bar_ptr=full + stage)
                 cute.copy(tma_b, tBgB[(None, tn, k)], tBsB[(None, stage)], tma_bar_ptr=full + stage)
-                stage += 1
-                if stage == STAGES:  # wrapped the ring: the next waits are one phase later
-                    stage = cutlass.Int32(0)
-                    phase ^= 1
+                # the next slot; past the last one the ring wraps to slot 0, one phase later
+                stage, phase = ring_next(stage, phase, STAGES)
         # tail: this CTA's MMA warp released the last STAGES loads' slots
         # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
         # the arrivals, so none targets this CTA's SMEM after it exits
         for _ in cutlass.range(STAGES, unroll=1):
             cute.arch.mbarrier_wait(empty + stage, phase)
-            stage += 1
-            if stage == STAGES:  # wrapped the ring: the next wait on each slot is one phase later
-                stage = cutlass.Int32(0)
-                phase ^= 1
-    elif warp == 1:
-        # ---- 3b. MMA issuer (warp 1): per tile, claim a drained accumulator slot, run the ring
+            # the next ring position: past the last slot, slot 0 one phase later
+            stage, phase = ring_next(stage, phase, STAGES)
+    elif warp_idx == MMA_WARP:
+        # ---- 3b. MMA issuer: per tile, claim a drained accumulator slot, run the ring
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
@@ -218,7 +242,8 @@ def gemm_kernel(
             tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
             for k in cutlass.range(k_tiles, unroll=1):
                 cute.arch.mbarrier_wait(full + stage, phase)
-                for kb in cutlass.range_constexpr(4):  # TK / 16 MMAs per stage
+                # TK / 16 MMAs per stage
+                for kb in cutlass.range_constexpr(4):
                     cute.gemm(
                         tiled_mma,
                         acc_t,
@@ -229,28 +254,22 @@ def gemm_kernel(
                     tiled_mma.set(tcgen05.Field.ACCUMULATE, True)  # every later MMA adds
                 with cute.arch.elect_one():
                     tcgen05.commit(empty + stage)  # arrives once these MMAs have read the slot
-                stage += 1
-                if stage == STAGES:  # wrapped the ring: the next waits are one phase later
-                    stage = cutlass.Int32(0)
-                    phase ^= 1
+                # the next slot; past the last one the ring wraps to slot 0, one phase later
+                stage, phase = ring_next(stage, phase, STAGES)
             with cute.arch.elect_one():
                 tcgen05.commit(acc_full + slot)  # arrives once every MMA of the tile has finished
-            slot += 1
-            if slot == ACC_SLOTS:  # used every slot: the next wait on each is one phase later
-                slot = cutlass.Int32(0)
-                slot_phase ^= 1
+            # the next accumulator slot; past the last one, slot 0 one phase later
+            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
         # tail: wait until the epilogue has released every slot, so no arrive targets this CTA's
         # SMEM after it exits
         for _ in cutlass.range(ACC_SLOTS, unroll=1):
             cute.arch.mbarrier_wait(acc_empty + slot, slot_phase)
-            slot += 1
-            if slot == ACC_SLOTS:  # used every slot: the next wait on each is one phase later
-                slot = cutlass.Int32(0)
-                slot_phase ^= 1
-    elif warp >= EPI_WARP0:
-        # ---- 4. epilogue (warps 2-5), per tile: TMEM -> registers (32 lanes per warp) -> f16 -> global ------
+            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
+    elif warp_idx >= EPILOGUE_WARP:
+        # ---- 4. epilogue (warps 2-5), per tile ---------------------------------------------------
+        # TMEM -> registers (32 lanes per warp) -> f16 -> global
         # a named barrier syncs the epilogue warps alone; the producer and MMA warps keep looping
-        etidx = tidx % EPI_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
+        etidx = tidx % EPILOGUE_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
             # raster along M: the tiles running at once share B tiles
@@ -281,14 +300,14 @@ def gemm_kernel(
             r_bias.fill(bias_src[0])
             for i in cutlass.range_constexpr(4):  # TN / EPI_COLS chunks
                 # global loads first: their latency overlaps the TMEM load
-                cute.autovec_copy(
-                    dst[None, None, i], r_c
-                )  # C in place: the chunk, before it is stored
+                # C in place: the chunk, before it is stored
+                cute.autovec_copy(dst[None, None, i], r_c)
                 cute.copy(t2r, src[None, None, i], r_acc)
                 # the tile's last TMEM load: hand the slot back before converting and storing
                 if i == 3:
                     cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld
-                    # one arrive per warp: elect.sync reconverges the warp after every lane's wait
+                    # one arrive per warp: elect.sync reconverges the warp after every
+                    # lane's wait
                     with cute.arch.elect_one():
                         cute.arch.mbarrier_arrive(acc_empty + slot)
                 d = r_acc.load()  # (T2R, T2R_M) f32
@@ -298,14 +317,12 @@ def gemm_kernel(
                 d = d / (cute.math.exp(d * -1.0) + 1.0)  # silu: x * sigmoid(x)
                 r_out.store(d.to(OUT_DTYPE))
                 cute.autovec_copy(r_out, dst[None, None, i])
-            slot += 1
-            if slot == ACC_SLOTS:  # used every slot: the next wait on each is one phase later
-                slot = cutlass.Int32(0)
-                slot_phase ^= 1
+            # the next accumulator slot; past the last one, slot 0 one phase later
+            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
 
     # ---- 5. teardown: the allocating warp frees TMEM once every warp has read it ----------------
     cute.arch.sync_threads()
-    if warp == 0:
+    if warp_idx == TMA_WARP:
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS)
 
 
@@ -349,7 +366,8 @@ def gemm(
     tma_b, tB = cute.nvgpu.make_tiled_tma_atom_B(tma_op, b, one_b, TILER, tiled_mma)
     # the byte count was computed by the generator; the layouts must agree or the kernel hangs
     assert cute.size_in_bytes(IO_DTYPE, one_a) + cute.size_in_bytes(IO_DTYPE, one_b) == TX_BYTES
-    # the bias (M,) seen as an (M, N) tensor: stride 0 along N, one value per row
+    # the bias (M,) seen as an (M, N) tensor: stride 0 along
+    # N, one value per row
     bias_mn = cute.make_tensor(bias.iterator, cute.make_layout(c.shape, stride=(1, 0)))
     tiles = cute.ceil_div(c.layout.shape[0], TILER[0]) * cute.ceil_div(c.layout.shape[1], TILER[1])
     workers = cutlass.min(tiles, max_workers(sm_count))  # every worker gets at least one tile
@@ -390,7 +408,8 @@ def compile_args(tvm_ffi: bool = False) -> tuple:
 
     stream = make_fake_stream(use_tvm_ffi_env_stream=True) if tvm_ffi else make_fake_stream()
     extra = []
-    extra.append(make_fake_compact_tensor(OUT_DTYPE, (m,), assumed_align=16))  # bias
+    # bias
+    extra.append(make_fake_compact_tensor(OUT_DTYPE, (m,), assumed_align=16))
     return fake(IO_DTYPE, m, k), fake(IO_DTYPE, n, k), fake(OUT_DTYPE, m, n), *extra, stream
 
 

@@ -70,22 +70,40 @@ SPEC = {
 IO_DTYPE = cutlass.Float16
 OUT_DTYPE = cutlass.Float16
 ACC_DTYPE = cutlass.Float32
-MMA_INST = (256, 256, 16)  # one tcgen05.mma.cta_group::2 kind::f16 instruction: the CTA pair's tile
-TILER = (256, 256, 64)  # one CTA pair's output tile and the K depth of a stage
-CLUSTER = (2, 1, 1)  # the pair: cluster rank 0 (leader) and 1 (follower), adjacent along M
-PAIR_MASK = 0b11  # cluster ranks of the pair: a leader commit arrives in both CTAs
+# one tcgen05.mma.cta_group::2 kind::f16 instruction: the CTA pair's tile
+MMA_INST = (256, 256, 16)
+# one CTA pair's output tile and the K depth of a stage
+TILER = (256, 256, 64)
+# the pair: cluster rank 0 (leader) and 1 (follower), adjacent along M
+CLUSTER = (2, 1, 1)
+# cluster ranks of the pair: a leader commit arrives in both CTAs
+PAIR_MASK = 0b11
 STAGES = 6
-THREADS = 192  # 6 warps: 0 = TMA producer, 1 = MMA issuer (leader CTA), 2-5 = epilogue
-EPI_WARP0 = 2  # first of the 4 epilogue warps; it also issues the TMA stores
-EPI_THREADS = 128  # the epilogue warps: warp w reads TMEM lanes 32 * (w % 4) ... + 31
-ACC_SLOTS = 2  # TMEM accumulators: the MMA fills one while the epilogue drains another
-ACC_EMPTY_ARRIVES = 8  # one per epilogue warp of both CTAs (4 x 2), on the leader's barrier
-DEFAULT_SM_COUNT = 148  # SMs of a B200: gemm's sm_count in a cross-compile; launches pass the GPU's
-TMEM_COLS = 512  # 2 f32 accumulator slot(s) x 256 columns (this CTA's 128 rows), power of two
-TX_BYTES = 65536  # A + B bytes of BOTH CTAs (2 x 32768): all land on the leader's full barrier
+# 6 warps: 0 = TMA producer, 1 = MMA issuer (leader CTA), 2-5 = epilogue
+THREADS = 192
+# loads A and B
+TMA_WARP = 0
+# issues the MMAs
+MMA_WARP = 1
+# first of the 4 epilogue warps; it also issues the TMA stores
+EPILOGUE_WARP = 2
+# the epilogue warps: warp w reads TMEM lanes 32 * (w % 4) ... + 31
+EPILOGUE_THREADS = 128
+# the epilogue warps' named barrier (id 0 is sync_threads)
+EPILOGUE_BARRIER_ID = 1
+# TMEM accumulator slots: the MMA warp fills one while the epilogue drains another
+ACC_SLOTS = 2
+# one per epilogue warp of both CTAs (4 x 2), on the leader's barrier
+ACC_EMPTY_ARRIVES = 8
+# SMs of a B200: gemm's sm_count in a cross-compile; launches pass the GPU's
+DEFAULT_SM_COUNT = 148
+# 2 f32 accumulator slot(s) x 256 columns (this CTA's 128 rows), power of two
+TMEM_COLS = 512
+# A + B bytes of BOTH CTAs (2 x 32768): all land on the leader's full barrier
+TX_BYTES = 65536
 EPI_TILE = (128, 64)  # one C sub-tile: 128 rows x 64 columns = 128-byte rows, 16 KiB of f16
 EPI_SUBTILES = 4  # TN / 64 sub-tiles per output tile
-EPI_BUFS = 2  # SMEM sub-tile buffers: the TMA store of one overlaps filling the next
+EPI_BUFFERS = 2  # SMEM sub-tile buffers: the TMA store of one overlaps filling the next
 EPI_SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128  # a 128-byte sub-tile row: one swizzle atom
 C_TX_BYTES = 16384  # one C sub-tile TMA-loaded for beta: the bytes c_full expects
 # ... + BETA * C, C read in place before it is overwritten
@@ -93,11 +111,12 @@ BETA = 0.5
 # gelu(x) = x/2 (1 + tanh(GELU_C (x + GELU_CUBIC x^3)))
 GELU_C, GELU_CUBIC = 0.7978845608028654, 0.044715
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
-SHAPE_MULTIPLES = {"M": 1, "N": 8, "K": 8}  # run() rejects other shapes (see the docstring)
+# run() rejects other shapes (see the docstring)
+SHAPE_MULTIPLES = {"M": 1, "N": 8, "K": 8}
 
 
 @cute.struct
-class Barriers:
+class SharedStorage:
     full: cute.struct.MemRange[cutlass.Int64, STAGES]  # stage s holds fresh A/B bytes
     empty: cute.struct.MemRange[cutlass.Int64, STAGES]  # MMAs reading stage s have retired
     acc_full: cute.struct.MemRange[cutlass.Int64, ACC_SLOTS]  # slot j holds a finished tile
@@ -105,6 +124,17 @@ class Barriers:
     tmem_dealloc: cutlass.Int64  # the peer CTA is done with the pair's TMEM
     c_full: cutlass.Int64  # beta: a C sub-tile has landed in its SMEM buffer
     tmem_slot: cutlass.Int32  # tcgen05.alloc writes the TMEM address here
+
+
+@cute.jit
+def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexpr[int]):
+    """The slot after `index` in a ring of `size` slots, and the phase its next wait expects:
+    past the last slot the ring wraps to slot 0, one phase later."""
+    index += 1
+    if index == size:
+        index = cutlass.Int32(0)
+        phase ^= 1
+    return index, phase
 
 
 @cute.kernel
@@ -124,7 +154,7 @@ def gemm_kernel(
 ):
     # ---- 1. setup: shared memory, barriers, TMEM ------------------------------------------------
     tidx, _, _ = cute.arch.thread_idx()
-    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
     bm, _, _ = cute.arch.block_idx()
     # one worker per CTA pair: both CTAs of a pair walk the same tiles
     worker, workers = bm // 2, cute.arch.grid_dim()[0] // 2
@@ -136,7 +166,7 @@ def gemm_kernel(
     is_leader = rank == 0
 
     smem = utils.SmemAllocator()
-    bars = smem.allocate(Barriers)
+    bars = smem.allocate(SharedStorage)
     # the swizzle rides on the pointer; the base is 1024-byte aligned (one swizzle period)
     sA = smem.allocate_tensor(
         IO_DTYPE, sA_layout.outer, byte_alignment=1024, swizzle=sA_layout.inner
@@ -144,7 +174,7 @@ def gemm_kernel(
     sB = smem.allocate_tensor(
         IO_DTYPE, sB_layout.outer, byte_alignment=1024, swizzle=sB_layout.inner
     )
-    # (EPI_M, EPI_N, EPI_BUFS): the C sub-tile buffers
+    # (EPI_M, EPI_N, EPI_BUFFERS): the C sub-tile buffers
     sC = smem.allocate_tensor(
         OUT_DTYPE, sC_layout.outer, byte_alignment=1024, swizzle=sC_layout.inner
     )
@@ -153,7 +183,8 @@ def gemm_kernel(
     tmem_dealloc = bars.tmem_dealloc.ptr
     c_full = bars.c_full.ptr
 
-    if warp == 0:
+    # the TMA warp initializes the barriers and allocates TMEM
+    if warp_idx == TMA_WARP:
         with cute.arch.elect_one():
             for s in cutlass.range_constexpr(STAGES):
                 # leader: one arrive (its producer) + both CTAs' TX_BYTES; the follower's: unused
@@ -186,12 +217,12 @@ def gemm_kernel(
     )
 
     # ---- 2. partition all tiles; MMA fragments over SMEM and TMEM --------------------------------
-    gA = cute.local_tile(mA, TILER, (None, None, None), proj=(1, None, 1))
     # (TM, TK, tiles_m, k_tiles)
-    gB = cute.local_tile(mB, TILER, (None, None, None), proj=(None, 1, 1))
+    gA = cute.local_tile(mA, TILER, (None, None, None), proj=(1, None, 1))
     # (TN, TK, tiles_n, k_tiles)
-    gC = cute.local_tile(mC, TILER, (None, None, None), proj=(1, 1, None))
+    gB = cute.local_tile(mB, TILER, (None, None, None), proj=(None, 1, 1))
     # (TM, TN, tiles_m, tiles_n)
+    gC = cute.local_tile(mC, TILER, (None, None, None), proj=(1, 1, None))
     thr = tiled_mma.get_slice(rank)  # this CTA's half: 128 of the pair's A, B and C rows
     tCgA = thr.partition_A(gA)  # (MMA, MMA_M, MMA_K, tiles_m, k_tiles)
     tCgB = thr.partition_B(gB)  # (MMA, MMA_N, MMA_K, tiles_n, k_tiles)
@@ -202,26 +233,28 @@ def gemm_kernel(
     # (MMA, MMA_M, MMA_N, ACC_SLOTS): the accumulators live in TMEM, slot j at column 256 j
     acc = cute.make_tensor(tmem_ptr, acc.layout)
 
+    # (TMA, STAGES), (TMA, tiles_m, k_tiles)
     tAsA, tAgA = cpasync.tma_partition(
         tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 3), cute.group_modes(tCgA, 0, 3)
-    )  # (TMA, STAGES), (TMA, tiles_m, k_tiles)
+    )
+    # (TMA, STAGES), (TMA, tiles_n, k_tiles)
     tBsB, tBgB = cpasync.tma_partition(
         tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 3), cute.group_modes(tCgB, 0, 3)
-    )  # (TMA, STAGES), (TMA, tiles_n, k_tiles)
+    )
     k_tiles = cute.size(gA, mode=[3])
     # the bias seen as an (M, N) tensor (stride 0 along M): it tiles and partitions like C
-    gBias = cute.local_tile(
-        mBias, TILER, (None, None, None), proj=(1, 1, None)
-    )  # (TM, TN, tiles_m, tiles_n)
+    # (TM, TN, tiles_m, tiles_n)
+    gBias = cute.local_tile(mBias, TILER, (None, None, None), proj=(1, 1, None))
     tCgBias = thr.partition_C(gBias)  # (MMA, MMA_M, MMA_N, tiles_m, tiles_n)
     # (row, col) of every element of C: the TMA store clips partial tiles, the bias loads check
+    # (TM, TN, tiles_m, tiles_n)
     cC = cute.local_tile(
         cute.make_identity_tensor(mC.shape), TILER, (None, None, None), proj=(1, 1, None)
-    )  # (TM, TN, tiles_m, tiles_n)
+    )
     tCcC = thr.partition_C(cC)  # (MMA, MMA_M, MMA_N, tiles_m, tiles_n)
 
-    if warp == 0:
-        # ---- 3a. TMA producer (warp 0): per tile, wait for empty slots, arm them, load ----------
+    if warp_idx == TMA_WARP:
+        # ---- 3a. TMA producer: per tile, wait for empty slots, arm them, load ------------------
         # the ring's stage and phase run on across tiles
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
@@ -236,21 +269,17 @@ def gemm_kernel(
                 # leader's full barrier (the DSL clears the peer bit of the barrier address)
                 cute.copy(tma_a, tAgA[(None, tm, k)], tAsA[(None, stage)], tma_bar_ptr=full + stage)
                 cute.copy(tma_b, tBgB[(None, tn, k)], tBsB[(None, stage)], tma_bar_ptr=full + stage)
-                stage += 1
-                if stage == STAGES:  # wrapped the ring: the next waits are one phase later
-                    stage = cutlass.Int32(0)
-                    phase ^= 1
+                # the next slot; past the last one the ring wraps to slot 0, one phase later
+                stage, phase = ring_next(stage, phase, STAGES)
         # tail: the leader's MMA warp (for both CTAs) released the last STAGES loads' slots
         # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
         # the arrivals, so none targets this CTA's SMEM after it exits
         for _ in cutlass.range(STAGES, unroll=1):
             cute.arch.mbarrier_wait(empty + stage, phase)
-            stage += 1
-            if stage == STAGES:  # wrapped the ring: the next wait on each slot is one phase later
-                stage = cutlass.Int32(0)
-                phase ^= 1
-    elif warp == 1 and is_leader:
-        # ---- 3b. MMA issuer (warp 1): per tile, claim a drained accumulator slot, run the ring
+            # the next ring position: past the last slot, slot 0 one phase later
+            stage, phase = ring_next(stage, phase, STAGES)
+    elif warp_idx == MMA_WARP and is_leader:
+        # ---- 3b. MMA issuer: per tile, claim a drained accumulator slot, run the ring
         # the leader alone issues the pair's MMAs; every commit names BOTH CTAs (PAIR_MASK):
         # without the follower in the mask its producer waits forever once the ring wraps
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
@@ -262,7 +291,8 @@ def gemm_kernel(
             tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
             for k in cutlass.range(k_tiles, unroll=1):
                 cute.arch.mbarrier_wait(full + stage, phase)
-                for kb in cutlass.range_constexpr(4):  # TK / 16 MMAs per stage
+                # TK / 16 MMAs per stage
+                for kb in cutlass.range_constexpr(4):
                     cute.gemm(
                         tiled_mma,
                         acc_t,
@@ -274,29 +304,23 @@ def gemm_kernel(
                 with cute.arch.elect_one():
                     # arrives on empty[stage] of both CTAs once these MMAs have read the slot
                     tcgen05.commit(empty + stage, PAIR_MASK, tcgen05.CtaGroup.TWO)
-                stage += 1
-                if stage == STAGES:  # wrapped the ring: the next waits are one phase later
-                    stage = cutlass.Int32(0)
-                    phase ^= 1
+                # the next slot; past the last one the ring wraps to slot 0, one phase later
+                stage, phase = ring_next(stage, phase, STAGES)
             with cute.arch.elect_one():
                 # arrives in both CTAs once every MMA of the tile has finished
                 tcgen05.commit(acc_full + slot, PAIR_MASK, tcgen05.CtaGroup.TWO)
-            slot += 1
-            if slot == ACC_SLOTS:  # used every slot: the next wait on each is one phase later
-                slot = cutlass.Int32(0)
-                slot_phase ^= 1
+            # the next accumulator slot; past the last one, slot 0 one phase later
+            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
         # tail: wait until the epilogue has released every slot, so no arrive targets this CTA's
         # SMEM after it exits
         for _ in cutlass.range(ACC_SLOTS, unroll=1):
             cute.arch.mbarrier_wait(acc_empty + slot, slot_phase)
-            slot += 1
-            if slot == ACC_SLOTS:  # used every slot: the next wait on each is one phase later
-                slot = cutlass.Int32(0)
-                slot_phase ^= 1
-    elif warp >= EPI_WARP0:
-        # ---- 4. epilogue (warps 2-5), per tile: TMEM -> registers -> f16 -> SMEM -> TMA store ----
+            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
+    elif warp_idx >= EPILOGUE_WARP:
+        # ---- 4. epilogue (warps 2-5), per tile ---------------------------------------------------
+        # TMEM -> registers -> f16 -> SMEM -> TMA store
         # a named barrier syncs the epilogue warps alone; the producer and MMA warps keep looping
-        etidx = tidx % EPI_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
+        etidx = tidx % EPILOGUE_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
             # raster along M: the tiles running at once share B tiles
@@ -307,7 +331,7 @@ def gemm_kernel(
             # (EPI_M, EPI_N, 1, SUBTILES): the accumulator and the C tile cut into sub-tiles
             acc_epi = cute.flat_divide(acc_t[((None, None), 0, 0)], EPI_TILE)
             gC_epi = cute.flat_divide(tCgC_t[((None, None), 0, 0)], EPI_TILE)
-            # (TMA, EPI_BUFS), (TMA, 1, SUBTILES)
+            # (TMA, EPI_BUFFERS), (TMA, 1, SUBTILES)
             tDsC, tDgC = cpasync.tma_partition(
                 tma_c,
                 0,
@@ -315,8 +339,8 @@ def gemm_kernel(
                 cute.group_modes(sC, 0, 2),
                 cute.group_modes(gC_epi, 0, 2),
             )
-            # (TMA, EPI_BUFS), (TMA, 1, SUBTILES): C in, for beta; the load atom was built over the
-            # store's tensor, buffer and sub-tile, so the store's coordinates serve it
+            # (TMA, EPI_BUFFERS), (TMA, 1, SUBTILES): C in, for beta; the load atom was built over
+            # the store's tensor, buffer and sub-tile, so the store's coordinates serve it
             tLsC, tLgC = cpasync.tma_partition(
                 tma_c_in,
                 0,
@@ -342,7 +366,7 @@ def gemm_kernel(
                 t2r,
             )
             r2s_thr = r2s.get_slice(etidx)
-            r2s_sC = r2s_thr.partition_D(sC)  # (R2S, R2S_M, R2S_N, EPI_BUFS)
+            r2s_sC = r2s_thr.partition_D(sC)  # (R2S, R2S_M, R2S_N, EPI_BUFFERS)
             r2s_acc = r2s.retile(r_acc)  # (R2S, R2S_M, R2S_N)
             r_out = cute.make_rmem_tensor(r2s_acc.shape, OUT_DTYPE)
             # (R2S, R2S_M, R2S_N): this thread's row of a C sub-tile, read from its SMEM buffer
@@ -360,8 +384,8 @@ def gemm_kernel(
             # past M and N the bias stays zero (the TMA store clips those rows and columns anyway)
             r_bias.fill(0.0)
             for i in cutlass.range_constexpr(EPI_SUBTILES):
-                buf = i % EPI_BUFS  # the buffers alternate
-                if warp == EPI_WARP0:
+                buf = i % EPI_BUFFERS  # the buffers alternate
+                if warp_idx == EPILOGUE_WARP:
                     # C in place: TMA-load the sub-tile into the buffer it is stored from; the
                     # buffer is free: the wait_group + barrier ending sub-tile i - 1 saw its last
                     # store read
@@ -377,7 +401,8 @@ def gemm_kernel(
                 # the tile's last TMEM load: hand the slot back before converting and storing
                 if i == EPI_SUBTILES - 1:
                     cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld
-                    # one arrive per warp: elect.sync reconverges the warp after every lane's wait
+                    # one arrive per warp: elect.sync reconverges the warp after every
+                    # lane's wait
                     with cute.arch.elect_one():
                         cute.arch.mbarrier_arrive(acc_empty + slot, 0)  # the leader's: rank 0
                 # load k completes phase k of c_full; a persistent tile has an even number of
@@ -394,26 +419,30 @@ def gemm_kernel(
                 # make the SMEM writes visible to the async proxy (TMA), then gather all
                 cute.arch.fence_proxy("async.shared", space="cta")
                 # every row of the sub-tile is in SMEM
-                cute.arch.barrier(barrier_id=1, number_of_threads=EPI_THREADS)
-                if warp == EPI_WARP0:
-                    # one elected lane stores the sub-tile; TMA clips rows and columns past M and N
+                cute.arch.barrier(
+                    barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=EPILOGUE_THREADS
+                )
+                if warp_idx == EPILOGUE_WARP:
+                    # one elected lane stores the sub-tile; TMA clips rows and columns past M
+                    # and N
                     cute.copy(tma_c, tDsC[(None, buf)], tDgC[(None, 0, i)])
                     cute.arch.cp_async_bulk_commit_group()
-                    # at most EPI_BUFS - 1 stores may still read SMEM: the next buffer is free
-                    cute.arch.cp_async_bulk_wait_group(EPI_BUFS - 1, read=True)
+                    # at most EPI_BUFFERS - 1 stores may still read SMEM: the next buffer is
+                    # free
+                    cute.arch.cp_async_bulk_wait_group(EPI_BUFFERS - 1, read=True)
                 # nobody refills a buffer before its store has read it
-                cute.arch.barrier(barrier_id=1, number_of_threads=EPI_THREADS)
-            slot += 1
-            if slot == ACC_SLOTS:  # used every slot: the next wait on each is one phase later
-                slot = cutlass.Int32(0)
-                slot_phase ^= 1
-        if warp == EPI_WARP0:
+                cute.arch.barrier(
+                    barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=EPILOGUE_THREADS
+                )
+            # the next accumulator slot; past the last one, slot 0 one phase later
+            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
+        if warp_idx == EPILOGUE_WARP:
             # SMEM must outlive the last store's read
             cute.arch.cp_async_bulk_wait_group(0, read=True)
 
     # ---- 5. teardown: free the pair's TMEM once both CTAs have read their halves ---------------
     cute.arch.sync_threads()
-    if warp == 0:
+    if warp_idx == TMA_WARP:
         with cute.arch.elect_one():
             cute.arch.mbarrier_arrive(tmem_dealloc, rank ^ 1)  # tell the peer: done with TMEM
         cute.arch.mbarrier_wait(tmem_dealloc, 0)  # completes once, when the peer says the same
@@ -466,14 +495,15 @@ def gemm(
     )
     # C sub-tile buffers: row-major 128x64, one swizzle atom per row
     c_atom = tcgen05.make_smem_layout_atom(EPI_SMEM_ATOM, OUT_DTYPE)
-    sC_layout = cute.tile_to_shape(c_atom, (*EPI_TILE, EPI_BUFS), order=(1, 0, 2))
+    sC_layout = cute.tile_to_shape(c_atom, (*EPI_TILE, EPI_BUFFERS), order=(1, 0, 2))
     one_c = cute.select(sC_layout, mode=[0, 1])  # one sub-tile buffer
     tma_c, tC = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c, one_c, EPI_TILE)
     # beta reads C: the same tensor, buffer and sub-tile, loaded
     tma_c_in, _ = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), c, one_c, EPI_TILE)
     # the byte count was computed by the generator; the layout must agree or the epilogue hangs
     assert cute.size_in_bytes(OUT_DTYPE, one_c) == C_TX_BYTES
-    # the bias (N,) seen as an (M, N) tensor: stride 0 along M, one value per column
+    # the bias (N,) seen as an (M, N) tensor: stride 0 along
+    # M, one value per column
     bias_mn = cute.make_tensor(bias.iterator, cute.make_layout(c.shape, stride=(0, 1)))
     tiles = cute.ceil_div(c.layout.shape[0], TILER[0]) * cute.ceil_div(c.layout.shape[1], TILER[1])
     workers = cutlass.min(tiles, max_workers(sm_count))  # every worker gets at least one tile
@@ -528,7 +558,8 @@ def compile_args(tvm_ffi: bool = False) -> tuple:
 
     stream = make_fake_stream(use_tvm_ffi_env_stream=True) if tvm_ffi else make_fake_stream()
     extra = []
-    extra.append(make_fake_compact_tensor(OUT_DTYPE, (n,), assumed_align=16))  # bias
+    # bias
+    extra.append(make_fake_compact_tensor(OUT_DTYPE, (n,), assumed_align=16))
     return fake(IO_DTYPE, m, k), fake(IO_DTYPE, n, k), fake(OUT_DTYPE, m, n), *extra, stream
 
 

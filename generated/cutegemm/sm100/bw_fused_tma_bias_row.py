@@ -66,26 +66,47 @@ SPEC = {
 IO_DTYPE = cutlass.Float16
 OUT_DTYPE = cutlass.Float16
 ACC_DTYPE = cutlass.Float32
-MMA_INST = (128, 256, 16)  # one tcgen05.mma.cta_group::1 kind::f16 instruction
-TILER = (128, 256, 64)  # one CTA's output tile and the K depth of a stage
+# one tcgen05.mma.cta_group::1 kind::f16 instruction
+MMA_INST = (128, 256, 16)
+# one CTA's output tile and the K depth of a stage
+TILER = (128, 256, 64)
 STAGES = 4
-THREADS = 128  # 4 warps: 0 = TMA producer, 1 = MMA issuer, all = epilogue
-TMEM_COLS = 256  # f32 accumulator: one TMEM column per output column, power of two
-TX_BYTES = 49152  # A + B bytes one stage's TMA copies deliver to its full barrier
+# 4 warps: 0 = TMA producer, 1 = MMA issuer, all = epilogue
+THREADS = 128
+# loads A and B
+TMA_WARP = 0
+# issues the MMAs
+MMA_WARP = 1
+# f32 accumulator: one TMEM column per output column, power of two
+TMEM_COLS = 256
+# A + B bytes one stage's TMA copies deliver to its full barrier
+TX_BYTES = 49152
 EPI_TILE = (128, 64)  # one C sub-tile: 128 rows x 64 columns = 128-byte rows, 16 KiB of f16
 EPI_SUBTILES = 4  # TN / 64 sub-tiles per output tile
-EPI_BUFS = 2  # SMEM sub-tile buffers: the TMA store of one overlaps filling the next
+EPI_BUFFERS = 2  # SMEM sub-tile buffers: the TMA store of one overlaps filling the next
 EPI_SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128  # a 128-byte sub-tile row: one swizzle atom
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
-SHAPE_MULTIPLES = {"M": 1, "N": 8, "K": 8}  # run() rejects other shapes (see the docstring)
+# run() rejects other shapes (see the docstring)
+SHAPE_MULTIPLES = {"M": 1, "N": 8, "K": 8}
 
 
 @cute.struct
-class Barriers:
+class SharedStorage:
     full: cute.struct.MemRange[cutlass.Int64, STAGES]  # stage s holds fresh A/B bytes
     empty: cute.struct.MemRange[cutlass.Int64, STAGES]  # MMAs reading stage s have retired
     acc_full: cutlass.Int64  # accumulator complete in TMEM
     tmem_slot: cutlass.Int32  # tcgen05.alloc writes the TMEM address here
+
+
+@cute.jit
+def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexpr[int]):
+    """The slot after `index` in a ring of `size` slots, and the phase its next wait expects:
+    past the last slot the ring wraps to slot 0, one phase later."""
+    index += 1
+    if index == size:
+        index = cutlass.Int32(0)
+        phase ^= 1
+    return index, phase
 
 
 @cute.kernel
@@ -104,12 +125,12 @@ def gemm_kernel(
 ):
     # ---- 1. setup: shared memory, barriers, TMEM ------------------------------------------------
     tidx, _, _ = cute.arch.thread_idx()
-    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
     bm, bn, _ = cute.arch.block_idx()
     coord = (bm, bn, None)  # grid scheduler: block (bm, bn) computes output tile (bm, bn)
 
     smem = utils.SmemAllocator()
-    bars = smem.allocate(Barriers)
+    bars = smem.allocate(SharedStorage)
     # the swizzle rides on the pointer; the base is 1024-byte aligned (one swizzle period)
     sA = smem.allocate_tensor(
         IO_DTYPE, sA_layout.outer, byte_alignment=1024, swizzle=sA_layout.inner
@@ -117,14 +138,15 @@ def gemm_kernel(
     sB = smem.allocate_tensor(
         IO_DTYPE, sB_layout.outer, byte_alignment=1024, swizzle=sB_layout.inner
     )
-    # (EPI_M, EPI_N, EPI_BUFS): the C sub-tile buffers
+    # (EPI_M, EPI_N, EPI_BUFFERS): the C sub-tile buffers
     sC = smem.allocate_tensor(
         OUT_DTYPE, sC_layout.outer, byte_alignment=1024, swizzle=sC_layout.inner
     )
     full, empty = bars.full.data_ptr(), bars.empty.data_ptr()
     acc_full = bars.acc_full.ptr
 
-    if warp == 0:
+    # the TMA warp initializes the barriers and allocates TMEM
+    if warp_idx == TMA_WARP:
         with cute.arch.elect_one():
             for s in cutlass.range_constexpr(STAGES):
                 cute.arch.mbarrier_init(full + s, 1)  # one arrive (the producer) + TX_BYTES
@@ -159,24 +181,26 @@ def gemm_kernel(
     # (MMA, MMA_M, MMA_N): the accumulator lives in TMEM
     acc = cute.make_tensor(tmem_ptr, acc.layout)
 
+    # (TMA, STAGES), (TMA, k_tiles)
     tAsA, tAgA = cpasync.tma_partition(
         tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 3), cute.group_modes(tCgA, 0, 3)
-    )  # (TMA, STAGES), (TMA, k_tiles)
+    )
+    # (TMA, STAGES), (TMA, k_tiles)
     tBsB, tBgB = cpasync.tma_partition(
         tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 3), cute.group_modes(tCgB, 0, 3)
-    )  # (TMA, STAGES), (TMA, k_tiles)
+    )
     k_tiles = cute.size(gA, mode=[2])
     # the bias seen as an (M, N) tensor (stride 0 along N): it tiles and partitions like C
-    gBias = cute.local_tile(mBias, TILER, coord, proj=(1, 1, None))  # (TM, TN)
+    # (TM, TN)
+    gBias = cute.local_tile(mBias, TILER, coord, proj=(1, 1, None))
     tCgBias = thr.partition_C(gBias)  # (MMA, MMA_M, MMA_N)
     # (row, col) of every element of C: the TMA store clips partial tiles, the bias loads check
-    cC = cute.local_tile(
-        cute.make_identity_tensor(mC.shape), TILER, coord, proj=(1, 1, None)
-    )  # (TM, TN)
+    # (TM, TN)
+    cC = cute.local_tile(cute.make_identity_tensor(mC.shape), TILER, coord, proj=(1, 1, None))
     tCcC = thr.partition_C(cC)  # (MMA, MMA_M, MMA_N)
 
-    if warp == 0:
-        # ---- 3a. TMA producer (warp 0): wait for an empty slot, arm its full barrier, load -------
+    if warp_idx == TMA_WARP:
+        # ---- 3a. TMA producer: wait for an empty slot, arm its full barrier, load --------------
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for k in cutlass.range(k_tiles, unroll=1):
             cute.arch.mbarrier_wait(empty + stage, phase)
@@ -184,27 +208,24 @@ def gemm_kernel(
                 cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES)
             cute.copy(tma_a, tAgA[(None, k)], tAsA[(None, stage)], tma_bar_ptr=full + stage)
             cute.copy(tma_b, tBgB[(None, k)], tBsB[(None, stage)], tma_bar_ptr=full + stage)
-            stage += 1
-            if stage == STAGES:  # wrapped the ring: the next wait on each slot is one phase later
-                stage = cutlass.Int32(0)
-                phase ^= 1
+            # the next slot; past the last one the ring wraps to slot 0, one phase later
+            stage, phase = ring_next(stage, phase, STAGES)
         # tail: this CTA's MMA warp released the last STAGES loads' slots
         # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
         # the arrivals, so none targets this CTA's SMEM after it exits
         for _ in cutlass.range(STAGES, unroll=1):
             cute.arch.mbarrier_wait(empty + stage, phase)
-            stage += 1
-            if stage == STAGES:  # wrapped the ring: the next wait on each slot is one phase later
-                stage = cutlass.Int32(0)
-                phase ^= 1
-    elif warp == 1:
-        # ---- 3b. MMA issuer (warp 1): wait for a full slot, run its MMAs, commit it back empty ----
+            # the next ring position: past the last slot, slot 0 one phase later
+            stage, phase = ring_next(stage, phase, STAGES)
+    elif warp_idx == MMA_WARP:
+        # ---- 3b. MMA issuer: wait for a full slot, run its MMAs, commit it back empty ----------
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         # TMEM is not zeroed: the first MMA of the tile overwrites, every later one adds
         tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
         for k in cutlass.range(k_tiles, unroll=1):
             cute.arch.mbarrier_wait(full + stage, phase)
-            for kb in cutlass.range_constexpr(4):  # TK / 16 MMAs per stage
+            # TK / 16 MMAs per stage
+            for kb in cutlass.range_constexpr(4):
                 cute.gemm(
                     tiled_mma,
                     acc,
@@ -215,19 +236,18 @@ def gemm_kernel(
                 tiled_mma.set(tcgen05.Field.ACCUMULATE, True)  # every later MMA adds
             with cute.arch.elect_one():
                 tcgen05.commit(empty + stage)  # arrives once these MMAs have read the slot
-            stage += 1
-            if stage == STAGES:  # wrapped the ring: the next wait on each slot is one phase later
-                stage = cutlass.Int32(0)
-                phase ^= 1
+            # the next slot; past the last one the ring wraps to slot 0, one phase later
+            stage, phase = ring_next(stage, phase, STAGES)
         with cute.arch.elect_one():
             tcgen05.commit(acc_full)  # arrives once every MMA of the tile has finished
 
-    # ---- 4. epilogue (all warps): TMEM -> registers -> f16 -> SMEM -> TMA store ----
+    # ---- 4. epilogue (all warps) -----------------------------------------------------------------
+    # TMEM -> registers -> f16 -> SMEM -> TMA store
     cute.arch.mbarrier_wait(acc_full, 0)  # completes once, at phase 0, after the final commit
     # (EPI_M, EPI_N, 1, SUBTILES): the accumulator and the C tile cut into sub-tiles
     acc_epi = cute.flat_divide(acc[((None, None), 0, 0)], EPI_TILE)
     gC_epi = cute.flat_divide(tCgC[((None, None), 0, 0)], EPI_TILE)
-    # (TMA, EPI_BUFS), (TMA, 1, SUBTILES)
+    # (TMA, EPI_BUFFERS), (TMA, 1, SUBTILES)
     tDsC, tDgC = cpasync.tma_partition(
         tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), cute.group_modes(gC_epi, 0, 2)
     )
@@ -248,7 +268,7 @@ def gemm_kernel(
         cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), OUT_DTYPE, num_bits_per_copy=128), t2r
     )
     r2s_thr = r2s.get_slice(tidx)
-    r2s_sC = r2s_thr.partition_D(sC)  # (R2S, R2S_M, R2S_N, EPI_BUFS)
+    r2s_sC = r2s_thr.partition_D(sC)  # (R2S, R2S_M, R2S_N, EPI_BUFFERS)
     r2s_acc = r2s.retile(r_acc)  # (R2S, R2S_M, R2S_N)
     r_out = cute.make_rmem_tensor(r2s_acc.shape, OUT_DTYPE)
     # (R2S, R2S_M, R2S_N, 1, SUBTILES): this thread's bias values, their (row, col) in C
@@ -261,7 +281,7 @@ def gemm_kernel(
     if bias_crd[0][0] < cute.size(mC, mode=[0]):
         r_bias.fill(bias_src[0])
     for i in cutlass.range_constexpr(EPI_SUBTILES):
-        buf = i % EPI_BUFS  # the buffers alternate
+        buf = i % EPI_BUFFERS  # the buffers alternate
         cute.copy(t2r, src[(None, None, None, 0, i)], r_acc)
         d = r2s_acc.load()  # (R2S, R2S_M, R2S_N) f32
         d = d + r_bias.load().to(ACC_DTYPE)  # + bias[row]: one value per row of C
@@ -269,21 +289,25 @@ def gemm_kernel(
         cute.copy(r2s, r_out, r2s_sC[(None, None, None, buf)])
         # make the SMEM writes visible to the async proxy (TMA), then gather all
         cute.arch.fence_proxy("async.shared", space="cta")
-        cute.arch.sync_threads()  # every row of the sub-tile is in SMEM
-        if warp == 0:
-            # one elected lane stores the sub-tile; TMA clips rows and columns past M and N
+        # every row of the sub-tile is in SMEM
+        cute.arch.sync_threads()
+        if warp_idx == TMA_WARP:
+            # one elected lane stores the sub-tile; TMA clips rows and columns past M
+            # and N
             cute.copy(tma_c, tDsC[(None, buf)], tDgC[(None, 0, i)])
             cute.arch.cp_async_bulk_commit_group()
-            # at most EPI_BUFS - 1 stores may still read SMEM: the next buffer is free
-            cute.arch.cp_async_bulk_wait_group(EPI_BUFS - 1, read=True)
-        cute.arch.sync_threads()  # nobody refills a buffer before its store has read it
-    if warp == 0:
+            # at most EPI_BUFFERS - 1 stores may still read SMEM: the next buffer is
+            # free
+            cute.arch.cp_async_bulk_wait_group(EPI_BUFFERS - 1, read=True)
+        # nobody refills a buffer before its store has read it
+        cute.arch.sync_threads()
+    if warp_idx == TMA_WARP:
         # SMEM must outlive the last store's read
         cute.arch.cp_async_bulk_wait_group(0, read=True)
 
     # ---- 5. teardown: the allocating warp frees TMEM once every warp has read it ----------------
     cute.arch.sync_threads()
-    if warp == 0:
+    if warp_idx == TMA_WARP:
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS)
 
 
@@ -314,10 +338,11 @@ def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, bias: cute.Tensor, stre
     assert cute.size_in_bytes(IO_DTYPE, one_a) + cute.size_in_bytes(IO_DTYPE, one_b) == TX_BYTES
     # C sub-tile buffers: row-major 128x64, one swizzle atom per row
     c_atom = tcgen05.make_smem_layout_atom(EPI_SMEM_ATOM, OUT_DTYPE)
-    sC_layout = cute.tile_to_shape(c_atom, (*EPI_TILE, EPI_BUFS), order=(1, 0, 2))
+    sC_layout = cute.tile_to_shape(c_atom, (*EPI_TILE, EPI_BUFFERS), order=(1, 0, 2))
     one_c = cute.select(sC_layout, mode=[0, 1])  # one sub-tile buffer
     tma_c, tC = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c, one_c, EPI_TILE)
-    # the bias (M,) seen as an (M, N) tensor: stride 0 along N, one value per row
+    # the bias (M,) seen as an (M, N) tensor: stride 0 along
+    # N, one value per row
     bias_mn = cute.make_tensor(bias.iterator, cute.make_layout(c.shape, stride=(1, 0)))
     gemm_kernel(
         tiled_mma, tma_a, tA, tma_b, tB, tma_c, tC, bias_mn, sA_layout, sB_layout, sC_layout
@@ -356,7 +381,8 @@ def compile_args(tvm_ffi: bool = False) -> tuple:
 
     stream = make_fake_stream(use_tvm_ffi_env_stream=True) if tvm_ffi else make_fake_stream()
     extra = []
-    extra.append(make_fake_compact_tensor(OUT_DTYPE, (m,), assumed_align=16))  # bias
+    # bias
+    extra.append(make_fake_compact_tensor(OUT_DTYPE, (m,), assumed_align=16))
     return fake(IO_DTYPE, m, k), fake(IO_DTYPE, n, k), fake(OUT_DTYPE, m, n), *extra, stream
 
 

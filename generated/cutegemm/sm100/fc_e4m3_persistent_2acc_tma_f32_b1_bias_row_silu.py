@@ -67,36 +67,64 @@ SPEC = {
 IO_DTYPE = cutlass.Float8E4M3FN
 OUT_DTYPE = cutlass.Float32
 ACC_DTYPE = cutlass.Float32
-MMA_INST = (128, 256, 32)  # one tcgen05.mma.cta_group::1 kind::f8f6f4 instruction
-TILER = (128, 256, 128)  # one CTA's output tile and the K depth of a stage
+# one tcgen05.mma.cta_group::1 kind::f8f6f4 instruction
+MMA_INST = (128, 256, 32)
+# one CTA's output tile and the K depth of a stage
+TILER = (128, 256, 128)
 STAGES = 3
-THREADS = 192  # 6 warps: 0 = TMA producer, 1 = MMA issuer, 2-5 = epilogue
-EPI_WARP0 = 2  # first of the 4 epilogue warps; it also issues the TMA stores
-EPI_THREADS = 128  # the epilogue warps: warp w reads TMEM lanes 32 * (w % 4) ... + 31
-ACC_SLOTS = 2  # TMEM accumulators: the MMA fills one while the epilogue drains another
-ACC_EMPTY_ARRIVES = 4  # one per epilogue warp (4)
-DEFAULT_SM_COUNT = 148  # SMs of a B200: gemm's sm_count in a cross-compile; launches pass the GPU's
-TMEM_COLS = 512  # 2 f32 accumulator slot(s) x 256 columns, power of two
-TX_BYTES = 49152  # A + B bytes one stage's TMA copies deliver to its full barrier
+# 6 warps: 0 = TMA producer, 1 = MMA issuer, 2-5 = epilogue
+THREADS = 192
+# loads A and B
+TMA_WARP = 0
+# issues the MMAs
+MMA_WARP = 1
+# first of the 4 epilogue warps; it also issues the TMA stores
+EPILOGUE_WARP = 2
+# the epilogue warps: warp w reads TMEM lanes 32 * (w % 4) ... + 31
+EPILOGUE_THREADS = 128
+# the epilogue warps' named barrier (id 0 is sync_threads)
+EPILOGUE_BARRIER_ID = 1
+# TMEM accumulator slots: the MMA warp fills one while the epilogue drains another
+ACC_SLOTS = 2
+# one per epilogue warp (4)
+ACC_EMPTY_ARRIVES = 4
+# SMs of a B200: gemm's sm_count in a cross-compile; launches pass the GPU's
+DEFAULT_SM_COUNT = 148
+# 2 f32 accumulator slot(s) x 256 columns, power of two
+TMEM_COLS = 512
+# A + B bytes one stage's TMA copies deliver to its full barrier
+TX_BYTES = 49152
 EPI_TILE = (128, 64)  # one C sub-tile: 128 rows x 64 columns = 256-byte rows, 32 KiB of f32
 EPI_SUBTILES = 4  # TN / 64 sub-tiles per output tile
-EPI_BUFS = 2  # SMEM sub-tile buffers: the TMA store of one overlaps filling the next
+EPI_BUFFERS = 2  # SMEM sub-tile buffers: the TMA store of one overlaps filling the next
 EPI_SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128  # 256-byte rows: 2 atoms, 2 TMA boxes of 128x32
 C_TX_BYTES = 32768  # one C sub-tile TMA-loaded for beta: the bytes c_full expects
 # ... + BETA * C, C read in place before it is overwritten
 BETA = 1.0
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
-SHAPE_MULTIPLES = {"M": 1, "N": 8, "K": 16}  # run() rejects other shapes (see the docstring)
+# run() rejects other shapes (see the docstring)
+SHAPE_MULTIPLES = {"M": 1, "N": 8, "K": 16}
 
 
 @cute.struct
-class Barriers:
+class SharedStorage:
     full: cute.struct.MemRange[cutlass.Int64, STAGES]  # stage s holds fresh A/B bytes
     empty: cute.struct.MemRange[cutlass.Int64, STAGES]  # MMAs reading stage s have retired
     acc_full: cute.struct.MemRange[cutlass.Int64, ACC_SLOTS]  # slot j holds a finished tile
     acc_empty: cute.struct.MemRange[cutlass.Int64, ACC_SLOTS]  # the epilogue drained slot j
     c_full: cutlass.Int64  # beta: a C sub-tile has landed in its SMEM buffer
     tmem_slot: cutlass.Int32  # tcgen05.alloc writes the TMEM address here
+
+
+@cute.jit
+def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexpr[int]):
+    """The slot after `index` in a ring of `size` slots, and the phase its next wait expects:
+    past the last slot the ring wraps to slot 0, one phase later."""
+    index += 1
+    if index == size:
+        index = cutlass.Int32(0)
+        phase ^= 1
+    return index, phase
 
 
 @cute.kernel
@@ -116,7 +144,7 @@ def gemm_kernel(
 ):
     # ---- 1. setup: shared memory, barriers, TMEM ------------------------------------------------
     tidx, _, _ = cute.arch.thread_idx()
-    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
     bm, _, _ = cute.arch.block_idx()
     worker, workers = bm, cute.arch.grid_dim()[0]  # one worker per CTA
     # static persistent scheduler: worker w takes tiles w, w + workers, w + 2 * workers, ...
@@ -125,7 +153,7 @@ def gemm_kernel(
     num_tiles = tiles_m * tiles_n
 
     smem = utils.SmemAllocator()
-    bars = smem.allocate(Barriers)
+    bars = smem.allocate(SharedStorage)
     # the swizzle rides on the pointer; the base is 1024-byte aligned (one swizzle period)
     sA = smem.allocate_tensor(
         IO_DTYPE, sA_layout.outer, byte_alignment=1024, swizzle=sA_layout.inner
@@ -133,7 +161,7 @@ def gemm_kernel(
     sB = smem.allocate_tensor(
         IO_DTYPE, sB_layout.outer, byte_alignment=1024, swizzle=sB_layout.inner
     )
-    # (EPI_M, EPI_N, EPI_BUFS): the C sub-tile buffers
+    # (EPI_M, EPI_N, EPI_BUFFERS): the C sub-tile buffers
     sC = smem.allocate_tensor(
         OUT_DTYPE, sC_layout.outer, byte_alignment=1024, swizzle=sC_layout.inner
     )
@@ -141,7 +169,8 @@ def gemm_kernel(
     acc_full, acc_empty = bars.acc_full.data_ptr(), bars.acc_empty.data_ptr()
     c_full = bars.c_full.ptr
 
-    if warp == 0:
+    # the TMA warp initializes the barriers and allocates TMEM
+    if warp_idx == TMA_WARP:
         with cute.arch.elect_one():
             for s in cutlass.range_constexpr(STAGES):
                 cute.arch.mbarrier_init(full + s, 1)  # one arrive (the producer) + TX_BYTES
@@ -169,12 +198,12 @@ def gemm_kernel(
     )
 
     # ---- 2. partition all tiles; MMA fragments over SMEM and TMEM --------------------------------
-    gA = cute.local_tile(mA, TILER, (None, None, None), proj=(1, None, 1))
     # (TM, TK, tiles_m, k_tiles)
-    gB = cute.local_tile(mB, TILER, (None, None, None), proj=(None, 1, 1))
+    gA = cute.local_tile(mA, TILER, (None, None, None), proj=(1, None, 1))
     # (TN, TK, tiles_n, k_tiles)
-    gC = cute.local_tile(mC, TILER, (None, None, None), proj=(1, 1, None))
+    gB = cute.local_tile(mB, TILER, (None, None, None), proj=(None, 1, 1))
     # (TM, TN, tiles_m, tiles_n)
+    gC = cute.local_tile(mC, TILER, (None, None, None), proj=(1, 1, None))
     thr = tiled_mma.get_slice(0)
     tCgA = thr.partition_A(gA)  # (MMA, MMA_M, MMA_K, tiles_m, k_tiles)
     tCgB = thr.partition_B(gB)  # (MMA, MMA_N, MMA_K, tiles_n, k_tiles)
@@ -185,26 +214,28 @@ def gemm_kernel(
     # (MMA, MMA_M, MMA_N, ACC_SLOTS): the accumulators live in TMEM, slot j at column 256 j
     acc = cute.make_tensor(tmem_ptr, acc.layout)
 
+    # (TMA, STAGES), (TMA, tiles_m, k_tiles)
     tAsA, tAgA = cpasync.tma_partition(
         tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 3), cute.group_modes(tCgA, 0, 3)
-    )  # (TMA, STAGES), (TMA, tiles_m, k_tiles)
+    )
+    # (TMA, STAGES), (TMA, tiles_n, k_tiles)
     tBsB, tBgB = cpasync.tma_partition(
         tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 3), cute.group_modes(tCgB, 0, 3)
-    )  # (TMA, STAGES), (TMA, tiles_n, k_tiles)
+    )
     k_tiles = cute.size(gA, mode=[3])
     # the bias seen as an (M, N) tensor (stride 0 along N): it tiles and partitions like C
-    gBias = cute.local_tile(
-        mBias, TILER, (None, None, None), proj=(1, 1, None)
-    )  # (TM, TN, tiles_m, tiles_n)
+    # (TM, TN, tiles_m, tiles_n)
+    gBias = cute.local_tile(mBias, TILER, (None, None, None), proj=(1, 1, None))
     tCgBias = thr.partition_C(gBias)  # (MMA, MMA_M, MMA_N, tiles_m, tiles_n)
     # (row, col) of every element of C: the TMA store clips partial tiles, the bias loads check
+    # (TM, TN, tiles_m, tiles_n)
     cC = cute.local_tile(
         cute.make_identity_tensor(mC.shape), TILER, (None, None, None), proj=(1, 1, None)
-    )  # (TM, TN, tiles_m, tiles_n)
+    )
     tCcC = thr.partition_C(cC)  # (MMA, MMA_M, MMA_N, tiles_m, tiles_n)
 
-    if warp == 0:
-        # ---- 3a. TMA producer (warp 0): per tile, wait for empty slots, arm them, load ----------
+    if warp_idx == TMA_WARP:
+        # ---- 3a. TMA producer: per tile, wait for empty slots, arm them, load ------------------
         # the ring's stage and phase run on across tiles
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
@@ -216,21 +247,17 @@ def gemm_kernel(
                     cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES)
                 cute.copy(tma_a, tAgA[(None, tm, k)], tAsA[(None, stage)], tma_bar_ptr=full + stage)
                 cute.copy(tma_b, tBgB[(None, tn, k)], tBsB[(None, stage)], tma_bar_ptr=full + stage)
-                stage += 1
-                if stage == STAGES:  # wrapped the ring: the next waits are one phase later
-                    stage = cutlass.Int32(0)
-                    phase ^= 1
+                # the next slot; past the last one the ring wraps to slot 0, one phase later
+                stage, phase = ring_next(stage, phase, STAGES)
         # tail: this CTA's MMA warp released the last STAGES loads' slots
         # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
         # the arrivals, so none targets this CTA's SMEM after it exits
         for _ in cutlass.range(STAGES, unroll=1):
             cute.arch.mbarrier_wait(empty + stage, phase)
-            stage += 1
-            if stage == STAGES:  # wrapped the ring: the next wait on each slot is one phase later
-                stage = cutlass.Int32(0)
-                phase ^= 1
-    elif warp == 1:
-        # ---- 3b. MMA issuer (warp 1): per tile, claim a drained accumulator slot, run the ring
+            # the next ring position: past the last slot, slot 0 one phase later
+            stage, phase = ring_next(stage, phase, STAGES)
+    elif warp_idx == MMA_WARP:
+        # ---- 3b. MMA issuer: per tile, claim a drained accumulator slot, run the ring
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
@@ -240,7 +267,8 @@ def gemm_kernel(
             tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
             for k in cutlass.range(k_tiles, unroll=1):
                 cute.arch.mbarrier_wait(full + stage, phase)
-                for kb in cutlass.range_constexpr(4):  # TK / 32 MMAs per stage
+                # TK / 32 MMAs per stage
+                for kb in cutlass.range_constexpr(4):
                     cute.gemm(
                         tiled_mma,
                         acc_t,
@@ -251,28 +279,22 @@ def gemm_kernel(
                     tiled_mma.set(tcgen05.Field.ACCUMULATE, True)  # every later MMA adds
                 with cute.arch.elect_one():
                     tcgen05.commit(empty + stage)  # arrives once these MMAs have read the slot
-                stage += 1
-                if stage == STAGES:  # wrapped the ring: the next waits are one phase later
-                    stage = cutlass.Int32(0)
-                    phase ^= 1
+                # the next slot; past the last one the ring wraps to slot 0, one phase later
+                stage, phase = ring_next(stage, phase, STAGES)
             with cute.arch.elect_one():
                 tcgen05.commit(acc_full + slot)  # arrives once every MMA of the tile has finished
-            slot += 1
-            if slot == ACC_SLOTS:  # used every slot: the next wait on each is one phase later
-                slot = cutlass.Int32(0)
-                slot_phase ^= 1
+            # the next accumulator slot; past the last one, slot 0 one phase later
+            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
         # tail: wait until the epilogue has released every slot, so no arrive targets this CTA's
         # SMEM after it exits
         for _ in cutlass.range(ACC_SLOTS, unroll=1):
             cute.arch.mbarrier_wait(acc_empty + slot, slot_phase)
-            slot += 1
-            if slot == ACC_SLOTS:  # used every slot: the next wait on each is one phase later
-                slot = cutlass.Int32(0)
-                slot_phase ^= 1
-    elif warp >= EPI_WARP0:
-        # ---- 4. epilogue (warps 2-5), per tile: TMEM -> registers -> f32 -> SMEM -> TMA store ----
+            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
+    elif warp_idx >= EPILOGUE_WARP:
+        # ---- 4. epilogue (warps 2-5), per tile ---------------------------------------------------
+        # TMEM -> registers -> f32 -> SMEM -> TMA store
         # a named barrier syncs the epilogue warps alone; the producer and MMA warps keep looping
-        etidx = tidx % EPI_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
+        etidx = tidx % EPILOGUE_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
             # raster along M: the tiles running at once share B tiles
@@ -283,7 +305,7 @@ def gemm_kernel(
             # (EPI_M, EPI_N, 1, SUBTILES): the accumulator and the C tile cut into sub-tiles
             acc_epi = cute.flat_divide(acc_t[((None, None), 0, 0)], EPI_TILE)
             gC_epi = cute.flat_divide(tCgC_t[((None, None), 0, 0)], EPI_TILE)
-            # (TMA, EPI_BUFS), (TMA, 1, SUBTILES)
+            # (TMA, EPI_BUFFERS), (TMA, 1, SUBTILES)
             tDsC, tDgC = cpasync.tma_partition(
                 tma_c,
                 0,
@@ -291,8 +313,8 @@ def gemm_kernel(
                 cute.group_modes(sC, 0, 2),
                 cute.group_modes(gC_epi, 0, 2),
             )
-            # (TMA, EPI_BUFS), (TMA, 1, SUBTILES): C in, for beta; the load atom was built over the
-            # store's tensor, buffer and sub-tile, so the store's coordinates serve it
+            # (TMA, EPI_BUFFERS), (TMA, 1, SUBTILES): C in, for beta; the load atom was built over
+            # the store's tensor, buffer and sub-tile, so the store's coordinates serve it
             tLsC, tLgC = cpasync.tma_partition(
                 tma_c_in,
                 0,
@@ -318,7 +340,7 @@ def gemm_kernel(
                 t2r,
             )
             r2s_thr = r2s.get_slice(etidx)
-            r2s_sC = r2s_thr.partition_D(sC)  # (R2S, R2S_M, R2S_N, EPI_BUFS)
+            r2s_sC = r2s_thr.partition_D(sC)  # (R2S, R2S_M, R2S_N, EPI_BUFFERS)
             r2s_acc = r2s.retile(r_acc)  # (R2S, R2S_M, R2S_N)
             r_out = cute.make_rmem_tensor(r2s_acc.shape, OUT_DTYPE)
             # (R2S, R2S_M, R2S_N): this thread's row of a C sub-tile, read from its SMEM buffer
@@ -339,8 +361,8 @@ def gemm_kernel(
             if bias_crd[0][0] < cute.size(mC, mode=[0]):
                 r_bias.fill(bias_src[0])
             for i in cutlass.range_constexpr(EPI_SUBTILES):
-                buf = i % EPI_BUFS  # the buffers alternate
-                if warp == EPI_WARP0:
+                buf = i % EPI_BUFFERS  # the buffers alternate
+                if warp_idx == EPILOGUE_WARP:
                     # C in place: TMA-load the sub-tile into the buffer it is stored from; the
                     # buffer is free: the wait_group + barrier ending sub-tile i - 1 saw its last
                     # store read
@@ -351,7 +373,8 @@ def gemm_kernel(
                 # the tile's last TMEM load: hand the slot back before converting and storing
                 if i == EPI_SUBTILES - 1:
                     cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld
-                    # one arrive per warp: elect.sync reconverges the warp after every lane's wait
+                    # one arrive per warp: elect.sync reconverges the warp after every
+                    # lane's wait
                     with cute.arch.elect_one():
                         cute.arch.mbarrier_arrive(acc_empty + slot)
                 # load k completes phase k of c_full; a persistent tile has an even number of
@@ -367,26 +390,30 @@ def gemm_kernel(
                 # make the SMEM writes visible to the async proxy (TMA), then gather all
                 cute.arch.fence_proxy("async.shared", space="cta")
                 # every row of the sub-tile is in SMEM
-                cute.arch.barrier(barrier_id=1, number_of_threads=EPI_THREADS)
-                if warp == EPI_WARP0:
-                    # one elected lane stores the sub-tile; TMA clips rows and columns past M and N
+                cute.arch.barrier(
+                    barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=EPILOGUE_THREADS
+                )
+                if warp_idx == EPILOGUE_WARP:
+                    # one elected lane stores the sub-tile; TMA clips rows and columns past M
+                    # and N
                     cute.copy(tma_c, tDsC[(None, buf)], tDgC[(None, 0, i)])
                     cute.arch.cp_async_bulk_commit_group()
-                    # at most EPI_BUFS - 1 stores may still read SMEM: the next buffer is free
-                    cute.arch.cp_async_bulk_wait_group(EPI_BUFS - 1, read=True)
+                    # at most EPI_BUFFERS - 1 stores may still read SMEM: the next buffer is
+                    # free
+                    cute.arch.cp_async_bulk_wait_group(EPI_BUFFERS - 1, read=True)
                 # nobody refills a buffer before its store has read it
-                cute.arch.barrier(barrier_id=1, number_of_threads=EPI_THREADS)
-            slot += 1
-            if slot == ACC_SLOTS:  # used every slot: the next wait on each is one phase later
-                slot = cutlass.Int32(0)
-                slot_phase ^= 1
-        if warp == EPI_WARP0:
+                cute.arch.barrier(
+                    barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=EPILOGUE_THREADS
+                )
+            # the next accumulator slot; past the last one, slot 0 one phase later
+            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
+        if warp_idx == EPILOGUE_WARP:
             # SMEM must outlive the last store's read
             cute.arch.cp_async_bulk_wait_group(0, read=True)
 
     # ---- 5. teardown: the allocating warp frees TMEM once every warp has read it ----------------
     cute.arch.sync_threads()
-    if warp == 0:
+    if warp_idx == TMA_WARP:
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS)
 
 
@@ -433,14 +460,15 @@ def gemm(
     assert cute.size_in_bytes(IO_DTYPE, one_a) + cute.size_in_bytes(IO_DTYPE, one_b) == TX_BYTES
     # C sub-tile buffers: row-major 128x64, 2 swizzle atoms per row
     c_atom = tcgen05.make_smem_layout_atom(EPI_SMEM_ATOM, OUT_DTYPE)
-    sC_layout = cute.tile_to_shape(c_atom, (*EPI_TILE, EPI_BUFS), order=(0, 1, 2))
+    sC_layout = cute.tile_to_shape(c_atom, (*EPI_TILE, EPI_BUFFERS), order=(0, 1, 2))
     one_c = cute.select(sC_layout, mode=[0, 1])  # one sub-tile buffer
     tma_c, tC = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c, one_c, EPI_TILE)
     # beta reads C: the same tensor, buffer and sub-tile, loaded
     tma_c_in, _ = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), c, one_c, EPI_TILE)
     # the byte count was computed by the generator; the layout must agree or the epilogue hangs
     assert cute.size_in_bytes(OUT_DTYPE, one_c) == C_TX_BYTES
-    # the bias (M,) seen as an (M, N) tensor: stride 0 along N, one value per row
+    # the bias (M,) seen as an (M, N) tensor: stride 0 along
+    # N, one value per row
     bias_mn = cute.make_tensor(bias.iterator, cute.make_layout(c.shape, stride=(1, 0)))
     tiles = cute.ceil_div(c.layout.shape[0], TILER[0]) * cute.ceil_div(c.layout.shape[1], TILER[1])
     workers = cutlass.min(tiles, max_workers(sm_count))  # every worker gets at least one tile
@@ -494,7 +522,8 @@ def compile_args(tvm_ffi: bool = False) -> tuple:
 
     stream = make_fake_stream(use_tvm_ffi_env_stream=True) if tvm_ffi else make_fake_stream()
     extra = []
-    extra.append(make_fake_compact_tensor(OUT_DTYPE, (m,), assumed_align=16))  # bias
+    # bias
+    extra.append(make_fake_compact_tensor(OUT_DTYPE, (m,), assumed_align=16))
     return fake(IO_DTYPE, m, k), fake(IO_DTYPE, n, k), fake(OUT_DTYPE, m, n), *extra, stream
 
 

@@ -68,30 +68,55 @@ SPEC = {
 IO_DTYPE = cutlass.Float16
 OUT_DTYPE = cutlass.Float16
 ACC_DTYPE = cutlass.Float32
-MMA_INST = (128, 256, 16)  # one tcgen05.mma.cta_group::1 kind::f16 instruction
-TILER = (128, 256, 64)  # one CTA's output tile and the K depth of a stage
-CLUSTER = (2, 2, 1)  # CTAs (cm, cn) per cluster; cluster rank = cm + 2 * cn
-A_MCAST_MASK = 0b0101  # ranks (0, cn) for every cn, shifted by cm: the CTAs sharing an A tile
-B_MCAST_MASK = 0b0011  # ranks (cm, 0) for every cm, shifted by 2 * cn: the CTAs sharing a B tile
-EMPTY_ARRIVES = 3  # commits that free a slot: this CTA's and its sharers' (2 + 2 - 1)
+# one tcgen05.mma.cta_group::1 kind::f16 instruction
+MMA_INST = (128, 256, 16)
+# one CTA's output tile and the K depth of a stage
+TILER = (128, 256, 64)
+# CTAs (cm, cn) per cluster; cluster rank = cm + 2 * cn
+CLUSTER = (2, 2, 1)
+# ranks (0, cn) for every cn, shifted by cm: the CTAs sharing an A tile
+A_MCAST_MASK = 0b0101
+# ranks (cm, 0) for every cm, shifted by 2 * cn: the CTAs sharing a B tile
+B_MCAST_MASK = 0b0011
+# commits that free a slot: this CTA's and its sharers' (2 + 2 - 1)
+EMPTY_ARRIVES = 3
 STAGES = 4
-THREADS = 128  # 4 warps: 0 = TMA producer, 1 = MMA issuer, all = epilogue
-TMEM_COLS = 256  # f32 accumulator: one TMEM column per output column, power of two
-TX_BYTES = 49152  # A + B bytes landing in EACH CTA per stage: own slices + peers' multicast
+# 4 warps: 0 = TMA producer, 1 = MMA issuer, all = epilogue
+THREADS = 128
+# loads A and B
+TMA_WARP = 0
+# issues the MMAs
+MMA_WARP = 1
+# f32 accumulator: one TMEM column per output column, power of two
+TMEM_COLS = 256
+# A + B bytes landing in EACH CTA per stage: own slices + peers' multicast
+TX_BYTES = 49152
 EPI_TILE = (128, 64)  # one C sub-tile: 128 rows x 64 columns = 128-byte rows, 16 KiB of f16
 EPI_SUBTILES = 4  # TN / 64 sub-tiles per output tile
-EPI_BUFS = 2  # SMEM sub-tile buffers: the TMA store of one overlaps filling the next
+EPI_BUFFERS = 2  # SMEM sub-tile buffers: the TMA store of one overlaps filling the next
 EPI_SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128  # a 128-byte sub-tile row: one swizzle atom
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
-SHAPE_MULTIPLES = {"M": 1, "N": 8, "K": 8}  # run() rejects other shapes (see the docstring)
+# run() rejects other shapes (see the docstring)
+SHAPE_MULTIPLES = {"M": 1, "N": 8, "K": 8}
 
 
 @cute.struct
-class Barriers:
+class SharedStorage:
     full: cute.struct.MemRange[cutlass.Int64, STAGES]  # stage s holds fresh A/B bytes
     empty: cute.struct.MemRange[cutlass.Int64, STAGES]  # MMAs reading stage s have retired
     acc_full: cutlass.Int64  # accumulator complete in TMEM
     tmem_slot: cutlass.Int32  # tcgen05.alloc writes the TMEM address here
+
+
+@cute.jit
+def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexpr[int]):
+    """The slot after `index` in a ring of `size` slots, and the phase its next wait expects:
+    past the last slot the ring wraps to slot 0, one phase later."""
+    index += 1
+    if index == size:
+        index = cutlass.Int32(0)
+        phase ^= 1
+    return index, phase
 
 
 @cute.kernel
@@ -109,7 +134,7 @@ def gemm_kernel(
 ):
     # ---- 1. setup: shared memory, barriers, TMEM ------------------------------------------------
     tidx, _, _ = cute.arch.thread_idx()
-    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
     bm, bn, _ = cute.arch.block_idx()
     coord = (bm, bn, None)  # grid scheduler: block (bm, bn) computes output tile (bm, bn)
     cm, cn = bm % CLUSTER[0], bn % CLUSTER[1]  # this CTA's place in the cluster
@@ -117,7 +142,7 @@ def gemm_kernel(
     mask_b = B_MCAST_MASK << (CLUSTER[0] * cn)  # the CTAs (*, cn) that need this CTA's B tile
 
     smem = utils.SmemAllocator()
-    bars = smem.allocate(Barriers)
+    bars = smem.allocate(SharedStorage)
     # the swizzle rides on the pointer; the base is 1024-byte aligned (one swizzle period)
     sA = smem.allocate_tensor(
         IO_DTYPE, sA_layout.outer, byte_alignment=1024, swizzle=sA_layout.inner
@@ -125,14 +150,15 @@ def gemm_kernel(
     sB = smem.allocate_tensor(
         IO_DTYPE, sB_layout.outer, byte_alignment=1024, swizzle=sB_layout.inner
     )
-    # (EPI_M, EPI_N, EPI_BUFS): the C sub-tile buffers
+    # (EPI_M, EPI_N, EPI_BUFFERS): the C sub-tile buffers
     sC = smem.allocate_tensor(
         OUT_DTYPE, sC_layout.outer, byte_alignment=1024, swizzle=sC_layout.inner
     )
     full, empty = bars.full.data_ptr(), bars.empty.data_ptr()
     acc_full = bars.acc_full.ptr
 
-    if warp == 0:
+    # the TMA warp initializes the barriers and allocates TMEM
+    if warp_idx == TMA_WARP:
         with cute.arch.elect_one():
             for s in cutlass.range_constexpr(STAGES):
                 cute.arch.mbarrier_init(full + s, 1)  # one arrive (the producer) + TX_BYTES
@@ -170,26 +196,28 @@ def gemm_kernel(
     # (MMA, MMA_M, MMA_N): the accumulator lives in TMEM
     acc = cute.make_tensor(tmem_ptr, acc.layout)
 
-    # A is split along the cluster's N extent: CTA (cm, cn) loads slice cn of the A tile
+    # A is split along the cluster's N extent: CTA (cm, cn) loads slice cn of the A tile;
+    # (TMA, STAGES), (TMA, k_tiles): a slice of the A tile
     tAsA, tAgA = cpasync.tma_partition(
         tma_a,
         cn,
         cute.make_layout(CLUSTER[1]),
         cute.group_modes(sA, 0, 3),
         cute.group_modes(tCgA, 0, 3),
-    )  # (TMA, STAGES), (TMA, k_tiles): a slice of the A tile
-    # B is split along the cluster's M extent: CTA (cm, cn) loads slice cm of the B tile
+    )
+    # B is split along the cluster's M extent: CTA (cm, cn) loads slice cm of the B tile;
+    # (TMA, STAGES), (TMA, k_tiles): a slice of the B tile
     tBsB, tBgB = cpasync.tma_partition(
         tma_b,
         cm,
         cute.make_layout(CLUSTER[0]),
         cute.group_modes(sB, 0, 3),
         cute.group_modes(tCgB, 0, 3),
-    )  # (TMA, STAGES), (TMA, k_tiles): a slice of the B tile
+    )
     k_tiles = cute.size(gA, mode=[2])
 
-    if warp == 0:
-        # ---- 3a. TMA producer (warp 0): wait for an empty slot, arm its full barrier, load -------
+    if warp_idx == TMA_WARP:
+        # ---- 3a. TMA producer: wait for an empty slot, arm its full barrier, load --------------
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for k in cutlass.range(k_tiles, unroll=1):
             cute.arch.mbarrier_wait(empty + stage, phase)
@@ -211,27 +239,24 @@ def gemm_kernel(
                 tma_bar_ptr=full + stage,
                 mcast_mask=mask_b,
             )
-            stage += 1
-            if stage == STAGES:  # wrapped the ring: the next wait on each slot is one phase later
-                stage = cutlass.Int32(0)
-                phase ^= 1
+            # the next slot; past the last one the ring wraps to slot 0, one phase later
+            stage, phase = ring_next(stage, phase, STAGES)
         # tail: the MMA warps of this CTA and its sharers released the last STAGES loads' slots
         # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
         # the arrivals, so none targets this CTA's SMEM after it exits
         for _ in cutlass.range(STAGES, unroll=1):
             cute.arch.mbarrier_wait(empty + stage, phase)
-            stage += 1
-            if stage == STAGES:  # wrapped the ring: the next wait on each slot is one phase later
-                stage = cutlass.Int32(0)
-                phase ^= 1
-    elif warp == 1:
-        # ---- 3b. MMA issuer (warp 1): wait for a full slot, run its MMAs, commit it back empty ----
+            # the next ring position: past the last slot, slot 0 one phase later
+            stage, phase = ring_next(stage, phase, STAGES)
+    elif warp_idx == MMA_WARP:
+        # ---- 3b. MMA issuer: wait for a full slot, run its MMAs, commit it back empty ----------
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         # TMEM is not zeroed: the first MMA of the tile overwrites, every later one adds
         tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
         for k in cutlass.range(k_tiles, unroll=1):
             cute.arch.mbarrier_wait(full + stage, phase)
-            for kb in cutlass.range_constexpr(4):  # TK / 16 MMAs per stage
+            # TK / 16 MMAs per stage
+            for kb in cutlass.range_constexpr(4):
                 cute.gemm(
                     tiled_mma,
                     acc,
@@ -241,22 +266,21 @@ def gemm_kernel(
                 )
                 tiled_mma.set(tcgen05.Field.ACCUMULATE, True)  # every later MMA adds
             with cute.arch.elect_one():
-                # arrives on empty[stage] of this CTA and of every CTA whose producer writes into
-                # this CTA's slot (mask_a | mask_b) once these MMAs have read it
+                # arrives on empty[stage] of this CTA and of every CTA whose producer writes
+                # into this CTA's slot (mask_a | mask_b) once these MMAs have read it
                 tcgen05.commit(empty + stage, mask_a | mask_b, tcgen05.CtaGroup.ONE)
-            stage += 1
-            if stage == STAGES:  # wrapped the ring: the next wait on each slot is one phase later
-                stage = cutlass.Int32(0)
-                phase ^= 1
+            # the next slot; past the last one the ring wraps to slot 0, one phase later
+            stage, phase = ring_next(stage, phase, STAGES)
         with cute.arch.elect_one():
             tcgen05.commit(acc_full)  # arrives once every MMA of the tile has finished
 
-    # ---- 4. epilogue (all warps): TMEM -> registers -> f16 -> SMEM -> TMA store ----
+    # ---- 4. epilogue (all warps) -----------------------------------------------------------------
+    # TMEM -> registers -> f16 -> SMEM -> TMA store
     cute.arch.mbarrier_wait(acc_full, 0)  # completes once, at phase 0, after the final commit
     # (EPI_M, EPI_N, 1, SUBTILES): the accumulator and the C tile cut into sub-tiles
     acc_epi = cute.flat_divide(acc[((None, None), 0, 0)], EPI_TILE)
     gC_epi = cute.flat_divide(tCgC[((None, None), 0, 0)], EPI_TILE)
-    # (TMA, EPI_BUFS), (TMA, 1, SUBTILES)
+    # (TMA, EPI_BUFFERS), (TMA, 1, SUBTILES)
     tDsC, tDgC = cpasync.tma_partition(
         tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), cute.group_modes(gC_epi, 0, 2)
     )
@@ -277,31 +301,35 @@ def gemm_kernel(
         cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), OUT_DTYPE, num_bits_per_copy=128), t2r
     )
     r2s_thr = r2s.get_slice(tidx)
-    r2s_sC = r2s_thr.partition_D(sC)  # (R2S, R2S_M, R2S_N, EPI_BUFS)
+    r2s_sC = r2s_thr.partition_D(sC)  # (R2S, R2S_M, R2S_N, EPI_BUFFERS)
     r2s_acc = r2s.retile(r_acc)  # (R2S, R2S_M, R2S_N)
     r_out = cute.make_rmem_tensor(r2s_acc.shape, OUT_DTYPE)
     for i in cutlass.range_constexpr(EPI_SUBTILES):
-        buf = i % EPI_BUFS  # the buffers alternate
+        buf = i % EPI_BUFFERS  # the buffers alternate
         cute.copy(t2r, src[(None, None, None, 0, i)], r_acc)
         r_out.store(r2s_acc.load().to(OUT_DTYPE))
         cute.copy(r2s, r_out, r2s_sC[(None, None, None, buf)])
         # make the SMEM writes visible to the async proxy (TMA), then gather all
         cute.arch.fence_proxy("async.shared", space="cta")
-        cute.arch.sync_threads()  # every row of the sub-tile is in SMEM
-        if warp == 0:
-            # one elected lane stores the sub-tile; TMA clips rows and columns past M and N
+        # every row of the sub-tile is in SMEM
+        cute.arch.sync_threads()
+        if warp_idx == TMA_WARP:
+            # one elected lane stores the sub-tile; TMA clips rows and columns past M
+            # and N
             cute.copy(tma_c, tDsC[(None, buf)], tDgC[(None, 0, i)])
             cute.arch.cp_async_bulk_commit_group()
-            # at most EPI_BUFS - 1 stores may still read SMEM: the next buffer is free
-            cute.arch.cp_async_bulk_wait_group(EPI_BUFS - 1, read=True)
-        cute.arch.sync_threads()  # nobody refills a buffer before its store has read it
-    if warp == 0:
+            # at most EPI_BUFFERS - 1 stores may still read SMEM: the next buffer is
+            # free
+            cute.arch.cp_async_bulk_wait_group(EPI_BUFFERS - 1, read=True)
+        # nobody refills a buffer before its store has read it
+        cute.arch.sync_threads()
+    if warp_idx == TMA_WARP:
         # SMEM must outlive the last store's read
         cute.arch.cp_async_bulk_wait_group(0, read=True)
 
     # ---- 5. teardown: the allocating warp frees TMEM once every warp has read it ----------------
     cute.arch.sync_threads()
-    if warp == 0:
+    if warp_idx == TMA_WARP:
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS)
 
 
@@ -334,7 +362,7 @@ def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
     assert cute.size_in_bytes(IO_DTYPE, one_a) + cute.size_in_bytes(IO_DTYPE, one_b) == TX_BYTES
     # C sub-tile buffers: row-major 128x64, one swizzle atom per row
     c_atom = tcgen05.make_smem_layout_atom(EPI_SMEM_ATOM, OUT_DTYPE)
-    sC_layout = cute.tile_to_shape(c_atom, (*EPI_TILE, EPI_BUFS), order=(1, 0, 2))
+    sC_layout = cute.tile_to_shape(c_atom, (*EPI_TILE, EPI_BUFFERS), order=(1, 0, 2))
     one_c = cute.select(sC_layout, mode=[0, 1])  # one sub-tile buffer
     tma_c, tC = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c, one_c, EPI_TILE)
     gemm_kernel(tiled_mma, tma_a, tA, tma_b, tB, tma_c, tC, sA_layout, sB_layout, sC_layout).launch(

@@ -66,28 +66,46 @@ SPEC = {
 IO_DTYPE = cutlass.Float16
 OUT_DTYPE = cutlass.Float16
 ACC_DTYPE = cutlass.Float32
-MMA_INST = (128, 256, 16)  # one tcgen05.mma.cta_group::1 kind::f16 instruction
-TILER = (128, 256, 64)  # one CTA's output tile and the K depth of a stage
+# one tcgen05.mma.cta_group::1 kind::f16 instruction
+MMA_INST = (128, 256, 16)
+# one CTA's output tile and the K depth of a stage
+TILER = (128, 256, 64)
 STAGES = 4
-THREADS = 192  # 6 warps: 0 = TMA producer and tile requests, 1 = MMA issuer, 2-5 = epilogue
-EPI_WARP0 = 2  # first of the 4 epilogue warps; it also issues the TMA stores
-EPI_THREADS = 128  # the epilogue warps: warp w reads TMEM lanes 32 * (w % 4) ... + 31
-ACC_SLOTS = 2  # TMEM accumulators: the MMA fills one while the epilogue drains another
-ACC_EMPTY_ARRIVES = 4  # one per epilogue warp (4)
-CLC_RESPONSE_BYTES = 16  # try_cancel's answer: the tx bytes clc_full expects per request
-CLC_READERS = 6  # clc_empty arrives per answer: producer, MMA, 4 epilogue warps
-TMEM_COLS = 512  # 2 f32 accumulator slot(s) x 256 columns, power of two
-TX_BYTES = 49152  # A + B bytes one stage's TMA copies deliver to its full barrier
+# 6 warps: 0 = TMA producer and tile requests, 1 = MMA issuer, 2-5 = epilogue
+THREADS = 192
+# loads A and B and asks for the next tile
+TMA_WARP = 0
+# issues the MMAs
+MMA_WARP = 1
+# first of the 4 epilogue warps; it also issues the TMA stores
+EPILOGUE_WARP = 2
+# the epilogue warps: warp w reads TMEM lanes 32 * (w % 4) ... + 31
+EPILOGUE_THREADS = 128
+# the epilogue warps' named barrier (id 0 is sync_threads)
+EPILOGUE_BARRIER_ID = 1
+# TMEM accumulator slots: the MMA warp fills one while the epilogue drains another
+ACC_SLOTS = 2
+# one per epilogue warp (4)
+ACC_EMPTY_ARRIVES = 4
+# try_cancel's answer: the tx bytes clc_full expects per request
+CLC_RESPONSE_BYTES = 16
+# clc_empty arrives per answer: producer, MMA, 4 epilogue warps
+CLC_READERS = 6
+# 2 f32 accumulator slot(s) x 256 columns, power of two
+TMEM_COLS = 512
+# A + B bytes one stage's TMA copies deliver to its full barrier
+TX_BYTES = 49152
 EPI_TILE = (128, 64)  # one C sub-tile: 128 rows x 64 columns = 128-byte rows, 16 KiB of f16
 EPI_SUBTILES = 4  # TN / 64 sub-tiles per output tile
-EPI_BUFS = 2  # SMEM sub-tile buffers: the TMA store of one overlaps filling the next
+EPI_BUFFERS = 2  # SMEM sub-tile buffers: the TMA store of one overlaps filling the next
 EPI_SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128  # a 128-byte sub-tile row: one swizzle atom
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
-SHAPE_MULTIPLES = {"M": 1, "N": 8, "K": 8}  # run() rejects other shapes (see the docstring)
+# run() rejects other shapes (see the docstring)
+SHAPE_MULTIPLES = {"M": 1, "N": 8, "K": 8}
 
 
 @cute.struct
-class Barriers:
+class SharedStorage:
     full: cute.struct.MemRange[cutlass.Int64, STAGES]  # stage s holds fresh A/B bytes
     empty: cute.struct.MemRange[cutlass.Int64, STAGES]  # MMAs reading stage s have retired
     acc_full: cute.struct.MemRange[cutlass.Int64, ACC_SLOTS]  # slot j holds a finished tile
@@ -97,6 +115,17 @@ class Barriers:
     # clusterlaunchcontrol.try_cancel writes its opaque 16-byte answer here
     clc_response: cute.struct.Align[cute.struct.MemRange[cutlass.Int32, 4], CLC_RESPONSE_BYTES]
     tmem_slot: cutlass.Int32  # tcgen05.alloc writes the TMEM address here
+
+
+@cute.jit
+def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexpr[int]):
+    """The slot after `index` in a ring of `size` slots, and the phase its next wait expects:
+    past the last slot the ring wraps to slot 0, one phase later."""
+    index += 1
+    if index == size:
+        index = cutlass.Int32(0)
+        phase ^= 1
+    return index, phase
 
 
 @cute.kernel
@@ -114,11 +143,11 @@ def gemm_kernel(
 ):
     # ---- 1. setup: shared memory, barriers, TMEM ------------------------------------------------
     tidx, _, _ = cute.arch.thread_idx()
-    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
     bm, bn, _ = cute.arch.block_idx()  # this CTA's own tile: the first it computes
 
     smem = utils.SmemAllocator()
-    bars = smem.allocate(Barriers)
+    bars = smem.allocate(SharedStorage)
     # the swizzle rides on the pointer; the base is 1024-byte aligned (one swizzle period)
     sA = smem.allocate_tensor(
         IO_DTYPE, sA_layout.outer, byte_alignment=1024, swizzle=sA_layout.inner
@@ -126,7 +155,7 @@ def gemm_kernel(
     sB = smem.allocate_tensor(
         IO_DTYPE, sB_layout.outer, byte_alignment=1024, swizzle=sB_layout.inner
     )
-    # (EPI_M, EPI_N, EPI_BUFS): the C sub-tile buffers
+    # (EPI_M, EPI_N, EPI_BUFFERS): the C sub-tile buffers
     sC = smem.allocate_tensor(
         OUT_DTYPE, sC_layout.outer, byte_alignment=1024, swizzle=sC_layout.inner
     )
@@ -135,7 +164,8 @@ def gemm_kernel(
     clc_full, clc_empty = bars.clc_full.ptr, bars.clc_empty.ptr
     clc_response = bars.clc_response.data_ptr()
 
-    if warp == 0:
+    # the TMA warp initializes the barriers and allocates TMEM
+    if warp_idx == TMA_WARP:
         with cute.arch.elect_one():
             for s in cutlass.range_constexpr(STAGES):
                 cute.arch.mbarrier_init(full + s, 1)  # one arrive (the producer) + TX_BYTES
@@ -149,7 +179,8 @@ def gemm_kernel(
                 cute.arch.mbarrier_arrive(acc_empty + j, arrive_count=ACC_EMPTY_ARRIVES)
             cute.arch.mbarrier_init(clc_full, 1)  # the asking lane's arrive + the answer's bytes
             cute.arch.mbarrier_init(clc_empty, CLC_READERS)  # one arrive per reading warp
-            # pre-arm with all of them at once: phase 0 completes, the first request waits for nobody
+            # pre-arm with all of them at once: phase 0 completes, the first request waits for
+            # nobody
             cute.arch.mbarrier_arrive(clc_empty, arrive_count=CLC_READERS)
         cpasync.prefetch_descriptor(tma_a)
         cpasync.prefetch_descriptor(tma_b)
@@ -165,12 +196,12 @@ def gemm_kernel(
     )
 
     # ---- 2. partition all tiles; MMA fragments over SMEM and TMEM --------------------------------
-    gA = cute.local_tile(mA, TILER, (None, None, None), proj=(1, None, 1))
     # (TM, TK, tiles_m, k_tiles)
-    gB = cute.local_tile(mB, TILER, (None, None, None), proj=(None, 1, 1))
+    gA = cute.local_tile(mA, TILER, (None, None, None), proj=(1, None, 1))
     # (TN, TK, tiles_n, k_tiles)
-    gC = cute.local_tile(mC, TILER, (None, None, None), proj=(1, 1, None))
+    gB = cute.local_tile(mB, TILER, (None, None, None), proj=(None, 1, 1))
     # (TM, TN, tiles_m, tiles_n)
+    gC = cute.local_tile(mC, TILER, (None, None, None), proj=(1, 1, None))
     thr = tiled_mma.get_slice(0)
     tCgA = thr.partition_A(gA)  # (MMA, MMA_M, MMA_K, tiles_m, k_tiles)
     tCgB = thr.partition_B(gB)  # (MMA, MMA_N, MMA_K, tiles_n, k_tiles)
@@ -181,16 +212,18 @@ def gemm_kernel(
     # (MMA, MMA_M, MMA_N, ACC_SLOTS): the accumulators live in TMEM, slot j at column 256 j
     acc = cute.make_tensor(tmem_ptr, acc.layout)
 
+    # (TMA, STAGES), (TMA, tiles_m, k_tiles)
     tAsA, tAgA = cpasync.tma_partition(
         tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 3), cute.group_modes(tCgA, 0, 3)
-    )  # (TMA, STAGES), (TMA, tiles_m, k_tiles)
+    )
+    # (TMA, STAGES), (TMA, tiles_n, k_tiles)
     tBsB, tBgB = cpasync.tma_partition(
         tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 3), cute.group_modes(tCgB, 0, 3)
-    )  # (TMA, STAGES), (TMA, tiles_n, k_tiles)
+    )
     k_tiles = cute.size(gA, mode=[3])
 
-    if warp == 0:
-        # ---- 3a. TMA producer (warp 0): per tile, wait for empty slots, arm them, load ----------
+    if warp_idx == TMA_WARP:
+        # ---- 3a. TMA producer: per tile, wait for empty slots, arm them, load ------------------
         # the ring's stage and phase run on across tiles
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         # this CTA's own tile first, then the tiles of CTAs it cancels before they start
@@ -210,23 +243,21 @@ def gemm_kernel(
                     cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES)
                 cute.copy(tma_a, tAgA[(None, tm, k)], tAsA[(None, stage)], tma_bar_ptr=full + stage)
                 cute.copy(tma_b, tBgB[(None, tn, k)], tBsB[(None, stage)], tma_bar_ptr=full + stage)
-                stage += 1
-                if stage == STAGES:  # wrapped the ring: the next waits are one phase later
-                    stage = cutlass.Int32(0)
-                    phase ^= 1
+                # the next slot; past the last one the ring wraps to slot 0, one phase later
+                stage, phase = ring_next(stage, phase, STAGES)
             tm, tn, more = next_tile(clc_full, clc_empty, clc_response, clc_phase)
-            clc_phase ^= 1  # one answer per tile: the next waits on both barriers are a phase later
+            # one answer per tile, in a ring of one slot: the next waits on both barriers are a
+            # phase later
+            _, clc_phase = ring_next(0, clc_phase, 1)
         # tail: this CTA's MMA warp released the last STAGES loads' slots
         # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
         # the arrivals, so none targets this CTA's SMEM after it exits
         for _ in cutlass.range(STAGES, unroll=1):
             cute.arch.mbarrier_wait(empty + stage, phase)
-            stage += 1
-            if stage == STAGES:  # wrapped the ring: the next wait on each slot is one phase later
-                stage = cutlass.Int32(0)
-                phase ^= 1
-    elif warp == 1:
-        # ---- 3b. MMA issuer (warp 1): per tile, claim a drained accumulator slot, run the ring
+            # the next ring position: past the last slot, slot 0 one phase later
+            stage, phase = ring_next(stage, phase, STAGES)
+    elif warp_idx == MMA_WARP:
+        # ---- 3b. MMA issuer: per tile, claim a drained accumulator slot, run the ring
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
         # this CTA's own tile first, then the tiles of CTAs it cancels before they start
@@ -238,14 +269,17 @@ def gemm_kernel(
             # only whether there is a next tile): the producer's next request waits for every
             # reader, and must not wait for this tile's MMAs, or the ring drains at every tile
             next_more = next_tile(clc_full, clc_empty, clc_response, clc_phase)[2]
-            clc_phase ^= 1  # one answer per tile: the next waits on both barriers are a phase later
+            # one answer per tile, in a ring of one slot: the next waits on both barriers are a
+            # phase later
+            _, clc_phase = ring_next(0, clc_phase, 1)
             cute.arch.mbarrier_wait(acc_empty + slot, slot_phase)  # the epilogue drained the slot
             acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): this tile's accumulator
             # TMEM is not zeroed: the first MMA of each tile overwrites, every later one adds
             tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
             for k in cutlass.range(k_tiles, unroll=1):
                 cute.arch.mbarrier_wait(full + stage, phase)
-                for kb in cutlass.range_constexpr(4):  # TK / 16 MMAs per stage
+                # TK / 16 MMAs per stage
+                for kb in cutlass.range_constexpr(4):
                     cute.gemm(
                         tiled_mma,
                         acc_t,
@@ -256,29 +290,23 @@ def gemm_kernel(
                     tiled_mma.set(tcgen05.Field.ACCUMULATE, True)  # every later MMA adds
                 with cute.arch.elect_one():
                     tcgen05.commit(empty + stage)  # arrives once these MMAs have read the slot
-                stage += 1
-                if stage == STAGES:  # wrapped the ring: the next waits are one phase later
-                    stage = cutlass.Int32(0)
-                    phase ^= 1
+                # the next slot; past the last one the ring wraps to slot 0, one phase later
+                stage, phase = ring_next(stage, phase, STAGES)
             with cute.arch.elect_one():
                 tcgen05.commit(acc_full + slot)  # arrives once every MMA of the tile has finished
-            slot += 1
-            if slot == ACC_SLOTS:  # used every slot: the next wait on each is one phase later
-                slot = cutlass.Int32(0)
-                slot_phase ^= 1
+            # the next accumulator slot; past the last one, slot 0 one phase later
+            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
             more = next_more
         # tail: wait until the epilogue has released every slot, so no arrive targets this CTA's
         # SMEM after it exits
         for _ in cutlass.range(ACC_SLOTS, unroll=1):
             cute.arch.mbarrier_wait(acc_empty + slot, slot_phase)
-            slot += 1
-            if slot == ACC_SLOTS:  # used every slot: the next wait on each is one phase later
-                slot = cutlass.Int32(0)
-                slot_phase ^= 1
-    elif warp >= EPI_WARP0:
-        # ---- 4. epilogue (warps 2-5), per tile: TMEM -> registers -> f16 -> SMEM -> TMA store ----
+            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
+    elif warp_idx >= EPILOGUE_WARP:
+        # ---- 4. epilogue (warps 2-5), per tile ---------------------------------------------------
+        # TMEM -> registers -> f16 -> SMEM -> TMA store
         # a named barrier syncs the epilogue warps alone; the producer and MMA warps keep looping
-        etidx = tidx % EPI_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
+        etidx = tidx % EPILOGUE_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
         tm, tn, more = bm, bn, cutlass.Boolean(True)  # this CTA's own tile first
         clc_phase = cutlass.Int32(0)
@@ -286,14 +314,16 @@ def gemm_kernel(
             # take the next answer before draining this tile: the producer's next request waits
             # for every reader, and must not wait for this tile's stores
             next_m, next_n, next_more = next_tile(clc_full, clc_empty, clc_response, clc_phase)
-            clc_phase ^= 1  # one answer per tile: the next wait is a phase later
+            # one answer per tile, in a ring of one slot: the next waits on both barriers are a
+            # phase later
+            _, clc_phase = ring_next(0, clc_phase, 1)
             acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): the tile's accumulator
             tCgC_t = tCgC[(None, None, None, tm, tn)]  # (MMA, MMA_M, MMA_N): the tile's C
             cute.arch.mbarrier_wait(acc_full + slot, slot_phase)  # the tile's MMAs have finished
             # (EPI_M, EPI_N, 1, SUBTILES): the accumulator and the C tile cut into sub-tiles
             acc_epi = cute.flat_divide(acc_t[((None, None), 0, 0)], EPI_TILE)
             gC_epi = cute.flat_divide(tCgC_t[((None, None), 0, 0)], EPI_TILE)
-            # (TMA, EPI_BUFS), (TMA, 1, SUBTILES)
+            # (TMA, EPI_BUFFERS), (TMA, 1, SUBTILES)
             tDsC, tDgC = cpasync.tma_partition(
                 tma_c,
                 0,
@@ -319,16 +349,17 @@ def gemm_kernel(
                 t2r,
             )
             r2s_thr = r2s.get_slice(etidx)
-            r2s_sC = r2s_thr.partition_D(sC)  # (R2S, R2S_M, R2S_N, EPI_BUFS)
+            r2s_sC = r2s_thr.partition_D(sC)  # (R2S, R2S_M, R2S_N, EPI_BUFFERS)
             r2s_acc = r2s.retile(r_acc)  # (R2S, R2S_M, R2S_N)
             r_out = cute.make_rmem_tensor(r2s_acc.shape, OUT_DTYPE)
             for i in cutlass.range_constexpr(EPI_SUBTILES):
-                buf = i % EPI_BUFS  # the buffers alternate
+                buf = i % EPI_BUFFERS  # the buffers alternate
                 cute.copy(t2r, src[(None, None, None, 0, i)], r_acc)
                 # the tile's last TMEM load: hand the slot back before converting and storing
                 if i == EPI_SUBTILES - 1:
                     cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld
-                    # one arrive per warp: elect.sync reconverges the warp after every lane's wait
+                    # one arrive per warp: elect.sync reconverges the warp after every
+                    # lane's wait
                     with cute.arch.elect_one():
                         cute.arch.mbarrier_arrive(acc_empty + slot)
                 r_out.store(r2s_acc.load().to(OUT_DTYPE))
@@ -336,27 +367,31 @@ def gemm_kernel(
                 # make the SMEM writes visible to the async proxy (TMA), then gather all
                 cute.arch.fence_proxy("async.shared", space="cta")
                 # every row of the sub-tile is in SMEM
-                cute.arch.barrier(barrier_id=1, number_of_threads=EPI_THREADS)
-                if warp == EPI_WARP0:
-                    # one elected lane stores the sub-tile; TMA clips rows and columns past M and N
+                cute.arch.barrier(
+                    barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=EPILOGUE_THREADS
+                )
+                if warp_idx == EPILOGUE_WARP:
+                    # one elected lane stores the sub-tile; TMA clips rows and columns past M
+                    # and N
                     cute.copy(tma_c, tDsC[(None, buf)], tDgC[(None, 0, i)])
                     cute.arch.cp_async_bulk_commit_group()
-                    # at most EPI_BUFS - 1 stores may still read SMEM: the next buffer is free
-                    cute.arch.cp_async_bulk_wait_group(EPI_BUFS - 1, read=True)
+                    # at most EPI_BUFFERS - 1 stores may still read SMEM: the next buffer is
+                    # free
+                    cute.arch.cp_async_bulk_wait_group(EPI_BUFFERS - 1, read=True)
                 # nobody refills a buffer before its store has read it
-                cute.arch.barrier(barrier_id=1, number_of_threads=EPI_THREADS)
-            slot += 1
-            if slot == ACC_SLOTS:  # used every slot: the next wait on each is one phase later
-                slot = cutlass.Int32(0)
-                slot_phase ^= 1
+                cute.arch.barrier(
+                    barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=EPILOGUE_THREADS
+                )
+            # the next accumulator slot; past the last one, slot 0 one phase later
+            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
             tm, tn, more = next_m, next_n, next_more
-        if warp == EPI_WARP0:
+        if warp_idx == EPILOGUE_WARP:
             # SMEM must outlive the last store's read
             cute.arch.cp_async_bulk_wait_group(0, read=True)
 
     # ---- 5. teardown: the allocating warp frees TMEM once every warp has read it ----------------
     cute.arch.sync_threads()
-    if warp == 0:
+    if warp_idx == TMA_WARP:
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS)
 
 
@@ -403,7 +438,7 @@ def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
     assert cute.size_in_bytes(IO_DTYPE, one_a) + cute.size_in_bytes(IO_DTYPE, one_b) == TX_BYTES
     # C sub-tile buffers: row-major 128x64, one swizzle atom per row
     c_atom = tcgen05.make_smem_layout_atom(EPI_SMEM_ATOM, OUT_DTYPE)
-    sC_layout = cute.tile_to_shape(c_atom, (*EPI_TILE, EPI_BUFS), order=(1, 0, 2))
+    sC_layout = cute.tile_to_shape(c_atom, (*EPI_TILE, EPI_BUFFERS), order=(1, 0, 2))
     one_c = cute.select(sC_layout, mode=[0, 1])  # one sub-tile buffer
     tma_c, tC = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c, one_c, EPI_TILE)
     gemm_kernel(tiled_mma, tma_a, tA, tma_b, tB, tma_c, tC, sA_layout, sB_layout, sC_layout).launch(

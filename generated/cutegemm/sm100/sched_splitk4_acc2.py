@@ -75,29 +75,44 @@ SPEC = {
 IO_DTYPE = cutlass.Float16
 OUT_DTYPE = cutlass.Float16
 ACC_DTYPE = cutlass.Float32
-MMA_INST = (128, 64, 16)  # one tcgen05.mma.cta_group::1 kind::f16 instruction
-TILER = (128, 64, 64)  # one CTA's output tile and the K depth of a stage
+# one tcgen05.mma.cta_group::1 kind::f16 instruction
+MMA_INST = (128, 64, 16)
+# one CTA's output tile and the K depth of a stage
+TILER = (128, 64, 64)
 CLUSTER = (4, 1, 1)  # split-K: the CTAs sharing one output tile; rank r takes K share r
 STAGES = 8
-THREADS = 192  # 6 warps: 0 = TMA producer, 1 = MMA issuer, 2-5 = epilogue
-EPI_WARP0 = 2  # first of the 4 epilogue warps; it also issues the TMA stores
-EPI_THREADS = 128  # the epilogue warps: warp w reads TMEM lanes 32 * (w % 4) ... + 31
-ACC_SLOTS = 2  # TMEM accumulators: the MMA fills one while the epilogue drains another
-ACC_EMPTY_ARRIVES = 4  # one per epilogue warp (4)
-DEFAULT_SM_COUNT = 148  # SMs of a B200: gemm's sm_count in a cross-compile; launches pass the GPU's
+# 6 warps: 0 = TMA producer, 1 = MMA issuer, 2-5 = epilogue
+THREADS = 192
+# loads A and B
+TMA_WARP = 0
+# issues the MMAs
+MMA_WARP = 1
+# first of the 4 epilogue warps; it also issues the TMA stores
+EPILOGUE_WARP = 2
+# the epilogue warps: warp w reads TMEM lanes 32 * (w % 4) ... + 31
+EPILOGUE_THREADS = 128
+# TMEM accumulator slots: the MMA warp fills one while the epilogue drains another
+ACC_SLOTS = 2
+# one per epilogue warp (4)
+ACC_EMPTY_ARRIVES = 4
+# SMs of a B200: gemm's sm_count in a cross-compile; launches pass the GPU's
+DEFAULT_SM_COUNT = 148
 SPLITS = 4  # CTAs per cluster; each accumulates 1/SPLITS of the K range of the cluster's tile
 STAGED_ARRIVES = 12  # rank 0's staged barrier: every epilogue warp (4) of every peer (3)
 CONSUMED_ARRIVES = 4  # a peer's consumed barrier: every epilogue warp (4) of rank 0
 STAGE_VEC = 4  # f32 per 16-byte staging run: one st.shared.v4 / ld.shared::cluster.v4
-TMEM_COLS = 128  # 2 f32 accumulator slot(s) x 64 columns, power of two
-TX_BYTES = 24576  # A + B bytes one stage's TMA copies deliver to its full barrier
+# 2 f32 accumulator slot(s) x 64 columns, power of two
+TMEM_COLS = 128
+# A + B bytes one stage's TMA copies deliver to its full barrier
+TX_BYTES = 24576
 EPI_COLS = 64  # accumulator columns one tcgen05.ld moves per thread
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
-SHAPE_MULTIPLES = {"M": 128, "N": 64, "K": 8}  # run() rejects other shapes (see the docstring)
+# run() rejects other shapes (see the docstring)
+SHAPE_MULTIPLES = {"M": 128, "N": 64, "K": 8}
 
 
 @cute.struct
-class Barriers:
+class SharedStorage:
     full: cute.struct.MemRange[cutlass.Int64, STAGES]  # stage s holds fresh A/B bytes
     empty: cute.struct.MemRange[cutlass.Int64, STAGES]  # MMAs reading stage s have retired
     acc_full: cute.struct.MemRange[cutlass.Int64, ACC_SLOTS]  # slot j holds a finished tile
@@ -105,6 +120,17 @@ class Barriers:
     staged: cutlass.Int64  # rank 0: every peer's partial of the tile is in the peer's staging
     consumed: cutlass.Int64  # ranks 1..: rank 0 has read my staging
     tmem_slot: cutlass.Int32  # tcgen05.alloc writes the TMEM address here
+
+
+@cute.jit
+def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexpr[int]):
+    """The slot after `index` in a ring of `size` slots, and the phase its next wait expects:
+    past the last slot the ring wraps to slot 0, one phase later."""
+    index += 1
+    if index == size:
+        index = cutlass.Int32(0)
+        phase ^= 1
+    return index, phase
 
 
 @cute.kernel
@@ -120,7 +146,7 @@ def gemm_kernel(
 ):
     # ---- 1. setup: shared memory, barriers, TMEM ------------------------------------------------
     tidx, _, _ = cute.arch.thread_idx()
-    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
     bm, _, _ = cute.arch.block_idx()
     # one worker per cluster: grid = (SPLITS * workers, 1, 1); its CTAs walk the same tiles
     worker, workers = bm // CLUSTER[0], cute.arch.grid_dim()[0] // CLUSTER[0]
@@ -131,7 +157,7 @@ def gemm_kernel(
     rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())  # this CTA's K share
 
     smem = utils.SmemAllocator()
-    bars = smem.allocate(Barriers)
+    bars = smem.allocate(SharedStorage)
     # the swizzle rides on the pointer; the base is 1024-byte aligned (one swizzle period)
     sA = smem.allocate_tensor(
         IO_DTYPE, sA_layout.outer, byte_alignment=1024, swizzle=sA_layout.inner
@@ -139,13 +165,14 @@ def gemm_kernel(
     sB = smem.allocate_tensor(
         IO_DTYPE, sB_layout.outer, byte_alignment=1024, swizzle=sB_layout.inner
     )
-    # (EPI_THREADS, STAGE_VEC, TN / STAGE_VEC) f32: a peer's partial tile for rank 0's DSMEM reads;
-    # thread t's row in 16-byte runs, the threads' runs side by side (conflict-free v4 accesses)
+    # (EPILOGUE_THREADS, STAGE_VEC, TN / STAGE_VEC) f32: a peer's partial tile for rank 0's DSMEM
+    # reads; thread t's row in 16-byte runs, the threads' runs side by side (conflict-free v4
+    # accesses)
     sStage = smem.allocate_tensor(
         ACC_DTYPE,
         cute.make_layout(
-            (EPI_THREADS, STAGE_VEC, TILER[1] // STAGE_VEC),
-            stride=(STAGE_VEC, 1, STAGE_VEC * EPI_THREADS),
+            (EPILOGUE_THREADS, STAGE_VEC, TILER[1] // STAGE_VEC),
+            stride=(STAGE_VEC, 1, STAGE_VEC * EPILOGUE_THREADS),
         ),
         byte_alignment=1024,
     )
@@ -153,7 +180,8 @@ def gemm_kernel(
     acc_full, acc_empty = bars.acc_full.data_ptr(), bars.acc_empty.data_ptr()
     staged, consumed = bars.staged.ptr, bars.consumed.ptr
 
-    if warp == 0:
+    # the TMA warp initializes the barriers and allocates TMEM
+    if warp_idx == TMA_WARP:
         with cute.arch.elect_one():
             for s in cutlass.range_constexpr(STAGES):
                 cute.arch.mbarrier_init(full + s, 1)  # one arrive (the producer) + TX_BYTES
@@ -183,12 +211,12 @@ def gemm_kernel(
     )
 
     # ---- 2. partition all tiles; MMA fragments over SMEM and TMEM --------------------------------
-    gA = cute.local_tile(mA, TILER, (None, None, None), proj=(1, None, 1))
     # (TM, TK, tiles_m, k_tiles)
-    gB = cute.local_tile(mB, TILER, (None, None, None), proj=(None, 1, 1))
+    gA = cute.local_tile(mA, TILER, (None, None, None), proj=(1, None, 1))
     # (TN, TK, tiles_n, k_tiles)
-    gC = cute.local_tile(mC, TILER, (None, None, None), proj=(1, 1, None))
+    gB = cute.local_tile(mB, TILER, (None, None, None), proj=(None, 1, 1))
     # (TM, TN, tiles_m, tiles_n)
+    gC = cute.local_tile(mC, TILER, (None, None, None), proj=(1, 1, None))
     thr = tiled_mma.get_slice(0)
     tCgA = thr.partition_A(gA)  # (MMA, MMA_M, MMA_K, tiles_m, k_tiles)
     tCgB = thr.partition_B(gB)  # (MMA, MMA_N, MMA_K, tiles_n, k_tiles)
@@ -199,20 +227,22 @@ def gemm_kernel(
     # (MMA, MMA_M, MMA_N, ACC_SLOTS): the accumulators live in TMEM, slot j at column 64 j
     acc = cute.make_tensor(tmem_ptr, acc.layout)
 
+    # (TMA, STAGES), (TMA, tiles_m, k_tiles)
     tAsA, tAgA = cpasync.tma_partition(
         tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 3), cute.group_modes(tCgA, 0, 3)
-    )  # (TMA, STAGES), (TMA, tiles_m, k_tiles)
+    )
+    # (TMA, STAGES), (TMA, tiles_n, k_tiles)
     tBsB, tBgB = cpasync.tma_partition(
         tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 3), cute.group_modes(tCgB, 0, 3)
-    )  # (TMA, STAGES), (TMA, tiles_n, k_tiles)
+    )
     k_tiles = cute.size(gA, mode=[3])
     # this rank's share of the K range; rounding both ends down spreads a remainder over the ranks
     # and leaves an empty share (a zero partial) to the low ranks when k_tiles < SPLITS
     k_begin = rank * k_tiles // SPLITS
     k_end = (rank + 1) * k_tiles // SPLITS
 
-    if warp == 0:
-        # ---- 3a. TMA producer (warp 0): per tile, wait for empty slots, arm them, load ----------
+    if warp_idx == TMA_WARP:
+        # ---- 3a. TMA producer: per tile, wait for empty slots, arm them, load ------------------
         # the ring's stage and phase run on across tiles
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
@@ -224,21 +254,17 @@ def gemm_kernel(
                     cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES)
                 cute.copy(tma_a, tAgA[(None, tm, k)], tAsA[(None, stage)], tma_bar_ptr=full + stage)
                 cute.copy(tma_b, tBgB[(None, tn, k)], tBsB[(None, stage)], tma_bar_ptr=full + stage)
-                stage += 1
-                if stage == STAGES:  # wrapped the ring: the next waits are one phase later
-                    stage = cutlass.Int32(0)
-                    phase ^= 1
+                # the next slot; past the last one the ring wraps to slot 0, one phase later
+                stage, phase = ring_next(stage, phase, STAGES)
         # tail: this CTA's MMA warp released the last STAGES loads' slots
         # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
         # the arrivals, so none targets this CTA's SMEM after it exits
         for _ in cutlass.range(STAGES, unroll=1):
             cute.arch.mbarrier_wait(empty + stage, phase)
-            stage += 1
-            if stage == STAGES:  # wrapped the ring: the next wait on each slot is one phase later
-                stage = cutlass.Int32(0)
-                phase ^= 1
-    elif warp == 1:
-        # ---- 3b. MMA issuer (warp 1): per tile, claim a drained accumulator slot, run the ring
+            # the next ring position: past the last slot, slot 0 one phase later
+            stage, phase = ring_next(stage, phase, STAGES)
+    elif warp_idx == MMA_WARP:
+        # ---- 3b. MMA issuer: per tile, claim a drained accumulator slot, run the ring
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
@@ -248,7 +274,8 @@ def gemm_kernel(
             tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
             for k in cutlass.range(k_begin, k_end, unroll=1):
                 cute.arch.mbarrier_wait(full + stage, phase)
-                for kb in cutlass.range_constexpr(4):  # TK / 16 MMAs per stage
+                # TK / 16 MMAs per stage
+                for kb in cutlass.range_constexpr(4):
                     cute.gemm(
                         tiled_mma,
                         acc_t,
@@ -259,27 +286,21 @@ def gemm_kernel(
                     tiled_mma.set(tcgen05.Field.ACCUMULATE, True)  # every later MMA adds
                 with cute.arch.elect_one():
                     tcgen05.commit(empty + stage)  # arrives once these MMAs have read the slot
-                stage += 1
-                if stage == STAGES:  # wrapped the ring: the next waits are one phase later
-                    stage = cutlass.Int32(0)
-                    phase ^= 1
+                # the next slot; past the last one the ring wraps to slot 0, one phase later
+                stage, phase = ring_next(stage, phase, STAGES)
             with cute.arch.elect_one():
                 tcgen05.commit(acc_full + slot)  # arrives once every MMA of the tile has finished
-            slot += 1
-            if slot == ACC_SLOTS:  # used every slot: the next wait on each is one phase later
-                slot = cutlass.Int32(0)
-                slot_phase ^= 1
+            # the next accumulator slot; past the last one, slot 0 one phase later
+            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
         # tail: wait until the epilogue has released every slot, so no arrive targets this CTA's
         # SMEM after it exits
         for _ in cutlass.range(ACC_SLOTS, unroll=1):
             cute.arch.mbarrier_wait(acc_empty + slot, slot_phase)
-            slot += 1
-            if slot == ACC_SLOTS:  # used every slot: the next wait on each is one phase later
-                slot = cutlass.Int32(0)
-                slot_phase ^= 1
-    elif warp >= EPI_WARP0:
-        # ---- 4. epilogue (warps 2-5), per tile: split-K reduction through DSMEM; rank 0 stores
-        etidx = tidx % EPI_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
+            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
+    elif warp_idx >= EPILOGUE_WARP:
+        # ---- 4. epilogue (warps 2-5), per tile ---------------------------------------------------
+        # split-K reduction through DSMEM; rank 0 stores
+        etidx = tidx % EPILOGUE_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
         # this thread's staging row, cut like the accumulator into EPI_COLS-column chunks:
         # (STAGE_VEC, EPI_COLS / STAGE_VEC, 1, chunks)
         my_stage = cute.flat_divide(sStage[(etidx, None, None)], (STAGE_VEC, EPI_COLS // STAGE_VEC))
@@ -317,7 +338,8 @@ def gemm_kernel(
                     # the tile's last TMEM load: hand the slot back before converting and storing
                     if i == 0:
                         cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld
-                        # one arrive per warp: elect.sync reconverges the warp after every lane's wait
+                        # one arrive per warp: elect.sync reconverges the warp after every
+                        # lane's wait
                         with cute.arch.elect_one():
                             cute.arch.mbarrier_arrive(acc_empty + slot)
                     if empty_share:
@@ -337,18 +359,19 @@ def gemm_kernel(
                     # the tile's last TMEM load: hand the slot back before converting and storing
                     if i == 0:
                         cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld
-                        # one arrive per warp: elect.sync reconverges the warp after every lane's wait
+                        # one arrive per warp: elect.sync reconverges the warp after every
+                        # lane's wait
                         with cute.arch.elect_one():
                             cute.arch.mbarrier_arrive(acc_empty + slot)
                     if empty_share:
                         r_acc.fill(0.0)
                     mine = my_stage[(None, None, 0, i)]  # (STAGE_VEC, EPI_COLS / STAGE_VEC)
-                    for peer in cutlass.range_constexpr(
-                        1, SPLITS
-                    ):  # fixed order: deterministic sums
+                    # fixed order: deterministic sums
+                    for peer in cutlass.range_constexpr(1, SPLITS):
+                        # (STAGE_VEC, EPI_COLS / STAGE_VEC) in the peer's SMEM
                         peer_stage = cute.make_tensor(
                             cute.arch.map_dsmem_ptr(mine.iterator, peer), mine.layout
-                        )  # (STAGE_VEC, EPI_COLS / STAGE_VEC) in the peer's SMEM
+                        )
                         peer_vals = cute.make_rmem_tensor(r_vec.layout, ACC_DTYPE)
                         cute.autovec_copy(peer_stage, peer_vals)
                         r_vec.store(r_vec.load() + peer_vals.load())
@@ -361,20 +384,17 @@ def gemm_kernel(
                         cute.arch.mbarrier_arrive(
                             consumed, peer_cta_rank_in_cluster=peer, scope=nvvm.MemScopeKind.CLUSTER
                         )
-            tile_count += (
-                1  # one staged / consumed phase per tile: the next wait is one parity later
-            )
-            slot += 1
-            if slot == ACC_SLOTS:  # used every slot: the next wait on each is one phase later
-                slot = cutlass.Int32(0)
-                slot_phase ^= 1
+            # one staged / consumed phase per tile: the next wait is one parity later
+            tile_count += 1
+            # the next accumulator slot; past the last one, slot 0 one phase later
+            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
         # rank 0 must finish reading my staging before this CTA exits
         if rank != 0 and tile_count > 0:
             wait_cluster_acquire(consumed, (tile_count - 1) % 2)
 
     # ---- 5. teardown: the allocating warp frees TMEM once every warp has read it ----------------
     cute.arch.sync_threads()
-    if warp == 0:
+    if warp_idx == TMA_WARP:
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS)
 
 

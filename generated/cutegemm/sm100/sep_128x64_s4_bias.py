@@ -72,14 +72,25 @@ SPEC = {
 IO_DTYPE = cutlass.BFloat16
 OUT_DTYPE = cutlass.BFloat16
 ACC_DTYPE = cutlass.Float32
-MMA_INST = (128, 64, 16)  # one tcgen05.mma.cta_group::1 kind::f16 instruction
-TILER = (128, 64, 64)  # one CTA's output tile and the K depth of a stage
+# one tcgen05.mma.cta_group::1 kind::f16 instruction
+MMA_INST = (128, 64, 16)
+# one CTA's output tile and the K depth of a stage
+TILER = (128, 64, 64)
 STAGES = 9
-THREADS = 192  # 6 warps: 0 = TMA producer, 1 = MMA issuer, 2-5 = epilogue
-EPI_WARP0 = 2  # first of the 4 epilogue warps
-EPI_THREADS = 128  # the epilogue warps: warp w reads TMEM lanes 32 * (w % 4) ... + 31
-ACC_SLOTS = 1  # TMEM accumulators: one tile per CTA, one slot
-ACC_EMPTY_ARRIVES = 4  # one per epilogue warp (4)
+# 6 warps: 0 = TMA producer, 1 = MMA issuer, 2-5 = epilogue
+THREADS = 192
+# loads A and B
+TMA_WARP = 0
+# issues the MMAs
+MMA_WARP = 1
+# first of the 4 epilogue warps; it also issues the TMA stores
+EPILOGUE_WARP = 2
+# the epilogue warps: warp w reads TMEM lanes 32 * (w % 4) ... + 31
+EPILOGUE_THREADS = 128
+# TMEM accumulator slots
+ACC_SLOTS = 1
+# one per epilogue warp (4)
+ACC_EMPTY_ARRIVES = 4
 # CTAs per output tile, each accumulating 1/SPLITS of its K range
 SPLITS = 4
 # workspace capacity in output tiles: 2^23 output elements / (TM x TN): 8388608 per split
@@ -104,20 +115,34 @@ VEC_TILER = (1, 4)
 VECS_ALONG = 16  # vectors along one column of the tile
 # TM x TN / (REDUCE_VEC x REDUCE_THREADS)
 VECS_PER_THREAD = 16
-TMEM_COLS = 64  # 1 f32 accumulator slot(s) x 64 columns, power of two
-TX_BYTES = 24576  # A + B bytes one stage's TMA copies deliver to its full barrier
+# 1 f32 accumulator slot(s) x 64 columns, power of two
+TMEM_COLS = 64
+# A + B bytes one stage's TMA copies deliver to its full barrier
+TX_BYTES = 24576
 EPI_COLS = 64  # accumulator columns one tcgen05.ld moves per thread
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
-SHAPE_MULTIPLES = {"M": 128, "N": 64, "K": 8}  # run() rejects other shapes (see the docstring)
+# run() rejects other shapes (see the docstring)
+SHAPE_MULTIPLES = {"M": 128, "N": 64, "K": 8}
 
 
 @cute.struct
-class Barriers:
+class SharedStorage:
     full: cute.struct.MemRange[cutlass.Int64, STAGES]  # stage s holds fresh A/B bytes
     empty: cute.struct.MemRange[cutlass.Int64, STAGES]  # MMAs reading stage s have retired
     acc_full: cute.struct.MemRange[cutlass.Int64, ACC_SLOTS]  # slot j holds a finished tile
     acc_empty: cute.struct.MemRange[cutlass.Int64, ACC_SLOTS]  # the epilogue drained slot j
     tmem_slot: cutlass.Int32  # tcgen05.alloc writes the TMEM address here
+
+
+@cute.jit
+def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexpr[int]):
+    """The slot after `index` in a ring of `size` slots, and the phase its next wait expects:
+    past the last slot the ring wraps to slot 0, one phase later."""
+    index += 1
+    if index == size:
+        index = cutlass.Int32(0)
+        phase ^= 1
+    return index, phase
 
 
 @cute.kernel
@@ -134,7 +159,7 @@ def gemm_kernel(
 ):
     # ---- 1. setup: shared memory, barriers, TMEM ------------------------------------------------
     tidx, _, _ = cute.arch.thread_idx()
-    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
     bm, _, _ = cute.arch.block_idx()
     # grid = (tiles x SPLITS, 1, 1), no cluster: CTA bm runs K share `split` of tile `tile`
     split = bm % SPLITS
@@ -142,7 +167,7 @@ def gemm_kernel(
     tiles_m = cute.ceil_div(cute.size(mC, mode=[0]), TILER[0])
 
     smem = utils.SmemAllocator()
-    bars = smem.allocate(Barriers)
+    bars = smem.allocate(SharedStorage)
     # the swizzle rides on the pointer; the base is 1024-byte aligned (one swizzle period)
     sA = smem.allocate_tensor(
         IO_DTYPE, sA_layout.outer, byte_alignment=1024, swizzle=sA_layout.inner
@@ -153,7 +178,8 @@ def gemm_kernel(
     full, empty = bars.full.data_ptr(), bars.empty.data_ptr()
     acc_full, acc_empty = bars.acc_full.data_ptr(), bars.acc_empty.data_ptr()
 
-    if warp == 0:
+    # the TMA warp initializes the barriers and allocates TMEM
+    if warp_idx == TMA_WARP:
         with cute.arch.elect_one():
             for s in cutlass.range_constexpr(STAGES):
                 cute.arch.mbarrier_init(full + s, 1)  # one arrive (the producer) + TX_BYTES
@@ -178,12 +204,12 @@ def gemm_kernel(
     )
 
     # ---- 2. partition all tiles; MMA fragments over SMEM and TMEM --------------------------------
-    gA = cute.local_tile(mA, TILER, (None, None, None), proj=(1, None, 1))
     # (TM, TK, tiles_m, k_tiles)
-    gB = cute.local_tile(mB, TILER, (None, None, None), proj=(None, 1, 1))
+    gA = cute.local_tile(mA, TILER, (None, None, None), proj=(1, None, 1))
     # (TN, TK, tiles_n, k_tiles)
-    gC = cute.local_tile(mC, TILER, (None, None, None), proj=(1, 1, None))
+    gB = cute.local_tile(mB, TILER, (None, None, None), proj=(None, 1, 1))
     # (TM, TN, tiles_m, tiles_n)
+    gC = cute.local_tile(mC, TILER, (None, None, None), proj=(1, 1, None))
     thr = tiled_mma.get_slice(0)
     tCgA = thr.partition_A(gA)  # (MMA, MMA_M, MMA_K, tiles_m, k_tiles)
     tCgB = thr.partition_B(gB)  # (MMA, MMA_N, MMA_K, tiles_n, k_tiles)
@@ -194,20 +220,22 @@ def gemm_kernel(
     # (MMA, MMA_M, MMA_N, ACC_SLOTS): the accumulators live in TMEM, slot j at column 64 j
     acc = cute.make_tensor(tmem_ptr, acc.layout)
 
+    # (TMA, STAGES), (TMA, tiles_m, k_tiles)
     tAsA, tAgA = cpasync.tma_partition(
         tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 3), cute.group_modes(tCgA, 0, 3)
-    )  # (TMA, STAGES), (TMA, tiles_m, k_tiles)
+    )
+    # (TMA, STAGES), (TMA, tiles_n, k_tiles)
     tBsB, tBgB = cpasync.tma_partition(
         tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 3), cute.group_modes(tCgB, 0, 3)
-    )  # (TMA, STAGES), (TMA, tiles_n, k_tiles)
+    )
     k_tiles = cute.size(gA, mode=[3])
     # this CTA's share of the K range; rounding both ends down spreads a remainder over the shares
     # and leaves an empty share (a zero partial) to the low shares when k_tiles < SPLITS
     k_begin = split * k_tiles // SPLITS
     k_end = (split + 1) * k_tiles // SPLITS
 
-    if warp == 0:
-        # ---- 3a. TMA producer (warp 0): per tile, wait for empty slots, arm them, load ----------
+    if warp_idx == TMA_WARP:
+        # ---- 3a. TMA producer: per tile, wait for empty slots, arm them, load ------------------
         # the ring's stage and phase run on across tiles
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(tile, tile + 1, 1, unroll=1):  # this CTA's one tile
@@ -219,21 +247,17 @@ def gemm_kernel(
                     cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES)
                 cute.copy(tma_a, tAgA[(None, tm, k)], tAsA[(None, stage)], tma_bar_ptr=full + stage)
                 cute.copy(tma_b, tBgB[(None, tn, k)], tBsB[(None, stage)], tma_bar_ptr=full + stage)
-                stage += 1
-                if stage == STAGES:  # wrapped the ring: the next waits are one phase later
-                    stage = cutlass.Int32(0)
-                    phase ^= 1
+                # the next slot; past the last one the ring wraps to slot 0, one phase later
+                stage, phase = ring_next(stage, phase, STAGES)
         # tail: this CTA's MMA warp released the last STAGES loads' slots
         # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
         # the arrivals, so none targets this CTA's SMEM after it exits
         for _ in cutlass.range(STAGES, unroll=1):
             cute.arch.mbarrier_wait(empty + stage, phase)
-            stage += 1
-            if stage == STAGES:  # wrapped the ring: the next wait on each slot is one phase later
-                stage = cutlass.Int32(0)
-                phase ^= 1
-    elif warp == 1:
-        # ---- 3b. MMA issuer (warp 1): per tile, claim a drained accumulator slot, run the ring
+            # the next ring position: past the last slot, slot 0 one phase later
+            stage, phase = ring_next(stage, phase, STAGES)
+    elif warp_idx == MMA_WARP:
+        # ---- 3b. MMA issuer: per tile, claim a drained accumulator slot, run the ring
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(tile, tile + 1, 1, unroll=1):  # this CTA's one tile
@@ -243,7 +267,8 @@ def gemm_kernel(
             tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
             for k in cutlass.range(k_begin, k_end, unroll=1):
                 cute.arch.mbarrier_wait(full + stage, phase)
-                for kb in cutlass.range_constexpr(4):  # TK / 16 MMAs per stage
+                # TK / 16 MMAs per stage
+                for kb in cutlass.range_constexpr(4):
                     cute.gemm(
                         tiled_mma,
                         acc_t,
@@ -254,35 +279,29 @@ def gemm_kernel(
                     tiled_mma.set(tcgen05.Field.ACCUMULATE, True)  # every later MMA adds
                 with cute.arch.elect_one():
                     tcgen05.commit(empty + stage)  # arrives once these MMAs have read the slot
-                stage += 1
-                if stage == STAGES:  # wrapped the ring: the next waits are one phase later
-                    stage = cutlass.Int32(0)
-                    phase ^= 1
+                # the next slot; past the last one the ring wraps to slot 0, one phase later
+                stage, phase = ring_next(stage, phase, STAGES)
             with cute.arch.elect_one():
                 tcgen05.commit(acc_full + slot)  # arrives once every MMA of the tile has finished
-            slot += 1
-            if slot == ACC_SLOTS:  # used every slot: the next wait on each is one phase later
-                slot = cutlass.Int32(0)
-                slot_phase ^= 1
+            # the next accumulator slot; past the last one, slot 0 one phase later
+            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
         # tail: wait until the epilogue has released every slot, so no arrive targets this CTA's
         # SMEM after it exits
         for _ in cutlass.range(ACC_SLOTS, unroll=1):
             cute.arch.mbarrier_wait(acc_empty + slot, slot_phase)
-            slot += 1
-            if slot == ACC_SLOTS:  # used every slot: the next wait on each is one phase later
-                slot = cutlass.Int32(0)
-                slot_phase ^= 1
-    elif warp >= EPI_WARP0:
-        # ---- 4. epilogue (warps 2-5): TMEM -> registers (32 lanes per warp) -> f32 partial -> workspace slot [split][tile] ---
-        etidx = tidx % EPI_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
+            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
+    elif warp_idx >= EPILOGUE_WARP:
+        # ---- 4. epilogue (warps 2-5) -------------------------------------------------------------
+        # TMEM -> registers (32 lanes per warp) -> f32 partial -> workspace slot [split][tile]
+        etidx = tidx % EPILOGUE_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
         empty_share = k_end == k_begin  # no MMA ran here: the TMEM slot holds no partial
-        slot = cutlass.Int32(0)  # the one accumulator slot: its acc_full completes once, at phase 0
+        # the one accumulator slot: its acc_full completes once, at phase 0
+        slot = cutlass.Int32(0)
         acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): this share's partial
         # workspace slots, each a (TM, TN) tile strided like C (row-major, like C): a thread's
         # accumulator row is a contiguous run of its slot row, stored in 16-byte vectors
-        slots = cute.make_tensor(
-            mWork.iterator, cute.make_layout(SLOT_SHAPE, stride=SLOT_STRIDE)
-        )  # (TM, TN, MAX_TILES, SPLITS)
+        # (TM, TN, MAX_TILES, SPLITS)
+        slots = cute.make_tensor(mWork.iterator, cute.make_layout(SLOT_SHAPE, stride=SLOT_STRIDE))
         tCgW = thr.partition_C(slots[(None, None, tile, split)])  # (MMA, MMA_M, MMA_N)
         cute.arch.mbarrier_wait(acc_full + slot, 0)  # this share's MMAs have finished
         epi = ((cute.size(acc_t, mode=[0, 0]), EPI_COLS),)
@@ -301,7 +320,8 @@ def gemm_kernel(
             # the tile's last TMEM load: hand the slot back before converting and storing
             if i == 0:
                 cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld
-                # one arrive per warp: elect.sync reconverges the warp after every lane's wait
+                # one arrive per warp: elect.sync reconverges the warp after every
+                # lane's wait
                 with cute.arch.elect_one():
                     cute.arch.mbarrier_arrive(acc_empty + slot)
             if empty_share:
@@ -310,7 +330,7 @@ def gemm_kernel(
 
     # ---- 5. teardown: the allocating warp frees TMEM once every warp has read it ----------------
     cute.arch.sync_threads()
-    if warp == 0:
+    if warp_idx == TMA_WARP:
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS)
 
 
@@ -358,8 +378,8 @@ def reduce_kernel(
                 cute.copy(ld_part, slots[(None, v, ct, s)], part)
                 acc.store(acc.load() + part.load())
             d = acc.load()  # (REDUCE_VEC,) f32
-            # bias per column: the vector's REDUCE_VEC columns take REDUCE_VEC
-            # consecutive values
+            # bias per column: the vector's REDUCE_VEC columns take
+            # REDUCE_VEC consecutive values
             rBias = cute.make_rmem_tensor((REDUCE_VEC,), OUT_DTYPE)
             cute.copy(c_vec, mBias_v[(None, (tile_n * TILER[1] + c) // REDUCE_VEC)], rBias)
             d = d + rBias.load().to(ACC_DTYPE)
@@ -408,7 +428,8 @@ def gemm(
         block=(THREADS, 1, 1),
         stream=stream,
     )
-    # the reduce kernel, on the same stream: it starts once the GEMM kernel stored every partial
+    # the reduce kernel, on the same stream: it starts after the GEMM kernel has stored every
+    # partial
     reduce_kernel(workspace, c, bias).launch(
         grid=(clusters, 1, 1),  # one CTA per output tile
         block=(REDUCE_THREADS, 1, 1),
@@ -444,7 +465,8 @@ def compile_args(tvm_ffi: bool = False) -> tuple:
 
     stream = make_fake_stream(use_tvm_ffi_env_stream=True) if tvm_ffi else make_fake_stream()
     extra = []
-    extra.append(make_fake_compact_tensor(OUT_DTYPE, (n,), assumed_align=16))  # bias
+    # bias
+    extra.append(make_fake_compact_tensor(OUT_DTYPE, (n,), assumed_align=16))
     # workspace
     extra.append(make_fake_compact_tensor(cutlass.Float32, (WORKSPACE_ELEMS,), assumed_align=16))
     return fake(IO_DTYPE, m, k), fake(IO_DTYPE, n, k), fake(OUT_DTYPE, m, n), *extra, stream

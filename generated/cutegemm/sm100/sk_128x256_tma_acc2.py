@@ -73,36 +73,68 @@ SPEC = {
 IO_DTYPE = cutlass.BFloat16
 OUT_DTYPE = cutlass.BFloat16
 ACC_DTYPE = cutlass.Float32
-MMA_INST = (128, 256, 16)  # one tcgen05.mma.cta_group::1 kind::f16 instruction
-TILER = (128, 256, 64)  # one CTA's output tile and the K depth of a stage
+# one tcgen05.mma.cta_group::1 kind::f16 instruction
+MMA_INST = (128, 256, 16)
+# one CTA's output tile and the K depth of a stage
+TILER = (128, 256, 64)
 STAGES = 4
-THREADS = 192  # 6 warps: 0 = TMA producer, 1 = MMA issuer, 2-5 = epilogue
-EPI_WARP0 = 2  # first of the 4 epilogue warps; it also issues the TMA stores
-EPI_THREADS = 128  # the epilogue warps: warp w reads TMEM lanes 32 * (w % 4) ... + 31
-ACC_SLOTS = 2  # TMEM accumulators: the MMA fills one unit's while the epilogue drains another
-ACC_EMPTY_ARRIVES = 4  # one per epilogue warp (4)
-SK_CTAS = 148  # persistent CTAs (one per SM) sharing the MAC iterations; fewer when there are fewer
-DEFAULT_SM_COUNT = 148  # SMs of a B200: gemm's sm_count in a cross-compile; launches pass the GPU's
-TILE_ELEMS = 32768  # f32 values of one partial tile: a CTA's workspace slot
-WORKSPACE_ELEMS = 4849812  # SK_CTAS slots, then SK_CTAS flag words (int32 0 / 1)
-CHUNK_VECS = 16  # 16-byte vectors of one thread's 64 f32 per epilogue chunk (4 chunks per tile)
-TMEM_COLS = 512  # 2 f32 accumulator slot(s) x 256 columns, power of two
-TX_BYTES = 49152  # A + B bytes one stage's TMA copies deliver to its full barrier
+# 6 warps: 0 = TMA producer, 1 = MMA issuer, 2-5 = epilogue
+THREADS = 192
+# loads A and B
+TMA_WARP = 0
+# issues the MMAs
+MMA_WARP = 1
+# first of the 4 epilogue warps; it also issues the TMA stores
+EPILOGUE_WARP = 2
+# the epilogue warps: warp w reads TMEM lanes 32 * (w % 4) ... + 31
+EPILOGUE_THREADS = 128
+# the epilogue warps' named barrier (id 0 is sync_threads)
+EPILOGUE_BARRIER_ID = 1
+# TMEM accumulator slots: the MMA warp fills one while the epilogue drains another
+ACC_SLOTS = 2
+# one per epilogue warp (4)
+ACC_EMPTY_ARRIVES = 4
+# SMs of a B200: gemm's sm_count in a cross-compile; launches pass the GPU's
+DEFAULT_SM_COUNT = 148
+# persistent CTAs (one per SM) sharing the MAC iterations; fewer when there are fewer
+SK_CTAS = 148
+# f32 values of one partial tile: a CTA's workspace slot
+TILE_ELEMS = 32768
+# SK_CTAS slots, then SK_CTAS flag words (int32 0 / 1)
+WORKSPACE_ELEMS = 4849812
+# 16-byte vectors of one thread's 64 f32 per epilogue chunk (4 chunks per tile)
+CHUNK_VECS = 16
+# 2 f32 accumulator slot(s) x 256 columns, power of two
+TMEM_COLS = 512
+# A + B bytes one stage's TMA copies deliver to its full barrier
+TX_BYTES = 49152
 EPI_TILE = (128, 64)  # one C sub-tile: 128 rows x 64 columns = 128-byte rows, 16 KiB of bf16
 EPI_SUBTILES = 4  # TN / 64 sub-tiles per output tile
-EPI_BUFS = 2  # SMEM sub-tile buffers: the TMA store of one overlaps filling the next
+EPI_BUFFERS = 2  # SMEM sub-tile buffers: the TMA store of one overlaps filling the next
 EPI_SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128  # a 128-byte sub-tile row: one swizzle atom
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
-SHAPE_MULTIPLES = {"M": 1, "N": 8, "K": 8}  # run() rejects other shapes (see the docstring)
+# run() rejects other shapes (see the docstring)
+SHAPE_MULTIPLES = {"M": 1, "N": 8, "K": 8}
 
 
 @cute.struct
-class Barriers:
+class SharedStorage:
     full: cute.struct.MemRange[cutlass.Int64, STAGES]  # stage s holds fresh A/B bytes
     empty: cute.struct.MemRange[cutlass.Int64, STAGES]  # MMAs reading stage s have retired
     acc_full: cute.struct.MemRange[cutlass.Int64, ACC_SLOTS]  # slot j holds a finished tile
     acc_empty: cute.struct.MemRange[cutlass.Int64, ACC_SLOTS]  # the epilogue drained slot j
     tmem_slot: cutlass.Int32  # tcgen05.alloc writes the TMEM address here
+
+
+@cute.jit
+def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexpr[int]):
+    """The slot after `index` in a ring of `size` slots, and the phase its next wait expects:
+    past the last slot the ring wraps to slot 0, one phase later."""
+    index += 1
+    if index == size:
+        index = cutlass.Int32(0)
+        phase ^= 1
+    return index, phase
 
 
 @cute.kernel
@@ -121,7 +153,7 @@ def gemm_kernel(
 ):
     # ---- 1. setup: shared memory, barriers, TMEM ------------------------------------------------
     tidx, _, _ = cute.arch.thread_idx()
-    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
     bidx, _, _ = cute.arch.block_idx()
     gdimx = cute.arch.grid_dim()[0]  # stream-K CTAs: at most SK_CTAS
     tiles_m = cute.ceil_div(cute.size(mC, mode=[0]), TILER[0])
@@ -129,7 +161,7 @@ def gemm_kernel(
     num_tiles = tiles_m * tiles_n
 
     smem = utils.SmemAllocator()
-    bars = smem.allocate(Barriers)
+    bars = smem.allocate(SharedStorage)
     # the swizzle rides on the pointer; the base is 1024-byte aligned (one swizzle period)
     sA = smem.allocate_tensor(
         IO_DTYPE, sA_layout.outer, byte_alignment=1024, swizzle=sA_layout.inner
@@ -137,14 +169,15 @@ def gemm_kernel(
     sB = smem.allocate_tensor(
         IO_DTYPE, sB_layout.outer, byte_alignment=1024, swizzle=sB_layout.inner
     )
-    # (EPI_M, EPI_N, EPI_BUFS): the C sub-tile buffers
+    # (EPI_M, EPI_N, EPI_BUFFERS): the C sub-tile buffers
     sC = smem.allocate_tensor(
         OUT_DTYPE, sC_layout.outer, byte_alignment=1024, swizzle=sC_layout.inner
     )
     full, empty = bars.full.data_ptr(), bars.empty.data_ptr()
     acc_full, acc_empty = bars.acc_full.data_ptr(), bars.acc_empty.data_ptr()
 
-    if warp == 0:
+    # the TMA warp initializes the barriers and allocates TMEM
+    if warp_idx == TMA_WARP:
         with cute.arch.elect_one():
             for s in cutlass.range_constexpr(STAGES):
                 cute.arch.mbarrier_init(full + s, 1)  # one arrive (the producer) + TX_BYTES
@@ -170,12 +203,12 @@ def gemm_kernel(
     )
 
     # ---- 2. partition all tiles; MMA fragments over SMEM and TMEM --------------------------------
-    gA = cute.local_tile(mA, TILER, (None, None, None), proj=(1, None, 1))
     # (TM, TK, tiles_m, k_tiles)
-    gB = cute.local_tile(mB, TILER, (None, None, None), proj=(None, 1, 1))
+    gA = cute.local_tile(mA, TILER, (None, None, None), proj=(1, None, 1))
     # (TN, TK, tiles_n, k_tiles)
-    gC = cute.local_tile(mC, TILER, (None, None, None), proj=(1, 1, None))
+    gB = cute.local_tile(mB, TILER, (None, None, None), proj=(None, 1, 1))
     # (TM, TN, tiles_m, tiles_n)
+    gC = cute.local_tile(mC, TILER, (None, None, None), proj=(1, 1, None))
     thr = tiled_mma.get_slice(0)
     tCgA = thr.partition_A(gA)  # (MMA, MMA_M, MMA_K, tiles_m, k_tiles)
     tCgB = thr.partition_B(gB)  # (MMA, MMA_N, MMA_K, tiles_n, k_tiles)
@@ -186,31 +219,34 @@ def gemm_kernel(
     # (MMA, MMA_M, MMA_N, ACC_SLOTS): the accumulators live in TMEM, slot j at column 256 j
     acc = cute.make_tensor(tmem_ptr, acc.layout)
 
+    # (TMA, STAGES), (TMA, tiles_m, k_tiles)
     tAsA, tAgA = cpasync.tma_partition(
         tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 3), cute.group_modes(tCgA, 0, 3)
-    )  # (TMA, STAGES), (TMA, tiles_m, k_tiles)
+    )
+    # (TMA, STAGES), (TMA, tiles_n, k_tiles)
     tBsB, tBgB = cpasync.tma_partition(
         tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 3), cute.group_modes(tCgB, 0, 3)
-    )  # (TMA, STAGES), (TMA, tiles_n, k_tiles)
+    )
     k_tiles = cute.size(gA, mode=[3])
-    # stream-K: CTA b runs MAC iterations [it_begin, it_end) of the num_tiles * k_tiles (tile-major);
-    # rounding both ends down spreads the remainder, and the host launches no more CTAs than
-    # iterations, so no share is empty; its units are tiles first_tile .. last_tile. Iteration
-    # counts are 64-bit: b * total_iters passes 2^31 once total_iters passes 2^31 / CTAs, and
-    # total_iters itself can; tile and k-tile indices fit in 32 bits
+    # stream-K: CTA b runs MAC iterations [it_begin, it_end) of the num_tiles * k_tiles
+    # (tile-major); rounding both ends down spreads the remainder, and the host launches no more
+    # CTAs than iterations, so no share is empty; its units are tiles first_tile .. last_tile.
+    # Iteration counts are 64-bit: b * total_iters passes 2^31 once total_iters passes 2^31 / CTAs,
+    # and total_iters itself can; tile and k-tile indices fit in 32 bits
     total_iters = cutlass.Int64(num_tiles) * k_tiles
     it_begin = bidx * total_iters // gdimx
     it_end = (bidx + 1) * total_iters // gdimx
     first_tile = cutlass.Int32(it_begin // k_tiles)
     last_tile = cutlass.Int32((it_end - 1) // k_tiles)
 
-    if warp == 0:
-        # ---- 3a. TMA producer (warp 0): per tile, wait for empty slots, arm them, load ----------
+    if warp_idx == TMA_WARP:
+        # ---- 3a. TMA producer: per tile, wait for empty slots, arm them, load ------------------
         # the ring's stage and phase run on across tiles
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(first_tile, last_tile + 1, unroll=1):
             tm, tn = t % tiles_m, t // tiles_m  # tiles walked along M
-            # this CTA's k-tiles of tile t: [k_begin, k_end), from the tile's first MAC iteration (64-bit)
+            # this CTA's k-tiles of tile t: [k_begin, k_end), from the tile's first MAC iteration
+            # (64-bit)
             tile_iter0 = cutlass.Int64(t) * k_tiles
             k_begin = cutlass.Int32(cutlass.max(it_begin - tile_iter0, 0))
             k_end = cutlass.Int32(cutlass.min(it_end - tile_iter0, k_tiles))
@@ -220,27 +256,24 @@ def gemm_kernel(
                     cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES)
                 cute.copy(tma_a, tAgA[(None, tm, k)], tAsA[(None, stage)], tma_bar_ptr=full + stage)
                 cute.copy(tma_b, tBgB[(None, tn, k)], tBsB[(None, stage)], tma_bar_ptr=full + stage)
-                stage += 1
-                if stage == STAGES:  # wrapped the ring: the next waits are one phase later
-                    stage = cutlass.Int32(0)
-                    phase ^= 1
+                # the next slot; past the last one the ring wraps to slot 0, one phase later
+                stage, phase = ring_next(stage, phase, STAGES)
         # tail: this CTA's MMA warp released the last STAGES loads' slots
         # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
         # the arrivals, so none targets this CTA's SMEM after it exits
         for _ in cutlass.range(STAGES, unroll=1):
             cute.arch.mbarrier_wait(empty + stage, phase)
-            stage += 1
-            if stage == STAGES:  # wrapped the ring: the next wait on each slot is one phase later
-                stage = cutlass.Int32(0)
-                phase ^= 1
-    elif warp == 1:
-        # ---- 3b. MMA issuer (warp 1): per tile, claim a drained accumulator slot, run the ring
+            # the next ring position: past the last slot, slot 0 one phase later
+            stage, phase = ring_next(stage, phase, STAGES)
+    elif warp_idx == MMA_WARP:
+        # ---- 3b. MMA issuer: per tile, claim a drained accumulator slot, run the ring
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
         # one unit per accumulator slot: the ACCUMULATE reset below makes each unit's first k-tile
         # overwrite the slot, so a unit holds only its own k-tiles' partial sum
         for t in cutlass.range(first_tile, last_tile + 1, unroll=1):
-            # this CTA's k-tiles of tile t: [k_begin, k_end), from the tile's first MAC iteration (64-bit)
+            # this CTA's k-tiles of tile t: [k_begin, k_end), from the tile's first MAC iteration
+            # (64-bit)
             tile_iter0 = cutlass.Int64(t) * k_tiles
             k_begin = cutlass.Int32(cutlass.max(it_begin - tile_iter0, 0))
             k_end = cutlass.Int32(cutlass.min(it_end - tile_iter0, k_tiles))
@@ -250,7 +283,8 @@ def gemm_kernel(
             tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
             for k in cutlass.range(k_begin, k_end, unroll=1):
                 cute.arch.mbarrier_wait(full + stage, phase)
-                for kb in cutlass.range_constexpr(4):  # TK / 16 MMAs per stage
+                # TK / 16 MMAs per stage
+                for kb in cutlass.range_constexpr(4):
                     cute.gemm(
                         tiled_mma,
                         acc_t,
@@ -261,42 +295,36 @@ def gemm_kernel(
                     tiled_mma.set(tcgen05.Field.ACCUMULATE, True)  # every later MMA adds
                 with cute.arch.elect_one():
                     tcgen05.commit(empty + stage)  # arrives once these MMAs have read the slot
-                stage += 1
-                if stage == STAGES:  # wrapped the ring: the next waits are one phase later
-                    stage = cutlass.Int32(0)
-                    phase ^= 1
+                # the next slot; past the last one the ring wraps to slot 0, one phase later
+                stage, phase = ring_next(stage, phase, STAGES)
             with cute.arch.elect_one():
                 tcgen05.commit(acc_full + slot)  # arrives once every MMA of the tile has finished
-            slot += 1
-            if slot == ACC_SLOTS:  # used every slot: the next wait on each is one phase later
-                slot = cutlass.Int32(0)
-                slot_phase ^= 1
+            # the next accumulator slot; past the last one, slot 0 one phase later
+            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
         # tail: wait until the epilogue has released every slot, so no arrive targets this CTA's
         # SMEM after it exits
         for _ in cutlass.range(ACC_SLOTS, unroll=1):
             cute.arch.mbarrier_wait(acc_empty + slot, slot_phase)
-            slot += 1
-            if slot == ACC_SLOTS:  # used every slot: the next wait on each is one phase later
-                slot = cutlass.Int32(0)
-                slot_phase ^= 1
-    elif warp >= EPI_WARP0:
-        # ---- 4. epilogue (warps 2-5), per unit: hand the partial over, or fix the tile up and store
+            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
+    elif warp_idx >= EPILOGUE_WARP:
+        # ---- 4. epilogue (warps 2-5), per unit ---------------------------------------------------
+        # hand the partial over, or fix the tile up and store
         # a named barrier syncs the epilogue warps alone; the producer and MMA warps keep looping
-        etidx = tidx % EPI_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
-        # workspace slot of CTA c: thread t keeps its 256 f32 of a tile as 16-byte vectors,
-        # vector j of chunk i at (((i * CHUNK_VECS + j) * EPI_THREADS + t) * 4): consecutive threads
-        # store consecutive 16 bytes. Every CTA runs the same code, so the same t holds the same
-        # (row, col) of a tile in every CTA.
+        etidx = tidx % EPILOGUE_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
+        # workspace slot of CTA c: thread t keeps its 256 f32 of a tile as 16-byte
+        # vectors, vector j of chunk i at (((i * CHUNK_VECS + j) * EPILOGUE_THREADS + t) * 4):
+        # consecutive threads store consecutive 16 bytes. Every CTA runs the same code, so the
+        # same t holds the same (row, col) of a tile in every CTA.
+        # (4, EPILOGUE_THREADS, CHUNK_VECS, chunks, SK_CTAS)
         work = cute.make_tensor(
             mWork.iterator,
             cute.make_layout(
-                (4, EPI_THREADS, CHUNK_VECS, 4, SK_CTAS),
-                stride=(1, 4, 4 * EPI_THREADS, 4 * EPI_THREADS * CHUNK_VECS, TILE_ELEMS),
+                (4, EPILOGUE_THREADS, CHUNK_VECS, 4, SK_CTAS),
+                stride=(1, 4, 4 * EPILOGUE_THREADS, 4 * EPILOGUE_THREADS * CHUNK_VECS, TILE_ELEMS),
             ),
-        )  # (4, EPI_THREADS, CHUNK_VECS, chunks, SK_CTAS)
-        flags = cute.recast_ptr(
-            mWork.iterator + SK_CTAS * TILE_ELEMS, dtype=cutlass.Int32
-        )  # (SK_CTAS)
+        )
+        # (SK_CTAS)
+        flags = cute.recast_ptr(mWork.iterator + SK_CTAS * TILE_ELEMS, dtype=cutlass.Int32)
         vec_copy = cute.make_copy_atom(
             cute.nvgpu.CopyUniversalOp(), ACC_DTYPE, num_bits_per_copy=128
         )
@@ -304,7 +332,8 @@ def gemm_kernel(
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(first_tile, last_tile + 1, unroll=1):
             tm, tn = t % tiles_m, t // tiles_m  # tiles walked along M
-            # this CTA's k-tiles of tile t: [k_begin, k_end), from the tile's first MAC iteration (64-bit)
+            # this CTA's k-tiles of tile t: [k_begin, k_end), from the tile's first MAC iteration
+            # (64-bit)
             tile_iter0 = cutlass.Int64(t) * k_tiles
             k_begin = cutlass.Int32(cutlass.max(it_begin - tile_iter0, 0))
             k_end = cutlass.Int32(cutlass.min(it_end - tile_iter0, k_tiles))
@@ -314,7 +343,7 @@ def gemm_kernel(
             # (EPI_M, EPI_N, 1, SUBTILES): the accumulator and the C tile cut into sub-tiles
             acc_epi = cute.flat_divide(acc_t[((None, None), 0, 0)], EPI_TILE)
             gC_epi = cute.flat_divide(tCgC_t[((None, None), 0, 0)], EPI_TILE)
-            # (TMA, EPI_BUFS), (TMA, 1, SUBTILES)
+            # (TMA, EPI_BUFFERS), (TMA, 1, SUBTILES)
             tDsC, tDgC = cpasync.tma_partition(
                 tma_c,
                 0,
@@ -340,7 +369,7 @@ def gemm_kernel(
                 t2r,
             )
             r2s_thr = r2s.get_slice(etidx)
-            r2s_sC = r2s_thr.partition_D(sC)  # (R2S, R2S_M, R2S_N, EPI_BUFS)
+            r2s_sC = r2s_thr.partition_D(sC)  # (R2S, R2S_M, R2S_N, EPI_BUFFERS)
             r2s_acc = r2s.retile(r_acc)  # (R2S, R2S_M, R2S_N)
             r_out = cute.make_rmem_tensor(r2s_acc.shape, OUT_DTYPE)
             # the chunk's registers as 16-byte runs: (4, CHUNK_VECS)
@@ -361,7 +390,9 @@ def gemm_kernel(
                     for j in cutlass.range_constexpr(CHUNK_VECS):
                         cute.copy(vec_copy, r_vec[(None, j)], work[(None, etidx, j, i, bidx)])
                 # every epilogue thread's stores precede thread 0's release of my flag
-                cute.arch.barrier(barrier_id=1, number_of_threads=EPI_THREADS)
+                cute.arch.barrier(
+                    barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=EPILOGUE_THREADS
+                )
                 if etidx == 0:
                     cute.arch.store(flags + bidx, cutlass.Int32(1), sem="release", scope="gpu")
             else:
@@ -379,18 +410,22 @@ def gemm_kernel(
                             # cleared for the next launch (which is stream-ordered after this one)
                             cute.arch.store(flags + peer, cutlass.Int32(0))
                     # thread 0's acquires order the peers' stores before every thread's loads
-                    cute.arch.barrier(barrier_id=1, number_of_threads=EPI_THREADS)
+                    cute.arch.barrier(
+                        barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=EPILOGUE_THREADS
+                    )
                 for i in cutlass.range_constexpr(EPI_SUBTILES):
-                    buf = i % EPI_BUFS  # the buffers alternate
+                    buf = i % EPI_BUFFERS  # the buffers alternate
                     cute.copy(t2r, src[(None, None, None, 0, i)], r_acc)
                     # the tile's last TMEM load: hand the slot back before converting and storing
                     if i == EPI_SUBTILES - 1:
                         cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld
-                        # one arrive per warp: elect.sync reconverges the warp after every lane's wait
+                        # one arrive per warp: elect.sync reconverges the warp after every
+                        # lane's wait
                         with cute.arch.elect_one():
                             cute.arch.mbarrier_arrive(acc_empty + slot)
-                    # stream-K fix-up: add the partials of CTAs bidx + 1 .. last_cta to the chunk's registers,
-                    # lowest first (a fixed order: deterministic sums); none when I ran the last k-tile
+                    # stream-K fix-up: add the partials of CTAs bidx + 1 .. last_cta to the
+                    # chunk's registers, lowest first (a fixed order: deterministic sums); none
+                    # when I ran the last k-tile
                     for peer in cutlass.range(bidx + 1, last_cta + 1, unroll=1):
                         for j in cutlass.range_constexpr(CHUNK_VECS):
                             cute.copy(vec_copy, work[(None, etidx, j, i, peer)], peer_vec)
@@ -400,26 +435,30 @@ def gemm_kernel(
                     # make the SMEM writes visible to the async proxy (TMA), then gather all
                     cute.arch.fence_proxy("async.shared", space="cta")
                     # every row of the sub-tile is in SMEM
-                    cute.arch.barrier(barrier_id=1, number_of_threads=EPI_THREADS)
-                    if warp == EPI_WARP0:
-                        # one elected lane stores the sub-tile; TMA clips rows and columns past M and N
+                    cute.arch.barrier(
+                        barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=EPILOGUE_THREADS
+                    )
+                    if warp_idx == EPILOGUE_WARP:
+                        # one elected lane stores the sub-tile; TMA clips rows and columns past M
+                        # and N
                         cute.copy(tma_c, tDsC[(None, buf)], tDgC[(None, 0, i)])
                         cute.arch.cp_async_bulk_commit_group()
-                        # at most EPI_BUFS - 1 stores may still read SMEM: the next buffer is free
-                        cute.arch.cp_async_bulk_wait_group(EPI_BUFS - 1, read=True)
+                        # at most EPI_BUFFERS - 1 stores may still read SMEM: the next buffer is
+                        # free
+                        cute.arch.cp_async_bulk_wait_group(EPI_BUFFERS - 1, read=True)
                     # nobody refills a buffer before its store has read it
-                    cute.arch.barrier(barrier_id=1, number_of_threads=EPI_THREADS)
-            slot += 1
-            if slot == ACC_SLOTS:  # used every slot: the next wait on each is one phase later
-                slot = cutlass.Int32(0)
-                slot_phase ^= 1
-        if warp == EPI_WARP0:
+                    cute.arch.barrier(
+                        barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=EPILOGUE_THREADS
+                    )
+            # the next accumulator slot; past the last one, slot 0 one phase later
+            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
+        if warp_idx == EPILOGUE_WARP:
             # SMEM must outlive the last store's read
             cute.arch.cp_async_bulk_wait_group(0, read=True)
 
     # ---- 5. teardown: the allocating warp frees TMEM once every warp has read it ----------------
     cute.arch.sync_threads()
-    if warp == 0:
+    if warp_idx == TMA_WARP:
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS)
 
 
@@ -475,7 +514,7 @@ def gemm(
     assert cute.size_in_bytes(IO_DTYPE, one_a) + cute.size_in_bytes(IO_DTYPE, one_b) == TX_BYTES
     # C sub-tile buffers: row-major 128x64, one swizzle atom per row
     c_atom = tcgen05.make_smem_layout_atom(EPI_SMEM_ATOM, OUT_DTYPE)
-    sC_layout = cute.tile_to_shape(c_atom, (*EPI_TILE, EPI_BUFS), order=(1, 0, 2))
+    sC_layout = cute.tile_to_shape(c_atom, (*EPI_TILE, EPI_BUFFERS), order=(1, 0, 2))
     one_c = cute.select(sC_layout, mode=[0, 1])  # one sub-tile buffer
     tma_c, tC = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c, one_c, EPI_TILE)
     tiles = cute.ceil_div(c.layout.shape[0], TILER[0]) * cute.ceil_div(c.layout.shape[1], TILER[1])

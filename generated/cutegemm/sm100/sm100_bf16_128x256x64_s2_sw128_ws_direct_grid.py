@@ -63,23 +63,44 @@ SPEC = {
 IO_DTYPE = cutlass.BFloat16
 OUT_DTYPE = cutlass.BFloat16
 ACC_DTYPE = cutlass.Float32
-MMA_INST = (128, 256, 16)  # one tcgen05.mma.cta_group::1 kind::f16 instruction
-TILER = (128, 256, 64)  # one CTA's output tile and the K depth of a stage
+# one tcgen05.mma.cta_group::1 kind::f16 instruction
+MMA_INST = (128, 256, 16)
+# one CTA's output tile and the K depth of a stage
+TILER = (128, 256, 64)
 STAGES = 2
-THREADS = 128  # 4 warps: 0 = TMA producer, 1 = MMA issuer, all = epilogue
-TMEM_COLS = 256  # f32 accumulator: one TMEM column per output column, power of two
-TX_BYTES = 49152  # A + B bytes one stage's TMA copies deliver to its full barrier
+# 4 warps: 0 = TMA producer, 1 = MMA issuer, all = epilogue
+THREADS = 128
+# loads A and B
+TMA_WARP = 0
+# issues the MMAs
+MMA_WARP = 1
+# f32 accumulator: one TMEM column per output column, power of two
+TMEM_COLS = 256
+# A + B bytes one stage's TMA copies deliver to its full barrier
+TX_BYTES = 49152
 EPI_COLS = 64  # accumulator columns one tcgen05.ld moves per thread
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
-SHAPE_MULTIPLES = {"M": 128, "N": 256, "K": 8}  # run() rejects other shapes (see the docstring)
+# run() rejects other shapes (see the docstring)
+SHAPE_MULTIPLES = {"M": 128, "N": 256, "K": 8}
 
 
 @cute.struct
-class Barriers:
+class SharedStorage:
     full: cute.struct.MemRange[cutlass.Int64, STAGES]  # stage s holds fresh A/B bytes
     empty: cute.struct.MemRange[cutlass.Int64, STAGES]  # MMAs reading stage s have retired
     acc_full: cutlass.Int64  # accumulator complete in TMEM
     tmem_slot: cutlass.Int32  # tcgen05.alloc writes the TMEM address here
+
+
+@cute.jit
+def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexpr[int]):
+    """The slot after `index` in a ring of `size` slots, and the phase its next wait expects:
+    past the last slot the ring wraps to slot 0, one phase later."""
+    index += 1
+    if index == size:
+        index = cutlass.Int32(0)
+        phase ^= 1
+    return index, phase
 
 
 @cute.kernel
@@ -95,12 +116,12 @@ def gemm_kernel(
 ):
     # ---- 1. setup: shared memory, barriers, TMEM ------------------------------------------------
     tidx, _, _ = cute.arch.thread_idx()
-    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
     bm, bn, _ = cute.arch.block_idx()
     coord = (bm, bn, None)  # grid scheduler: block (bm, bn) computes output tile (bm, bn)
 
     smem = utils.SmemAllocator()
-    bars = smem.allocate(Barriers)
+    bars = smem.allocate(SharedStorage)
     # the swizzle rides on the pointer; the base is 1024-byte aligned (one swizzle period)
     sA = smem.allocate_tensor(
         IO_DTYPE, sA_layout.outer, byte_alignment=1024, swizzle=sA_layout.inner
@@ -111,7 +132,8 @@ def gemm_kernel(
     full, empty = bars.full.data_ptr(), bars.empty.data_ptr()
     acc_full = bars.acc_full.ptr
 
-    if warp == 0:
+    # the TMA warp initializes the barriers and allocates TMEM
+    if warp_idx == TMA_WARP:
         with cute.arch.elect_one():
             for s in cutlass.range_constexpr(STAGES):
                 cute.arch.mbarrier_init(full + s, 1)  # one arrive (the producer) + TX_BYTES
@@ -145,16 +167,18 @@ def gemm_kernel(
     # (MMA, MMA_M, MMA_N): the accumulator lives in TMEM
     acc = cute.make_tensor(tmem_ptr, acc.layout)
 
+    # (TMA, STAGES), (TMA, k_tiles)
     tAsA, tAgA = cpasync.tma_partition(
         tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 3), cute.group_modes(tCgA, 0, 3)
-    )  # (TMA, STAGES), (TMA, k_tiles)
+    )
+    # (TMA, STAGES), (TMA, k_tiles)
     tBsB, tBgB = cpasync.tma_partition(
         tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 3), cute.group_modes(tCgB, 0, 3)
-    )  # (TMA, STAGES), (TMA, k_tiles)
+    )
     k_tiles = cute.size(gA, mode=[2])
 
-    if warp == 0:
-        # ---- 3a. TMA producer (warp 0): wait for an empty slot, arm its full barrier, load -------
+    if warp_idx == TMA_WARP:
+        # ---- 3a. TMA producer: wait for an empty slot, arm its full barrier, load --------------
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for k in cutlass.range(k_tiles, unroll=1):
             cute.arch.mbarrier_wait(empty + stage, phase)
@@ -162,27 +186,24 @@ def gemm_kernel(
                 cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES)
             cute.copy(tma_a, tAgA[(None, k)], tAsA[(None, stage)], tma_bar_ptr=full + stage)
             cute.copy(tma_b, tBgB[(None, k)], tBsB[(None, stage)], tma_bar_ptr=full + stage)
-            stage += 1
-            if stage == STAGES:  # wrapped the ring: the next wait on each slot is one phase later
-                stage = cutlass.Int32(0)
-                phase ^= 1
+            # the next slot; past the last one the ring wraps to slot 0, one phase later
+            stage, phase = ring_next(stage, phase, STAGES)
         # tail: this CTA's MMA warp released the last STAGES loads' slots
         # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
         # the arrivals, so none targets this CTA's SMEM after it exits
         for _ in cutlass.range(STAGES, unroll=1):
             cute.arch.mbarrier_wait(empty + stage, phase)
-            stage += 1
-            if stage == STAGES:  # wrapped the ring: the next wait on each slot is one phase later
-                stage = cutlass.Int32(0)
-                phase ^= 1
-    elif warp == 1:
-        # ---- 3b. MMA issuer (warp 1): wait for a full slot, run its MMAs, commit it back empty ----
+            # the next ring position: past the last slot, slot 0 one phase later
+            stage, phase = ring_next(stage, phase, STAGES)
+    elif warp_idx == MMA_WARP:
+        # ---- 3b. MMA issuer: wait for a full slot, run its MMAs, commit it back empty ----------
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         # TMEM is not zeroed: the first MMA of the tile overwrites, every later one adds
         tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
         for k in cutlass.range(k_tiles, unroll=1):
             cute.arch.mbarrier_wait(full + stage, phase)
-            for kb in cutlass.range_constexpr(4):  # TK / 16 MMAs per stage
+            # TK / 16 MMAs per stage
+            for kb in cutlass.range_constexpr(4):
                 cute.gemm(
                     tiled_mma,
                     acc,
@@ -193,14 +214,13 @@ def gemm_kernel(
                 tiled_mma.set(tcgen05.Field.ACCUMULATE, True)  # every later MMA adds
             with cute.arch.elect_one():
                 tcgen05.commit(empty + stage)  # arrives once these MMAs have read the slot
-            stage += 1
-            if stage == STAGES:  # wrapped the ring: the next wait on each slot is one phase later
-                stage = cutlass.Int32(0)
-                phase ^= 1
+            # the next slot; past the last one the ring wraps to slot 0, one phase later
+            stage, phase = ring_next(stage, phase, STAGES)
         with cute.arch.elect_one():
             tcgen05.commit(acc_full)  # arrives once every MMA of the tile has finished
 
-    # ---- 4. epilogue (all warps): TMEM -> registers (32 lanes per warp) -> bf16 -> global ------
+    # ---- 4. epilogue (all warps) -----------------------------------------------------------------
+    # TMEM -> registers (32 lanes per warp) -> bf16 -> global
     cute.arch.mbarrier_wait(acc_full, 0)  # completes once, at phase 0, after the final commit
     epi = ((cute.size(acc, mode=[0, 0]), EPI_COLS),)
     acc_epi = cute.zipped_divide(acc, epi)  # ((TM, EPI_COLS), chunks)
@@ -221,7 +241,7 @@ def gemm_kernel(
 
     # ---- 5. teardown: the allocating warp frees TMEM once every warp has read it ----------------
     cute.arch.sync_threads()
-    if warp == 0:
+    if warp_idx == TMA_WARP:
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS)
 
 

@@ -105,9 +105,8 @@ EPILOGUE_BARRIER_ID = 1
 EPI_SUBTILES = (1, 4)  # (TM / EPI_M, TN / EPI_N) sub-tiles per output tile
 # persistent CTAs (one per SM) sharing the MAC iterations; fewer when there are fewer
 SK_CTAS = 132
-DEFAULT_SM_COUNT = (
-    132  # SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
-)
+# SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
+DEFAULT_SM_COUNT = 132
 TILE_ELEMS = 16384  # f32 values of one partial tile: a CTA's workspace slot
 # SK_CTAS slots, then SK_CTAS flag words (int32 0 / 1)
 WORKSPACE_ELEMS = 2162820

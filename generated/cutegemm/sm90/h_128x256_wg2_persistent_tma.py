@@ -95,9 +95,8 @@ EPILOGUE_WARP = 4
 # the consumer warpgroups' named barrier around each sub-tile
 EPILOGUE_BARRIER_ID = 1
 EPI_SUBTILES = (1, 8)  # (TM / EPI_M, TN / EPI_N) sub-tiles per output tile
-DEFAULT_SM_COUNT = (
-    132  # SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
-)
+# SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
+DEFAULT_SM_COUNT = 132
 CLUSTER_TILE = (128, 256)  # output rows and columns one cluster covers
 SHAPE_MULTIPLES = {"M": 1, "N": 8, "K": 8}  # launcher() rejects other shapes (see the docstring)
 

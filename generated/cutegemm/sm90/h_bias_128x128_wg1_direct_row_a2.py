@@ -351,7 +351,8 @@ def compile_args(tvm_ffi: bool = False) -> tuple:
 
     stream = make_fake_stream(use_tvm_ffi_env_stream=True) if tvm_ffi else make_fake_stream()
     extra = []
-    extra.append(make_fake_compact_tensor(OUT_DTYPE, (m,), assumed_align=16))  # bias
+    # bias
+    extra.append(make_fake_compact_tensor(OUT_DTYPE, (m,), assumed_align=16))
     return fake(IO_DTYPE, m, k), fake(IO_DTYPE, n, k), fake(OUT_DTYPE, m, n), *extra, stream
 
 

@@ -354,8 +354,8 @@ def reduce_kernel(
                 cute.copy(ld_part, slots[(None, v, ct, s)], part)
                 acc.store(acc.load() + part.load())
             d = acc.load()  # (REDUCE_VEC,) f32
-            # bias per row of C^T: the vector's REDUCE_VEC rows take REDUCE_VEC
-            # consecutive values
+            # bias per row of C^T: the vector's REDUCE_VEC rows take
+            # REDUCE_VEC consecutive values
             rBias = cute.make_rmem_tensor((REDUCE_VEC,), OUT_DTYPE)
             cute.copy(c_vec, mBias_v[(None, (tile_m * TILER[0] + r) // REDUCE_VEC)], rBias)
             d = d * ALPHA + rBias.load().to(ACC_DTYPE)
@@ -419,7 +419,8 @@ def gemm(
         min_blocks_per_mp=1,
         stream=stream,
     )
-    # the reduce kernel, on the same stream: it starts once the GEMM kernel stored every partial
+    # the reduce kernel, on the same stream: it starts after the GEMM kernel has stored every
+    # partial
     reduce_kernel(workspace, c, bias).launch(
         grid=(clusters, 1, 1),  # one CTA per output tile
         block=(REDUCE_THREADS, 1, 1),
@@ -455,7 +456,8 @@ def compile_args(tvm_ffi: bool = False) -> tuple:
 
     stream = make_fake_stream(use_tvm_ffi_env_stream=True) if tvm_ffi else make_fake_stream()
     extra = []
-    extra.append(make_fake_compact_tensor(OUT_DTYPE, (n,), assumed_align=16))  # bias
+    # bias
+    extra.append(make_fake_compact_tensor(OUT_DTYPE, (n,), assumed_align=16))
     # workspace
     extra.append(make_fake_compact_tensor(cutlass.Float32, (WORKSPACE_ELEMS,), assumed_align=16))
     return fake(IO_DTYPE, m, k), fake(IO_DTYPE, n, k), fake(OUT_DTYPE, m, n), *extra, stream

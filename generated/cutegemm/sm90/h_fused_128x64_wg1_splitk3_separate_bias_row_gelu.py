@@ -424,7 +424,8 @@ def gemm(
         min_blocks_per_mp=1,
         stream=stream,
     )
-    # the reduce kernel, on the same stream: it starts once the GEMM kernel stored every partial
+    # the reduce kernel, on the same stream: it starts after the GEMM kernel has stored every
+    # partial
     reduce_kernel(workspace, c, bias).launch(
         grid=(clusters, 1, 1),  # one CTA per output tile
         block=(REDUCE_THREADS, 1, 1),
@@ -460,7 +461,8 @@ def compile_args(tvm_ffi: bool = False) -> tuple:
 
     stream = make_fake_stream(use_tvm_ffi_env_stream=True) if tvm_ffi else make_fake_stream()
     extra = []
-    extra.append(make_fake_compact_tensor(OUT_DTYPE, (m,), assumed_align=16))  # bias
+    # bias
+    extra.append(make_fake_compact_tensor(OUT_DTYPE, (m,), assumed_align=16))
     # workspace
     extra.append(make_fake_compact_tensor(cutlass.Float32, (WORKSPACE_ELEMS,), assumed_align=16))
     return fake(IO_DTYPE, m, k), fake(IO_DTYPE, n, k), fake(OUT_DTYPE, m, n), *extra, stream

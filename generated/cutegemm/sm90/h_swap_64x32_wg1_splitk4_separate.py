@@ -401,7 +401,8 @@ def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, workspace: cute.Tensor,
         min_blocks_per_mp=1,
         stream=stream,
     )
-    # the reduce kernel, on the same stream: it starts once the GEMM kernel stored every partial
+    # the reduce kernel, on the same stream: it starts after the GEMM kernel has stored every
+    # partial
     reduce_kernel(workspace, c).launch(
         grid=(clusters, 1, 1),  # one CTA per output tile
         block=(REDUCE_THREADS, 1, 1),

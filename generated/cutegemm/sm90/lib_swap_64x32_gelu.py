@@ -87,9 +87,8 @@ EMPTY_ARRIVES = 4
 STORE_VEC = 1  # swap AB: a thread's adjacent values are adjacent rows of C, one element per store
 # gelu(x) = x/2 (1 + tanh(GELU_C (x + GELU_CUBIC x^3)))
 GELU_C, GELU_CUBIC = 0.7978845608028654, 0.044715
-DEFAULT_SM_COUNT = (
-    132  # SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
-)
+# SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
+DEFAULT_SM_COUNT = 132
 CLUSTER_TILE = (64, 32)  # output rows and columns one cluster covers
 SHAPE_MULTIPLES = {"M": 1, "N": 8, "K": 8}  # launcher() rejects other shapes (see the docstring)
 

@@ -95,9 +95,8 @@ EPILOGUE_WARP = 4
 # the consumer warpgroups' named barrier around each sub-tile
 EPILOGUE_BARRIER_ID = 1
 EPI_SUBTILES = (1, 8)  # (TM / EPI_M, TN / EPI_N) sub-tiles per output tile
-DEFAULT_SM_COUNT = (
-    132  # SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
-)
+# SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
+DEFAULT_SM_COUNT = 132
 # tile swizzle: walk GROUP cluster tiles along M, then step along N: a wave shares
 # L2 tiles
 GROUP = 8

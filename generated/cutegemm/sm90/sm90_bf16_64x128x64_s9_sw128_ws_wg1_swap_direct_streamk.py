@@ -96,9 +96,8 @@ EMPTY_ARRIVES = 4
 STORE_VEC = 1  # swap AB: a thread's adjacent values are adjacent rows of C, one element per store
 # persistent CTAs (one per SM) sharing the MAC iterations; fewer when there are fewer
 SK_CTAS = 132
-DEFAULT_SM_COUNT = (
-    132  # SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
-)
+# SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
+DEFAULT_SM_COUNT = 132
 TILE_ELEMS = 8192  # f32 values of one partial tile: a CTA's workspace slot
 # SK_CTAS slots, then SK_CTAS flag words (int32 0 / 1)
 WORKSPACE_ELEMS = 1081476

@@ -108,9 +108,8 @@ EPI_BUFFER_SETS = 2
 # named barrier id of warpgroup w's epilogue: EPILOGUE_BARRIER_ID + w
 EPILOGUE_BARRIER_ID = 1
 EPI_SUBTILES = (1, 8)  # (TM / EPI_M, TN / EPI_N) sub-tiles per output tile
-DEFAULT_SM_COUNT = (
-    132  # SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
-)
+# SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
+DEFAULT_SM_COUNT = 132
 # tile swizzle: walk GROUP cluster tiles along M, then step along N: a wave shares
 # L2 tiles
 GROUP = 8

@@ -98,9 +98,8 @@ TX_BYTES = 12288
 # every consumer warp (4) of every CTA this producer fills (1)
 EMPTY_ARRIVES = 4
 STORE_VEC = 1  # swap AB: a thread's adjacent values are adjacent rows of C, one element per store
-DEFAULT_SM_COUNT = (
-    132  # SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
-)
+# SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
+DEFAULT_SM_COUNT = 132
 # CTAs per cluster; each accumulates 1/SPLITS of the K range of the cluster's tile
 SPLITS = 2
 STAGED_ARRIVES = 4  # rank 0's staged barrier: every consumer warp (4) of every peer (1)

@@ -85,9 +85,8 @@ TX_BYTES = 16384
 # every consumer warp (4) of every CTA this producer fills (1)
 EMPTY_ARRIVES = 4
 STORE_VEC = 1  # swap AB: a thread's adjacent values are adjacent rows of C, one element per store
-DEFAULT_SM_COUNT = (
-    132  # SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
-)
+# SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
+DEFAULT_SM_COUNT = 132
 CLUSTER_TILE = (64, 64)  # output rows and columns one cluster covers
 SHAPE_MULTIPLES = {"M": 1, "N": 8, "K": 8}  # launcher() rejects other shapes (see the docstring)
 
