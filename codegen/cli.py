@@ -678,6 +678,14 @@ def tune_cmd(
     command_note: Annotated[
         str, typer.Option("--command", help="The command line to record in the table.")
     ] = "codegen tune",
+    graph: Annotated[
+        bool,
+        typer.Option(
+            "--graph",
+            help="Time each kernel (and torch) as a decode step runs it: one launch per input "
+            "set, back to back in one CUDA graph, cold weights, no host work between launches.",
+        ),
+    ] = False,
 ) -> None:
     """On a GPU: time every plain kernel of its arch on shape lists, interleaved with torch, and
     write the tuning table `codegen render` makes the dispatcher from."""
@@ -702,6 +710,7 @@ def tune_cmd(
             rounds,
             reps,
             on_shape=lambda label: progress.update(task, description=label),
+            graph=graph,
         )
     table = Table("dtype", "shape", "M", "N", "K", "winner", "µs", "torch µs", "ratio", "failed")
     for p in picks:

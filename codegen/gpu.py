@@ -276,6 +276,26 @@ def input_sets(shape: Shape, dtype, out_dtype=None, min_bytes: int = 256 << 20) 
     return sets
 
 
+def capture_graph(launches: list[Callable[[], object]]):
+    """The launches captured in one CUDA graph, after a warm-up on a side stream (compile, load,
+    workspace) outside it."""
+    import torch
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for f in launches:
+            f()
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for f in launches:
+            f()
+    torch.cuda.synchronize()
+    return graph
+
+
 def results_json(path: Path, payload: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, indent=1, default=lambda o: asdict(o)))

@@ -19,7 +19,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from codegen.gpu import TOLERANCE, Shape, input_sets, reference, time_interleaved, torch_dtype
+from codegen.gpu import (
+    TOLERANCE,
+    Shape,
+    capture_graph,
+    input_sets,
+    reference,
+    time_interleaved,
+    torch_dtype,
+)
 
 
 def import_package(generated: Path):
@@ -245,26 +253,6 @@ def check_torch_compile(pkg) -> list[Check]:
     return checks
 
 
-def capture_graph(launches: list[Callable[[], object]]):
-    """The launches captured in one CUDA graph, after a warm-up on a side stream (compile, load,
-    workspace) outside it."""
-    import torch
-
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for f in launches:
-            f()
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for f in launches:
-            f()
-    torch.cuda.synchronize()
-    return graph
-
-
 def check_cuda_graph(pkg) -> list[Check]:
     """gemm captured in a CUDA graph (after a warm-up call), replayed on new inputs."""
     import torch
@@ -446,8 +434,8 @@ def host_costs(pkg, calls: int = 200, rounds: int = 15) -> dict[str, float]:
         )
         entries[f"{tag}: torch.matmul(a, b.T)"] = lambda a=a, b=b: torch.matmul(a, b.T)
         entries[f"{tag}: the function {name}.launcher() returns"] = module.launcher(a, b, c)
-        entries[f"{tag}: {name}.launcher(a, b, c)()"] = (
-            lambda a=a, b=b, c=c, mod=module: mod.launcher(a, b, c)()
+        entries[f"{tag}: {name}.launcher(a, b, c)()"] = lambda a=a, b=b, c=c, mod=module: (
+            mod.launcher(a, b, c)()
         )
     samples: dict[str, list[float]] = {k: [] for k in entries}
     for fn in entries.values():

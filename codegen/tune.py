@@ -6,6 +6,10 @@ no activation); kernels are grouped by (input dtype, output dtype) and compared 
 torch.matmul (f16, bf16) or torch._scaled_mm (e4m3, unit scales). Each candidate is checked
 against a float32 reference (output poisoned with NaN) before it is timed; one that fails is
 left out of the ranking and reported.
+
+With `graph`, each candidate (and torch) is timed as a decode step runs it: one launch per input
+set, back to back in one CUDA graph (each launch reads weights no other launch left in L2, and
+no host work sits between them); the time per launch is the replay's divided by the launches.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from codegen.build import load_module, read_spec
 from codegen.gpu import (
     TOLERANCE,
     Shape,
+    capture_graph,
     input_sets,
     time_interleaved,
     torch_dtype,
@@ -58,7 +63,13 @@ def torch_launch(dtype: str, a, b, c) -> Callable[[], None]:
 
 
 def tune_class(
-    dtype: str, out: str, modules: dict[str, object], shape: Shape, rounds: int, reps: int
+    dtype: str,
+    out: str,
+    modules: dict[str, object],
+    shape: Shape,
+    rounds: int,
+    reps: int,
+    graph: bool = False,
 ) -> Pick | None:
     import torch
 
@@ -96,7 +107,11 @@ def tune_class(
         fns[name] = [mod.launcher(x, y, z) for x, y, z in sets]
     if len(fns) == 1:
         return Pick(dtype, out, shape, {}, errors, failed)
+    if graph:
+        fns = {name: [capture_graph(launches).replay] for name, launches in fns.items()}
     times = time_interleaved(fns, rounds, reps)
+    if graph:
+        times = {name: t / len(sets) for name, t in times.items()}
     return Pick(dtype, out, shape, times, errors, failed)
 
 
@@ -106,8 +121,10 @@ def tune(
     rounds: int,
     reps: int,
     on_shape: Callable[[str], None] | None = None,
+    graph: bool = False,
 ) -> list[Pick]:
-    """Every plain (dtype, out dtype) class of `files`, timed on every shape."""
+    """Every plain (dtype, out dtype) class of `files`, timed on every shape (with `graph`, in
+    CUDA graphs: see the module's docstring)."""
     classes: dict[tuple[str, str], dict[str, object]] = {}
     for f in files:
         spec = read_spec(f)
@@ -119,7 +136,7 @@ def tune(
         for shape in shapes:
             if on_shape:
                 on_shape(f"{dtype}->{out} {shape.name}")
-            pick = tune_class(dtype, out, modules, shape, rounds, reps)
+            pick = tune_class(dtype, out, modules, shape, rounds, reps, graph)
             if pick is not None:
                 picks.append(pick)
     return picks
