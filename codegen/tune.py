@@ -108,7 +108,15 @@ def tune_class(
     if len(fns) == 1:
         return Pick(dtype, out, shape, {}, errors, failed)
     if graph:
-        fns = {name: [capture_graph(launches).replay] for name, launches in fns.items()}
+        graphs = {}
+        for name, launches in fns.items():
+            try:
+                graphs[name] = [capture_graph(launches).replay]
+            except RuntimeError as e:  # a launch that cannot be captured is not ranked
+                failed[name] = f"CUDA graph capture: {str(e).splitlines()[0]}"
+        if "torch" not in graphs or len(graphs) == 1:
+            return Pick(dtype, out, shape, {}, errors, failed)
+        fns = graphs
     times = time_interleaved(fns, rounds, reps)
     if graph:
         times = {name: t / len(sets) for name, t in times.items()}
