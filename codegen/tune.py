@@ -104,7 +104,11 @@ def tune_class(
             failed[name] = f"rel_err {err:.2e} > tol {TOLERANCE[out]:.0e}"
             continue
         errors[name] = err
-        fns[name] = [mod.launcher(x, y, z) for x, y, z in sets]
+        if graph:
+            # launcher() binds the stream current at its call: call it inside the capture
+            fns[name] = [lambda x=x, y=y, z=z, m=mod: m.launcher(x, y, z)() for x, y, z in sets]
+        else:
+            fns[name] = [mod.launcher(x, y, z) for x, y, z in sets]
     if len(fns) == 1:
         return Pick(dtype, out, shape, {}, errors, failed)
     if graph:
