@@ -369,7 +369,7 @@ def _run_tile_lines(stmts: list[ast.stmt], names: dict[str, int], out: tuple[str
         (
             "sm90_bf16_128x256x64_s4_sw128_ws_wg2_tma_persistent_rm_g8",
             ("clusters_m", "clusters_n"),
-            ("ctm", "ctn"),
+            ("tile_m", "tile_n"),
         ),
     ],
 )
