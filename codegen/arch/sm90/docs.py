@@ -414,10 +414,13 @@ def timeline(spec: Spec) -> list[str]:
         f"stage ({release})"
     )
     if pingpong:
-        role = f"consumer warpgroups (MMA_WG = {rules_sm90.MMA_WG}, 2; a tile each, alternating)"
+        role = (
+            f"consumer warpgroups (MMA_WG = {rules_sm90.MMA_WG}, {rules_sm90.MMA_WG + 1}; a tile "
+            "each, alternating)"
+        )
         mainloop = (
-            f"{loop}: bar.sync TURN_BARRIER_ID + w (not the first tile) -> {ks}: {per_k}; "
-            "bar.arrive TURN_BARRIER_ID + 1 - w -> wait_group(0) -> release the last stage -> "
+            f"{loop}: bar.sync TURN_BARRIER_ID + consumer (not the first tile) -> {ks}: {per_k}; "
+            "bar.arrive TURN_BARRIER_ID + 1 - consumer (a next tile) -> wait_group(0) -> release the last stage -> "
             "skip the other warpgroup's k_tiles ring positions"
         )
     else:
@@ -448,13 +451,11 @@ def timeline(spec: Spec) -> list[str]:
             else f"EPILOGUE_WARP = {rules_sm90.MMA_WG * WARPGROUP_WARPS}"
         )
         beta = (
-            " (beta: TMA-load C into the buffer, wait c_full)"
-            if rules_sm90.tma_loads_c(spec)
-            else ""
+            "TMA-load C into the buffer -> wait c_full -> " if rules_sm90.tma_loads_c(spec) else ""
         )
         epi = (
-            f"per sub-tile: registers -> SMEM buffer{beta} -> bar.sync EPILOGUE_BARRIER_ID"
-            f"{' + w' if pingpong else ''} -> TMA store by {store_warp}"
+            f"per sub-tile: {beta}registers -> SMEM buffer -> bar.sync EPILOGUE_BARRIER_ID"
+            f"{' + consumer' if pingpong else ''} -> TMA store by {store_warp}"
         )
     else:
         epi = "registers -> direct store of C"

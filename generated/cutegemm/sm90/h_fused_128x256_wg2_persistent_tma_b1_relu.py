@@ -30,9 +30,9 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
         -> arm full[s] (TX_BYTES) -> TMA A, B into s
     consumer warpgroups (MMA_WG = 1, 2 WGs): per tile: per k-tile: wait full[s] -> 4 wgmma ->
         commit_group -> wait_group(1) -> release the previous stage (arrive empty[s]); then
-        wait_group(0) -> release the last stage; epilogue: per sub-tile: registers -> SMEM buffer
-        (beta: TMA-load C into the buffer, wait c_full) -> bar.sync EPILOGUE_BARRIER_ID -> TMA store
-        by EPILOGUE_WARP = 4
+        wait_group(0) -> release the last stage; epilogue: per sub-tile: TMA-load C into the buffer
+        -> wait c_full -> registers -> SMEM buffer -> bar.sync EPILOGUE_BARRIER_ID -> TMA store by
+        EPILOGUE_WARP = 4
 
 Shapes: any M; N and K multiples of 8 (TMA needs 16-byte row strides). Tails are exact: TMA zero-fills loads past M, N and K, and the TMA store clips at the edges of C.
 
