@@ -525,7 +525,10 @@ def timeline(spec: Spec) -> list[str]:
     mmas = rules_common.mmas_per_stage(spec)
     # how the producer arms and fills a slot, and how the MMA warp commits it back
     if kind == "pair":
-        arm = "leader only: arm full[s] (TX_BYTES, both CTAs' bytes) -> TMA A, B halves onto it"
+        arm = (
+            "leader only: arm full[s] (TX_BYTES, both CTAs' bytes) -> each CTA: TMA its A, B "
+            "halves, completing on the leader's full[s]"
+        )
         commit = "commit empty[s] of both CTAs (PAIR_MASK)"
         acc_commit = "commit acc_full[slot] of both CTAs (PAIR_MASK)"
     elif kind == "multicast":
@@ -547,14 +550,11 @@ def timeline(spec: Spec) -> list[str]:
                 ("TMA warp (TMA_WARP = 0)", steps),
                 (
                     f"all {EPILOGUE_WARPS} warps",
-                    (
-                        "wait acc_full (once, phase 0) -> per chunk: tcgen05.ld -> "
-                        f"{spec.epilogue.style} store of C"
-                    ),
+                    "wait acc_full (once, phase 0) -> " + _epilogue_store(spec, "TMA_WARP"),
                 ),
             ]
         )
-    tail = "; tail: wait empty[s] on the last STAGES slots"
+    tail = "; tail: wait empty[s] on the last STAGES slots (the last commits)"
     if not persistent:
         store = _epilogue_store(spec, "TMA_WARP")
         mma_role = "MMA warp (MMA_WARP = 1" + (", leader)" if kind == "pair" else ")")

@@ -33,8 +33,8 @@ Pipeline
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     TMA warp (TMA_WARP = 0): per tile: per k-tile: wait empty[s] -> leader only: arm full[s]
-        (TX_BYTES, both CTAs' bytes) -> TMA A, B halves onto it; tail: wait empty[s] on the last
-        STAGES slots
+        (TX_BYTES, both CTAs' bytes) -> each CTA: TMA its A, B halves, completing on the leader's
+        full[s]; tail: wait empty[s] on the last STAGES slots (the last commits)
     MMA warp (MMA_WARP = 1, leader): per tile: wait acc_empty[slot]; per k-tile: wait full[s] -> 4
         tcgen05.mma -> commit empty[s] of both CTAs (PAIR_MASK); then commit acc_full[slot] of both
         CTAs (PAIR_MASK); tail: wait acc_empty on every slot

@@ -30,7 +30,7 @@ Pipeline
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     TMA warp (TMA_WARP = 0): per k-tile: wait empty[s] -> arm full[s] (TX_BYTES) -> TMA A, B into s;
-        tail: wait empty[s] on the last STAGES slots
+        tail: wait empty[s] on the last STAGES slots (the last commits)
     MMA warp (MMA_WARP = 1): per k-tile: wait full[s] -> 4 tcgen05.mma -> commit empty[s]; then
         commit acc_full
     all 4 warps, after their role: wait acc_full (once, phase 0) -> per sub-tile: TMA-load C into

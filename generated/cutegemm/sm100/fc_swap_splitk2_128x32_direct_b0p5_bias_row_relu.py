@@ -39,7 +39,8 @@ Pipeline
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     TMA warp (TMA_WARP = 0): per cluster tile: per k-tile of this rank's share: wait empty[s] -> arm
-        full[s] (TX_BYTES) -> TMA A, B into s; tail: wait empty[s] on the last STAGES slots
+        full[s] (TX_BYTES) -> TMA A, B into s; tail: wait empty[s] on the last STAGES slots (the
+        last commits)
     MMA warp (MMA_WARP = 1): per cluster tile: wait acc_empty[slot]; per k-tile of this rank's
         share: wait full[s] -> 4 tcgen05.mma -> commit empty[s]; then commit acc_full[slot]; tail:
         wait acc_empty on every slot

@@ -31,7 +31,8 @@ Pipeline
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     TMA warp (TMA_WARP = 0): per k-tile: wait empty[s] -> leader only: arm full[s] (TX_BYTES, both
-        CTAs' bytes) -> TMA A, B halves onto it; tail: wait empty[s] on the last STAGES slots
+        CTAs' bytes) -> each CTA: TMA its A, B halves, completing on the leader's full[s]; tail:
+        wait empty[s] on the last STAGES slots (the last commits)
     MMA warp (MMA_WARP = 1, leader): per k-tile: wait full[s] -> 4 tcgen05.mma -> commit empty[s] of
         both CTAs (PAIR_MASK); then commit acc_full of both CTAs (PAIR_MASK)
     all 4 warps, after their role: wait acc_full (once, phase 0) -> per sub-tile: tcgen05.ld -> SMEM

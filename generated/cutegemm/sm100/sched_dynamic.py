@@ -31,6 +31,7 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
     TMA warp (TMA_WARP = 0): per tile: wait clc_empty -> arm clc_full -> try_cancel; per k-tile:
         wait empty[s] -> arm full[s] (TX_BYTES) -> TMA A, B into s; then wait clc_full -> read the
         answer -> arrive clc_empty (the next tile); tail: wait empty[s] on the last STAGES slots
+        (the last commits)
     MMA warp (MMA_WARP = 1): per tile: wait clc_full -> read the answer -> arrive clc_empty; wait
         acc_empty[slot]; per k-tile: wait full[s] -> 4 tcgen05.mma -> commit empty[s]; then commit
         acc_full[slot]; tail: wait acc_empty on every slot

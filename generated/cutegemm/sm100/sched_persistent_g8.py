@@ -28,7 +28,7 @@ Pipeline
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     TMA warp (TMA_WARP = 0): per tile: per k-tile: wait empty[s] -> arm full[s] (TX_BYTES) -> TMA A,
-        B into s; tail: wait empty[s] on the last STAGES slots
+        B into s; tail: wait empty[s] on the last STAGES slots (the last commits)
     MMA warp (MMA_WARP = 1): per tile: wait acc_empty[slot]; per k-tile: wait full[s] -> 4
         tcgen05.mma -> commit empty[s]; then commit acc_full[slot]; tail: wait acc_empty on every
         slot

@@ -36,7 +36,7 @@ Pipeline
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     TMA warp (TMA_WARP = 0): per unit (tile, [k_begin, k_end)): per k-tile of the unit: wait
         empty[s] -> arm full[s] (TX_BYTES) -> TMA A, B into s; tail: wait empty[s] on the last
-        STAGES slots
+        STAGES slots (the last commits)
     MMA warp (MMA_WARP = 1): per unit (tile, [k_begin, k_end)): wait acc_empty[slot]; per k-tile of
         the unit: wait full[s] -> 4 tcgen05.mma -> commit empty[s]; then commit acc_full[slot];
         tail: wait acc_empty on every slot
