@@ -48,6 +48,7 @@ class Values:
     dtype_note: str
     parameters: list[tuple[str, str]]
     pipeline_table: list[str]
+    timeline: list[str]
     shape_note: str
     # dtypes
     io_dtype: str
@@ -274,3 +275,28 @@ def sm_sized_values(
         # the generated function's docstring, wrapped at its indentation
         "workers_doc": "\n    ".join(textwrap.wrap(doc + ".", 92)),
     }
+
+
+TIMELINE_HEAD = "Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)"
+
+
+def timeline_rows(rows: list[tuple[str, str]], width: int = 96) -> list[str]:
+    """The timeline's lines: each role, a colon, then its steps wrapped at the docstring's width
+    (continuation lines indented one level further)."""
+    lines: list[str] = []
+    for role, steps in rows:
+        first, *rest = _wrap_words(f"{role}: {steps}", width)
+        lines.append(first)
+        lines += ["    " + line for line in _wrap_words(" ".join(rest), width - 4)]
+    return lines
+
+
+def _wrap_words(text: str, width: int) -> list[str]:
+    lines, line = [], ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return lines + [line] if line else lines

@@ -18,7 +18,7 @@ from codegen.arch.sm100.rules import (
     is_persistent,
     is_tma_store,
 )
-from codegen.plan_common import binary, fusion_note, table
+from codegen.plan_common import TIMELINE_HEAD, binary, fusion_note, table, timeline_rows
 from codegen.spec import Spec
 
 DOC_WIDTH = 96  # wrap the docstring's budget line here
@@ -507,3 +507,121 @@ def notes(spec: Spec) -> dict[str, str]:
         "tmem_note": tmem,
         "tx_note": tx,
     }
+
+
+def _epilogue_store(spec: Spec, store_warp: str) -> str:
+    """The epilogue's steps per tile after its accumulator wait; `store_warp` issues TMA stores."""
+    if not is_tma_store(spec):
+        return f"per chunk: tcgen05.ld -> {spec.epilogue.style} store of C"
+    beta = "TMA-load C into the buffer -> " if rules_sm100.loads_c_by_tma(spec) else ""
+    wait = "wait c_full -> " if beta else ""
+    return f"per sub-tile: {beta}tcgen05.ld -> {wait}SMEM buffer -> TMA store by {store_warp}"
+
+
+def timeline(spec: Spec) -> list[str]:
+    """The docstring's timeline: each warp role's loop in program order, with the barriers it
+    waits on and arrives on under the names the kernel uses."""
+    kind, persistent = cluster_kind(spec), is_persistent(spec)
+    mmas = rules_common.mmas_per_stage(spec)
+    # how the producer arms and fills a slot, and how the MMA warp commits it back
+    if kind == "pair":
+        arm = (
+            "leader only: arm full[s] (TX_BYTES, both CTAs' bytes) -> each CTA: TMA its A, B "
+            "halves, completing on the leader's full[s]"
+        )
+        commit = "commit empty[s] of both CTAs (PAIR_MASK)"
+        acc_commit = "commit acc_full[slot] of both CTAs (PAIR_MASK)"
+    elif kind == "multicast":
+        arm = "arm full[s] (TX_BYTES) -> TMA A slice (mask_a), B slice (mask_b), multicast"
+        commit = "commit empty[s] of every sharer (mask_a | mask_b)"
+        acc_commit = "commit acc_full[slot]"
+    else:
+        arm = "arm full[s] (TX_BYTES) -> TMA A, B into s"
+        commit = "commit empty[s]"
+        acc_commit = "commit acc_full[slot]"
+    per_k = f"wait full[s] -> {mmas} tcgen05.mma -> {commit}"
+    if not spec.warp_specialized:
+        steps = (
+            f"per step k < k_tiles + STAGES - 1: if k < k_tiles, wait empty[s] -> {arm}; "
+            f"then, STAGES - 1 k-tiles behind, {per_k}; after the loop commit acc_full"
+        )
+        return [TIMELINE_HEAD] + timeline_rows(
+            [
+                ("TMA warp (TMA_WARP = 0)", steps),
+                (
+                    f"all {EPILOGUE_WARPS} warps",
+                    "wait acc_full (once, phase 0) -> " + _epilogue_store(spec, "TMA_WARP"),
+                ),
+            ]
+        )
+    tail = "; tail: wait empty[s] on the last STAGES slots (the last commits)"
+    if not persistent:
+        store = _epilogue_store(spec, "TMA_WARP")
+        mma_role = "MMA warp (MMA_WARP = 1" + (", leader)" if kind == "pair" else ")")
+        return [TIMELINE_HEAD] + timeline_rows(
+            [
+                ("TMA warp (TMA_WARP = 0)", f"per k-tile: wait empty[s] -> {arm}{tail}"),
+                (mma_role, f"per k-tile: {per_k}; then {acc_commit.replace('[slot]', '')}"),
+                (
+                    f"all {EPILOGUE_WARPS} warps, after their role",
+                    f"wait acc_full (once, phase 0) -> {store}",
+                ),
+            ]
+        )
+    # persistent: the loop each role runs
+    dynamic = rules_sm100.is_dynamic(spec)
+    if rules_sm100.is_split_k(spec):
+        loop, ks = "per cluster tile", "per k-tile of this rank's share"
+    elif rules_sm100.is_split_k_separate(spec):
+        loop, ks = "its one (tile, K share)", "per k-tile of the share"
+    elif rules_sm100.is_stream_k(spec):
+        loop, ks = "per unit (tile, [k_begin, k_end))", "per k-tile of the unit"
+    else:
+        loop, ks = "per tile", "per k-tile"
+    answer = "wait clc_full -> read the answer -> arrive clc_empty"
+    ask = "wait clc_empty -> arm clc_full -> try_cancel; " if dynamic else ""
+    tma_steps = f"{loop}: {ask}{ks}: wait empty[s] -> {arm}"
+    if dynamic:
+        tma_steps += f"; then {answer} (the next tile)"
+    mma_steps = (
+        f"{loop}: " + (f"{answer}; " if dynamic else "") + f"wait acc_empty[slot]; {ks}: "
+        f"{per_k}; then {acc_commit}; tail: wait acc_empty on every slot"
+    )
+    release = "arrive acc_empty[slot]" + (" (the leader's)" if kind == "pair" else "")
+    store = _epilogue_store(spec, "EPILOGUE_WARP")
+    after_last = f"{release} after the last tcgen05.ld"
+    if rules_sm100.is_split_k(spec):
+        epi_steps = (
+            f"{loop}: wait acc_full[slot]; ranks 1..: wait consumed (the previous tile) -> "
+            "tcgen05.ld -> staging -> arrive staged on rank 0; rank 0: wait staged -> tcgen05.ld, "
+            "add the peers' staging (DSMEM) -> store C -> arrive consumed on every peer; both "
+            f"{after_last}; tail: ranks 1.. wait consumed"
+        )
+    elif rules_sm100.is_split_k_separate(spec):
+        epi_steps = (
+            f"{loop}: wait acc_full[slot] -> per chunk: tcgen05.ld -> f32 partial to the "
+            f"workspace ({after_last}); then the reduce kernel (REDUCE_THREADS = "
+            f"{rules_sm100.REDUCE_THREADS}) sums the splits and stores C"
+        )
+    elif rules_sm100.is_stream_k(spec):
+        epi_steps = (
+            f"{loop}: wait acc_full[slot]; not the tile's first k-tile: tcgen05.ld -> partial to "
+            f"the workspace ({release}) -> bar.sync EPILOGUE_BARRIER_ID -> release flags[bidx]; "
+            "else: acquire each later CTA's flags[peer] -> bar.sync EPILOGUE_BARRIER_ID -> "
+            f"{store}, adding the partials ({after_last})"
+        )
+    else:
+        epi_steps = (
+            f"{loop}: "
+            + (f"{answer}; " if dynamic else "")
+            + f"wait acc_full[slot] -> {store} ({after_last})"
+        )
+    mma_role = "MMA warp (MMA_WARP = 1" + (", leader)" if kind == "pair" else ")")
+    tma_role = "TMA warp (TMA_WARP = 0)"
+    return [TIMELINE_HEAD] + timeline_rows(
+        [
+            (tma_role, tma_steps + tail),
+            (mma_role, mma_steps),
+            (f"epilogue warps (EPILOGUE_WARP = {rules_sm100.EPI_WARP0})", epi_steps),
+        ]
+    )

@@ -525,6 +525,7 @@ def values(spec: Spec) -> Sm100Values:
         dtype_note=docs.dtype_note(spec),
         parameters=docs.parameters(spec),
         pipeline_table=docs.pipeline_lines(spec),
+        timeline=docs.timeline(spec),
         shape_note=docs.shape_note(spec),
         **docs.notes(spec),
         **dtype_values(spec),

@@ -15,7 +15,7 @@ from codegen.arch.sm90.rules import (
     WARPGROUP_THREADS,
     WARPGROUP_WARPS,
 )
-from codegen.plan_common import fusion_note, table
+from codegen.plan_common import TIMELINE_HEAD, fusion_note, table, timeline_rows
 from codegen.spec import PersistentScheduler, Spec, TmaStoreEpilogue
 
 
@@ -381,3 +381,90 @@ def notes(spec: Spec) -> dict[str, str]:
             else "wgmma gives each thread pairs of adjacent columns: one 2-element store each"
         ),
     }
+
+
+def timeline(spec: Spec) -> list[str]:
+    """The docstring's timeline: each role's loop in program order, with the barriers it waits on
+    and arrives on under the names the kernel uses."""
+    mmas = rules_common.mmas_per_stage(spec)
+    wgs = rules_sm90.consumer_warpgroups(spec)
+    pingpong = rules_sm90.is_pingpong(spec)
+    clustered = spec.cluster.size > 1
+    split_k, stream_k = rules_sm90.is_split_k(spec), rules_sm90.is_stream_k(spec)
+    separate = rules_sm90.is_split_k_separate(spec)
+    tma_store = isinstance(spec.epilogue, TmaStoreEpilogue)
+    if stream_k:
+        loop, ks = "per unit (tile, [k_begin, k_end))", "per k-tile of the unit"
+    elif split_k:
+        loop, ks = "per cluster tile", "per k-tile of this rank's share"
+    elif separate:
+        loop, ks = "its (tile, K share)", "per k-tile of the share"
+    elif isinstance(spec.scheduler, PersistentScheduler):
+        loop, ks = "per tile", "per k-tile"
+    else:
+        loop, ks = "its tile", "per k-tile"
+    cast = [name for name, on in (("A", spec.cluster.n > 1), ("B", spec.cluster.m > 1)) if on]
+    load = "TMA A, B into s" + (f" ({', '.join(cast)} multicast)" if cast else "")
+    tma_steps = f"{loop}: {ks}: wait empty[s] -> arm full[s] (TX_BYTES) -> {load}"
+    if clustered:
+        tma_steps += "; tail: wait empty[s] on the last STAGES slots (peers' releases)"
+    release = "arrive empty[s]" + (" on every CTA that filled it" if clustered else "")
+    per_k = (
+        f"wait full[s] -> {mmas} wgmma -> commit_group -> wait_group(1) -> release the previous "
+        f"stage ({release})"
+    )
+    if pingpong:
+        role = (
+            f"consumer warpgroups (MMA_WG = {rules_sm90.MMA_WG}, {rules_sm90.MMA_WG + 1}; a tile "
+            "each, alternating)"
+        )
+        mainloop = (
+            f"{loop}: bar.sync TURN_BARRIER_ID + consumer (not the first tile) -> {ks}: {per_k}; "
+            "bar.arrive TURN_BARRIER_ID + 1 - consumer (a next tile) -> wait_group(0) -> release the last stage -> "
+            "skip the other warpgroup's k_tiles ring positions"
+        )
+    else:
+        role = f"consumer warpgroup{'s' if wgs > 1 else ''} (MMA_WG = {rules_sm90.MMA_WG}"
+        role += f", {wgs} WGs)" if wgs > 1 else ")"
+        mainloop = f"{loop}: {ks}: {per_k}; then wait_group(0) -> release the last stage"
+    if split_k:
+        mainloop += (
+            "; ranks 1..: wait consumed (the previous tile) -> write staging -> arrive staged "
+            "on rank 0; rank 0: wait staged -> add the peers' staging (DSMEM) -> arrive consumed "
+            "on every peer"
+        )
+    if stream_k:
+        mainloop += (
+            "; not the tile's first k-tile: partial to the workspace -> bar.sync "
+            "FIXUP_BARRIER_ID -> release flags[bidx]; else with later CTAs: acquire each "
+            "flags[peer] -> bar.sync FIXUP_BARRIER_ID -> add its partial"
+        )
+    if separate:
+        epi = (
+            "f32 partial to the workspace; then the reduce kernel (REDUCE_THREADS = "
+            f"{rules_sm90.REDUCE_THREADS}) sums the splits and stores C"
+        )
+    elif tma_store:
+        store_warp = (
+            "each warpgroup's first warp"
+            if pingpong
+            else f"EPILOGUE_WARP = {rules_sm90.MMA_WG * WARPGROUP_WARPS}"
+        )
+        beta = (
+            "TMA-load C into the buffer -> wait c_full -> " if rules_sm90.tma_loads_c(spec) else ""
+        )
+        epi = (
+            f"per sub-tile: {beta}registers -> SMEM buffer -> bar.sync EPILOGUE_BARRIER_ID"
+            f"{' + consumer' if pingpong else ''} -> TMA store by {store_warp}"
+        )
+    else:
+        epi = "registers -> direct store of C"
+    who = " (rank 0)" if split_k else " (the tile's first k-tile)" if stream_k else ""
+    rows = [
+        (
+            f"producer warpgroup (PRODUCER_WG = {rules_sm90.PRODUCER_WG}), its warp TMA_WARP = 0",
+            tma_steps,
+        ),
+        (role, mainloop + f"; epilogue{who}: {epi}"),
+    ]
+    return [TIMELINE_HEAD] + timeline_rows(rows)

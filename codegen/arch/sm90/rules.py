@@ -59,6 +59,7 @@ K_ROW_SWIZZLE = {32: "32B", 64: "64B", 128: "128B"}
 TMA_ROW_ALIGN_BYTES = 16  # TMA needs 16-byte global row strides
 WARPGROUP_THREADS = 128
 WARPGROUP_WARPS = 4
+PRODUCER_WG, MMA_WG = 0, 1  # the producer warpgroup, then the first consumer warpgroup
 # Named barrier ids (0 is sync_threads). Cooperative: the consumers' epilogue barrier is id 1
 # (written in the template). Ping-pong: consumer warpgroup w (0, 1) syncs its own epilogue on
 # PP_EPI_BARRIER + w and waits for its mainloop turn on PP_TURN_BARRIER + w.

@@ -328,6 +328,7 @@ def values(spec: Spec) -> Sm90Values:
         title=docs.title(spec),
         parameters=docs.parameters(spec),
         pipeline_table=docs.pipeline_lines(spec),
+        timeline=docs.timeline(spec),
         shape_note=docs.shape_note(spec),
         **docs.notes(spec),
         **dtype_values(spec),

@@ -31,6 +31,17 @@ Pipeline
     SMEM per CTA 230400 B of 232448 (6 x 32 KiB ring + 2 x 16 KiB C sub-tiles + 1 KiB barriers and alignment);
     TMEM 512 of 512 columns per CTA
 
+Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
+    TMA warp (TMA_WARP = 0): per tile: per k-tile: wait empty[s] -> leader only: arm full[s]
+        (TX_BYTES, both CTAs' bytes) -> each CTA: TMA its A, B halves, completing on the leader's
+        full[s]; tail: wait empty[s] on the last STAGES slots (the last commits)
+    MMA warp (MMA_WARP = 1, leader): per tile: wait acc_empty[slot]; per k-tile: wait full[s] -> 4
+        tcgen05.mma -> commit empty[s] of both CTAs (PAIR_MASK); then commit acc_full[slot] of both
+        CTAs (PAIR_MASK); tail: wait acc_empty on every slot
+    epilogue warps (EPILOGUE_WARP = 2): per tile: wait acc_full[slot] -> per sub-tile: TMA-load C
+        into the buffer -> tcgen05.ld -> wait c_full -> SMEM buffer -> TMA store by EPILOGUE_WARP
+        (arrive acc_empty[slot] (the leader's) after the last tcgen05.ld)
+
 Shapes: M any; N and K multiples of 8 (TMA needs 16-byte row strides). Partial tiles are safe: TMA loads zero-fill rows and columns past M, N and K, and the TMA store clips them.
 
 Entry points: `gemm(a, b, c, bias, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c, bias)`

@@ -26,6 +26,14 @@ Pipeline
     SMEM 214016 B of 232448 (3 x 48 KiB ring + 2 x 32 KiB C sub-tiles + 1 KiB barriers and alignment);
     TMEM 256 of 512 columns
 
+Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
+    TMA warp (TMA_WARP = 0): per k-tile: wait empty[s] -> arm full[s] (TX_BYTES) -> TMA A, B into s;
+        tail: wait empty[s] on the last STAGES slots (the last commits)
+    MMA warp (MMA_WARP = 1): per k-tile: wait full[s] -> 4 tcgen05.mma -> commit empty[s]; then
+        commit acc_full
+    all 4 warps, after their role: wait acc_full (once, phase 0) -> per sub-tile: tcgen05.ld -> SMEM
+        buffer -> TMA store by TMA_WARP
+
 Shapes: M any; N and K multiples of 8 (TMA needs 16-byte row strides). Partial tiles are safe: TMA loads zero-fill rows and columns past M, N and K, and the TMA store clips them.
 
 Entry points: `gemm(a, b, c, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)` (torch

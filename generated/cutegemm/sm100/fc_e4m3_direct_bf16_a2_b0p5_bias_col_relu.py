@@ -25,6 +25,14 @@ Pipeline
 
     SMEM 230400 B of 232448 (7 x 32 KiB ring + 1 KiB barriers and alignment); TMEM 128 of 512 columns
 
+Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
+    TMA warp (TMA_WARP = 0): per k-tile: wait empty[s] -> arm full[s] (TX_BYTES) -> TMA A, B into s;
+        tail: wait empty[s] on the last STAGES slots (the last commits)
+    MMA warp (MMA_WARP = 1): per k-tile: wait full[s] -> 4 tcgen05.mma -> commit empty[s]; then
+        commit acc_full
+    all 4 warps, after their role: wait acc_full (once, phase 0) -> per chunk: tcgen05.ld -> direct
+        store of C
+
 Shapes: M must be a multiple of 128 and N of 128 (the direct epilogue stores whole tiles without predication; run() rejects other shapes); K any multiple of 16 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
 
 Entry points: `gemm(a, b, c, bias, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c, bias)`

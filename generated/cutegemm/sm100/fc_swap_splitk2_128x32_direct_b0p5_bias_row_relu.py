@@ -37,6 +37,19 @@ Pipeline
     SMEM 222208 B of 232448 (10 x 20 KiB ring + 16 KiB split-K staging + 1 KiB barriers and alignment);
     TMEM 32 of 512 columns
 
+Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
+    TMA warp (TMA_WARP = 0): per cluster tile: per k-tile of this rank's share: wait empty[s] -> arm
+        full[s] (TX_BYTES) -> TMA A, B into s; tail: wait empty[s] on the last STAGES slots (the
+        last commits)
+    MMA warp (MMA_WARP = 1): per cluster tile: wait acc_empty[slot]; per k-tile of this rank's
+        share: wait full[s] -> 4 tcgen05.mma -> commit empty[s]; then commit acc_full[slot]; tail:
+        wait acc_empty on every slot
+    epilogue warps (EPILOGUE_WARP = 2): per cluster tile: wait acc_full[slot]; ranks 1..: wait
+        consumed (the previous tile) -> tcgen05.ld -> staging -> arrive staged on rank 0; rank 0:
+        wait staged -> tcgen05.ld, add the peers' staging (DSMEM) -> store C -> arrive consumed on
+        every peer; both arrive acc_empty[slot] after the last tcgen05.ld; tail: ranks 1.. wait
+        consumed
+
 Shapes: M must be a multiple of 32 and N of 128 (the direct epilogue stores whole tiles without predication; swap AB: the 128-row tile runs along N, its N along M; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
 
 Entry points: `gemm(a, b, c, bias, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c, bias)`

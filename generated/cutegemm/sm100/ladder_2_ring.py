@@ -24,6 +24,12 @@ Pipeline
 
     SMEM 50176 B of 232448 (4 x 12 KiB ring + 1 KiB barriers and alignment); TMEM 256 of 512 columns
 
+Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
+    TMA warp (TMA_WARP = 0): per step k < k_tiles + STAGES - 1: if k < k_tiles, wait empty[s] -> arm
+        full[s] (TX_BYTES) -> TMA A, B into s; then, STAGES - 1 k-tiles behind, wait full[s] -> 1
+        tcgen05.mma -> commit empty[s]; after the loop commit acc_full
+    all 4 warps: wait acc_full (once, phase 0) -> per chunk: tcgen05.ld -> direct store of C
+
 Shapes: M must be a multiple of 128 and N of 256 (the direct epilogue stores whole tiles without predication; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
 
 Entry points: `gemm(a, b, c, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)` (torch

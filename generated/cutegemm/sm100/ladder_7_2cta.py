@@ -29,6 +29,15 @@ Pipeline
     SMEM per CTA 230400 B of 232448 (6 x 32 KiB ring + 2 x 16 KiB C sub-tiles + 1 KiB barriers and alignment);
     TMEM 256 of 512 columns per CTA
 
+Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
+    TMA warp (TMA_WARP = 0): per k-tile: wait empty[s] -> leader only: arm full[s] (TX_BYTES, both
+        CTAs' bytes) -> each CTA: TMA its A, B halves, completing on the leader's full[s]; tail:
+        wait empty[s] on the last STAGES slots (the last commits)
+    MMA warp (MMA_WARP = 1, leader): per k-tile: wait full[s] -> 4 tcgen05.mma -> commit empty[s] of
+        both CTAs (PAIR_MASK); then commit acc_full of both CTAs (PAIR_MASK)
+    all 4 warps, after their role: wait acc_full (once, phase 0) -> per sub-tile: tcgen05.ld -> SMEM
+        buffer -> TMA store by TMA_WARP
+
 Shapes: M any; N and K multiples of 8 (TMA needs 16-byte row strides). Partial tiles are safe: TMA loads zero-fill rows and columns past M, N and K, and the TMA store clips them.
 
 Entry points: `gemm(a, b, c, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)` (torch

@@ -27,6 +27,16 @@ Pipeline
     column); its full barrier expects the whole stage.
     SMEM 230400 B of 232448 (7 x 32 KiB ring + 1 KiB barriers and alignment); TMEM 256 of 512 columns
 
+Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
+    TMA warp (TMA_WARP = 0): per tile: per k-tile: wait empty[s] -> arm full[s] (TX_BYTES) -> TMA A
+        slice (mask_a), B slice (mask_b), multicast; tail: wait empty[s] on the last STAGES slots
+        (the last commits)
+    MMA warp (MMA_WARP = 1): per tile: wait acc_empty[slot]; per k-tile: wait full[s] -> 4
+        tcgen05.mma -> commit empty[s] of every sharer (mask_a | mask_b); then commit
+        acc_full[slot]; tail: wait acc_empty on every slot
+    epilogue warps (EPILOGUE_WARP = 2): per tile: wait acc_full[slot] -> per chunk: tcgen05.ld ->
+        direct store of C (arrive acc_empty[slot] after the last tcgen05.ld)
+
 Shapes: M must be a multiple of 256 and N of 128 (the direct epilogue stores whole tiles without predication, and the grid covers whole 2x1 clusters of tiles; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
 
 Entry points: `gemm(a, b, c, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)` (torch

@@ -29,6 +29,16 @@ Pipeline
     SMEM 230400 B of 232448 (4 x 48 KiB ring + 2 x 16 KiB C sub-tiles + 1 KiB barriers and alignment);
     TMEM 512 of 512 columns
 
+Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
+    TMA warp (TMA_WARP = 0): per tile: per k-tile: wait empty[s] -> arm full[s] (TX_BYTES) -> TMA A
+        slice (mask_a), B slice (mask_b), multicast; tail: wait empty[s] on the last STAGES slots
+        (the last commits)
+    MMA warp (MMA_WARP = 1): per tile: wait acc_empty[slot]; per k-tile: wait full[s] -> 4
+        tcgen05.mma -> commit empty[s] of every sharer (mask_a | mask_b); then commit
+        acc_full[slot]; tail: wait acc_empty on every slot
+    epilogue warps (EPILOGUE_WARP = 2): per tile: wait acc_full[slot] -> per sub-tile: tcgen05.ld ->
+        SMEM buffer -> TMA store by EPILOGUE_WARP (arrive acc_empty[slot] after the last tcgen05.ld)
+
 Shapes: M any; N and K multiples of 8 (TMA needs 16-byte row strides). Partial tiles are safe: TMA loads zero-fill rows and columns past M, N and K, and the TMA store clips them.
 
 Entry points: `gemm(a, b, c, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)` (torch

@@ -33,6 +33,17 @@ Pipeline
     MiB of global memory (4 splits x MAX_TILES = 1024 slots).
     SMEM 222208 B of 232448 (9 x 24 KiB ring + 1 KiB barriers and alignment); TMEM 64 of 512 columns
 
+Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
+    TMA warp (TMA_WARP = 0): its one (tile, K share): per k-tile of the share: wait empty[s] -> arm
+        full[s] (TX_BYTES) -> TMA A, B into s; tail: wait empty[s] on the last STAGES slots (the
+        last commits)
+    MMA warp (MMA_WARP = 1): its one (tile, K share): wait acc_empty[slot]; per k-tile of the share:
+        wait full[s] -> 4 tcgen05.mma -> commit empty[s]; then commit acc_full[slot]; tail: wait
+        acc_empty on every slot
+    epilogue warps (EPILOGUE_WARP = 2): its one (tile, K share): wait acc_full[slot] -> per chunk:
+        tcgen05.ld -> f32 partial to the workspace (arrive acc_empty[slot] after the last
+        tcgen05.ld); then the reduce kernel (REDUCE_THREADS = 128) sums the splits and stores C
+
 Shapes: M must be a multiple of 128 and N of 64 (the direct epilogue stores whole tiles without predication; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
 
 Entry points: `gemm(a, b, c, bias, workspace, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c, bias)`

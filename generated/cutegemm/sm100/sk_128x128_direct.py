@@ -33,6 +33,19 @@ Pipeline
     from TMEM, then stores C. Workspace: 9699920 B of global memory (148 x 64 KiB slots + flags).
     SMEM 230400 B of 232448 (7 x 32 KiB ring + 1 KiB barriers and alignment); TMEM 128 of 512 columns
 
+Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
+    TMA warp (TMA_WARP = 0): per unit (tile, [k_begin, k_end)): per k-tile of the unit: wait
+        empty[s] -> arm full[s] (TX_BYTES) -> TMA A, B into s; tail: wait empty[s] on the last
+        STAGES slots (the last commits)
+    MMA warp (MMA_WARP = 1): per unit (tile, [k_begin, k_end)): wait acc_empty[slot]; per k-tile of
+        the unit: wait full[s] -> 4 tcgen05.mma -> commit empty[s]; then commit acc_full[slot];
+        tail: wait acc_empty on every slot
+    epilogue warps (EPILOGUE_WARP = 2): per unit (tile, [k_begin, k_end)): wait acc_full[slot]; not
+        the tile's first k-tile: tcgen05.ld -> partial to the workspace (arrive acc_empty[slot]) ->
+        bar.sync EPILOGUE_BARRIER_ID -> release flags[bidx]; else: acquire each later CTA's
+        flags[peer] -> bar.sync EPILOGUE_BARRIER_ID -> per chunk: tcgen05.ld -> direct store of C,
+        adding the partials (arrive acc_empty[slot] after the last tcgen05.ld)
+
 Shapes: M must be a multiple of 128 and N of 128 (the direct epilogue stores whole tiles without predication; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
 
 Entry points: `gemm(a, b, c, workspace, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)`

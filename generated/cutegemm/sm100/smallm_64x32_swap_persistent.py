@@ -25,6 +25,15 @@ Pipeline
 
     SMEM 222208 B of 232448 (18 x 12 KiB ring + 1 KiB barriers and alignment); TMEM 32 of 512 columns
 
+Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
+    TMA warp (TMA_WARP = 0): per tile: per k-tile: wait empty[s] -> arm full[s] (TX_BYTES) -> TMA A,
+        B into s; tail: wait empty[s] on the last STAGES slots (the last commits)
+    MMA warp (MMA_WARP = 1): per tile: wait acc_empty[slot]; per k-tile: wait full[s] -> 4
+        tcgen05.mma -> commit empty[s]; then commit acc_full[slot]; tail: wait acc_empty on every
+        slot
+    epilogue warps (EPILOGUE_WARP = 2): per tile: wait acc_full[slot] -> per chunk: tcgen05.ld ->
+        direct store of C (arrive acc_empty[slot] after the last tcgen05.ld)
+
 Shapes: M must be a multiple of 32 and N of 64 (the direct epilogue stores whole tiles without predication; swap AB: the 64-row tile runs along N, its N along M; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
 
 Entry points: `gemm(a, b, c, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)` (torch

@@ -25,6 +25,15 @@ Pipeline
 
     SMEM 214016 B of 232448 (8 x 24 KiB ring + 16 KiB C sub-tiles + barriers and alignment); accumulators in registers: 64 f32 per consumer thread
 
+Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
+    producer warpgroup (PRODUCER_WG = 0), its warp TMA_WARP = 0: its tile: per k-tile: wait empty[s]
+        -> arm full[s] (TX_BYTES) -> TMA A, B into s (A multicast); tail: wait empty[s] on the last
+        STAGES slots (peers' releases)
+    consumer warpgroup (MMA_WG = 1): its tile: per k-tile: wait full[s] -> 4 wgmma -> commit_group
+        -> wait_group(1) -> release the previous stage (arrive empty[s] on every CTA that filled
+        it); then wait_group(0) -> release the last stage; epilogue: per sub-tile: registers -> SMEM
+        buffer -> bar.sync EPILOGUE_BARRIER_ID -> TMA store by EPILOGUE_WARP = 4
+
 Shapes: any M; N and K multiples of 8 (TMA needs 16-byte row strides). Tails are exact: TMA zero-fills loads past M, N and K, and the TMA store clips at the edges of C.
 
 Entry points: `gemm(a, b, c, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)` (torch

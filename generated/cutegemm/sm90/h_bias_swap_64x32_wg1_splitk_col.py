@@ -35,6 +35,15 @@ Pipeline
     stores C. A peer waits on its `consumed` barrier before it overwrites its staging for
     the next tile, and before it exits. Fixed summation order: deterministic.
 
+Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
+    producer warpgroup (PRODUCER_WG = 0), its warp TMA_WARP = 0: per cluster tile: per k-tile of
+        this rank's share: wait empty[s] -> arm full[s] (TX_BYTES) -> TMA A, B into s
+    consumer warpgroup (MMA_WG = 1): per cluster tile: per k-tile of this rank's share: wait full[s]
+        -> 4 wgmma -> commit_group -> wait_group(1) -> release the previous stage (arrive empty[s]);
+        then wait_group(0) -> release the last stage; ranks 1..: wait consumed (the previous tile)
+        -> write staging -> arrive staged on rank 0; rank 0: wait staged -> add the peers' staging
+        (DSMEM) -> arrive consumed on every peer; epilogue (rank 0): registers -> direct store of C
+
 Shapes: any M; N and K multiples of 8 (TMA needs 16-byte row strides). Tails are exact: TMA zero-fills loads past M, N and K, and the direct epilogue predicates every store on M and N.
 
 Entry points: `gemm(a, b, c, bias, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c, bias)`

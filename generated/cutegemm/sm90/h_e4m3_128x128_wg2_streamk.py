@@ -33,6 +33,16 @@ Pipeline
     consumer adds that partial (fixed order: deterministic) and thread 0 clears the flag for the
     next launch. Workspace: 8651280 B of global memory (132 x 64 KiB slots + flags).
 
+Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
+    producer warpgroup (PRODUCER_WG = 0), its warp TMA_WARP = 0: per unit (tile, [k_begin, k_end)):
+        per k-tile of the unit: wait empty[s] -> arm full[s] (TX_BYTES) -> TMA A, B into s
+    consumer warpgroups (MMA_WG = 1, 2 WGs): per unit (tile, [k_begin, k_end)): per k-tile of the
+        unit: wait full[s] -> 4 wgmma -> commit_group -> wait_group(1) -> release the previous stage
+        (arrive empty[s]); then wait_group(0) -> release the last stage; not the tile's first
+        k-tile: partial to the workspace -> bar.sync FIXUP_BARRIER_ID -> release flags[bidx]; else
+        with later CTAs: acquire each flags[peer] -> bar.sync FIXUP_BARRIER_ID -> add its partial;
+        epilogue (the tile's first k-tile): registers -> direct store of C
+
 Shapes: any M; N a multiple of 8, K of 16 (TMA needs 16-byte row strides). Tails are exact: TMA zero-fills loads past M, N and K, and the direct epilogue predicates every store on M and N.
 
 Entry points: `gemm(a, b, c, workspace, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)`

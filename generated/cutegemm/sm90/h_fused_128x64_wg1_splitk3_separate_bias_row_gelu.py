@@ -37,6 +37,14 @@ Pipeline
     (cudaErrorInvalidValue), and a direct `gemm` call computes only the first MAX_TILES
     tiles: a fixed capacity keeps the workspace a static argument, allocated once.
 
+Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
+    producer warpgroup (PRODUCER_WG = 0), its warp TMA_WARP = 0: its (tile, K share): per k-tile of
+        the share: wait empty[s] -> arm full[s] (TX_BYTES) -> TMA A, B into s
+    consumer warpgroup (MMA_WG = 1): its (tile, K share): per k-tile of the share: wait full[s] -> 4
+        wgmma -> commit_group -> wait_group(1) -> release the previous stage (arrive empty[s]); then
+        wait_group(0) -> release the last stage; epilogue: f32 partial to the workspace; then the
+        reduce kernel (REDUCE_THREADS = 128) sums the splits and stores C
+
 Shapes: any M; N and K multiples of 8 (TMA needs 16-byte row strides). Tails are exact: TMA zero-fills loads past M, N and K, and the direct epilogue predicates every store on M and N.
 
 Entry points: `gemm(a, b, c, bias, workspace, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c, bias)`

@@ -24,6 +24,13 @@ Pipeline
 
     SMEM 230400 B of 232448 (28 x 8 KiB ring + barriers and alignment); accumulators in registers: 32 f32 per consumer thread
 
+Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
+    producer warpgroup (PRODUCER_WG = 0), its warp TMA_WARP = 0: per tile: per k-tile: wait empty[s]
+        -> arm full[s] (TX_BYTES) -> TMA A, B into s
+    consumer warpgroup (MMA_WG = 1): per tile: per k-tile: wait full[s] -> 2 wgmma -> commit_group
+        -> wait_group(1) -> release the previous stage (arrive empty[s]); then wait_group(0) ->
+        release the last stage; epilogue: registers -> direct store of C
+
 Shapes: any M; N and K multiples of 8 (TMA needs 16-byte row strides). Tails are exact: TMA zero-fills loads past M, N and K, and the direct epilogue predicates every store on M and N.
 
 Entry points: `gemm(a, b, c, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)` (torch

@@ -36,6 +36,17 @@ Pipeline
     mainloop. Each warpgroup syncs its epilogue on named barrier 1 + w (128
     threads) and stores through its own set of C sub-tiles.
 
+Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
+    producer warpgroup (PRODUCER_WG = 0), its warp TMA_WARP = 0: per tile: per k-tile: wait empty[s]
+        -> arm full[s] (TX_BYTES) -> TMA A, B into s
+    consumer warpgroups (MMA_WG = 1, 2; a tile each, alternating): per tile: bar.sync
+        TURN_BARRIER_ID + consumer (not the first tile) -> per k-tile: wait full[s] -> 4 wgmma ->
+        commit_group -> wait_group(1) -> release the previous stage (arrive empty[s]); bar.arrive
+        TURN_BARRIER_ID + 1 - consumer (a next tile) -> wait_group(0) -> release the last stage ->
+        skip the other warpgroup's k_tiles ring positions; epilogue: per sub-tile: registers -> SMEM
+        buffer -> bar.sync EPILOGUE_BARRIER_ID + consumer -> TMA store by each warpgroup's first
+        warp
+
 Shapes: any M; N and K multiples of 8 (TMA needs 16-byte row strides). Tails are exact: TMA zero-fills loads past M, N and K, and the TMA store clips at the edges of C.
 
 Entry points: `gemm(a, b, c, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)` (torch
