@@ -70,3 +70,32 @@ class Arch(Protocol):
     def alloc_columns(self, spec: Spec) -> int | None:
         """TMEM columns every tcgen05.alloc of the kernel must take (None: no TMEM)."""
         ...
+
+
+class ModuleArch:
+    """An :class:`Arch` made of one package's modules: `rules` (check, stage_bytes, smem_bytes),
+    `values` (plan) and `counts` (expected_counts) hold the code; a subclass sets the attributes
+    :class:`Arch` lists and these three modules, and overrides :meth:`alloc_columns` if its kernels
+    allocate TMEM."""
+
+    rules: ModuleType
+    values: ModuleType
+    counts: ModuleType
+
+    def check(self, spec: Spec) -> list[Violation]:
+        return self.rules.check(spec)
+
+    def stage_bytes(self, spec: Spec) -> int:
+        return self.rules.stage_bytes(spec)
+
+    def smem_bytes(self, spec: Spec, stages: int) -> int:
+        return self.rules.smem_bytes(spec, stages)
+
+    def plan(self, spec: Spec) -> Plan:
+        return self.values.plan(spec)
+
+    def expected_counts(self, spec: Spec) -> dict[str, int]:
+        return self.counts.expected_counts(spec)
+
+    def alloc_columns(self, spec: Spec) -> int | None:
+        return None

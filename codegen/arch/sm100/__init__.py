@@ -9,13 +9,12 @@
 
 from __future__ import annotations
 
+from codegen.arch.interface import ModuleArch
 from codegen.arch.sm100 import counts, rules, values
-from codegen.plan_common import Plan
-from codegen.rules_common import Violation
 from codegen.spec import Spec
 
 
-class Sm100:
+class Sm100(ModuleArch):
     """The sm_100a architecture (see :class:`codegen.arch.interface.Arch`)."""
 
     name = "sm_100a"
@@ -29,22 +28,9 @@ class Sm100:
     capability = (10, 0)
     gpu_family = "sm_100 (Blackwell: B200/GB200)"
     rules = rules
+    values = values
+    counts = counts
     values_type = values.Sm100Values
-
-    def check(self, spec: Spec) -> list[Violation]:
-        return rules.check(spec)
-
-    def stage_bytes(self, spec: Spec) -> int:
-        return rules.stage_bytes(spec)
-
-    def smem_bytes(self, spec: Spec, stages: int) -> int:
-        return rules.smem_bytes(spec, stages)
-
-    def plan(self, spec: Spec) -> Plan:
-        return values.plan(spec)
-
-    def expected_counts(self, spec: Spec) -> dict[str, int]:
-        return counts.expected_counts(spec)
 
     def alloc_columns(self, spec: Spec) -> int | None:
         return rules.spec_tmem_columns(spec)

@@ -9,13 +9,11 @@
 
 from __future__ import annotations
 
+from codegen.arch.interface import ModuleArch
 from codegen.arch.sm90 import counts, rules, values
-from codegen.plan_common import Plan
-from codegen.rules_common import Violation
-from codegen.spec import Spec
 
 
-class Sm90:
+class Sm90(ModuleArch):
     """The sm_90a architecture (see :class:`codegen.arch.interface.Arch`)."""
 
     name = "sm_90a"
@@ -29,25 +27,9 @@ class Sm90:
     capability = (9, 0)
     gpu_family = "sm_90 (Hopper: H100/H200)"
     rules = rules
+    values = values
+    counts = counts
     values_type = values.Sm90Values
-
-    def check(self, spec: Spec) -> list[Violation]:
-        return rules.check(spec)
-
-    def stage_bytes(self, spec: Spec) -> int:
-        return rules.stage_bytes(spec)
-
-    def smem_bytes(self, spec: Spec, stages: int) -> int:
-        return rules.smem_bytes(spec, stages)
-
-    def plan(self, spec: Spec) -> Plan:
-        return values.plan(spec)
-
-    def expected_counts(self, spec: Spec) -> dict[str, int]:
-        return counts.expected_counts(spec)
-
-    def alloc_columns(self, spec: Spec) -> int | None:
-        return None
 
 
 ARCH = Sm90()
