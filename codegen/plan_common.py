@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import textwrap
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 
 from codegen.spec import Spec
 
@@ -117,7 +117,6 @@ class Plan:
     template: str
     partials: dict[str, str]
     values: Values
-    expected_counts: dict[str, int] = field(default_factory=dict)
 
     def __getattr__(self, name: str) -> object:  # lets templates write plan.tx_bytes
         value = getattr(self.values, name, None)

@@ -11,7 +11,7 @@ from conftest import kernel_glob
 
 from codegen import rules
 from codegen.arch.sm90 import rules as rules_sm90
-from codegen.plan import plan
+from codegen.plan import expected_counts, plan
 from codegen.spec import Spec
 
 PINGPONG = kernel_glob("*_pp_*.py")
@@ -69,8 +69,8 @@ def test_pingpong_numbers() -> None:
     p = plan(spec)
     assert p.template == "sm90/gemm.py.j2" and p.values["pingpong"]
     assert p.partials["epilogue_partial"] == "sm90/epilogue/tma.py.j2"
-    assert p.expected_counts["wgmma.mma_async"] == 4  # 4 k-blocks x one 64-row atom
-    assert plan(pp((128, 128, 64))).expected_counts["wgmma.mma_async"] == 8  # 2 atoms down M
+    assert expected_counts(spec)["wgmma.mma_async"] == 4  # 4 k-blocks x one 64-row atom
+    assert expected_counts(pp((128, 128, 64)))["wgmma.mma_async"] == 8  # 2 atoms down M
     assert spec.canonical_name().endswith("_wg2_pp_tma_persistent_rm")
 
 

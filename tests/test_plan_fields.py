@@ -3,7 +3,7 @@
 Each architecture's templates (``templates/<short>/``, and the shared ones they import or include
 by name, ``templates/common/``) are parsed with jinja2's parser; every attribute read on the name
 `plan` must be a field of that architecture's frozen values dataclass (or an attribute of Plan
-itself: template, partials, expected_counts). A value a template reads but no planner declares
+itself: template, partials). A value a template reads but no planner declares
 fails here, not when a variant that reaches that line is rendered.
 """
 

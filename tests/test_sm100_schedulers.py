@@ -298,7 +298,7 @@ def test_split_k_plan(shipped: dict[str, Spec]) -> None:
     assert "staged       ranks 1..3 epilogue -> rank 0 epilogue" in table
     assert "12 (3 peer(s) x 4 epilogue warps)" in table and "32768 " in table  # 128 x 64 f32
     assert "Fixed summation order: deterministic." in " ".join(v4["pipeline_table"])
-    c = plan.plan(shipped["sched_splitk4_acc2"]).expected_counts
+    c = plan.expected_counts(shipped["sched_splitk4_acc2"])
     # 3 peers: one mapa per peer staging chunk (1 chunk), per peer consumed, and rank 0's staged
     assert (c["mapa"], c["ld.shared::cluster"], c["tcgen05.ld"]) == (3 + 3 + 1, 3 * 16, 2)
     assert (c["mbarrier acquire.cluster"], c["mbarrier release.cluster"]) == (3, 4)

@@ -195,12 +195,13 @@ def test_m64_epilogue_reads_16_lanes_per_warp() -> None:
 
 
 def test_plan_numbers_of_fp8_and_swap() -> None:
-    p = plan.plan(make((128, 256, 128), **FP8))
+    fp8 = make((128, 256, 128), **FP8)
+    p, counts = plan.plan(fp8), plan.expected_counts(fp8)
     assert p.values["mma_inst"] == (128, 256, 32) and p.values["mma_k"] == 32
     assert p.partials["mma_partial"] == "sm100/mma/f8f6f4.py.j2"
     assert p.values["epi_store_dtype"] == "OUT_DTYPE"
-    assert p.expected_counts["tcgen05.mma"] == 4  # 128 bytes of K / 32 per MMA
-    assert p.expected_counts["st.global"] == 256 * 2 // 16  # a bf16 row in 16-byte vectors
+    assert counts["tcgen05.mma"] == 4  # 128 bytes of K / 32 per MMA
+    assert counts["st.global"] == 256 * 2 // 16  # a bf16 row in 16-byte vectors
     s = plan.plan(make((64, 32, 64), swap_ab=True))
     assert s.partials["operands_partial"] == "sm100/operands/swap.py.j2"
     assert s.partials["mma_partial"] == "sm100/mma/f16.py.j2"

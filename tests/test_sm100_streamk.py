@@ -156,7 +156,7 @@ def test_workspace_reaches_the_file_and_the_entry_points(shipped: dict[str, Spec
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_expected_counts(shipped: dict[str, Spec], name: str) -> None:
-    c = plan.plan(shipped[name]).expected_counts
+    c = plan.expected_counts(shipped[name])
     ld, st, ldg, tma = COUNTS[name]
     assert (c["tcgen05.ld"], c["st.global"], c["ld.global"], c["TMA store"]) == (ld, st, ldg, tma)
     assert c["flag release.gpu"] == c["flag acquire.gpu"] == 1
@@ -168,7 +168,7 @@ def test_expected_counts(shipped: dict[str, Spec], name: str) -> None:
 
 
 def test_m64_hands_over_half_rows() -> None:
-    c = plan.plan(make(tile=[64, 64, 64])).expected_counts
+    c = plan.expected_counts(make(tile=[64, 64, 64]))
     # tcgen05.ld 16x32bx2: 32 f32 per thread, 8 vectors each way
     assert c["ld.global"] == 8 and c["st.global"] == 32 * 2 // 16 + 8 + 1
 

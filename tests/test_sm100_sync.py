@@ -132,7 +132,7 @@ def test_the_clc_answer_is_fenced_before_its_release(path: Path) -> None:
     fence = calls.index("cute.arch.fence_proxy('async.shared', space='cta')")
     release = calls.index("cute.arch.mbarrier_arrive(empty)")
     assert read < fence < release
-    counts = plan.plan(build.read_spec(path)).expected_counts
+    counts = plan.expected_counts(build.read_spec(path))
     # next_tile is inlined at its three call sites (producer, MMA, epilogue)
     sub_tiles = rules_sm100.epilogue_chunks(build.read_spec(path))[1]
     tma = rules_sm100.is_tma_store(build.read_spec(path))
@@ -182,7 +182,7 @@ def test_the_alloc_permit_goes_right_after_the_allocation(path: Path) -> None:
         if pair
         else "cute.arch.relinquish_tmem_alloc_permit()"
     )
-    assert plan.plan(build.read_spec(path)).expected_counts["tcgen05.relinquish"] == 1
+    assert plan.expected_counts(build.read_spec(path))["tcgen05.relinquish"] == 1
 
 
 # ---- cross-compiled -------------------------------------------------------------------------------

@@ -239,14 +239,14 @@ def test_host_counts_iterations_in_64_bits(name: str) -> None:
 @pytest.mark.parametrize("name", SK_NAMES)
 def test_plan_expects_the_64_bit_divisions(name: str) -> None:
     spec = build.read_spec(next(p for p in STREAMK if p.stem == name))
-    assert plan.plan(spec).expected_counts["div.s64"] == STREAMK_WIDE_DIVS == 5
+    assert plan.expected_counts(spec)["div.s64"] == STREAMK_WIDE_DIVS == 5
 
 
 def test_other_kernels_expect_no_64_bit_division() -> None:
     others = [p for p in kernel_glob() if p not in STREAMK]
     assert others
     for path in others:
-        assert plan.plan(build.read_spec(path)).expected_counts.get("div.s64") == 0, path.name
+        assert plan.expected_counts(build.read_spec(path)).get("div.s64") == 0, path.name
 
 
 def test_nothing_refuses_stream_k_for_its_size() -> None:

@@ -6,7 +6,7 @@
   by the model for some size: none was skipped by a path the sizes never took.
 * `model_sites` counts unrolled sites per PTX instruction class (a constexpr loop unrolls, an
   inlined `@cute.jit` helper is a site per call site, a dynamic loop is one site), which is what
-  the PTX holds once per site: comparable to the planner's `expected_counts` (what
+  the PTX holds once per site: comparable to `codegen.plan.expected_counts` (what
   `codegen build` checks the PTX against) and to the PTX itself.
 """
 

@@ -14,7 +14,6 @@ from codegen import rules_common
 from codegen.arch import shared
 from codegen.arch.sm100 import docs
 from codegen.arch.sm100 import rules as rules_sm100
-from codegen.arch.sm100.counts import expected_counts
 from codegen.arch.sm100.rules import (
     DSMEM_VECTOR_BYTES,
     EPI_BARRIER_ID,
@@ -545,5 +544,4 @@ def plan(spec: Spec) -> Plan:
         template="sm100/gemm.py.j2",
         partials=partials(spec),
         values=values(spec),
-        expected_counts=expected_counts(spec),
     )

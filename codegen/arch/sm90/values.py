@@ -10,7 +10,6 @@ from codegen import rules_common
 from codegen.arch import shared
 from codegen.arch.sm90 import docs
 from codegen.arch.sm90 import rules as rules_sm90
-from codegen.arch.sm90.counts import expected_counts
 from codegen.arch.sm90.rules import (
     PP_EPI_BARRIER,
     PP_TURN_BARRIER,
@@ -351,5 +350,4 @@ def plan(spec: Spec) -> Plan:
         template="sm90/gemm.py.j2",
         partials=partials(spec),
         values=values(spec),
-        expected_counts=expected_counts(spec),
     )
