@@ -284,13 +284,14 @@ def timeline_rows(rows: list[tuple[str, str]], width: int = 96) -> list[str]:
     (continuation lines indented one level further)."""
     lines: list[str] = []
     for role, steps in rows:
-        first, *rest = _wrap_words(f"{role}: {steps}", width)
+        first, *rest = wrap_words(f"{role}: {steps}", width)
         lines.append(first)
-        lines += ["    " + line for line in _wrap_words(" ".join(rest), width - 4)]
+        lines += ["    " + line for line in wrap_words(" ".join(rest), width - 4)]
     return lines
 
 
-def _wrap_words(text: str, width: int) -> list[str]:
+def wrap_words(text: str, width: int) -> list[str]:
+    """`text` in lines of at most `width` characters, broken between words only."""
     lines, line = [], ""
     for word in text.split():
         if line and len(line) + 1 + len(word) > width:
@@ -299,3 +300,15 @@ def _wrap_words(text: str, width: int) -> list[str]:
         else:
             line = f"{line} {word}" if line else word
     return lines + [line] if line else lines
+
+
+def dtype_values(spec: Spec) -> dict[str, object]:
+    """The input and output dtypes, as the DSL and torch name them."""
+    out = spec.epilogue.out_dtype or spec.dtype
+    return {
+        "io_dtype": CUTLASS_DTYPE[spec.dtype],
+        "out_dtype": CUTLASS_DTYPE[out],
+        "torch_dtype": TORCH_DTYPE[spec.dtype],
+        "torch_out_dtype": TORCH_DTYPE[out],
+        "out_dtype_name": out,
+    }

@@ -18,7 +18,14 @@ from codegen.arch.sm100.rules import (
     is_persistent,
     is_tma_store,
 )
-from codegen.plan_common import TIMELINE_HEAD, binary, fusion_note, table, timeline_rows
+from codegen.plan_common import (
+    TIMELINE_HEAD,
+    binary,
+    fusion_note,
+    table,
+    timeline_rows,
+    wrap_words,
+)
 from codegen.spec import Spec
 
 DOC_WIDTH = 96  # wrap the docstring's budget line here
@@ -230,19 +237,8 @@ def pipeline_lines(spec: Spec) -> list[str]:
         f"SMEM{per_cta} {smem} B of {rules_common.SMEM_LIMIT_BYTES} ({' + '.join(parts)}); "
         f"TMEM {tmem} of {rules_sm100.TMEM_COLUMNS} columns{per_cta}"
     )
-    wrapped = [line for note in notes for line in _wrap_words(note)]
+    wrapped = [line for note in notes for line in wrap_words(note, DOC_WIDTH)]
     return table(rows) + [""] + wrapped + _wrap(budget)
-
-
-def _wrap_words(text: str, width: int = DOC_WIDTH) -> list[str]:
-    lines, line = [], ""
-    for word in text.split():
-        if line and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}" if line else word
-    return lines + [line] if line else lines
 
 
 def parameters(spec: Spec) -> list[tuple[str, str]]:

@@ -27,11 +27,10 @@ from codegen.arch.sm100.rules import (
     values_per_thread,
 )
 from codegen.plan_common import (
-    CUTLASS_DTYPE,
-    TORCH_DTYPE,
     Plan,
     bias_values,
     binary,
+    dtype_values,
     extra_tensors,
     fusion_values,
     sm_sized_values,
@@ -501,18 +500,6 @@ def mainloop_values(spec: Spec) -> dict[str, object]:
         "scheduler": spec.scheduler.kind,
         "shape_multiples": rules_sm100.shape_multiples(spec),
         "smem_bytes": rules_sm100.smem_bytes(spec, spec.stages),
-    }
-
-
-def dtype_values(spec: Spec) -> dict[str, object]:
-    """The input and output dtypes, as the DSL and torch name them."""
-    out = spec.epilogue.out_dtype or spec.dtype
-    return {
-        "io_dtype": CUTLASS_DTYPE[spec.dtype],
-        "out_dtype": CUTLASS_DTYPE[out],
-        "torch_dtype": TORCH_DTYPE[spec.dtype],
-        "torch_out_dtype": TORCH_DTYPE[out],
-        "out_dtype_name": out,
     }
 
 

@@ -18,10 +18,9 @@ from codegen.arch.sm90.rules import (
     partial_vec,
 )
 from codegen.plan_common import (
-    CUTLASS_DTYPE,
-    TORCH_DTYPE,
     Plan,
     bias_values,
+    dtype_values,
     extra_tensors,
     fusion_values,
     sm_sized_values,
@@ -149,18 +148,6 @@ def separate_values(spec: Spec) -> dict[str, object]:
         "epilogue_heading": "f32 accumulators -> this K share's workspace slot",
         # the GEMM kernel takes only the workspace; bias and C's values are the reduce kernel's
         "launch_tensors": ["workspace"],
-    }
-
-
-def dtype_values(spec: Spec) -> dict[str, object]:
-    """The input and output dtypes, as the DSL and torch name them."""
-    out = spec.epilogue.out_dtype or spec.dtype
-    return {
-        "io_dtype": CUTLASS_DTYPE[spec.dtype],
-        "out_dtype": CUTLASS_DTYPE[out],
-        "torch_dtype": TORCH_DTYPE[spec.dtype],
-        "torch_out_dtype": TORCH_DTYPE[out],
-        "out_dtype_name": out,
     }
 
 
