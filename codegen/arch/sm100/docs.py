@@ -50,7 +50,8 @@ def pipeline_lines(spec: Spec) -> list[str]:
     epi_bytes = rules_sm100.epilogue_smem_bytes(spec)
     tmem = rules_sm100.spec_tmem_columns(spec)
     ws = spec.warp_specialized
-    consumer = "MMA (warp 1)" if ws else "MMA (warp 0)"
+    tma, mma_warp = rules_sm100.TMA_WARP, rules_sm100.MMA_WARP
+    consumer = f"MMA (warp {mma_warp})" if ws else f"MMA (warp {tma})"
     epi_warps = (
         f"epilogue (warps {EPI_WARPS_RANGE})"
         if persistent
@@ -62,7 +63,7 @@ def pipeline_lines(spec: Spec) -> list[str]:
         rows.append(
             (
                 "A/B SMEM",
-                "TMA (warp 0, both CTAs) -> MMA (warp 1, leader)",
+                f"TMA (warp {tma}, both CTAs) -> MMA (warp {mma_warp}, leader)",
                 str(stages),
                 f"{stage} per CTA",
                 f"1 + {tx} tx bytes (leader's)",
@@ -78,14 +79,14 @@ def pipeline_lines(spec: Spec) -> list[str]:
         rows.append(
             (
                 "A/B SMEM",
-                f"TMA (warp 0) -> {consumer}",
+                f"TMA (warp {tma}) -> {consumer}",
                 str(stages),
                 str(stage),
                 f"1 + {tx} tx bytes",
                 empty,
             )
         )
-    mma = "MMA (warp 1, leader)" if kind == "pair" else consumer
+    mma = f"MMA (warp {mma_warp}, leader)" if kind == "pair" else consumer
     both = ", both CTAs" if kind == "pair" else ""
     commit = (
         f"1 per CTA (leader's tcgen05.commit, mask {binary(PAIR_MASK, 2)})"
@@ -141,7 +142,7 @@ def pipeline_lines(spec: Spec) -> list[str]:
         rows.append(
             (
                 "tile answer",
-                "try_cancel (warp 0) -> every warp",
+                f"try_cancel (warp {rules_sm100.TMA_WARP}) -> every warp",
                 "1",
                 str(rules_sm100.CLC_RESPONSE_BYTES),
                 f"1 + {rules_sm100.CLC_RESPONSE_BYTES} tx bytes",
@@ -543,7 +544,7 @@ def timeline(spec: Spec) -> list[str]:
         )
         return [TIMELINE_HEAD] + timeline_rows(
             [
-                ("TMA warp (TMA_WARP = 0)", steps),
+                (f"TMA warp (TMA_WARP = {rules_sm100.TMA_WARP})", steps),
                 (
                     f"all {EPILOGUE_WARPS} warps",
                     "wait acc_full (once, phase 0) -> " + _epilogue_store(spec, "TMA_WARP"),
@@ -553,10 +554,15 @@ def timeline(spec: Spec) -> list[str]:
     tail = "; tail: wait empty[s] on the last STAGES slots (the last commits)"
     if not persistent:
         store = _epilogue_store(spec, "TMA_WARP")
-        mma_role = "MMA warp (MMA_WARP = 1" + (", leader)" if kind == "pair" else ")")
+        mma_role = f"MMA warp (MMA_WARP = {rules_sm100.MMA_WARP}" + (
+            ", leader)" if kind == "pair" else ")"
+        )
         return [TIMELINE_HEAD] + timeline_rows(
             [
-                ("TMA warp (TMA_WARP = 0)", f"per k-tile: wait empty[s] -> {arm}{tail}"),
+                (
+                    f"TMA warp (TMA_WARP = {rules_sm100.TMA_WARP})",
+                    f"per k-tile: wait empty[s] -> {arm}{tail}",
+                ),
                 (mma_role, f"per k-tile: {per_k}; then {acc_commit.replace('[slot]', '')}"),
                 (
                     f"all {EPILOGUE_WARPS} warps, after their role",
@@ -612,8 +618,10 @@ def timeline(spec: Spec) -> list[str]:
             + (f"{answer}; " if dynamic else "")
             + f"wait acc_full[slot] -> {store} ({after_last})"
         )
-    mma_role = "MMA warp (MMA_WARP = 1" + (", leader)" if kind == "pair" else ")")
-    tma_role = "TMA warp (TMA_WARP = 0)"
+    mma_role = f"MMA warp (MMA_WARP = {rules_sm100.MMA_WARP}" + (
+        ", leader)" if kind == "pair" else ")"
+    )
+    tma_role = f"TMA warp (TMA_WARP = {rules_sm100.TMA_WARP})"
     return [TIMELINE_HEAD] + timeline_rows(
         [
             (tma_role, tma_steps + tail),

@@ -55,6 +55,8 @@ class Sm100Values(shared.SeparateReduceValues):
     tmem_note: str
     tx_note: str
     # the MMA, the ring, TMEM
+    tma_warp: int
+    mma_warp: int
     mma_inst: tuple[int, int, int]
     tmem_cols: int
     cta_group_enum: str
@@ -487,6 +489,8 @@ def mainloop_values(spec: Spec) -> dict[str, object]:
     assert isinstance(spec.stages, int)
     t = spec.tile
     return {
+        "tma_warp": rules_sm100.TMA_WARP,
+        "mma_warp": rules_sm100.MMA_WARP,
         "mma_inst": (t.m, t.n, rules_common.mma_k(spec.dtype)),
         "mma_k": rules_common.mma_k(spec.dtype),
         "tiler": (t.m, t.n, t.k),

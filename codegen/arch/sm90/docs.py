@@ -183,7 +183,7 @@ def ring_rows(spec: Spec) -> list[tuple[str, ...]]:
         ("ring", "producer -> consumer", "stages", "bytes/stage", "full arrives", "empty arrives"),
         (
             "A/B SMEM",
-            f"TMA (warp 0) -> {consumers}",
+            f"TMA (warp {rules_sm90.TMA_WARP}) -> {consumers}",
             str(spec.stages),
             str(stage),
             f"1 + {stage} tx bytes",
@@ -448,7 +448,7 @@ def timeline(spec: Spec) -> list[str]:
         store_warp = (
             "each warpgroup's first warp"
             if pingpong
-            else f"EPILOGUE_WARP = {rules_sm90.MMA_WG * WARPGROUP_WARPS}"
+            else f"EPILOGUE_WARP = {rules_sm90.EPILOGUE_WARP}"
         )
         beta = (
             "TMA-load C into the buffer -> wait c_full -> " if rules_sm90.tma_loads_c(spec) else ""
@@ -462,7 +462,7 @@ def timeline(spec: Spec) -> list[str]:
     who = " (rank 0)" if split_k else " (the tile's first k-tile)" if stream_k else ""
     rows = [
         (
-            f"producer warpgroup (PRODUCER_WG = {rules_sm90.PRODUCER_WG}), its warp TMA_WARP = 0",
+            f"producer warpgroup (PRODUCER_WG = {rules_sm90.PRODUCER_WG}), its warp TMA_WARP = {rules_sm90.TMA_WARP}",
             tma_steps,
         ),
         (role, mainloop + f"; epilogue{who}: {epi}"),

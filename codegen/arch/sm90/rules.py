@@ -60,9 +60,14 @@ TMA_ROW_ALIGN_BYTES = 16  # TMA needs 16-byte global row strides
 WARPGROUP_THREADS = 128
 WARPGROUP_WARPS = 4
 PRODUCER_WG, MMA_WG = 0, 1  # the producer warpgroup, then the first consumer warpgroup
-# Named barrier ids (0 is sync_threads). Cooperative: the consumers' epilogue barrier is id 1
-# (written in the template). Ping-pong: consumer warpgroup w (0, 1) syncs its own epilogue on
-# PP_EPI_BARRIER + w and waits for its mainloop turn on PP_TURN_BARRIER + w.
+TMA_WARP = 0  # the producer's warp that issues the TMA loads (and initializes the barriers)
+EPILOGUE_WARP = MMA_WG * WARPGROUP_WARPS  # cooperative: the first consumer warp, the TMA stores
+# Named barrier ids (0 is sync_threads). Cooperative: the consumers' epilogue barrier, and
+# stream-K's fix-up barrier (the same threads, never at once). Ping-pong: consumer warpgroup w
+# (0, 1) syncs its own epilogue on PP_EPI_BARRIER + w and waits for its mainloop turn on
+# PP_TURN_BARRIER + w.
+EPILOGUE_BARRIER_ID = 1
+FIXUP_BARRIER_ID = 1
 PP_EPI_BARRIER = 1
 PP_TURN_BARRIER = 3
 

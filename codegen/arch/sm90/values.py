@@ -77,14 +77,20 @@ class Sm90Values(shared.SeparateReduceValues):
     epi_stages: int
     epi_subtiles: tuple[int, int]
     c_ring_elems: int
-    epi_buffers: int
-    epi_buffers_name: str
+    epi_buffer_sets: int
     store_vec: int
     store_bits: int
     tma_loads_c: bool
     c_full_barriers: int
     c_tx_bytes: int
-    epilogue_heading: str
+    epilogue_rule: str
+    # warp roles and named barriers
+    producer_wg: int
+    mma_wg: int
+    tma_warp: int
+    epilogue_warp: int
+    epilogue_barrier_id: int
+    fixup_barrier_id: int
     # the scheduler
     raster: str
     group: int
@@ -145,7 +151,6 @@ def separate_values(spec: Spec) -> dict[str, object]:
             if spec.swap_ab
             else "a thread's wgmma values come in pairs of adjacent columns of the row-major slot"
         ),
-        "epilogue_heading": "f32 accumulators -> this K share's workspace slot",
         # the GEMM kernel takes only the workspace; bias and C's values are the reduce kernel's
         "launch_tensors": ["workspace"],
     }
@@ -233,18 +238,13 @@ def epilogue_values(spec: Spec) -> dict[str, object]:
         "epi_stages": rules_sm90.EPI_STAGES,
         "epi_subtiles": (t.m // epi_m, t.n // rules_sm90.EPI_N),
         "c_ring_elems": epi_m * rules_sm90.EPI_N * rules_sm90.EPI_STAGES * epi_sets,
-        "epi_buffers": rules_sm90.EPI_STAGES * epi_sets,
-        "epi_buffers_name": "EPI_BUFFERS" if rules_sm90.is_pingpong(spec) else "EPI_STAGES",
+        "epi_buffer_sets": epi_sets,
         "store_vec": store_vec,
         "store_bits": store_vec * 8 * rules_common.DTYPE_BYTES[out],
         "tma_loads_c": rules_sm90.tma_loads_c(spec),
         "c_full_barriers": rules_sm90.c_full_barriers(spec),
         "c_tx_bytes": epi_m * rules_sm90.EPI_N * rules_common.DTYPE_BYTES[out],
-        "epilogue_heading": (
-            "f32 accumulators -> this K share's workspace slot"
-            if rules_sm90.is_split_k_separate(spec)
-            else f"f32 accumulators -> {out} -> C"
-        ),
+        "epilogue_rule": epilogue_rule(spec),
     }
 
 
@@ -279,12 +279,36 @@ def tensor_values(spec: Spec) -> dict[str, object]:
     return extra | {"launch_tensors": extra["host_tensors"]}
 
 
+def epilogue_rule(spec: Spec) -> str:
+    """The kernel's section comment over the epilogue, dashed out to column 100."""
+    out = spec.epilogue.out_dtype or spec.dtype
+    what = (
+        "f32 accumulators -> this K share's workspace slot"
+        if rules_sm90.is_split_k_separate(spec)
+        else f"f32 accumulators -> {out} -> C"
+    )
+    heading = f"# ---- 4. epilogue: {what} "
+    return heading + "-" * (88 - len(heading))
+
+
+def role_values(spec: Spec) -> dict[str, object]:
+    """The warp roles and named barrier ids the kernel names."""
+    return {
+        "producer_wg": rules_sm90.PRODUCER_WG,
+        "mma_wg": rules_sm90.MMA_WG,
+        "tma_warp": rules_sm90.TMA_WARP,
+        "epilogue_warp": rules_sm90.EPILOGUE_WARP,
+        "epilogue_barrier_id": rules_sm90.EPILOGUE_BARRIER_ID,
+        "fixup_barrier_id": rules_sm90.FIXUP_BARRIER_ID,
+    }
+
+
 def separate_reduce_values(spec: Spec) -> dict[str, object]:
     """Split-K "separate": the workspace and reduce kernel (its tensors are tensor_values')."""
     if not rules_sm90.is_split_k_separate(spec):
         return {}
     sep = separate_values(spec)
-    for key in ("kernel_tensors", "gemm_doc", "launch_tensors", "epilogue_heading"):
+    for key in ("kernel_tensors", "gemm_doc", "launch_tensors"):
         del sep[key]
     return sep
 
@@ -319,6 +343,7 @@ def values(spec: Spec) -> Sm90Values:
         **docs.notes(spec),
         **dtype_values(spec),
         **mainloop_values(spec),
+        **role_values(spec),
         **cluster_values(spec),
         **pingpong_values(spec),
         **epilogue_values(spec),
