@@ -29,7 +29,7 @@ from codegen.plan import expected_counts
 from codegen.render import stop_pool
 from codegen.spec import Spec
 
-BUILD_FORMAT = "13"  # bump when what a build records changes, to invalidate the cache
+BUILD_FORMAT = "14"  # bump when what a build records changes, to invalidate the cache
 
 # PTX patterns, each counted over the whole module: those of more than one architecture here, then
 # each architecture's own (codegen/arch/<name>/counts.py PATTERNS); every kernel counts them all.
@@ -37,6 +37,8 @@ SHARED_PATTERNS: dict[str, str] = {
     "cp.async.bulk.tensor": r"cp\.async\.bulk\.tensor\.\dd\.shared",
     "TMA multicast": r"cp\.async\.bulk\.tensor[^;]*multicast",
     "TMA store": r"cp\.async\.bulk\.tensor\.\dd\.global\.shared",
+    # programmatic dependent launch: the TMA warp's L2 prefetch of its first k-blocks
+    "TMA prefetch": r"cp\.async\.bulk\.prefetch\.tensor",
     "mbarrier.try_wait": r"mbarrier\.try_wait",
     "mbarrier.init": r"mbarrier\.init\.",
     "barrier.cluster": r"barrier\.cluster\.",

@@ -254,7 +254,8 @@ class Spec(_Frozen):
     # programmatic dependent launch: the kernel is launched with programmatic stream
     # serialization, so its prologue (barrier init, descriptor prefetch, TMEM allocation) runs
     # under the previous kernel's tail; it waits for that kernel (griddepcontrol.wait) before
-    # its first global access and at once lets the next kernel launch (launch_dependents). Not
+    # its first global load or store and at once lets the next kernel launch (launch_dependents);
+    # before its wait the TMA warp prefetches its first k-blocks to L2 (a cache hint). Not
     # part of the derived name: it changes how the kernel is launched, not what it computes
     pdl: bool = False
 

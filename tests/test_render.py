@@ -538,27 +538,120 @@ def test_report_tables_keep_the_variant_name_whole_in_a_narrow_log() -> None:
     assert name in text and "[a]" in text  # the name on one line; "[a]" is not markup
 
 
+TOP_WAIT = "    if warp_idx != TMA_WARP:\n        cute.arch.griddepcontrol_wait()\n"
+# what reads or writes global memory in a kernel body (TMA loads, C, workspaces, flags)
+GLOBAL_ACCESS = ("cute.copy(", "cute.autovec_copy(", "cute.arch.load(", "cute.arch.store(")
+
+
+def pdl_order_problems(text: str) -> list[str]:
+    """What breaks the PDL order in a rendered pdl kernel, one line per problem: every warp but
+    the TMA warp waits at the top (before the roles and any global access) and every warp lets
+    the next kernel launch; the TMA warp prefetches to L2, then waits, then runs its first ring
+    wait and copy."""
+    start = text.index("def gemm_kernel(")
+    body = text[start : text.index("\n@cute.jit", start)]
+    problems = []
+    if body.count("cute.arch.griddepcontrol_wait()") != 2:
+        problems.append("not two griddepcontrol_wait: the top one and the TMA warp's")
+    if body.count("cute.arch.griddepcontrol_launch_dependents()") != 1:
+        problems.append("not one launch_dependents")
+    if TOP_WAIT not in body:
+        return [*problems, "no top-level wait guarded by warp_idx != TMA_WARP alone"]
+    top = body.index(TOP_WAIT)
+    roles = min(
+        body.index(s)
+        for s in ("if warp_idx == TMA_WARP:\n        #", "if wg_idx == PRODUCER_WG:")
+        if s in body
+    )
+    if not top < body.index("cute.arch.griddepcontrol_launch_dependents()") < roles:
+        problems.append("the top wait and launch_dependents do not precede the roles")
+    early = [a for a in GLOBAL_ACCESS if a in body[:top]]
+    if early or "cute.prefetch(" in body[:roles]:
+        problems.append(f"global access before the top wait: {early}")
+    prefetch = body.find("cute.prefetch(", roles)
+    wait = body.find("cute.arch.griddepcontrol_wait()", top + len(TOP_WAIT))
+    if not roles < prefetch < wait:
+        problems.append("the TMA warp's prefetch does not precede its wait")
+    firsts = [body.find(s, roles) for s in ("cute.arch.mbarrier_wait(empty", *GLOBAL_ACCESS)]
+    first = min(i for i in firsts if i >= 0)
+    if not wait < first:
+        problems.append("a ring wait or global access of the TMA warp precedes its wait")
+    return problems
+
+
+PDL_VARIANTS = {
+    "sm_90a": [
+        {},
+        {"scheduler": "stream_k"},
+        {"scheduler": {"kind": "split_k", "splits": 2}},
+        {"scheduler": "persistent", "cluster": [2, 1]},
+    ],
+    "sm_100a": [
+        {},
+        {"warp_specialized": False, "swizzle": "none", "tile": [128, 128, 16], "stages": 4},
+        {"scheduler": "persistent", "cluster": [2, 2], "accumulators": 2},
+        {"scheduler": "dynamic"},
+        {"scheduler": "stream_k"},
+        {"scheduler": "split_k"},
+    ],
+}
+
+
+def render_text(spec_dict: dict) -> str:
+    spec = loader.rules.resolve(Spec.model_validate(spec_dict))
+    return render.render_one(loader.LoadedSpec(spec, "t.toml", "k")).text
+
+
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
 def test_pdl_waits_before_any_global_access_and_launches_with_the_attribute(arch: str) -> None:
     base = {"arch": arch, "dtype": "bf16", "tile": [128, 128, 64], "name": "k"}
     if arch == "sm_90a":
         base["consumer_warpgroups"] = 1
-    texts = {}
-    for pdl in (False, True):
-        spec = loader.rules.resolve(Spec.model_validate({**base, "pdl": pdl}))
-        texts[pdl] = render.render_one(loader.LoadedSpec(spec, "t.toml", "k")).text
-    on, off = texts[True], texts[False]
-    for text, count in ((on, 1), (off, 0)):
-        assert text.count("cute.arch.griddepcontrol_wait()") == count
-        assert text.count("cute.arch.griddepcontrol_launch_dependents()") == count
-        assert text.count("use_pdl=True") == count
-    body = on[on.index("def gemm_kernel(") :]
-    wait = body.index("griddepcontrol_wait()")
-    # the roles (every TMA load, MMA and store) come after the wait
-    first_role = min(
-        body.index(s)
-        for s in ("if warp_idx == TMA_WARP:\n        #", "if wg_idx == PRODUCER_WG:")
-        if s in body
+    else:
+        base["warp_specialized"] = True
+    for variant in PDL_VARIANTS[arch]:
+        on, off = (render_text({**base, **variant, "pdl": pdl}) for pdl in (True, False))
+        for text, count in ((on, 1), (off, 0)):
+            assert text.count("cute.arch.griddepcontrol_launch_dependents()") == count
+            assert text.count("use_pdl=True") == count
+        assert "griddepcontrol" not in off and "cute.prefetch(" not in off
+        assert pdl_order_problems(on) == [], variant
+        assert '"pdl": True' in on and '"pdl"' not in off
+        # the producer prefetches the loads' own views: the first k-blocks of its first unit
+        loads = re.findall(r"cute\.copy\(\s*tma_a,\s*(tAgA\[[^\]]*\])", on)
+        assert loads and f"cute.prefetch(tma_a, {loads[0]})" in on, variant
+
+
+def test_pdl_order_check_catches_a_misplaced_wait_or_access() -> None:
+    """The order check itself: each edit of a good pdl kernel below breaks one rule."""
+    base = {"arch": "sm_100a", "dtype": "bf16", "tile": [128, 128, 64], "name": "k", "pdl": True}
+    text = render_text({**base, "warp_specialized": True, "scheduler": "persistent"})
+    assert pdl_order_problems(text) == []
+    producer_wait = text.index(
+        "cute.arch.griddepcontrol_wait()", text.index(TOP_WAIT) + len(TOP_WAIT)
     )
-    assert wait < first_role
-    assert '"pdl": True' in on and '"pdl"' not in off
+    indent = text[text.rindex("\n", 0, producer_wait) + 1 : producer_wait]
+    early_copy = f"cute.copy(tma_a, x, y)\n{indent}"
+    wait_line = f"cute.arch.griddepcontrol_wait()\n{indent}"
+    # the line opening the prefetch block (its elect_one), at the wait's indentation
+    block = (
+        text.rindex(f"\n{indent}with cute.arch.elect_one():", 0, producer_wait) + 1 + len(indent)
+    )
+    cases = {
+        # a TMA load before the producer's wait
+        "copy before wait": text[:producer_wait] + early_copy + text[producer_wait:],
+        # the wait moved above the prefetch: nothing overlaps the previous kernel's tail
+        "prefetch after wait": text[:block]
+        + wait_line
+        + text[block:producer_wait]
+        + text[producer_wait + len(wait_line) :],
+        # every warp, the epilogue's included, skips the top wait
+        "no top wait": text.replace(TOP_WAIT, ""),
+        # a global store before the top wait
+        "store before top wait": text.replace(
+            TOP_WAIT, "    cute.arch.store(flags, 1)\n" + TOP_WAIT
+        ),
+    }
+    for name, bad in cases.items():
+        assert bad != text, name
+        assert pdl_order_problems(bad), name

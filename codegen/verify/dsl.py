@@ -1659,8 +1659,9 @@ def _arch_module() -> FakeModule:
         setmaxregister_decrease=inert,
         prefetch_descriptor=inert,
         # PDL orders this launch after the previous kernel and lets the next one start its setup:
-        # grid-level, between launches, not between the warps of one; every global access comes
-        # after the wait (tests/test_render.py), so a launch sees the last one's workspace whole
+        # grid-level, between launches, not between the warps of one; every global load and store
+        # comes after the wait (only the TMA warp's L2 prefetch precedes it: tests/test_render.py),
+        # so a launch sees the last one's workspace whole
         griddepcontrol_wait=inert,
         griddepcontrol_launch_dependents=inert,
     )
@@ -1768,6 +1769,8 @@ def build_modules() -> dict[str, Any]:
         make_fragment=lambda *a, **k: OPAQUE,
         copy=_copy,
         autovec_copy=_autovec_copy,
+        # a TMA prefetch to L2 (pdl): a cache hint, it touches no SMEM, barrier or value
+        prefetch=lambda *a, **k: None,
         make_copy_atom=_copy_atom,
         size_in_bytes=_size_in_bytes,
         zipped_divide=_view,

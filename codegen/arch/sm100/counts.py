@@ -101,6 +101,8 @@ def expected_counts(spec: Spec) -> dict[str, int]:
             "mma cta_group::2": mmas if spec.cta_group == 2 else 0,
             # + beta's C sub-tile loads (TMA-store epilogue), one per box
             "cp.async.bulk.tensor": loads + c_loads,
+            # pdl: the producer's L2 prefetch of its first k-blocks, boxed like its loads
+            "TMA prefetch": loads if spec.pdl else 0,
             "TMA multicast": loads if kind == "multicast" else 0,
             # one cluster barrier (arrive + wait) after the barriers are initialized
             "barrier.cluster": 0 if kind == "single" else 2,

@@ -63,6 +63,8 @@ def expected_counts(spec: Spec) -> dict[str, int]:
         # one load issue site per operand (its own slice when multicast); beta through the TMA
         # store: one C load per sub-tile (the sub-tile loop is unrolled)
         "cp.async.bulk.tensor": 2 + (subtiles if rules_sm90.tma_loads_c(spec) else 0),
+        # pdl: the producer's L2 prefetch of its first k-blocks, one site per operand
+        "TMA prefetch": 2 if spec.pdl else 0,
         "TMA multicast": int(cn > 1) + int(cm > 1),
         "setmaxnreg": 2,
         "barrier.cluster": 2 if spec.cluster.size > 1 else 0,

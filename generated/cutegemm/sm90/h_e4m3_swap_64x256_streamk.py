@@ -207,10 +207,13 @@ def gemm_kernel(
     it_end = (bidx + 1) * total_iters // gdimx
     first_tile = cutlass.Int32(it_begin // k_tiles)
     last_tile = cutlass.Int32((it_end - 1) // k_tiles)
-    # programmatic dependent launch: the setup above ran under the previous kernel's tail; wait
-    # for that kernel to finish (its writes visible) before the first global read or write, then
-    # let the next kernel launch: its setup runs under this kernel's tail in turn
-    cute.arch.griddepcontrol_wait()
+    # programmatic dependent launch: the setup above ran under the previous kernel's tail. Every
+    # warp but the TMA warp waits here for that kernel to finish (its writes visible) before its
+    # first global read or write; the TMA warp waits just before its first load, once it has
+    # prefetched its first k-blocks to L2. Then every warp lets the next kernel launch: its
+    # setup runs under this kernel's tail in turn
+    if warp_idx != TMA_WARP:
+        cute.arch.griddepcontrol_wait()
     cute.arch.griddepcontrol_launch_dependents()
 
     if wg_idx == PRODUCER_WG:
@@ -218,6 +221,8 @@ def gemm_kernel(
         cute.arch.setmaxregister_decrease(PRODUCER_REGS)
         if warp_idx == TMA_WARP:
             stage, phase = cutlass.Int32(0), cutlass.Int32(0)
+            # 1 until this warp has waited for the previous kernel (programmatic dependent launch)
+            pdl_pending = cutlass.Int32(1)
             for ct in cutlass.range(first_tile, last_tile + 1, 1, unroll=1):
                 tile_m, tile_n = ct % clusters_m, ct // clusters_m
                 # this CTA's k-tiles of tile ct: [k_begin, k_end), from the tile's first MAC
@@ -225,6 +230,22 @@ def gemm_kernel(
                 tile_iter0 = cutlass.Int64(ct) * k_tiles
                 k_begin = cutlass.Int32(cutlass.max(it_begin - tile_iter0, 0))
                 k_end = cutlass.Int32(cutlass.min(it_end - tile_iter0, k_tiles))
+                if pdl_pending == 1:
+                    # programmatic dependent launch: the previous kernel may still be running.
+                    # Stream this unit's first k-blocks (up to STAGES) from HBM into L2 under its
+                    # tail. An L2 prefetch is only a cache hint: it cannot make a later load return
+                    # stale data (L2 is the point of coherence and the TMA loads read through it),
+                    # so it may run before the wait even on data that kernel writes. Then wait for
+                    # that kernel to finish before the first load. One lane issues the prefetches
+                    # (a TMA copy elects its lane itself; a prefetch does not)
+                    with cute.arch.elect_one():
+                        for k in cutlass.range(
+                            k_begin, cutlass.min(k_end, k_begin + STAGES), unroll=1
+                        ):
+                            cute.prefetch(tma_a, tAgA[(None, tile_m, k)])
+                            cute.prefetch(tma_b, tBgB[(None, tile_n, k)])
+                    cute.arch.griddepcontrol_wait()
+                    pdl_pending = cutlass.Int32(0)
                 for k in cutlass.range(k_begin, k_end, unroll=1):
                     # wait until every reader of this slot (here and in peers) has released it
                     cute.arch.mbarrier_wait(empty + stage, phase)
