@@ -954,6 +954,9 @@ class Checker:
             )
         else:
             kind = "overwritten before its reader released it"
+        key = f"{res.cta}:{res.root}:{first.kind}:{second.kind}"
+        if ("buffer-race", key) in self._seen or len(self.violations) >= 20:
+            return  # violate() would drop it: skip building its witness
         trace = self.witness(
             first.start,
             second.start,
@@ -966,7 +969,7 @@ class Checker:
             "buffer-race",
             f"{res.show()} {kind}: [{first.text}] and [{second.text}] are unordered; the first {how}",
             trace,
-            key=f"{res.cta}:{res.root}:{first.kind}:{second.kind}",
+            key=key,
         )
 
     def check_fences(self) -> None:
