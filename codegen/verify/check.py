@@ -21,7 +21,9 @@ same phase in every interleaving. The checker
    ends with every actor done); no two accesses to a buffer (SMEM stage, TMEM accumulator slot,
    workspace slot, C sub-tile, CLC answer) with a write among them unordered - an access spans
    from its issue to its completion (TMA delivery, the commit after an MMA, wgmma.wait_group,
-   tcgen05.wait::ld, bulk wait_group.read); generic writes read by the async proxy are fenced
+   tcgen05.wait::ld, bulk wait_group.read; a wgmma group is one operation of its warpgroup, so
+   a warp's wait_group retires it only once every warp of the warpgroup has committed it);
+   generic writes read by the async proxy are fenced
    (fence.proxy.async); no CTA exits before every arrival, delivery, MMA and remote access that
    targets its shared memory; TMEM is deallocated after its last access; every phase that was
    begun completes; global flags are handed over release -> acquire and are 0 again at exit.
@@ -36,7 +38,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from codegen.verify.model import Actor, Bar, KernelModel, LaunchModel, Op, Res, Word
+from codegen.verify.model import (
+    WARPGROUP_WARPS,
+    Actor,
+    Bar,
+    KernelModel,
+    LaunchModel,
+    Op,
+    Res,
+    Word,
+)
 
 CLC_RESPONSE_BYTES = 16  # clusterlaunchcontrol.try_cancel writes a 16-byte answer (PTX ISA)
 
@@ -135,7 +146,7 @@ class ActorState:
     umma_open: list[Access] = field(default_factory=list)
     cc_prev: Token | None = None
     wg_open: list[Access] = field(default_factory=list)
-    wg_groups: list[list[Access]] = field(default_factory=list)
+    wg_commits: int = 0  # wgmma groups this warp has committed
     ld_open: list[Access] = field(default_factory=list)
     bulk_open: list[Token] = field(default_factory=list)
     bulk_groups: list[list[Token]] = field(default_factory=list)
@@ -256,6 +267,15 @@ class Checker:
             for i, a in enumerate(launch.actors)
         ]
         self.base = len(self.anc)
+        # the warps of each (CTA, warpgroup) that issue wgmma, and each group's commit events
+        self.wg_warps: dict[tuple[int, int], int] = {}
+        for a in launch.actors:
+            if any(op.kind == "wgmma_commit" for op in a.ops):
+                key = (a.cta, a.warp // WARPGROUP_WARPS)
+                self.wg_warps[key] = self.wg_warps.get(key, 0) + 1
+        self.wg_commit_evs: dict[tuple[int, int, int], list[int]] = {}
+        self.wg_reads: dict[tuple[int, int, int], list[Access]] = {}
+        self.wg_done: dict[tuple[int, int, int], int] = {}
         if not launch.full_grid and any(
             op.kind in ("gstore", "await") for a in launch.actors for op in a.ops
         ):
@@ -694,19 +714,46 @@ class Checker:
         for r in reads:
             st.wg_open.append(self.access(st, r, False, "async", "wgmma", ev, None, self.text[ev]))
 
+    def wg_key(self, st: ActorState) -> tuple[int, int]:
+        return st.actor.cta, st.actor.warp // WARPGROUP_WARPS
+
     def op_wgmma_commit(self, st: ActorState, op: Op) -> None:
-        self.own(st, op, "wgmma commit_group")
-        st.wg_groups.append(st.wg_open)
+        ev = self.own(st, op, "wgmma commit_group")
+        group = (*self.wg_key(st), st.wg_commits)
+        self.wg_commit_evs.setdefault(group, []).append(ev)
+        self.wg_reads.setdefault(group, []).extend(st.wg_open)
+        st.wg_commits += 1
         st.wg_open = []
 
-    def op_wgmma_wait(self, st: ActorState, op: Op) -> None:
-        (n,) = op.args
-        ev = self.own(st, op, f"wgmma wait_group {n}")
-        keep = st.wg_groups[len(st.wg_groups) - n :] if n else []
-        for g in st.wg_groups[: len(st.wg_groups) - n] if n < len(st.wg_groups) else []:
-            for a in g:
+    def wg_complete(self, group: tuple[int, int, int]) -> int:
+        """The completion of a warpgroup's wgmma group (after every warp of the warpgroup has
+        committed it, and after the group before it): every warp's reads in it end there."""
+        if group not in self.wg_done:
+            cta, wg, g = group
+            before = self.wg_done.get((cta, wg, g - 1))
+            ev = self.event(
+                [*self.wg_commit_evs[group], before],
+                f"   wgmma group {g} of warpgroup {wg}@cta{cta} completes",
+            )
+            self.wg_done[group] = ev
+            for a in self.wg_reads.get(group, []):
                 a.end = ev
-        st.wg_groups = keep if n < len(st.wg_groups) else st.wg_groups
+        return self.wg_done[group]
+
+    def op_wgmma_wait(self, st: ActorState, op: Op) -> bool:
+        (n,) = op.args
+        # the wgmma of a group are one warpgroup-wide operation: the group runs once every warp
+        # of the warpgroup has committed it, so a wait that retires it can pass only then
+        cta, wg = self.wg_key(st)
+        newest = st.wg_commits - n - 1
+        if (
+            newest >= 0
+            and len(self.wg_commit_evs.get((cta, wg, newest), [])) < self.wg_warps[(cta, wg)]
+        ):
+            return False
+        done = [self.wg_complete((cta, wg, g)) for g in range(newest + 1)]
+        self.own(st, op, f"wgmma wait_group {n}", done[-1:])
+        return True
 
     def op_tmem_ld(self, st: ActorState, op: Op) -> None:
         (res,) = op.args
@@ -907,6 +954,9 @@ class Checker:
             )
         else:
             kind = "overwritten before its reader released it"
+        key = f"{res.cta}:{res.root}:{first.kind}:{second.kind}"
+        if ("buffer-race", key) in self._seen or len(self.violations) >= 20:
+            return  # violate() would drop it: skip building its witness
         trace = self.witness(
             first.start,
             second.start,
@@ -919,7 +969,7 @@ class Checker:
             "buffer-race",
             f"{res.show()} {kind}: [{first.text}] and [{second.text}] are unordered; the first {how}",
             trace,
-            key=f"{res.cta}:{res.root}:{first.kind}:{second.kind}",
+            key=key,
         )
 
     def check_fences(self) -> None:
@@ -1039,6 +1089,14 @@ class Checker:
             return f"bulk wait_group {op.args[0]}"
         if op.kind == "cluster_wait":
             return "cluster wait"
+        if op.kind == "wgmma_wait":
+            cta, wg = self.wg_key(st)
+            newest = st.wg_commits - op.args[0] - 1
+            done = len(self.wg_commit_evs.get((cta, wg, newest), []))
+            return (
+                f"wgmma wait_group {op.args[0]}: {done} of warpgroup {wg}'s "
+                f"{self.wg_warps[(cta, wg)]} warps committed its group {newest}"
+            )
         return op.kind
 
 

@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from codegen.verify.model import Bar, KernelModel, Res
+from codegen.verify.model import WARPGROUP_WARPS, Bar, KernelModel, Res
 
 
 class TooLarge(Exception):
@@ -57,6 +57,15 @@ class Explorer:
         self.cta_actors: dict[int, list[int]] = {}
         for i, a in enumerate(self.actors):
             self.cta_actors.setdefault(a.cta, []).append(i)
+        # the actors of each actor's warpgroup that issue wgmma (a group is one operation of
+        # the warpgroup: it runs once all of them have committed it, and retires for all)
+        issuers = [
+            i for i, a in enumerate(self.actors) if any(op.kind == "wgmma_commit" for op in a.ops)
+        ]
+        self.wg_peers = {
+            i: [j for j in issuers if _warpgroup(self.actors[j]) == _warpgroup(a)]
+            for i, a in enumerate(self.actors)
+        }
         for a in self.actors:
             for op in a.ops:
                 if op.kind in ("gstore", "await", "clc_query", "clc_read"):
@@ -195,8 +204,13 @@ class Explorer:
             me[4] = g_closed + 1
         elif k == "wgmma_wait":
             keep_from = g_closed - op.args[0]
+            peers = self.wg_peers[i]
+            if any(actors[j][4] < keep_from for j in peers):
+                return None
             flights = {
-                f for f in flights if not (f[0][0] == "wg" and f[0][1] == i and f[0][2] < keep_from)
+                f
+                for f in flights
+                if not (f[0][0] == "wg" and f[0][1] in peers and f[0][2] < keep_from)
             }
             me[5] = max(g_done, keep_from)
         elif k == "tmem_ld":
@@ -336,6 +350,10 @@ class Explorer:
                 continue
             return "buffer-race"
         return None
+
+
+def _warpgroup(actor) -> tuple[int, int]:
+    return actor.cta, actor.warp // WARPGROUP_WARPS
 
 
 def _bars(op) -> list[Bar]:

@@ -93,6 +93,9 @@ class Word(NamedTuple):
 #   clc_read (res,)                         reading the answer
 #   tmem_alloc (cta,)  tmem_dealloc (cta,)
 #   fence (name,)                           a fence verify does not model (listed in notes)
+# warps of a warpgroup: a wgmma group is one operation of its 4 warps (it runs once every one
+# of them has committed it, and a wait_group in any of them retires it for all)
+WARPGROUP_WARPS = 4
 SYNC_KINDS = frozenset(
     {
         "init",

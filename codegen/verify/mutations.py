@@ -68,6 +68,14 @@ CATALOGUE: tuple[Mutation, ...] = (
         "cute.arch.mbarrier_init(empty + s, EMPTY_ARRIVES - 1)",
     ),
     Mutation(
+        "sm90-mcast-release-per-warp",
+        "wrong arrive count",
+        "sm90/cluster/multicast.py.j2",
+        # every consumer warp releases (per-warp arrivals against the per-warpgroup count)
+        "(warp_idx % WG_WARPS == RELEASE_WARP)",
+        "(warp_idx % WG_WARPS >= RELEASE_WARP)",
+    ),
+    Mutation(
         "sm100-acc-empty-count",
         "wrong arrive count",
         "sm100/scheduler/persistent.py.j2",

@@ -80,6 +80,13 @@ def expected_counts(spec: Spec) -> dict[str, int]:
     counts["div.s64"] = STREAMK_WIDE_DIVS if streamk else 0  # the 64-bit partition math
     if tma:
         counts["st.global"] = handover + int(streamk)
+    if spec.cluster.size > 1:
+        counts |= {
+            # a multicast stage release maps the peer's empty barrier at its two sites (in the
+            # k-loop and after it), and arrives with CTA scope: never a cluster-scoped release
+            "mapa": 2,
+            "mbarrier release.cluster": 0,
+        }
     if rules_sm90.is_split_k_separate(spec):
         counts |= separate_counts(spec)
     if rules_sm90.is_split_k(spec):

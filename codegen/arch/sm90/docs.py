@@ -175,7 +175,10 @@ def ring_rows(spec: Spec) -> list[tuple[str, ...]]:
     readers = spec.cluster.m + spec.cluster.n - 1
     stage = rules_sm90.stage_bytes(spec)
     consumers = f"wgmma ({_plural(wgs, 'consumer warpgroup')})"
-    empty_who = f"{_plural(readers, 'CTA')} x {WARPGROUP_WARPS * tile_wgs} consumer warps"
+    if rules_sm90.releases_per_warpgroup(spec):
+        empty_who = f"{_plural(readers, 'CTA')} x {_plural(tile_wgs, 'consumer warpgroup')}"
+    else:
+        empty_who = f"{_plural(readers, 'CTA')} x {WARPGROUP_WARPS * tile_wgs} consumer warps"
     if rules_sm90.is_pingpong(spec):
         consumers = f"wgmma ({wgs} ping-pong consumer warpgroups, alternate tiles)"
         empty_who += ": the warpgroup owning the tile"
@@ -364,7 +367,9 @@ def notes(spec: Spec) -> dict[str, str]:
             f"{rules_sm90.consumer_regs(spec)} <= {rules_sm90.REGISTER_FILE}"
         ),
         "empty_note": (
-            f"every consumer warp ({warps}) of every CTA this producer fills ({readers})"
+            f"every consumer warpgroup ({wgs}) of every CTA this producer fills ({readers})"
+            if rules_sm90.releases_per_warpgroup(spec)
+            else f"every consumer warp ({warps}) of every CTA this producer fills ({readers})"
             if not rules_sm90.is_pingpong(spec)
             else f"the {WARPGROUP_WARPS * rules_sm90.tile_warpgroups(spec)} warps of the one "
             "warpgroup that consumes the stage"
@@ -408,7 +413,9 @@ def timeline(spec: Spec) -> list[str]:
     tma_steps = f"{loop}: {ks}: wait empty[s] -> arm full[s] (TX_BYTES) -> {load}"
     if clustered:
         tma_steps += "; tail: wait empty[s] on the last STAGES slots (peers' releases)"
-    release = "arrive empty[s]" + (" on every CTA that filled it" if clustered else "")
+    release = "arrive empty[s]" + (
+        " once per warpgroup on every CTA that filled it" if clustered else ""
+    )
     per_k = (
         f"wait full[s] -> {mmas} wgmma -> commit_group -> wait_group(1) -> release the previous "
         f"stage ({release})"

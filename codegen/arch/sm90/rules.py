@@ -62,6 +62,8 @@ WARPGROUP_WARPS = 4
 PRODUCER_WG, MMA_WG = 0, 1  # the producer warpgroup, then the first consumer warpgroup
 TMA_WARP = 0  # the producer's warp that issues the TMA loads (and initializes the barriers)
 EPILOGUE_WARP = MMA_WG * WARPGROUP_WARPS  # cooperative: the first consumer warp, the TMA stores
+# multicast cluster: the warp of each consumer warpgroup whose lanes release a stage for it
+RELEASE_WARP = 0
 # Named barrier ids (0 is sync_threads). Cooperative: the consumers' epilogue barrier, and
 # stream-K's fix-up barrier (the same threads, never at once). Ping-pong: consumer warpgroup w
 # (0, 1) syncs its own epilogue on PP_EPI_BARRIER + w and waits for its mainloop turn on
@@ -111,12 +113,21 @@ def accumulator_regs(spec: Spec) -> int:
     return spec.tile.m // tile_warpgroups(spec) * spec.tile.n // 128
 
 
+def releases_per_warpgroup(spec: Spec) -> bool:
+    """A multicast cluster releases a stage once per consumer warpgroup and filling CTA (lane r
+    of the warpgroup's RELEASE_WARP arrives on CTA rank r once the warpgroup's wgmma group that
+    read the stage has retired); a single CTA once per consumer warp (elect_one), locally."""
+    return spec.cluster.size > 1
+
+
 def empty_arrives(spec: Spec) -> int:
-    """Arrivals that free one stage: every consumer warp of every CTA this CTA's producer
-    writes into (its cluster row for A, its cluster column for B: cm + cn - 1 CTAs) that reads
-    the stage: all consumer warpgroups when cooperative, the one owning the tile when ping-pong."""
+    """Arrivals that free one stage, from every CTA this CTA's producer writes into (its cluster
+    row for A, its cluster column for B: cm + cn - 1 CTAs) and every consumer warpgroup there that
+    reads the stage (all of them when cooperative, the one owning the tile when ping-pong): one
+    per warpgroup in a multicast cluster, one per consumer warp otherwise."""
     readers = spec.cluster.m + spec.cluster.n - 1
-    return readers * 4 * tile_warpgroups(spec)
+    per_warpgroup = 1 if releases_per_warpgroup(spec) else WARPGROUP_WARPS
+    return readers * per_warpgroup * tile_warpgroups(spec)
 
 
 def operand_rows_per_cta(spec: Spec) -> tuple[int, int]:

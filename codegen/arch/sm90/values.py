@@ -64,6 +64,11 @@ class Sm90Values(shared.SeparateReduceValues):
     b_tma_op: str
     a_mcast_row0: int
     b_mcast_col0: int
+    # multicast: the consumer warp of each warpgroup that releases a stage for the warpgroup
+    wg_warps: int
+    release_warp: int
+    # split-K's cluster-scoped handshake (the nvvm dialect's scope and order kinds)
+    imports_nvvm: bool
     # the consumers' named barriers, ping-pong
     epi_barrier_args: str
     pp_epi_barrier: int
@@ -205,6 +210,9 @@ def cluster_values(spec: Spec) -> dict[str, object]:
         "b_tma_op": "CopyBulkTensorTileG2SMulticastOp" if cm > 1 else "CopyBulkTensorTileG2SOp",
         "a_mcast_row0": row0,
         "b_mcast_col0": col0,
+        "wg_warps": rules_sm90.WARPGROUP_WARPS,
+        "release_warp": rules_sm90.RELEASE_WARP,
+        "imports_nvvm": rules_sm90.is_split_k(spec),
     }
 
 

@@ -20,7 +20,7 @@ Parameters
 
 Pipeline
     ring         producer -> consumer                          stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> wgmma (1 consumer warpgroup)  8       24576        1 + 24576 tx bytes  8 (2 CTAs x 4 consumer warps)
+    A/B SMEM     TMA (warp 0) -> wgmma (1 consumer warpgroup)  8       24576        1 + 24576 tx bytes  2 (2 CTAs x 1 consumer warpgroup)
     C sub-tiles  consumers (stmatrix) -> TMA store             4       4096         named barrier       bulk wait_group
 
     SMEM 214016 B of 232448 (8 x 24 KiB ring + 16 KiB C sub-tiles + barriers and alignment); accumulators in registers: 64 f32 per consumer thread
@@ -30,9 +30,9 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
         -> arm full[s] (TX_BYTES) -> TMA A, B into s (A multicast); tail: wait empty[s] on the last
         STAGES slots (peers' releases)
     consumer warpgroup (MMA_WG = 1): its tile: per k-tile: wait full[s] -> 4 wgmma -> commit_group
-        -> wait_group(1) -> release the previous stage (arrive empty[s] on every CTA that filled
-        it); then wait_group(0) -> release the last stage; epilogue: per sub-tile: registers -> SMEM
-        buffer -> bar.sync EPILOGUE_BARRIER_ID -> TMA store by EPILOGUE_WARP = 4
+        -> wait_group(1) -> release the previous stage (arrive empty[s] once per warpgroup on every
+        CTA that filled it); then wait_group(0) -> release the last stage; epilogue: per sub-tile:
+        registers -> SMEM buffer -> bar.sync EPILOGUE_BARRIER_ID -> TMA store by EPILOGUE_WARP = 4
 
 Shapes: any M; N and K multiples of 8 (TMA needs 16-byte row strides). Tails are exact: TMA zero-fills loads past M, N and K, and the TMA store clips at the edges of C.
 
@@ -47,7 +47,6 @@ import cutlass
 import cutlass.cute as cute
 import cutlass.utils as utils
 import cutlass.utils.hopper_helpers as sm90_utils
-from cutlass._mlir.dialects import nvvm
 from cutlass.cute.nvgpu import OperandMajorMode, cpasync, warp, warpgroup
 from cutlass.tensor_utils import LayoutEnum
 
@@ -94,14 +93,16 @@ PRODUCER_REGS = 40
 CONSUMER_REGS = 248
 # A + B bytes one stage's TMA copies deliver to this CTA's full barrier
 TX_BYTES = 24576
-# every consumer warp (4) of every CTA this producer fills (2)
-EMPTY_ARRIVES = 8
+# every consumer warpgroup (1) of every CTA this producer fills (2)
+EMPTY_ARRIVES = 2
 # (CM, CN) CTAs; A is multicast along N, B along M
 CLUSTER = (1, 2)
 # ranks of cluster row 0 (rank = x + y * CM), shifted by x per CTA
 A_MCAST_ROW0 = 3
 # ranks of cluster column 0, shifted by y * CM per CTA
 B_MCAST_COL0 = 1
+# warps of a warpgroup; warp RELEASE_WARP of each consumer warpgroup releases its stages
+WG_WARPS, RELEASE_WARP = 4, 0
 # one SMEM sub-tile: a 64-row wgmma atom per consumer warpgroup
 EPI_M, EPI_N = 64, 32
 # sub-tile buffers in flight: a TMA store may still read the others
@@ -264,10 +265,15 @@ def gemm_kernel(
         acc_shape = thr_mma.partition_shape_C((TILER[0], TILER[1]))  # (MMA_V, MMA_M, MMA_N)
         acc = cute.make_rmem_tensor(acc_shape, ACC_DTYPE)
         tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
-        # releasing a stage: lane r arrives on CTA rank r's empty barrier when that CTA filled
-        # this one (it shares this CTA's cluster row or column)
+        # releasing a stage: one arrive per consumer warpgroup on each CTA that filled it (one
+        # sharing this CTA's cluster row or column): lane r of the warpgroup's RELEASE_WARP
+        # arrives on CTA rank r's empty barrier; the warpgroup's other lanes and warps do not
         lane = cute.arch.lane_idx()
-        peer_signal = (lane < 2) & ((lane % CLUSTER[0] == cx) | (lane // CLUSTER[0] == cy))
+        peer_signal = (
+            (warp_idx % WG_WARPS == RELEASE_WARP)
+            & (lane < 2)
+            & ((lane % CLUSTER[0] == cx) | (lane // CLUSTER[0] == cy))
+        )
         # (EPI_M, EPI_N, EPI_BUFFERS)
         sC = storage.sC.get_tensor(sC_layout.outer, swizzle=sC_layout.inner)
         r2s_atom = sm90_utils.get_smem_store_op(LayoutEnum.ROW_MAJOR, OUT_DTYPE, ACC_DTYPE)
@@ -353,11 +359,13 @@ def gemm_kernel(
 
 @cute.jit
 def release_stage(bar: cute.Pointer, peer_signal: cutlass.Boolean):
-    """One consumer warp releases a stage: one arrive per warp on every CTA that filled it."""
+    """One consumer warpgroup releases a stage: after its wait_group has retired the wgmma group
+    that read the stage, one arrive on every CTA that filled it (the signalling lanes)."""
     if peer_signal:
-        cute.arch.mbarrier_arrive(
-            bar, peer_cta_rank_in_cluster=cute.arch.lane_idx(), scope=nvvm.MemScopeKind.CLUSTER
-        )
+        # CTA scope (mbarrier.arrive.release.cta on the peer's barrier): the arrive only has to
+        # follow this warpgroup's finished reads of its own SMEM; no data passes to the peer.
+        # Cluster scope would put a GPU-wide memory barrier before every release.
+        cute.arch.mbarrier_arrive(bar, peer_cta_rank_in_cluster=cute.arch.lane_idx())
 
 
 @cute.jit
