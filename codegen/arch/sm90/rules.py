@@ -545,8 +545,9 @@ def wgmma_acc_regs(spec: Spec) -> int:
 def occupancy_violations(spec: Spec) -> list[Violation]:
     """ctas_per_sm = 2 halves the CTA's registers. The accumulators must fit the consumers'
     setmaxnreg share with room to spare, and one wgmma's accumulator fragment (plus what is live
-    across it) the registers a thread launches with: ptxas assembles every instruction within
-    the launch count, setmaxnreg raises only what the region as a whole may allocate."""
+    beside it) the registers a thread launches with: the consumers' code after setmaxnreg does
+    use registers past the launch count (a 64x128 swap-AB kernel up to R211), but ptxas refuses
+    a wgmma whose operands do not fit it (C7602, "insufficient registers")."""
     if spec.ctas_per_sm == 1:
         return []
     t = spec.tile
