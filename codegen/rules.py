@@ -29,6 +29,7 @@ from codegen.rules_common import (
     kib,
     mma_k,
     mmas_per_stage,
+    smem_limit,
     swizzle_fits,
     tma_boxes_per_operand,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "mmas_per_stage",
     "resolve",
     "smem_bytes",
+    "smem_limit",
     "splitk_cluster_violation",
     "stage_bytes",
     "swizzle_fits",

@@ -14,7 +14,10 @@ from dataclasses import dataclass
 from codegen.spec import Spec
 
 KIB = 1024
-SMEM_LIMIT_BYTES = 227 * KIB  # max dynamic shared memory per block on sm_90 and sm_100
+SM_SMEM_BYTES = 228 * KIB  # shared memory of one SM on sm_90 and sm_100
+CTA_RESERVED_SMEM = 1 * KIB  # what the system reserves of it for each resident CTA
+# max dynamic shared memory per block on sm_90 and sm_100: the SM's, less one CTA's reservation
+SMEM_LIMIT_BYTES = SM_SMEM_BYTES - CTA_RESERVED_SMEM
 SMEM_ALIGN = 1024  # one full 128B-swizzle period (8 rows x 128 B); every operand ring starts here
 MBARRIER_BYTES = 8
 MMA_K_BYTES = 32  # one MMA instruction is 32 bytes of K: 16 deep for f16/bf16, 32 for e4m3
@@ -88,6 +91,23 @@ def mmas_per_stage(spec: Spec) -> int:
 # ---- shared memory ------------------------------------------------------------------------------
 
 
+def smem_limit(spec: Spec) -> int:
+    """Dynamic SMEM one CTA may take so that spec.ctas_per_sm of them are resident on an SM at
+    once: an equal share of the SM's, less each CTA's reservation (227 KiB for one, 113 for two)."""
+    return SM_SMEM_BYTES // spec.ctas_per_sm - CTA_RESERVED_SMEM
+
+
+def smem_limit_note(spec: Spec) -> str:
+    """The SMEM budget in words: "227 KiB", and where it is a share of the SM, which share."""
+    limit = kib(smem_limit(spec))
+    if spec.ctas_per_sm == 1:
+        return f"{limit} KiB"
+    return (
+        f"{limit} KiB (ctas_per_sm={spec.ctas_per_sm}: 1/{spec.ctas_per_sm} of the SM's "
+        f"{kib(SM_SMEM_BYTES)} KiB, less {kib(CTA_RESERVED_SMEM)} KiB reserved per CTA)"
+    )
+
+
 def stage_bytes(spec: Spec, rows: tuple[int, int]) -> int:
     """A + B bytes one CTA receives per stage, holding `rows` = (A rows, B rows) of the tile; also
     the TMA bytes its full barrier expects."""
@@ -112,7 +132,7 @@ def smem_bytes(
 def max_stages(spec: Spec, smem: SmemBytes) -> int:
     """The most stages that fit in the SMEM budget (0 if not even one does)."""
     stages = 0
-    while smem(spec, stages + 1) <= SMEM_LIMIT_BYTES:
+    while smem(spec, stages + 1) <= smem_limit(spec):
         stages += 1
     return stages
 
@@ -184,7 +204,7 @@ def stages_violations(spec: Spec, smem: SmemBytes, stage: int) -> list[Violation
     if not isinstance(spec.stages, int):
         return []
     need = smem(spec, spec.stages)
-    if need <= SMEM_LIMIT_BYTES:
+    if need <= smem_limit(spec):
         return []
     fit = max_stages(spec, smem)
     return [
@@ -192,7 +212,7 @@ def stages_violations(spec: Spec, smem: SmemBytes, stage: int) -> list[Violation
             "stages",
             f"stages={spec.stages} needs {kib(need)} KiB of shared memory "
             f"({kib(stage)} KiB per stage); at most {fit} stage"
-            f"{'s' if fit != 1 else ''} fit in {kib(SMEM_LIMIT_BYTES)} KiB",
+            f"{'s' if fit != 1 else ''} fit in {smem_limit_note(spec)}",
         )
     ]
 

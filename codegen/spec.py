@@ -258,16 +258,25 @@ class Spec(_Frozen):
     # before its wait the TMA warp prefetches its first k-blocks to L2 (a cache hint). Not
     # part of the derived name: it changes how the kernel is launched, not what it computes
     pdl: bool = False
+    # sm_90a only: CTAs of this kernel that fit on one SM at once. 2 halves each CTA's share of
+    # the register file (consumer setmaxnreg, launch bounds) and of shared memory (the stage
+    # budget), so a CTA of the next kernel of a PDL chain can be resident beside a running one
+    # and run its prologue and L2 prefetch under that CTA's tail; the persistent grids stay one
+    # CTA (cluster) per SM. For small decode tiles. Not part of the derived name (like pdl)
+    ctas_per_sm: Literal[1, 2] = 1
 
     @model_serializer(mode="wrap")
     def _omit_late_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
-        # consumer_mode and pdl came after kernels shipped: left out at their defaults, so those
-        # kernels' SPEC dicts and spec hashes stay as they were (validation restores the default)
+        # consumer_mode, pdl and ctas_per_sm came after kernels shipped: left out at their
+        # defaults, so those kernels' SPEC dicts and spec hashes stay as they were (validation
+        # restores the default)
         data = handler(self)
         if data.get("consumer_mode") == "cooperative":
             del data["consumer_mode"]
         if data.get("pdl") is False:
             del data["pdl"]
+        if data.get("ctas_per_sm") == 1:
+            del data["ctas_per_sm"]
         return data
 
     @field_validator("epilogue", mode="before")
@@ -304,7 +313,9 @@ class Spec(_Frozen):
         return self.arch.removesuffix("a").replace("_", "")
 
     def canonical_name(self) -> str:
-        """A name built from every knob but pdl; knobs at their neutral value are left out."""
+        """A name built from every knob but pdl and ctas_per_sm (how the kernel is launched and
+        how much of an SM it takes, not what it computes); knobs at their neutral value are left
+        out."""
         swz = {"none": "inter", "32B": "sw32", "64B": "sw64", "128B": "sw128"}.get(
             self.swizzle, self.swizzle
         )

@@ -889,4 +889,12 @@ def check(spec: Spec) -> list[Violation]:
     out += splitk_reduce_violations(spec)
     if spec.consumer_mode != "cooperative":
         out.append(Violation("consumer_mode", "consumer_mode=pingpong is a Hopper (sm_90a) knob"))
+    if spec.ctas_per_sm != 1:
+        out.append(
+            Violation(
+                "ctas_per_sm",
+                f"ctas_per_sm={spec.ctas_per_sm} (two CTAs of the kernel resident on one SM) is "
+                "implemented for sm_90a only; legal on sm_100a: 1",
+            )
+        )
     return out

@@ -20,7 +20,7 @@ class Sm90(ModuleArch):
     short = "sm90"
     template = "sm90/gemm.py.j2"
     template_root = "sm90"
-    knobs: frozenset[str] = frozenset({"consumer_warpgroups", "consumer_mode"})
+    knobs: frozenset[str] = frozenset({"consumer_warpgroups", "consumer_mode", "ctas_per_sm"})
     report_columns = counts.REPORT_COLUMNS
     patterns = counts.PATTERNS
     flagship_sm_count = rules.SM_COUNT

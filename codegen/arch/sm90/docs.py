@@ -5,6 +5,8 @@ budget line, and the comments on its constants, each built from the numbers in
 
 from __future__ import annotations
 
+import textwrap
+
 from codegen import rules_common
 from codegen.arch.shared import splitk_max_tiles_line
 from codegen.arch.sm90 import rules as rules_sm90
@@ -145,7 +147,16 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
         ("swap AB", "yes: the kernel computes C^T = B @ A^T" if spec.swap_ab else "no"),
         ("epilogue", epilogue_note(spec)),
         ("scheduler", scheduler_note(spec)),
+        *([("CTAs per SM", occupancy_note(spec))] if spec.ctas_per_sm > 1 else []),
     ]
+
+
+def occupancy_note(spec: Spec) -> str:
+    """The docstring's CTAs-per-SM parameter (ctas_per_sm > 1 only)."""
+    return (
+        f"{spec.ctas_per_sm} (min_blocks_per_mp): each CTA takes 1/{spec.ctas_per_sm} of the "
+        "SM's registers and shared memory"
+    )
 
 
 def shape_note(spec: Spec) -> str:
@@ -240,7 +251,7 @@ def budget_line(spec: Spec) -> str:
     staging = rules_sm90.splitk_staging_bytes(spec)
     kib = rules_common.kib
     return (
-        f"SMEM {smem} B of {rules_common.SMEM_LIMIT_BYTES} ({spec.stages} x {kib(stage)} KiB ring"
+        f"SMEM {smem} B of {rules_common.smem_limit(spec)} ({spec.stages} x {kib(stage)} KiB ring"
         + (
             f" + {kib(epi_bytes)} KiB C sub-tiles"
             if isinstance(spec.epilogue, TmaStoreEpilogue)
@@ -250,6 +261,35 @@ def budget_line(spec: Spec) -> str:
         + " + barriers and alignment); accumulators in registers: "
         f"{rules_sm90.accumulator_regs(spec)} f32 per consumer thread"
     )
+
+
+def occupancy_lines(spec: Spec) -> list[str]:
+    """What ctas_per_sm > 1 gives each CTA, and what for (none with the whole SM)."""
+    n = spec.ctas_per_sm
+    if n == 1:
+        return []
+    threads, launch = rules_sm90.threads(spec), rules_sm90.launch_regs(spec)
+    smem = rules_sm90.smem_bytes(spec, int(spec.stages))
+    sm_smem, reserved = rules_common.SM_SMEM_BYTES, rules_common.CTA_RESERVED_SMEM
+    kib = rules_common.kib
+    grid = (
+        " The persistent grid is still sized to one CTA per SM: the other slot is the next"
+        " kernel's."
+        if rules_sm90.is_sm_sized(spec)
+        else ""
+    )
+    text = (
+        f"{n} CTAs per SM (ctas_per_sm): a CTA launches with {threads} threads x {launch} "
+        f"registers = {rules_sm90.register_pool(spec)} of the SM's {rules_sm90.REGISTER_FILE} "
+        f"(min_blocks_per_mp = {rules_sm90.min_blocks_per_mp(spec)}); setmaxnreg moves them "
+        f"within the CTA: producer {rules_sm90.PRODUCER_REGS}, consumers "
+        f"{rules_sm90.consumer_regs(spec)} per thread. Its SMEM is {smem} B of "
+        f"{rules_common.smem_limit(spec)} (1/{n} of the SM's {kib(sm_smem)} KiB less "
+        f"{kib(reserved)} KiB reserved per CTA; the launch asks for the largest SMEM "
+        f"carveout). So a CTA of the next kernel (programmatic dependent launch) fits beside a "
+        f"running one and runs its setup and L2 prefetch under that CTA's tail.{grid}"
+    )
+    return [""] + textwrap.wrap(text, width=92)
 
 
 def pingpong_lines(spec: Spec) -> list[str]:
@@ -343,10 +383,27 @@ def pipeline_lines(spec: Spec) -> list[str]:
     return (
         table(ring_rows(spec))
         + ["", budget_line(spec)]
+        + occupancy_lines(spec)
         + pingpong_lines(spec)
         + splitk_lines(spec)
         + separate_lines(spec)
         + streamk_lines(spec)
+    )
+
+
+def regs_note(spec: Spec) -> str:
+    """The producer's and consumers' registers within the CTA's: the register file, or with
+    ctas_per_sm > 1 the CTA's pool (its threads x the registers each launches with)."""
+    wgs = rules_sm90.consumer_warpgroups(spec)
+    split = (
+        f"{WARPGROUP_THREADS} x {rules_sm90.PRODUCER_REGS} + {WARPGROUP_THREADS * wgs} x "
+        f"{rules_sm90.consumer_regs(spec)}"
+    )
+    if spec.ctas_per_sm == 1:
+        return f"{split} <= {rules_sm90.REGISTER_FILE}"
+    return (
+        f"{split} <= {rules_sm90.register_pool(spec)} = {rules_sm90.threads(spec)} threads x "
+        f"{rules_sm90.launch_regs(spec)} at launch"
     )
 
 
@@ -362,10 +419,7 @@ def notes(spec: Spec) -> dict[str, str]:
         raster_note = f"along {raster.upper()}, striding by the number of clusters"
     return {
         "dtype_note": dtype_note(spec),
-        "regs_note": (
-            f"{WARPGROUP_THREADS} x {rules_sm90.PRODUCER_REGS} + {WARPGROUP_THREADS * wgs} x "
-            f"{rules_sm90.consumer_regs(spec)} <= {rules_sm90.REGISTER_FILE}"
-        ),
+        "regs_note": regs_note(spec),
         "empty_note": (
             f"every consumer warpgroup ({wgs}) of every CTA this producer fills ({readers})"
             if rules_sm90.releases_per_warpgroup(spec)

@@ -52,7 +52,17 @@ EPI_STAGES = 4  # SMEM sub-tile buffers the TMA-store epilogue keeps in flight
 PRODUCER_REGS = 40  # setmaxnreg for the TMA producer warpgroup
 REGISTER_FILE = 65536  # 32-bit registers per SM
 MAX_REGS_PER_THREAD = 255
+REG_ALLOC_UNIT = 8  # a thread's registers are allocated in multiples of 8 (256 per warp)
 ACC_REGS_LIMIT = 192  # f32 accumulator registers per consumer thread that leave room for the rest
+# registers a consumer thread needs beside its accumulators (addresses, loop state, epilogue):
+# the two-warpgroup budget of a CTA that has the whole SM (232) less ACC_REGS_LIMIT
+ACC_REGS_HEADROOM = 40
+# registers live beside one wgmma's accumulator fragment where ptxas assembles it (an m64n256
+# e4m3 wgmma of a swap-AB decode kernel asks for 154 = 128 + 26), rounded up to the unit
+WGMMA_LIVE_REGS = 32
+# ctas_per_sm > 1: the SMEM carveout the launch asks for, in percent of the SM's unified L1 /
+# shared memory that is shared memory: all it can be, so ctas_per_sm CTAs' shares fit at once
+SMEM_CARVEOUT_MAX = 100
 CLUSTER_MAX = 8  # CTAs in a portable cluster: the most CTAs split-K can split a tile's K among
 # the templates' K rows are one swizzle atom wide: row bytes -> the swizzle of that width
 K_ROW_SWIZZLE = {32: "32B", 64: "64B", 128: "128B"}
@@ -101,11 +111,49 @@ def threads(spec: Spec) -> int:
     return 128 * (1 + consumer_warpgroups(spec))
 
 
+def launch_regs(spec: Spec) -> int:
+    """Registers per thread the CTA launches with (the cubin's count): its 1/ctas_per_sm share of
+    the register file over its threads, rounded down to the allocation unit, at most 255. The
+    launch's min_blocks_per_mp (= ctas_per_sm) makes ptxas keep to it."""
+    per_thread = REGISTER_FILE // (spec.ctas_per_sm * threads(spec))
+    return min(MAX_REGS_PER_THREAD, per_thread - per_thread % REG_ALLOC_UNIT)
+
+
+def register_pool(spec: Spec) -> int:
+    """The CTA's registers: every thread's launch registers. setmaxnreg moves registers between
+    the CTA's warps through this pool (the producer's decrease frees what the consumers' increase
+    takes), never beyond it: with ctas_per_sm = 2 it is at most half the register file."""
+    return threads(spec) * launch_regs(spec)
+
+
 def consumer_regs(spec: Spec) -> int:
-    """setmaxnreg for consumers: what the producer gives up, shared out, rounded down to 8."""
+    """setmaxnreg for consumers: the CTA's pool less the producer's, shared out, rounded down to
+    the allocation unit, at most 248 (255 rounded down)."""
     wgs = consumer_warpgroups(spec)
-    per_thread = (REGISTER_FILE - 128 * PRODUCER_REGS) // (128 * wgs)
-    return min(MAX_REGS_PER_THREAD - MAX_REGS_PER_THREAD % 8, per_thread - per_thread % 8)
+    per_thread = (register_pool(spec) - WARPGROUP_THREADS * PRODUCER_REGS) // (
+        WARPGROUP_THREADS * wgs
+    )
+    return min(
+        MAX_REGS_PER_THREAD - MAX_REGS_PER_THREAD % REG_ALLOC_UNIT,
+        per_thread - per_thread % REG_ALLOC_UNIT,
+    )
+
+
+def acc_regs_limit(spec: Spec) -> int:
+    """f32 accumulator registers a consumer thread may hold: ACC_REGS_LIMIT, and room for
+    ACC_REGS_HEADROOM more within its setmaxnreg budget (what binds with ctas_per_sm = 2)."""
+    return min(ACC_REGS_LIMIT, consumer_regs(spec) - ACC_REGS_HEADROOM)
+
+
+def is_sm_sized(spec: Spec) -> bool:
+    """The grid is sized by the GPU's SMs, one CTA (or cluster slot) per SM: the persistent
+    scheduler, split-K over clusters, stream-K (ctas_per_sm does not change that)."""
+    return isinstance(spec.scheduler, PersistentScheduler) or is_split_k(spec) or is_stream_k(spec)
+
+
+def min_blocks_per_mp(spec: Spec) -> int:
+    """The launch's min_blocks_per_mp: the CTAs that must fit on one SM at once."""
+    return spec.ctas_per_sm
 
 
 def accumulator_regs(spec: Spec) -> int:
@@ -438,6 +486,8 @@ def check(spec: Spec) -> list[Violation]:
                 f"at most {ACC_REGS_LIMIT}: use 2 consumer warpgroups or a smaller tile",
             )
         )
+    else:
+        out += occupancy_violations(spec)
     if isinstance(spec.epilogue, TmaStoreEpilogue) and t.n % EPI_N:
         out.append(
             Violation(
@@ -485,6 +535,55 @@ def check(spec: Spec) -> list[Violation]:
     out += pingpong_violations(spec)
     out += dynamic_scheduler_violations(spec)
     return out
+
+
+def wgmma_acc_regs(spec: Spec) -> int:
+    """f32 accumulator registers per thread that one m64nN wgmma writes: 64 x N / 128."""
+    return WGMMA_M * spec.tile.n // WARPGROUP_THREADS
+
+
+def occupancy_violations(spec: Spec) -> list[Violation]:
+    """ctas_per_sm = 2 halves the CTA's registers. The accumulators must fit the consumers'
+    setmaxnreg share with room to spare, and one wgmma's accumulator fragment (plus what is live
+    beside it) the registers a thread launches with: the consumers' code after setmaxnreg does
+    use registers past the launch count (a 64x128 swap-AB kernel up to R211), but ptxas refuses
+    a wgmma whose operands do not fit it (C7602, "insufficient registers")."""
+    if spec.ctas_per_sm == 1:
+        return []
+    t = spec.tile
+    head = (
+        f"ctas_per_sm={spec.ctas_per_sm} leaves a CTA {register_pool(spec)} registers "
+        f"({threads(spec)} threads x {launch_regs(spec)} at launch)"
+    )
+    if accumulator_regs(spec) > acc_regs_limit(spec):
+        elems = acc_regs_limit(spec) * WARPGROUP_THREADS
+        return [
+            Violation(
+                "ctas_per_sm",
+                f"{head}: the consumers get {consumer_regs(spec)} per thread, room for at most "
+                f"{acc_regs_limit(spec)} f32 accumulators beside the rest, but tile "
+                f"{t.m}x{t.n} with {_warpgroups(tile_warpgroups(spec))} holds "
+                f"{accumulator_regs(spec)} per thread and would spill; legal: ctas_per_sm = 1, "
+                f"or at most {elems} tile elements per consumer warpgroup (e.g. swap AB 64x16 "
+                "to 64x128, one warpgroup)",
+            )
+        ]
+    if wgmma_acc_regs(spec) + WGMMA_LIVE_REGS > launch_regs(spec):
+        max_n = (launch_regs(spec) - WGMMA_LIVE_REGS) * WARPGROUP_THREADS // WGMMA_M
+        return [
+            Violation(
+                "ctas_per_sm",
+                f"{head}: ptxas assembles each wgmma within the launch count, and one "
+                f"m{WGMMA_M}n{t.n} wgmma writes {wgmma_acc_regs(spec)} f32 accumulators per "
+                f"thread, more than {launch_regs(spec)} less {WGMMA_LIVE_REGS} for what is "
+                f"live beside them; legal: ctas_per_sm = 1, or tile N <= {max_n - max_n % 8}",
+            )
+        ]
+    return []
+
+
+def _warpgroups(count: int) -> str:
+    return f"{count} consumer warpgroup{'s' if count > 1 else ''}"
 
 
 def dynamic_scheduler_violations(spec: Spec) -> list[Violation]:

@@ -45,6 +45,12 @@ class Sm90Values(shared.SeparateReduceValues):
     mma_threads: int
     producer_regs: int
     consumer_regs: int
+    # the launch: CTAs of this kernel resident on one SM (ctas_per_sm), the registers per thread
+    # each launches with, its SMEM budget and the SMEM carveout (percent) the launch asks for
+    min_blocks_per_mp: int
+    launch_regs: int
+    smem_limit: int
+    smem_carveout: int
     empty_arrives: int
     a_ring_elems: int
     b_ring_elems: int
@@ -174,6 +180,10 @@ def mainloop_values(spec: Spec) -> dict[str, object]:
         "mma_threads": WARPGROUP_THREADS * wgs,
         "producer_regs": rules_sm90.PRODUCER_REGS,
         "consumer_regs": rules_sm90.consumer_regs(spec),
+        "min_blocks_per_mp": rules_sm90.min_blocks_per_mp(spec),
+        "launch_regs": rules_sm90.launch_regs(spec),
+        "smem_limit": rules_common.smem_limit(spec),
+        "smem_carveout": rules_sm90.SMEM_CARVEOUT_MAX,
         "tx_bytes": rules_sm90.stage_bytes(spec),
         "empty_arrives": rules_sm90.empty_arrives(spec),
         "a_ring_elems": t.m * t.k * spec.stages,
