@@ -185,7 +185,7 @@ class SplitKScheduler(_Frozen):
     # kernel sums the partials in split order, applies the epilogue and stores C (sm_90a only)
     reduce: Literal["cluster", "separate"] = "cluster"
     # reduce="separate": the workspace holds the partials of at most max_tiles output tiles;
-    # None: as many tiles as 2^23 output elements need (rules_sm90.splitk_max_tiles)
+    # None: as many tiles as 2^23 output elements need (codegen.arch.shared.splitk_max_tiles)
     max_tiles: int | None = Field(default=None, gt=0)
 
     @model_serializer(mode="wrap")

@@ -15,6 +15,7 @@ import pytest
 from conftest import SPECS, kernel_file
 
 from codegen import build, loader, plan, rules
+from codegen.arch import shared
 from codegen.arch.sm100 import rules as rules_sm100
 from codegen.build import BuildResult
 from codegen.spec import Spec
@@ -54,7 +55,7 @@ def test_the_shipped_variants_are_legal(shipped: dict[str, Spec]) -> None:
     assert set(shipped) == set(SHIPPED)
     for name, spec in shipped.items():
         assert rules.check(spec) == [], name
-        assert rules_sm100.is_persistent(spec) and rules_sm100.is_stream_k(spec)
+        assert rules_sm100.is_persistent(spec) and shared.is_stream_k(spec)
 
 
 @pytest.mark.parametrize(
@@ -116,7 +117,7 @@ def test_the_old_not_implemented_violation_is_gone() -> None:
 def test_workspace_is_a_slot_per_cta_then_flags() -> None:
     s = make()
     assert rules_sm100.streamk_ctas(s) == rules_sm100.SM_COUNT == 148
-    assert rules_sm100.streamk_tile_elems(s) == 128 * 128
+    assert shared.streamk_tile_elems(s) == 128 * 128
     assert rules_sm100.streamk_workspace_elems(s) == 148 * (128 * 128 + 1)
     small = make(tile=[64, 64, 64], scheduler={"kind": "stream_k", "sm_count": 8})
     assert rules_sm100.streamk_workspace_elems(small) == 8 * (64 * 64 + 1)

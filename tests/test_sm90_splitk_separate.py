@@ -16,6 +16,7 @@ from conftest import kernel_file
 
 from codegen import build as b
 from codegen import loader, rules
+from codegen.arch import shared
 from codegen.arch.sm90 import rules as rules_sm90
 from codegen.arch.sm90.counts import expected_counts as expected_counts_sm90
 from codegen.export import render_shim
@@ -187,8 +188,8 @@ def test_workspace_size(
     tile: tuple[int, int, int], splits: int, max_tiles: int | None, tiles: int, elems: int
 ) -> None:
     s = separate(tile, sched={"splits": splits, "max_tiles": max_tiles})
-    assert rules_sm90.splitk_max_tiles(s) == tiles
-    assert rules_sm90.separate_workspace_elems(s) == elems
+    assert shared.splitk_max_tiles(s) == tiles
+    assert shared.separate_workspace_elems(s) == elems
     v = plan(s).values
     assert v["workspace_elems"] == v["sep_workspace_elems"] == elems
     assert v["host_tensors"] == ["workspace"] and v["launch_tensors"] == ["workspace"]

@@ -72,7 +72,7 @@ def try_waits(spec: Spec) -> int:
     waits += 1 + 3 if rules_sm100.is_dynamic(spec) else 0
     # split-K (acquire.cluster): a peer's consumed wait before restaging and before exit, rank 0's
     # staged wait
-    waits += 3 if rules_sm100.is_split_k(spec) else 0
+    waits += 3 if shared.is_split_k(spec) else 0
     return waits
 
 
@@ -136,7 +136,7 @@ def streamk_counts(spec: Spec) -> dict[str, int]:
     once, the finisher's peer loop loads each once (one dynamic loop per unrolled chunk); one
     flag release, one acquire (the spin) and one plain store clearing the flag; the 64-bit
     partition math's divisions."""
-    if not rules_sm100.is_stream_k(spec):
+    if not shared.is_stream_k(spec):
         return {}
     _, chunks = epilogue_chunks(spec)
     vectors = streamk_handover_vectors(spec)
@@ -155,14 +155,14 @@ def splitk_counts(spec: Spec) -> dict[str, int]:
     """Split-K's DSMEM reduction: both ranks' epilogue branches load the accumulator from TMEM;
     rank 0 maps each peer's staging chunk and consumed barrier, a peer rank 0's staged barrier;
     rank 0 reads each peer's partial in 16-byte vectors; the cluster-scoped handshake."""
-    if not rules_sm100.is_split_k(spec):
+    if not shared.is_split_k(spec):
         return {}
-    peers = rules_sm100.splits(spec) - 1
+    peers = shared.splits(spec) - 1
     _, chunks = epilogue_chunks(spec)
     return {
         "tcgen05.ld": 2 * chunks,
         "mapa": peers * chunks + peers + 1,
-        "ld.shared::cluster": peers * spec.tile.n * rules_sm100.ACC_BYTES // DSMEM_VECTOR_BYTES,
+        "ld.shared::cluster": peers * spec.tile.n * shared.ACC_BYTES // DSMEM_VECTOR_BYTES,
         "mbarrier acquire.cluster": 3,
         "mbarrier release.cluster": 1 + peers,
     }
@@ -173,10 +173,10 @@ def separate_counts(spec: Spec) -> dict[str, int]:
     the workspace slot in 16-byte vectors (TN / 4 per thread) and load nothing; the reduce kernel
     (shared.reduce_kernel_counts: its vector loop is not unrolled) loads one 16-byte vector per
     split, C with beta, the bias, stores one C vector and fuses REDUCE_VEC values."""
-    if not rules_sm100.is_split_k_separate(spec):
+    if not shared.is_split_k_separate(spec):
         return {}
     reduce = shared.reduce_kernel_counts(spec)
-    vectors = values_per_thread(spec) * rules_sm100.ACC_BYTES // VECTOR_STORE_BYTES
+    vectors = values_per_thread(spec) * shared.ACC_BYTES // VECTOR_STORE_BYTES
     return {
         "ld.global": reduce["ld.global"],
         "st.global": vectors + 1,

@@ -6,6 +6,7 @@ and budget line, and the comments on its constants, each built from the numbers 
 from __future__ import annotations
 
 from codegen import rules_common
+from codegen.arch import shared
 from codegen.arch.shared import splitk_max_tiles_line
 from codegen.arch.sm100 import rules as rules_sm100
 from codegen.arch.sm100.rules import (
@@ -116,8 +117,8 @@ def pipeline_lines(spec: Spec) -> list[str]:
                 "-",
             )
         )
-    if rules_sm100.is_split_k(spec):
-        n = rules_sm100.splits(spec)
+    if shared.is_split_k(spec):
+        n = shared.splits(spec)
         peers = f"ranks 1..{n - 1}" if n > 2 else "rank 1"
         rows += [
             (
@@ -189,8 +190,8 @@ def pipeline_lines(spec: Spec) -> list[str]:
             "a peer waits on before it restages and before it exits. Fixed summation order: "
             "deterministic."
         )
-    if rules_sm100.is_split_k_separate(spec):
-        ws_mib = rules_sm100.separate_workspace_elems(spec) * rules_sm100.ACC_BYTES / 2**20
+    if shared.is_split_k_separate(spec):
+        ws_mib = shared.separate_workspace_elems(spec) * shared.ACC_BYTES / 2**20
         notes.append(
             "Split K, separate reduce: the GEMM kernel runs one CTA per (tile, K share), no "
             "cluster: CTA b accumulates k-tiles [s * k_tiles // SPLITS, (s + 1) * k_tiles // "
@@ -202,9 +203,9 @@ def pipeline_lines(spec: Spec) -> list[str]:
             "(deterministic), applies the fusions and stores C predicated on M and N. Workspace: "
             f"{ws_mib:g} MiB of global memory ({splitk_max_tiles_line(spec)} slots)."
         )
-    if rules_sm100.is_stream_k(spec):
-        ws_bytes = rules_sm100.streamk_workspace_elems(spec) * rules_sm100.ACC_BYTES
-        slot_kib = rules_common.kib(rules_sm100.streamk_tile_elems(spec) * rules_sm100.ACC_BYTES)
+    if shared.is_stream_k(spec):
+        ws_bytes = rules_sm100.streamk_workspace_elems(spec) * shared.ACC_BYTES
+        slot_kib = rules_common.kib(shared.streamk_tile_elems(spec) * shared.ACC_BYTES)
         notes.append(
             "Stream-K: CTA b runs MAC iterations [b * T // CTAS, (b + 1) * T // CTAS) of the T = "
             "tiles x k_tiles, tile after tile (tiles along M); each unit (tile, [k_begin, k_end)) "
@@ -226,7 +227,7 @@ def pipeline_lines(spec: Spec) -> list[str]:
         )
     ring = f"{stages} x {rules_common.kib(stage)} KiB ring"
     parts = [ring]
-    if epi_bytes and rules_sm100.is_split_k(spec):
+    if epi_bytes and shared.is_split_k(spec):
         parts.append(f"{rules_common.kib(epi_bytes)} KiB split-K staging")
     elif epi_bytes:
         bufs = rules_sm100.EPI_BUFS
@@ -287,7 +288,7 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
             f"({rules_sm100.EPI_BUFS} buffers) -> TMA store"
         )
         rows.append(("epilogue", epilogue))
-    elif rules_sm100.is_split_k_separate(spec):
+    elif shared.is_split_k_separate(spec):
         rows.append(
             ("epilogue", "f32 partials to a workspace; the reduce kernel sums them and stores C")
         )
@@ -295,8 +296,8 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
         rows.append(("epilogue", f"{spec.epilogue.style} store" + m64_epilogue_note(spec)))
     if spec.epilogue.fused:
         rows.append(("fusion", fusion_text(spec)))
-    if rules_sm100.is_split_k(spec):
-        n = rules_sm100.splits(spec)
+    if shared.is_split_k(spec):
+        n = shared.splits(spec)
         rows.append(
             (
                 "cluster",
@@ -310,14 +311,14 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
             f"and storing; {spec.accumulators} TMEM accumulator slot(s)"
         )
         rows.append(("scheduler", scheduler))
-    elif rules_sm100.is_split_k_separate(spec):
-        n = rules_sm100.splits(spec)
+    elif shared.is_split_k_separate(spec):
+        n = shared.splits(spec)
         scheduler = (
             f"split-K over {n} CTAs with a separate reduce kernel: one CTA per (tile, K share), "
             f"no cluster; workspace of {splitk_max_tiles_line(spec)} tile slots"
         )
         rows.append(("scheduler", scheduler))
-    elif rules_sm100.is_stream_k(spec):
+    elif shared.is_stream_k(spec):
         scheduler = (
             "stream-K: one CTA per SM of the GPU, at most "
             f"{rules_sm100.streamk_ctas(spec)} (the workspace's slots), run equal "
@@ -406,13 +407,13 @@ def title(spec: Spec) -> str:
         how = "persistent"
         if rules_sm100.is_dynamic(spec):
             how = "dynamic persistent (cluster launch control)"
-        if rules_sm100.is_split_k(spec):
-            how = f"split-K over {rules_sm100.splits(spec)}-CTA clusters, persistent"
-        if rules_sm100.is_stream_k(spec):
+        if shared.is_split_k(spec):
+            how = f"split-K over {shared.splits(spec)}-CTA clusters, persistent"
+        if shared.is_stream_k(spec):
             how = "stream-K, persistent"
-        if rules_sm100.is_split_k_separate(spec):
+        if shared.is_split_k_separate(spec):
             how = (
-                f"split-K over {rules_sm100.splits(spec)} CTAs per tile and a separate reduce "
+                f"split-K over {shared.splits(spec)} CTAs per tile and a separate reduce "
                 "kernel, one tile per CTA"
             )
         parts.append(f"{how} with {slots} TMEM accumulator slot{'s' if slots > 1 else ''}")
@@ -572,11 +573,11 @@ def timeline(spec: Spec) -> list[str]:
         )
     # persistent: the loop each role runs
     dynamic = rules_sm100.is_dynamic(spec)
-    if rules_sm100.is_split_k(spec):
+    if shared.is_split_k(spec):
         loop, ks = "per cluster tile", "per k-tile of this rank's share"
-    elif rules_sm100.is_split_k_separate(spec):
+    elif shared.is_split_k_separate(spec):
         loop, ks = "its one (tile, K share)", "per k-tile of the share"
-    elif rules_sm100.is_stream_k(spec):
+    elif shared.is_stream_k(spec):
         loop, ks = "per unit (tile, [k_begin, k_end))", "per k-tile of the unit"
     else:
         loop, ks = "per tile", "per k-tile"
@@ -592,20 +593,20 @@ def timeline(spec: Spec) -> list[str]:
     release = "arrive acc_empty[slot]" + (" (the leader's)" if kind == "pair" else "")
     store = _epilogue_store(spec, "EPILOGUE_WARP")
     after_last = f"{release} after the last tcgen05.ld"
-    if rules_sm100.is_split_k(spec):
+    if shared.is_split_k(spec):
         epi_steps = (
             f"{loop}: wait acc_full[slot]; ranks 1..: wait consumed (the previous tile) -> "
             "tcgen05.ld -> staging -> arrive staged on rank 0; rank 0: wait staged -> tcgen05.ld, "
             "add the peers' staging (DSMEM) -> store C -> arrive consumed on every peer; both "
             f"{after_last}; tail: ranks 1.. wait consumed"
         )
-    elif rules_sm100.is_split_k_separate(spec):
+    elif shared.is_split_k_separate(spec):
         epi_steps = (
             f"{loop}: wait acc_full[slot] -> per chunk: tcgen05.ld -> f32 partial to the "
             f"workspace ({after_last}); then the reduce kernel (REDUCE_THREADS = "
-            f"{rules_sm100.REDUCE_THREADS}) sums the splits and stores C"
+            f"{shared.REDUCE_THREADS}) sums the splits and stores C"
         )
-    elif rules_sm100.is_stream_k(spec):
+    elif shared.is_stream_k(spec):
         epi_steps = (
             f"{loop}: wait acc_full[slot]; not the tile's first k-tile: tcgen05.ld -> partial to "
             f"the workspace ({release}) -> bar.sync EPILOGUE_BARRIER_ID -> release flags[bidx]; "

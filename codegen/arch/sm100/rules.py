@@ -14,8 +14,6 @@ from typing import Literal
 
 from codegen import rules_common
 from codegen.arch import shared
-from codegen.arch.shared import streamk_ctas as _streamk_ctas
-from codegen.arch.shared import streamk_workspace_elems as _streamk_workspace_elems
 from codegen.rules_common import (
     DTYPE_BYTES,
     MBARRIER_BYTES,
@@ -35,24 +33,6 @@ from codegen.spec import (
     StreamKScheduler,
     TmaStoreEpilogue,
 )
-
-# the split-K and stream-K pieces both architectures share (codegen/arch/shared.py)
-ACC_BYTES = shared.ACC_BYTES
-REDUCE_THREADS = shared.REDUCE_THREADS
-REDUCE_VEC = shared.REDUCE_VEC
-SEPARATE_DEFAULT_ELEMS = shared.SEPARATE_DEFAULT_ELEMS
-SEPARATE_MAX_SPLITS = shared.SEPARATE_MAX_SPLITS
-is_split_k = shared.is_split_k
-is_split_k_separate = shared.is_split_k_separate
-is_stream_k = shared.is_stream_k
-reduce_vecs_per_thread = shared.reduce_vecs_per_thread
-separate_tile_elems = shared.separate_tile_elems
-separate_workspace_elems = shared.separate_workspace_elems
-splitk_cluster_violation = shared.splitk_cluster_violation
-splitk_max_tiles = shared.splitk_max_tiles
-splitk_separate_violations = shared.splitk_separate_violations
-splits = shared.splits
-streamk_tile_elems = shared.streamk_tile_elems
 
 TMEM_COLUMNS = 512
 TMEM_LANES = 128  # one CTA's accumulator rows: the epilogue maps 4 warps x 32 lanes onto them
@@ -144,7 +124,7 @@ def cluster_kind(spec: Spec) -> ClusterKind:
     "multicast": 1-CTA MMAs whose cluster shares operand tiles by TMA multicast; "single": a CTA
     on its own; "split": the (splits, 1, 1) cluster of split-K, whose CTAs share an output tile and
     split its K range."""
-    if is_split_k(spec):
+    if shared.is_split_k(spec):
         return "split"
     if spec.cta_group == 2:
         return "pair"
@@ -163,13 +143,13 @@ def is_persistent(spec: Spec) -> bool:
 
 def splitk_staging_bytes(spec: Spec) -> int:
     """The f32 partial tile a split-K peer stages in its SMEM for rank 0 (TM x TN)."""
-    return spec.tile.m * spec.tile.n * ACC_BYTES if is_split_k(spec) else 0
+    return spec.tile.m * spec.tile.n * shared.ACC_BYTES if shared.is_split_k(spec) else 0
 
 
 def staged_arrives(spec: Spec) -> int:
     """Arrivals completing rank 0's `staged` barrier once per tile: one elected lane of every
     epilogue warp of every peer, after its warp staged its partial."""
-    return (splits(spec) - 1) * EPILOGUE_WARPS
+    return (shared.splits(spec) - 1) * EPILOGUE_WARPS
 
 
 def consumed_arrives(spec: Spec) -> int:
@@ -181,14 +161,14 @@ def consumed_arrives(spec: Spec) -> int:
 def streamk_ctas(spec: Spec) -> int:
     """Persistent CTAs stream-K launches at most (its workspace's slots), one per SM of the GPU
     (fewer when there are fewer SMs or MAC iterations): the spec's sm_count, else the B200's."""
-    return _streamk_ctas(spec, SM_COUNT)
+    return shared.streamk_ctas(spec, SM_COUNT)
 
 
 def streamk_workspace_elems(spec: Spec) -> int:
     """The global workspace (f32 words): a partial-tile slot per CTA, then a flag word per CTA.
     Each CTA hands over at most one partial tile (its first unit, when an earlier CTA ran the
     tile's first k-tile and finishes it)."""
-    return _streamk_workspace_elems(spec, SM_COUNT)
+    return shared.streamk_workspace_elems(spec, SM_COUNT)
 
 
 def is_dynamic(spec: Spec) -> bool:
@@ -298,7 +278,7 @@ def barrier_count(spec: Spec, stages: int) -> int:
     c_full when the TMA-store epilogue loads C (beta)."""
     acc = 2 * spec.accumulators if is_persistent(spec) else 1
     clc = 2 if is_dynamic(spec) else 0  # clc_full, clc_empty: the hardware's answer handshake
-    split = 2 if is_split_k(spec) else 0  # staged, consumed: the DSMEM reduction's handshake
+    split = 2 if shared.is_split_k(spec) else 0  # staged, consumed: the DSMEM reduction's handshake
     pair = 1 if spec.cta_group == 2 else 0
     return 2 * stages + acc + clc + split + pair + (1 if loads_c_by_tma(spec) else 0)
 
@@ -699,7 +679,7 @@ def splitk_violations(spec: Spec) -> list[Violation]:
     """Split K runs on a (splits, 1, 1) cluster of 1-CTA MMAs: splits a power of two that fits a
     portable cluster, no spec cluster or CTA pair beside it, and (as implemented) the direct
     epilogue, which rank 0 runs after the DSMEM reduction."""
-    if not is_split_k(spec):
+    if not shared.is_split_k(spec):
         return []
     out: list[Violation] = []
     n = spec.scheduler.splits
@@ -720,7 +700,7 @@ def splitk_violations(spec: Spec) -> list[Violation]:
             )
         )
     elif spec.cluster.size > 1:
-        out.append(splitk_cluster_violation(spec, n))
+        out.append(shared.splitk_cluster_violation(spec, n))
     if not isinstance(spec.epilogue, DirectEpilogue):
         out.append(
             Violation(
@@ -738,7 +718,7 @@ def streamk_violations(spec: Spec) -> list[Violation]:
     their share of the MAC iterations with 1-CTA MMAs, each finisher fixing its tile up through
     the global workspace; plain stores (the fused epilogues are not wired to the fix-up yet) in
     C's own orientation (no swap_ab)."""
-    if not is_stream_k(spec):
+    if not shared.is_stream_k(spec):
         return []
     out: list[Violation] = []
     if spec.cta_group != 1:
@@ -782,8 +762,8 @@ def splitk_reduce_violations(spec: Spec) -> list[Violation]:
     """reduce = "separate" on sm_100a: the workspace and reduce-kernel limits of sm_90a, plus what
     its GEMM kernel implements: one CTA per (tile, K share) with 1-CTA MMAs (cta_group 1, no
     cluster), the direct epilogue's TMEM -> registers copy, and M=128 tiles (a thread's row)."""
-    if not is_split_k_separate(spec):
-        if is_split_k(spec) and spec.scheduler.max_tiles is not None:
+    if not shared.is_split_k_separate(spec):
+        if shared.is_split_k(spec) and spec.scheduler.max_tiles is not None:
             return [
                 Violation(
                     "scheduler",
@@ -792,7 +772,7 @@ def splitk_reduce_violations(spec: Spec) -> list[Violation]:
                 )
             ]
         return []
-    out = splitk_separate_violations(spec)
+    out = shared.splitk_separate_violations(spec)
     if spec.cta_group != 1 or spec.cluster.size > 1:
         out.append(
             Violation(
@@ -836,7 +816,7 @@ def splitk_tile_violations(spec: Spec) -> list[Violation]:
     """Split-K stages each epilogue thread's whole accumulator row (TN f32 values, in 16-byte runs)
     for rank 0: an M=64 tile gives a thread half a row (tcgen05.ld 16x32bx2), which the staging
     does not lay out (with it, rank 0 would read no peer partial at all)."""
-    if not is_split_k(spec) or (spec.tile.m, spec.cta_group) != (64, 1):
+    if not shared.is_split_k(spec) or (spec.tile.m, spec.cta_group) != (64, 1):
         return []
     return [
         Violation(

@@ -151,7 +151,7 @@ def cluster_values(spec: Spec) -> dict[str, object]:
     if kind == "single":
         return {}
     if kind == "split":
-        return {"cluster_shape": (rules_sm100.splits(spec), 1, 1)}
+        return {"cluster_shape": (shared.splits(spec), 1, 1)}
     shape = (spec.cluster.m, spec.cluster.n, 1)
     if kind == "pair":
         return {
@@ -208,7 +208,7 @@ def dynamic_values(spec: Spec) -> dict[str, object]:
 def splitk_values(spec: Spec) -> dict[str, object]:
     """What the split-K scheduler partial prints: the persistent tile loop of its clusters (along
     M, no swizzle) and the staged / consumed handshake of the DSMEM reduction."""
-    splits = rules_sm100.splits(spec)
+    splits = shared.splits(spec)
     warps = rules_sm100.EPILOGUE_WARPS
     return tile_loop_values(spec) | {
         "raster_fast": "m",
@@ -223,7 +223,7 @@ def splitk_values(spec: Spec) -> dict[str, object]:
         "staged_note": f"rank 0's staged barrier: every epilogue warp ({warps}) of every peer ({splits - 1})",
         "consumed_arrives": rules_sm100.consumed_arrives(spec),
         "consumed_note": f"a peer's consumed barrier: every epilogue warp ({warps}) of rank 0",
-        "stage_vec": DSMEM_VECTOR_BYTES // rules_sm100.ACC_BYTES,
+        "stage_vec": DSMEM_VECTOR_BYTES // shared.ACC_BYTES,
     }
 
 
@@ -245,7 +245,7 @@ def separate_values(spec: Spec) -> dict[str, object]:
             "cluster_tiles": False,
             "coord_prefix": "t",
             "count_prefix": "tiles",
-            "splits": rules_sm100.splits(spec),
+            "splits": shared.splits(spec),
             "swap_ab": spec.swap_ab,
         }
     )
@@ -259,7 +259,7 @@ def streamk_values(spec: Spec) -> dict[str, object]:
     vectors = streamk_handover_vectors(spec)
     return tile_loop_values(spec) | {
         "sk_ctas": rules_sm100.streamk_ctas(spec),
-        "sk_tile_elems": rules_sm100.streamk_tile_elems(spec),
+        "sk_tile_elems": shared.streamk_tile_elems(spec),
         "sk_workspace_elems": rules_sm100.streamk_workspace_elems(spec),
         "sk_values": values_per_thread(spec),
         "sk_chunk_vecs": vectors // chunks,
@@ -281,11 +281,11 @@ def scheduler_values(spec: Spec) -> dict[str, object]:
         return {}
     if rules_sm100.is_dynamic(spec):
         return dynamic_values(spec)
-    if rules_sm100.is_stream_k(spec):
+    if shared.is_stream_k(spec):
         return streamk_values(spec)
-    if rules_sm100.is_split_k(spec):
+    if shared.is_split_k(spec):
         return splitk_values(spec)
-    if rules_sm100.is_split_k_separate(spec):
+    if shared.is_split_k_separate(spec):
         return separate_values(spec)
     clustered = cluster_kind(spec) == "multicast"  # it walks cluster tiles, one tile per CTA
     fast = spec.scheduler.raster
@@ -321,12 +321,12 @@ def workers_values(spec: Spec) -> dict[str, object]:
     stream-K); the dynamic scheduler launches the whole tile grid, split-K "separate" a CTA per
     tile and K share, and the grid scheduler a CTA per tile."""
     b200 = (rules_sm100.SM_COUNT, "a B200", (10, 0))
-    if rules_sm100.is_stream_k(spec):
+    if shared.is_stream_k(spec):
         return sm_sized_values(
             *b200, 1, "one CTA", worker_cap="SK_CTAS", worker_cap_note="the workspace's slots"
         )
-    if rules_sm100.is_split_k(spec):
-        n = rules_sm100.splits(spec)
+    if shared.is_split_k(spec):
+        n = shared.splits(spec)
         return sm_sized_values(
             *b200,
             n,
@@ -450,7 +450,7 @@ def store_dtype_values(spec: Spec) -> dict[str, object]:
 def partials(spec: Spec) -> dict[str, str]:
     """One partial per knob value; split-K reduce = "separate" has its own scheduler and epilogue
     (f32 partials to the workspace)."""
-    separate = rules_sm100.is_split_k_separate(spec)
+    separate = shared.is_split_k_separate(spec)
     if not spec.warp_specialized:
         mainloop = "kloop"
     else:
@@ -469,13 +469,13 @@ def workspace_values(spec: Spec) -> dict[str, object]:
     """The tensors after C: the bias (printed by the epilogue partial) and stream-K's workspace,
     which the kernel takes last (`sched_tensors`) and the host passes last (`sched_args`);
     split-K "separate": the GEMM kernel takes only its workspace, the host passes the bias too."""
-    if rules_sm100.is_split_k_separate(spec):
+    if shared.is_split_k_separate(spec):
         workspace = shared.separate_workspace_values(spec, bias_values(spec))
         return {
             "kernel_tensors": workspace["kernel_tensors"],
             "gemm_doc": workspace["gemm_doc"],
             "host_tensors": (["bias"] if spec.epilogue.bias != "none" else []) + ["workspace"],
-            "workspace_elems": rules_sm100.separate_workspace_elems(spec),
+            "workspace_elems": shared.separate_workspace_elems(spec),
             "sched_tensors": workspace["kernel_tensors"],
             "sched_args": ["workspace"],
         }

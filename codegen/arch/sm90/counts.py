@@ -71,7 +71,7 @@ def expected_counts(spec: Spec) -> dict[str, int]:
         "TMA store": subtiles if tma else 0,
     }
     counts["ld.global"] = epilogue_loads(spec)
-    streamk = rules_sm90.is_stream_k(spec)
+    streamk = shared.is_stream_k(spec)
     # stream-K: one 16-byte load (finisher) and store (hand-over) per 4 f32 accumulators, one
     # flag release and acquire, and one plain store clearing the flag
     handover = rules_sm90.accumulator_regs(spec) // 4 if streamk else 0
@@ -87,10 +87,10 @@ def expected_counts(spec: Spec) -> dict[str, int]:
             "mapa": 2,
             "mbarrier release.cluster": 0,
         }
-    if rules_sm90.is_split_k_separate(spec):
+    if shared.is_split_k_separate(spec):
         counts |= separate_counts(spec)
-    if rules_sm90.is_split_k(spec):
-        peers = rules_sm90.splits(spec) - 1
+    if shared.is_split_k(spec):
+        peers = shared.splits(spec) - 1
         counts |= {
             # fence.mbarrier_init + the start-up cluster barrier (arrive.relaxed, wait) only: the
             # per-tile handshake is two mbarriers, never a cluster-wide barrier
@@ -100,7 +100,7 @@ def expected_counts(spec: Spec) -> dict[str, int]:
             # rank 0 reads each peer's partial as 16-byte vectors: accumulator_regs f32 per thread
             "ld.shared::cluster": peers
             * rules_sm90.accumulator_regs(spec)
-            * rules_sm90.ACC_BYTES
+            * shared.ACC_BYTES
             // DSMEM_VECTOR_BYTES,
             # rank 0 waits on staged; a peer waits on consumed before restaging and before exit
             "mbarrier acquire.cluster": 3,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import textwrap
 
 from codegen import rules_common
+from codegen.arch import shared
 from codegen.arch.shared import splitk_max_tiles_line
 from codegen.arch.sm90 import rules as rules_sm90
 from codegen.arch.sm90.rules import (
@@ -27,7 +28,7 @@ def _plural(count: int, word: str) -> str:
 
 def max_clusters(spec: Spec) -> int:
     """Clusters the persistent grid runs on the flagship (what the docstring quotes)."""
-    if rules_sm90.is_split_k(spec):
+    if shared.is_split_k(spec):
         return rules_sm90.splitk_max_clusters(spec)
     if not isinstance(spec.scheduler, PersistentScheduler):
         return 0
@@ -38,18 +39,18 @@ def title(spec: Spec) -> str:
     assert isinstance(spec.stages, int)
     wgs = rules_sm90.consumer_warpgroups(spec)
     cm, cn = spec.cluster.m, spec.cluster.n
-    splits = rules_sm90.splits(spec)
+    splits = shared.splits(spec)
     return (
         f"Hopper (sm_90a) {spec.dtype} GEMM, {spec.tile} tile, {spec.stages}-stage ring, "
         f"{_plural(wgs, 'consumer warpgroup')}"
         + (" (ping-pong)" if rules_sm90.is_pingpong(spec) else "")
         + (f", cluster {cm}x{cn} with TMA multicast" if spec.cluster.size > 1 else "")
         + (", swap AB (C^T = B @ A^T)" if spec.swap_ab else "")
-        + (f", split-K over {splits}-CTA clusters" if rules_sm90.is_split_k(spec) else "")
-        + (", stream-K" if rules_sm90.is_stream_k(spec) else "")
+        + (f", split-K over {splits}-CTA clusters" if shared.is_split_k(spec) else "")
+        + (", stream-K" if shared.is_stream_k(spec) else "")
         + (
             f", split-K over {splits} CTAs with a separate reduce kernel"
-            if rules_sm90.is_split_k_separate(spec)
+            if shared.is_split_k_separate(spec)
             else ""
         )
         + "."
@@ -63,19 +64,19 @@ def dtype_note(spec: Spec) -> str:
 
 def scheduler_note(spec: Spec) -> str:
     """The docstring's scheduler parameter."""
-    splits = rules_sm90.splits(spec)
-    if rules_sm90.is_split_k_separate(spec):
+    splits = shared.splits(spec)
+    if shared.is_split_k_separate(spec):
         return (
             f"split-K over {splits} CTAs per tile (grid of tiles x {splits}, no cluster), "
             "reduced by a second kernel"
         )
-    if rules_sm90.is_stream_k(spec):
+    if shared.is_stream_k(spec):
         return (
             "stream-K: one CTA per SM of the GPU, at most "
             f"{rules_sm90.streamk_ctas(spec)}, run equal shares of all tiles' "
             "k-tiles; the CTA that runs a tile's first k-tile finishes it"
         )
-    if rules_sm90.is_split_k(spec):
+    if shared.is_split_k(spec):
         return (
             f"persistent split-K over {splits} CTAs, raster along M, max_workers(sm_count) "
             f"clusters ({max_clusters(spec)} on an H200)"
@@ -94,8 +95,8 @@ def scheduler_note(spec: Spec) -> str:
 def cluster_note(spec: Spec) -> str:
     """The docstring's cluster parameter."""
     cm, cn = spec.cluster.m, spec.cluster.n
-    if rules_sm90.is_split_k(spec):
-        n = rules_sm90.splits(spec)
+    if shared.is_split_k(spec):
+        n = shared.splits(spec)
         return f"{n}x1 for split-K ({n} CTAs share one output tile and split its K range)"
     mcast = ""
     if spec.cluster.size > 1:
@@ -106,14 +107,14 @@ def cluster_note(spec: Spec) -> str:
 
 def epilogue_note(spec: Spec) -> str:
     """The docstring's epilogue parameter."""
-    if rules_sm90.is_split_k_separate(spec):
+    if shared.is_split_k_separate(spec):
         return "f32 partials to a workspace; the reduce kernel sums them and stores C"
     note = (
         "TMA store through SMEM sub-tiles"
         if isinstance(spec.epilogue, TmaStoreEpilogue)
         else "direct store"
     )
-    if rules_sm90.is_split_k(spec):
+    if shared.is_split_k(spec):
         note += " by cluster rank 0 after a DSMEM reduction"
     return note
 
@@ -216,8 +217,8 @@ def ring_rows(spec: Spec) -> list[tuple[str, ...]]:
                 "bulk wait_group",
             )
         )
-    if rules_sm90.is_split_k(spec):
-        splits = rules_sm90.splits(spec)
+    if shared.is_split_k(spec):
+        splits = shared.splits(spec)
         peer_ctas = _plural(splits - 1, "peer CTA")
         peer_ranks = f"ranks 1..{splits - 1}" if splits > 2 else "rank 1"
         warps = WARPGROUP_WARPS * wgs
@@ -257,7 +258,7 @@ def budget_line(spec: Spec) -> str:
             if isinstance(spec.epilogue, TmaStoreEpilogue)
             else ""
         )
-        + (f" + {kib(staging)} KiB split-K staging" if rules_sm90.is_split_k(spec) else "")
+        + (f" + {kib(staging)} KiB split-K staging" if shared.is_split_k(spec) else "")
         + " + barriers and alignment); accumulators in registers: "
         f"{rules_sm90.accumulator_regs(spec)} f32 per consumer thread"
     )
@@ -316,7 +317,7 @@ def pingpong_lines(spec: Spec) -> list[str]:
 
 def splitk_lines(spec: Spec) -> list[str]:
     """The DSMEM reduction of split-K over a cluster (none without it)."""
-    if not rules_sm90.is_split_k(spec):
+    if not shared.is_split_k(spec):
         return []
     return [
         "",
@@ -333,11 +334,11 @@ def splitk_lines(spec: Spec) -> list[str]:
 
 def separate_lines(spec: Spec) -> list[str]:
     """Split-K's separate reduce kernel and its workspace (none without it)."""
-    if not rules_sm90.is_split_k_separate(spec):
+    if not shared.is_split_k_separate(spec):
         return []
-    acc = rules_sm90.ACC_BYTES
-    sep_slot_kib = rules_common.kib(rules_sm90.separate_tile_elems(spec) * acc)
-    ws_mib = rules_sm90.separate_workspace_elems(spec) * acc / 2**20
+    acc = shared.ACC_BYTES
+    sep_slot_kib = rules_common.kib(shared.separate_tile_elems(spec) * acc)
+    ws_mib = shared.separate_workspace_elems(spec) * acc / 2**20
     return [
         "",
         "Split K, separate reduce: the GEMM kernel runs one CTA per (tile, K share), no cluster:",
@@ -357,11 +358,11 @@ def separate_lines(spec: Spec) -> list[str]:
 
 def streamk_lines(spec: Spec) -> list[str]:
     """Stream-K's hand-over through the global workspace (none without it)."""
-    if not rules_sm90.is_stream_k(spec):
+    if not shared.is_stream_k(spec):
         return []
-    acc = rules_sm90.ACC_BYTES
+    acc = shared.ACC_BYTES
     ws_bytes = rules_sm90.streamk_workspace_elems(spec) * acc
-    slot_kib = rules_common.kib(rules_sm90.streamk_tile_elems(spec) * acc)
+    slot_kib = rules_common.kib(shared.streamk_tile_elems(spec) * acc)
     return [
         "",
         "Stream-K: CTA b runs MAC iterations [b * T // CTAS, (b + 1) * T // CTAS) of the",
@@ -414,7 +415,7 @@ def notes(spec: Spec) -> dict[str, str]:
     readers = spec.cluster.m + spec.cluster.n - 1
     persistent = isinstance(spec.scheduler, PersistentScheduler)
     raster_note = ""
-    if persistent or rules_sm90.is_split_k(spec):
+    if persistent or shared.is_split_k(spec):
         raster = spec.scheduler.raster if persistent else "m"
         raster_note = f"along {raster.upper()}, striding by the number of clusters"
     return {
@@ -431,7 +432,7 @@ def notes(spec: Spec) -> dict[str, str]:
         "raster_note": raster_note,
         "staged_note": (
             f"rank 0's staged barrier: every consumer warp ({warps}) of every peer "
-            f"({rules_sm90.splits(spec) - 1})"
+            f"({shared.splits(spec) - 1})"
         ),
         "consumed_note": f"a peer's consumed barrier: every consumer warp ({warps}) of rank 0",
         "store_vec_note": (
@@ -449,8 +450,8 @@ def timeline(spec: Spec) -> list[str]:
     wgs = rules_sm90.consumer_warpgroups(spec)
     pingpong = rules_sm90.is_pingpong(spec)
     clustered = spec.cluster.size > 1
-    split_k, stream_k = rules_sm90.is_split_k(spec), rules_sm90.is_stream_k(spec)
-    separate = rules_sm90.is_split_k_separate(spec)
+    split_k, stream_k = shared.is_split_k(spec), shared.is_stream_k(spec)
+    separate = shared.is_split_k_separate(spec)
     tma_store = isinstance(spec.epilogue, TmaStoreEpilogue)
     if stream_k:
         loop, ks = "per unit (tile, [k_begin, k_end))", "per k-tile of the unit"
@@ -503,7 +504,7 @@ def timeline(spec: Spec) -> list[str]:
     if separate:
         epi = (
             "f32 partial to the workspace; then the reduce kernel (REDUCE_THREADS = "
-            f"{rules_sm90.REDUCE_THREADS}) sums the splits and stores C"
+            f"{shared.REDUCE_THREADS}) sums the splits and stores C"
         )
     elif tma_store:
         store_warp = (

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from codegen import rules_common
 from codegen.arch import shared
-from codegen.arch.shared import streamk_ctas as _streamk_ctas
-from codegen.arch.shared import streamk_workspace_elems as _streamk_workspace_elems
 from codegen.rules_common import (
     DTYPE_BYTES,
     MBARRIER_BYTES,
@@ -26,24 +24,6 @@ from codegen.spec import (
     SplitKScheduler,
     TmaStoreEpilogue,
 )
-
-# the split-K and stream-K pieces both architectures share (codegen/arch/shared.py)
-ACC_BYTES = shared.ACC_BYTES
-REDUCE_THREADS = shared.REDUCE_THREADS
-REDUCE_VEC = shared.REDUCE_VEC
-SEPARATE_DEFAULT_ELEMS = shared.SEPARATE_DEFAULT_ELEMS
-SEPARATE_MAX_SPLITS = shared.SEPARATE_MAX_SPLITS
-is_split_k = shared.is_split_k
-is_split_k_separate = shared.is_split_k_separate
-is_stream_k = shared.is_stream_k
-reduce_vecs_per_thread = shared.reduce_vecs_per_thread
-separate_tile_elems = shared.separate_tile_elems
-separate_workspace_elems = shared.separate_workspace_elems
-splitk_cluster_violation = shared.splitk_cluster_violation
-splitk_max_tiles = shared.splitk_max_tiles
-splitk_separate_violations = shared.splitk_separate_violations
-splits = shared.splits
-streamk_tile_elems = shared.streamk_tile_elems
 
 SM_COUNT = 132  # H100 / H200 SXM
 WGMMA_M = 64  # rows of one wgmma atom; each consumer warpgroup owns a multiple of this
@@ -148,7 +128,11 @@ def acc_regs_limit(spec: Spec) -> int:
 def is_sm_sized(spec: Spec) -> bool:
     """The grid is sized by the GPU's SMs, one CTA (or cluster slot) per SM: the persistent
     scheduler, split-K over clusters, stream-K (ctas_per_sm does not change that)."""
-    return isinstance(spec.scheduler, PersistentScheduler) or is_split_k(spec) or is_stream_k(spec)
+    return (
+        isinstance(spec.scheduler, PersistentScheduler)
+        or shared.is_split_k(spec)
+        or shared.is_stream_k(spec)
+    )
 
 
 def min_blocks_per_mp(spec: Spec) -> int:
@@ -222,7 +206,7 @@ def c_full_barriers(spec: Spec) -> int:
 def barrier_bytes(spec: Spec, stages: int) -> int:
     """full and empty per stage, split-K's staged and consumed handshake barriers, and the
     TMA-store epilogue's c_full barriers when it loads C (beta)."""
-    split = 2 if is_split_k(spec) else 0
+    split = 2 if shared.is_split_k(spec) else 0
     return (2 * stages + split + c_full_barriers(spec)) * MBARRIER_BYTES
 
 
@@ -273,17 +257,17 @@ def epilogue_smem_bytes(spec: Spec) -> int:
 def splitk_staging_elems(spec: Spec) -> int:
     """f32 values a peer stages for rank 0: its whole TM x TN partial tile (MMA_THREADS threads x
     accumulator_regs values each)."""
-    return spec.tile.m * spec.tile.n if is_split_k(spec) else 0
+    return spec.tile.m * spec.tile.n if shared.is_split_k(spec) else 0
 
 
 def splitk_staging_bytes(spec: Spec) -> int:
-    return splitk_staging_elems(spec) * ACC_BYTES
+    return splitk_staging_elems(spec) * shared.ACC_BYTES
 
 
 def staged_arrives(spec: Spec) -> int:
     """Arrivals that complete rank 0's `staged` barrier once per tile: one elected lane of every
     consumer warp of every peer (splits - 1 CTAs), after its warp stored its partial."""
-    return (splits(spec) - 1) * 4 * consumer_warpgroups(spec)
+    return (shared.splits(spec) - 1) * 4 * consumer_warpgroups(spec)
 
 
 def consumed_arrives(spec: Spec) -> int:
@@ -306,17 +290,17 @@ def splitk_max_clusters(spec: Spec) -> int:
 
 def streamk_ctas(spec: Spec) -> int:
     """Persistent CTAs stream-K launches at most: the spec's sm_count, else the H100's."""
-    return _streamk_ctas(spec, SM_COUNT)
+    return shared.streamk_ctas(spec, SM_COUNT)
 
 
 def streamk_workspace_elems(spec: Spec) -> int:
     """The stream-K workspace (f32 words): a partial-tile slot and a flag per CTA."""
-    return _streamk_workspace_elems(spec, SM_COUNT)
+    return shared.streamk_workspace_elems(spec, SM_COUNT)
 
 
 def streamk_violations(spec: Spec) -> list[Violation]:
     """Stream-K as implemented: one CTA per SM, no cluster, cooperative consumer warpgroups."""
-    if not is_stream_k(spec):
+    if not shared.is_stream_k(spec):
         return []
     out: list[Violation] = []
     if spec.cluster.size > 1:
@@ -345,7 +329,7 @@ def splitk_violations(spec: Spec) -> list[Violation]:
         return []
     out: list[Violation] = []
     n = spec.scheduler.splits
-    if is_split_k(spec) and (not is_power_of_two(n) or not 2 <= n <= CLUSTER_MAX):
+    if shared.is_split_k(spec) and (not is_power_of_two(n) or not 2 <= n <= CLUSTER_MAX):
         out.append(
             Violation(
                 "scheduler",
@@ -353,7 +337,7 @@ def splitk_violations(spec: Spec) -> list[Violation]:
                 f"splits must be a power of two in [2, {CLUSTER_MAX}]; legal: 2, 4, 8",
             )
         )
-    if spec.cluster.size > 1 and is_split_k_separate(spec):
+    if spec.cluster.size > 1 and shared.is_split_k_separate(spec):
         out.append(
             Violation(
                 "cluster",
@@ -363,8 +347,8 @@ def splitk_violations(spec: Spec) -> list[Violation]:
             )
         )
     elif spec.cluster.size > 1:
-        out.append(splitk_cluster_violation(spec, n))
-    if not isinstance(spec.epilogue, DirectEpilogue) and is_split_k_separate(spec):
+        out.append(shared.splitk_cluster_violation(spec, n))
+    if not isinstance(spec.epilogue, DirectEpilogue) and shared.is_split_k_separate(spec):
         out.append(
             Violation(
                 "epilogue",
@@ -530,7 +514,7 @@ def check(spec: Spec) -> list[Violation]:
         if size > 1 and not is_power_of_two(size):
             out.append(Violation("cluster", f"cluster {dim}={size} must be a power of two"))
     out += splitk_violations(spec)
-    out += splitk_separate_violations(spec)
+    out += shared.splitk_separate_violations(spec)
     out += streamk_violations(spec)
     out += pingpong_violations(spec)
     out += dynamic_scheduler_violations(spec)

@@ -126,12 +126,12 @@ def workers_values(spec: Spec) -> dict[str, object]:
     """The persistent grids sized by the GPU's SM count (static persistent, split-K's clusters,
     stream-K); the grid scheduler and split-K "separate" launch a CTA (cluster) per tile."""
     h200 = (rules_sm90.SM_COUNT, "an H100 / H200 SXM", (9, 0))
-    if rules_sm90.is_stream_k(spec):
+    if shared.is_stream_k(spec):
         return sm_sized_values(
             *h200, 1, "one CTA", worker_cap="SK_CTAS", worker_cap_note="the workspace's slots"
         )
-    if rules_sm90.is_split_k(spec):
-        n = rules_sm90.splits(spec)
+    if shared.is_split_k(spec):
+        n = shared.splits(spec)
         return sm_sized_values(
             *h200,
             n,
@@ -208,7 +208,7 @@ def cluster_values(spec: Spec) -> dict[str, object]:
     return {
         "clustered": clustered,
         # launched with a hardware cluster (nvvm, barriers)
-        "cluster_launch": clustered or rules_sm90.is_split_k(spec),
+        "cluster_launch": clustered or shared.is_split_k(spec),
         "cluster": (cm, cn),
         "cluster_m": cm,
         "cluster_n": cn,
@@ -222,7 +222,7 @@ def cluster_values(spec: Spec) -> dict[str, object]:
         "b_mcast_col0": col0,
         "wg_warps": rules_sm90.WARPGROUP_WARPS,
         "release_warp": rules_sm90.RELEASE_WARP,
-        "imports_nvvm": rules_sm90.is_split_k(spec),
+        "imports_nvvm": shared.is_split_k(spec),
     }
 
 
@@ -275,12 +275,12 @@ def scheduler_values(spec: Spec) -> dict[str, object]:
         "group": spec.scheduler.group if persistent else 1,
         "raster_major": raster,
         "raster_minor": ("n" if raster == "m" else "m") if persistent else "n",
-        "splits": rules_sm90.splits(spec),
+        "splits": shared.splits(spec),
         "staged_arrives": rules_sm90.staged_arrives(spec),
         "consumed_arrives": rules_sm90.consumed_arrives(spec),
         "staging_elems": rules_sm90.splitk_staging_elems(spec),
         "sk_ctas": rules_sm90.streamk_ctas(spec),
-        "sk_tile_elems": rules_sm90.streamk_tile_elems(spec),
+        "sk_tile_elems": shared.streamk_tile_elems(spec),
         "sk_workspace_elems": rules_sm90.streamk_workspace_elems(spec),
     }
 
@@ -288,9 +288,9 @@ def scheduler_values(spec: Spec) -> dict[str, object]:
 def tensor_values(spec: Spec) -> dict[str, object]:
     """The tensors `gemm` takes after C: the bias and stream-K's workspace; split-K "separate"
     takes only its workspace (the reduce kernel takes the bias)."""
-    if rules_sm90.is_split_k_separate(spec):
+    if shared.is_split_k_separate(spec):
         sep = separate_values(spec)
-        extra = extra_tensors(spec, rules_sm90.separate_workspace_elems(spec))
+        extra = extra_tensors(spec, shared.separate_workspace_elems(spec))
         return extra | {k: sep.pop(k) for k in ("kernel_tensors", "gemm_doc", "launch_tensors")}
     extra = extra_tensors(spec, rules_sm90.streamk_workspace_elems(spec))
     # what gemm_kernel takes after C
@@ -302,7 +302,7 @@ def epilogue_rule(spec: Spec) -> str:
     out = spec.epilogue.out_dtype or spec.dtype
     what = (
         "f32 accumulators -> this K share's workspace slot"
-        if rules_sm90.is_split_k_separate(spec)
+        if shared.is_split_k_separate(spec)
         else f"f32 accumulators -> {out} -> C"
     )
     heading = f"# ---- 4. epilogue: {what} "
@@ -323,7 +323,7 @@ def role_values(spec: Spec) -> dict[str, object]:
 
 def separate_reduce_values(spec: Spec) -> dict[str, object]:
     """Split-K "separate": the workspace and reduce kernel (its tensors are tensor_values')."""
-    if not rules_sm90.is_split_k_separate(spec):
+    if not shared.is_split_k_separate(spec):
         return {}
     sep = separate_values(spec)
     for key in ("kernel_tensors", "gemm_doc", "launch_tensors"):
@@ -334,7 +334,7 @@ def separate_reduce_values(spec: Spec) -> dict[str, object]:
 def partials(spec: Spec) -> dict[str, str]:
     """One partial per knob value; split-K reduce = "separate" has its own scheduler and epilogue
     (f32 partials to the workspace)."""
-    separate = rules_sm90.is_split_k_separate(spec)
+    separate = shared.is_split_k_separate(spec)
     return {
         "epilogue_partial": (
             "sm90/epilogue/partial.py.j2"
