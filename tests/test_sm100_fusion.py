@@ -213,9 +213,9 @@ def test_only_bias_kernels_take_a_bias_argument() -> None:
         text = path.read_text(encoding="utf-8")
         has_bias = '"bias": "row"' in text or '"bias": "col"' in text
         if has_bias:
-            assert re.search(
-                r"def launcher\(\s*a: \S+, b: \S+, c: \S+, bias: \S+\s*\)", text
-            ), path.name
+            assert re.search(r"def launcher\(\s*a: \S+, b: \S+, c: \S+, bias: \S+\s*\)", text), (
+                path.name
+            )
             assert re.search(
                 r"def run\(\s*a: \S+,\s*b: \S+,\s*c: [^=]+= None,\s*\*,\s*bias: ", text
             ), path.name
