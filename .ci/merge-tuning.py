@@ -1,7 +1,10 @@
 """Replace one dtype's picks in a tuning table with those of a newer `codegen tune` run (e.g.
-after adding kernels of that dtype), keeping every other pick and the header; the command line
-records both runs. Usage: python .ci/merge-tuning.py TABLE NEW_RUN DTYPE "COMMAND OF NEW RUN"."""
+after adding kernels of that dtype), keeping every other pick and the header; the header's
+`commands` array records every run, one per line.
 
+Usage: python .ci/merge-tuning.py TABLE NEW_RUN DTYPE "COMMAND OF NEW RUN" [--by-shape]"""
+
+import json
 import sys
 import tomllib
 from pathlib import Path
@@ -17,6 +20,29 @@ def key(block: str) -> tuple:
     return pick["dtype"], pick.get("out_dtype"), pick["m"], pick["n"], pick["k"]
 
 
+def with_commands(head: str, runs: list[str]) -> str:
+    """The table's header with its `command` line or `commands` array replaced by `runs`, one
+    command per line, before `versions`."""
+    lines, skip = [], False
+    for line in head.splitlines():
+        if line.startswith("commands = ["):
+            skip = line.rstrip() != "commands = []"
+            continue
+        if skip:
+            skip = line.strip() != "]"
+            continue
+        if line.startswith(("command = ", "# the runs that made this table")):
+            continue
+        if line.startswith("versions = "):
+            lines.append(
+                "# the runs that made this table, in order; a later run's picks replace earlier"
+                " ones as it says"
+            )
+            lines += ["commands = ["] + [f"    {json.dumps(r)}," for r in runs] + ["]"]
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     table, new_run, dtype, command = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4]
     by_shape = sys.argv[5:] == ["--by-shape"]
@@ -30,12 +56,13 @@ def main() -> None:
         if tomllib.loads(b)["pick"][0]["dtype"] != dtype or (by_shape and key(b) not in measured)
     ]
     doc = tomllib.loads(head)
-    head = head.replace(
-        f'command = "{doc["command"]}"',
-        f'command = "{doc["command"]}; then {command} (its {dtype} picks replace the earlier ones'
+    runs = doc.get("commands") or doc["command"].split("; then ")
+    runs.append(
+        f"{command} (its {dtype} picks replace the earlier ones"
         + (" of the shapes it measured" if by_shape else "")
-        + ')"',
+        + ")"
     )
+    head = with_commands(head, runs)
     text = head + "".join(b if b.endswith("\n\n") else b + "\n" for b in keep + add)
     table.write_text(text.rstrip("\n") + "\n", encoding="utf-8")
     tomllib.loads(table.read_text(encoding="utf-8"))

@@ -164,7 +164,10 @@ def table_text(picks: list[Pick], gpu: str, arch: str, command: str, versions: s
         f'gpu = "{gpu}"',
         f'arch = "{arch}"',
         f'measured = "{datetime.date.today().isoformat()}"',
-        f'command = "{command}"',
+        "# the runs that made this table, in order; a later run's picks replace earlier ones as it says",
+        "commands = [",
+        f'    "{command}",',
+        "]",
         f'versions = "{versions}"',
         "",
     ]
