@@ -5,8 +5,6 @@ budget line, and the comments on its constants, each built from the numbers in
 
 from __future__ import annotations
 
-import textwrap
-
 from codegen import rules_common
 from codegen.arch import shared
 from codegen.arch.shared import splitk_max_tiles_line
@@ -18,7 +16,7 @@ from codegen.arch.sm90.rules import (
     WARPGROUP_THREADS,
     WARPGROUP_WARPS,
 )
-from codegen.plan_common import TIMELINE_HEAD, fusion_note, table, timeline_rows
+from codegen.plan_common import TIMELINE_HEAD, fusion_note, table, timeline_rows, wrap_words
 from codegen.spec import PersistentScheduler, Spec, TmaStoreEpilogue
 
 
@@ -271,8 +269,6 @@ def occupancy_lines(spec: Spec) -> list[str]:
         return []
     threads, launch = rules_sm90.threads(spec), rules_sm90.launch_regs(spec)
     smem = rules_sm90.smem_bytes(spec, int(spec.stages))
-    sm_smem, reserved = rules_common.SM_SMEM_BYTES, rules_common.CTA_RESERVED_SMEM
-    kib = rules_common.kib
     grid = (
         " The persistent grid is still sized to one CTA per SM: the other slot is the next"
         " kernel's."
@@ -285,12 +281,11 @@ def occupancy_lines(spec: Spec) -> list[str]:
         f"(min_blocks_per_mp = {rules_sm90.min_blocks_per_mp(spec)}); setmaxnreg moves them "
         f"within the CTA: producer {rules_sm90.PRODUCER_REGS}, consumers "
         f"{rules_sm90.consumer_regs(spec)} per thread. Its SMEM is {smem} B of "
-        f"{rules_common.smem_limit(spec)} (1/{n} of the SM's {kib(sm_smem)} KiB less "
-        f"{kib(reserved)} KiB reserved per CTA; the launch asks for the largest SMEM "
-        f"carveout). So a CTA of the next kernel (programmatic dependent launch) fits beside a "
+        f"{rules_common.smem_limit_note(spec)}; the launch asks for the largest SMEM "
+        f"carveout. So a CTA of the next kernel (programmatic dependent launch) fits beside a "
         f"running one and runs its setup and L2 prefetch under that CTA's tail.{grid}"
     )
-    return [""] + textwrap.wrap(text, width=92)
+    return [""] + wrap_words(text, 92)
 
 
 def pingpong_lines(spec: Spec) -> list[str]:
