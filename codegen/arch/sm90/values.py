@@ -71,7 +71,6 @@ class Sm90Values(shared.SeparateReduceValues):
     a_mcast_row0: int
     b_mcast_col0: int
     # multicast: the consumer warp of each warpgroup that releases a stage for the warpgroup
-    wg_warps: int
     release_warp: int
     # split-K's cluster-scoped handshake (the nvvm dialect's scope and order kinds)
     imports_nvvm: bool
@@ -81,6 +80,7 @@ class Sm90Values(shared.SeparateReduceValues):
     pp_turn_barrier: int
     pingpong: bool
     wg_threads: int
+    wg_warps: int
     turn_threads: int
     # the epilogue
     epi_m: int
@@ -220,7 +220,6 @@ def cluster_values(spec: Spec) -> dict[str, object]:
         "b_tma_op": "CopyBulkTensorTileG2SMulticastOp" if cm > 1 else "CopyBulkTensorTileG2SOp",
         "a_mcast_row0": row0,
         "b_mcast_col0": col0,
-        "wg_warps": rules_sm90.WARPGROUP_WARPS,
         "release_warp": rules_sm90.RELEASE_WARP,
         "imports_nvvm": shared.is_split_k(spec),
     }
@@ -239,6 +238,7 @@ def pingpong_values(spec: Spec) -> dict[str, object]:
         "pp_turn_barrier": PP_TURN_BARRIER,
         "pingpong": pingpong,
         "wg_threads": WARPGROUP_THREADS,
+        "wg_warps": rules_sm90.WARPGROUP_WARPS,
         "turn_threads": 2 * WARPGROUP_THREADS,
     }
 

@@ -83,6 +83,7 @@ PRODUCER_WG, MMA_WG = 0, 1
 # the producer warp: issues the TMA loads (and initializes the barriers)
 TMA_WARP = 0
 WG_THREADS = 128  # threads of one warpgroup
+WG_WARPS = 4  # warps of one warpgroup
 # consumer warpgroups; they split the M tile, 64-row wgmma atoms each
 CONSUMER_WGS = 2
 # warpgroup PRODUCER_WG + the CONSUMER_WGS consumer warpgroups
@@ -102,8 +103,8 @@ CLUSTER = (1, 2)
 A_MCAST_ROW0 = 3
 # ranks of cluster column 0, shifted by y * CM per CTA
 B_MCAST_COL0 = 1
-# warps of a warpgroup; warp RELEASE_WARP of each consumer warpgroup releases its stages
-WG_WARPS, RELEASE_WARP = 4, 0
+# the warp of each consumer warpgroup (0 to WG_WARPS - 1) that releases its stages
+RELEASE_WARP = 0
 # one SMEM sub-tile: a 64-row wgmma atom per consumer warpgroup
 EPI_M, EPI_N = 128, 32
 # sub-tile buffers in flight: a TMA store may still read the others
@@ -159,7 +160,7 @@ def gemm_kernel(
     # ---- 1. setup: roles, barriers, SMEM, tile partitions ---------------------------------------
     tidx, _, _ = cute.arch.thread_idx()
     warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-    wg_idx = warp_idx // 4
+    wg_idx = warp_idx // WG_WARPS
     bidx, cy, _ = cute.arch.block_idx()
     gdimx, _, _ = cute.arch.grid_dim()
     # position in the cluster: grid = (CM * clusters, CN, 1), cluster = (CM, CN, 1);

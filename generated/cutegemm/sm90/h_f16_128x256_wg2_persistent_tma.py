@@ -81,6 +81,7 @@ PRODUCER_WG, MMA_WG = 0, 1
 # the producer warp: issues the TMA loads (and initializes the barriers)
 TMA_WARP = 0
 WG_THREADS = 128  # threads of one warpgroup
+WG_WARPS = 4  # warps of one warpgroup
 # consumer warpgroups; they split the M tile, 64-row wgmma atoms each
 CONSUMER_WGS = 2
 # warpgroup PRODUCER_WG + the CONSUMER_WGS consumer warpgroups
@@ -149,7 +150,7 @@ def gemm_kernel(
     # ---- 1. setup: roles, barriers, SMEM, tile partitions ---------------------------------------
     tidx, _, _ = cute.arch.thread_idx()
     warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-    wg_idx = warp_idx // 4
+    wg_idx = warp_idx // WG_WARPS
     bidx, _, _ = cute.arch.block_idx()
     gdimx, _, _ = cute.arch.grid_dim()
     cluster_id, num_clusters = bidx, gdimx  # no cluster: one CTA per "cluster"
