@@ -9,6 +9,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+from codegen.tune import COMMANDS_NOTE
+
 
 def blocks(text: str) -> tuple[str, list[str]]:
     head, *picks = text.split("[[pick]]\n")
@@ -31,13 +33,10 @@ def with_commands(head: str, runs: list[str]) -> str:
         if skip:
             skip = line.strip() != "]"
             continue
-        if line.startswith(("command = ", "# the runs that made this table")):
+        if line.startswith("command = ") or line == COMMANDS_NOTE:
             continue
         if line.startswith("versions = "):
-            lines.append(
-                "# the runs that made this table, in order; a later run's picks replace earlier"
-                " ones as it says"
-            )
+            lines.append(COMMANDS_NOTE)
             lines += ["commands = ["] + [f"    {json.dumps(r)}," for r in runs] + ["]"]
         lines.append(line)
     return "\n".join(lines) + "\n"

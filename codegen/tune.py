@@ -31,6 +31,9 @@ from codegen.gpu import (
     workspace_fits,
 )
 
+COMMANDS_NOTE = (
+    "# the runs that made this table, in order; a later run's picks replace earlier ones as it says"
+)
 TOP = 5  # kernels ranked per entry: the winner and the fallbacks for shapes it cannot take
 
 
@@ -164,7 +167,7 @@ def table_text(picks: list[Pick], gpu: str, arch: str, command: str, versions: s
         f'gpu = "{gpu}"',
         f'arch = "{arch}"',
         f'measured = "{datetime.date.today().isoformat()}"',
-        "# the runs that made this table, in order; a later run's picks replace earlier ones as it says",
+        COMMANDS_NOTE,
         "commands = [",
         f'    "{command}",',
         "]",
