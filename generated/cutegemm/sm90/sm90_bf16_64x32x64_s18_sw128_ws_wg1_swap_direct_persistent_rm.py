@@ -312,8 +312,10 @@ def gemm(
     sA_layout = sm90_utils.make_smem_layout_a(row, TILER, IO_DTYPE, STAGES)
     # (TN, TK, STAGES), SW128
     sB_layout = sm90_utils.make_smem_layout_b(row, TILER, IO_DTYPE, STAGES)
-    sA_one = cute.slice_(sA_layout, (None, None, 0))  # one stage of A
-    sB_one = cute.slice_(sB_layout, (None, None, 0))  # one stage of B
+    # one stage: select, not slice_ (the DSL aborts slicing a swizzled layout of an odd number
+    # of 8-row atoms, e.g. tile N = 24, 40 or 136)
+    sA_one = cute.select(sA_layout, mode=[0, 1])  # one stage of A
+    sB_one = cute.select(sB_layout, mode=[0, 1])  # one stage of B
     tma_a, tA = cpasync.make_tiled_tma_atom(
         cpasync.CopyBulkTensorTileG2SOp(), a, sA_one, (TILER[0], TILER[2])
     )
