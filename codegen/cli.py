@@ -1061,6 +1061,9 @@ def export_cmd(
     )
 
 
+from codegen import cli_generalize  # noqa: F401 - registers sweep, fit, report, chain
+
+
 def main() -> None:
     app()
 

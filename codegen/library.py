@@ -485,8 +485,17 @@ class ChainRow:
         return self.bytes_moved / us / 1e6
 
 
-def bench_chain(pkg, dtype: str, m: int, layers: int, rounds: int, reps: int) -> ChainRow:
-    """A decode step of `layers` Llama-3-70B layers (their four projections, distinct weights)
+def bench_chain(
+    pkg,
+    dtype: str,
+    m: int,
+    layers: int,
+    rounds: int,
+    reps: int,
+    layer: tuple | list = LLAMA3_70B_LAYER,
+) -> ChainRow:
+    """A decode step of `layers` layers (`layer`'s projections (name, N, K), distinct weights;
+    Llama-3-70B's by default)
     captured in one CUDA graph with cutegemm.gemm (the dispatcher's picks), against the same
     step with torch in its own graph; replays timed interleaved, median µs per step."""
     import torch
@@ -500,7 +509,7 @@ def bench_chain(pkg, dtype: str, m: int, layers: int, rounds: int, reps: int) ->
     picks: dict[str, str] = {}
     moved = 0
     for _ in range(layers):
-        for name, n, k in LLAMA3_70B_LAYER:
+        for name, n, k in layer:
             a = torch.randn(m, k, device="cuda").to(tin)
             w = torch.randn(n, k, device="cuda").to(tin)
             c = torch.full((m, n), float("nan"), device="cuda", dtype=tout)

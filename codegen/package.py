@@ -177,6 +177,9 @@ def read_entry(text: str, relpath: str) -> Entry:
 # ---- tuning tables -----------------------------------------------------------------------------
 
 
+MODEL_SUFFIX = ".model.toml"  # specs/tuning/GPU.model.toml: a fitted cost model (codegen.costmodel)
+
+
 class TuningError(Exception):
     """A tuning table that cannot become a dispatcher; the message names the file and entry."""
 
@@ -204,6 +207,8 @@ def load_tables(folder: Path, names: set[str], display: str) -> list[Table]:
     """Every ``*.toml`` tuning table in `folder`; each winner must be a kernel that exists."""
     tables = []
     for path in sorted(folder.glob("*.toml")) if folder.is_dir() else []:
+        if path.name.endswith(MODEL_SUFFIX):
+            continue  # a cost model (codegen.costmodel), not a table
         where = f"{display}/{path.name}"
         try:
             doc = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -247,7 +252,11 @@ def load_tables(folder: Path, names: set[str], display: str) -> list[Table]:
 
 
 def package_files(
-    entries: list[Entry], tables: list[Table], env, format_python: Callable[[str, str], str]
+    entries: list[Entry],
+    tables: list[Table],
+    env,
+    format_python: Callable[[str, str], str],
+    models: tuple = (),
 ) -> dict[str, str]:
     """Every non-kernel file of the package, by path relative to the output folder; each Python
     file formatted by `format_python(raw, template)` (render.format_python)."""
@@ -262,12 +271,15 @@ def package_files(
         "rows": rows,
         "arch_dirs": ARCH_DIR,
         "tables": tables,
+        "models": models,
     }
     files = {}
     for template, out in (
         ("package/__init__.py.j2", f"{PKG}/__init__.py"),
         ("package/dispatch.py.j2", f"{PKG}/_dispatch.py"),
         ("package/runtime.py.j2", f"{PKG}/_runtime.py"),
+        ("package/model.py.j2", f"{PKG}/_model.py"),
+        ("package/tune.py.j2", f"{PKG}/_tune.py"),
         *(("package/arch_init.py.j2", f"{PKG}/{d}/__init__.py") for d in ARCH_DIR.values()),
     ):
         arch = next((a for a, d in ARCH_DIR.items() if f"/{d}/" in out), None)

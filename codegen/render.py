@@ -26,7 +26,7 @@ from pathlib import Path
 
 import jinja2
 
-from codegen import package, registry
+from codegen import costmodel, package, registry
 from codegen.files import write_atomic
 from codegen.loader import LoadedSpec
 from codegen.plan import plan
@@ -316,7 +316,9 @@ def _save_cache(
     cache.save(out_dir, {"kernels": kernels, "package": package_state})
 
 
-def _package_files(out_dir: Path, entries: list, tables: list) -> tuple[dict, dict]:
+def _package_files(
+    out_dir: Path, entries: list, tables: list, models: list = ()
+) -> tuple[dict, dict]:
     """The package's own files, reused from disk when the registry rows, tables and inputs are
     those of the last render and the files are untouched; plus the state to cache."""
     from codegen import cache
@@ -326,6 +328,7 @@ def _package_files(out_dir: Path, entries: list, tables: list) -> tuple[dict, di
         digest,
         json.dumps([e.row() for e in sorted(entries, key=lambda e: e.name)], sort_keys=True),
         repr(tables),
+        repr(models),
     )
     old = cache.load(out_dir).get("package", {})
     if old.get("key") == want and isinstance(old.get("files"), dict):
@@ -337,7 +340,7 @@ def _package_files(out_dir: Path, entries: list, tables: list) -> tuple[dict, di
             got[rel] = text
         else:
             return got, old
-    files = package.package_files(entries, tables, environment(), format_python)
+    files = package.package_files(entries, tables, environment(), format_python, tuple(models))
     return files, {"key": want, "files": {k: cache.content_hash(v) for k, v in files.items()}}
 
 
@@ -424,9 +427,11 @@ def sync(
     everything = rendered + kept
     entries = {r.relpath: r.entry or package.read_entry(r.text, r.relpath) for r in everything}
     tuning = tuning or root / "specs" / "tuning"
-    tables = package.load_tables(tuning, {r.name for r in everything}, _display(tuning, root))
+    names = {r.name for r in everything}
+    tables = package.load_tables(tuning, names, _display(tuning, root))
+    models = costmodel.load_models(tuning, names, _display(tuning, root))
     files = {r.relpath: r.text for r in rendered}
-    package_texts, package_state = _package_files(out_dir, list(entries.values()), tables)
+    package_texts, package_state = _package_files(out_dir, list(entries.values()), tables, models)
     files.update(package_texts)
     manifest = manifest_text(everything)
     written, unchanged, stale = [], [], []

@@ -5,7 +5,8 @@
     c = gemm(a, b)                                # C = A @ B^T: a (M, K), b (N, K), both K-major
     c = gemm(a, b, bias=bias, activation="silu")  # fused, when a kernel with that epilogue exists
 
-`gemm` picks the tuned kernel for this GPU and shape (the dispatcher, `cutegemm._dispatch`), checks
+`gemm` picks the kernel for this GPU and shape (your own measurements from `cutegemm.tune`, the
+tuning table, then the cost model: `cutegemm._dispatch`, `cutegemm._model`), checks
 every argument before any launch, and is also the torch op `torch.ops.cutegemm.gemm`
 (torch.compile traces it without a graph break). KERNELS lists every kernel; importing this package
 imports neither the CuTe DSL nor torch: `gemm` loads them on first use.
@@ -23,6 +24,7 @@ __all__ = [
     "gemm",
     "kernel_for",
     "precompile",
+    "tune",
     "__version__",
 ]
 __version__ = "0.1.0"
@@ -4191,9 +4193,9 @@ KERNELS: tuple[Kernel, ...] = (
 
 
 def __getattr__(name: str):
-    """gemm, kernel_for, precompile and GemmError live in the runtime, which imports torch and
-    tvm_ffi: loaded on first use."""
-    if name in ("gemm", "kernel_for", "precompile", "GemmError"):
+    """gemm, kernel_for, precompile, tune and GemmError live in the runtime, which imports torch
+    and tvm_ffi: loaded on first use."""
+    if name in ("gemm", "kernel_for", "precompile", "tune", "GemmError"):
         from cutegemm import _runtime
 
         return getattr(_runtime, name)

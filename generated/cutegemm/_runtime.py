@@ -25,8 +25,8 @@ from pathlib import Path
 
 import torch
 
-from cutegemm import DSL_VERSION, KERNELS, Kernel
-from cutegemm._dispatch import TABLES
+from cutegemm import DSL_VERSION, KERNELS, Kernel, _model
+from cutegemm._dispatch import MODELS, TABLES
 
 # torch >= 2.9 hands tensors to TVM-FFI natively: its own torch extension (built on first import
 # otherwise) is not needed. Imported here, once, so a kernel's first call only loads its library.
@@ -34,7 +34,7 @@ if hasattr(torch.Tensor, "__dlpack_c_exchange_api__"):
     os.environ.setdefault("TVM_FFI_DISABLE_TORCH_C_DLPACK", "1")
 import tvm_ffi  # noqa: E402
 
-__all__ = ["ACTIVATIONS", "GemmError", "gemm", "kernel_for", "precompile"]
+__all__ = ["ACTIVATIONS", "GemmError", "gemm", "kernel_for", "precompile", "tune"]
 
 ACTIVATIONS = ("relu", "gelu_tanh", "silu")
 _NAME = {
@@ -89,29 +89,50 @@ def _rule_order(kernels: list[Kernel], m: int) -> list[Kernel]:
     return sorted(kernels, key=key)
 
 
-def _bucket(m: int) -> int:
-    return max(0, math.ceil(math.log2(max(m, 1))))
+def _table(gpu: str, arch: str, tables: dict):
+    """This GPU's entry of `tables` (TABLES or MODELS), else one of a GPU of the same arch."""
+    got = tables.get(gpu)
+    if got is None or got[0] != arch:
+        got = next((t for t in tables.values() if t[0] == arch), None)
+    return got
 
 
-def _tuned_order(gpu: str, arch: str, dtype: str, out_dtype: str, m: int, n: int, k: int):
-    """(kernel names fastest first, a note saying which table entry) or ((), reason)."""
-    table = TABLES.get(gpu)
-    if table is None or table[0] != arch:
-        table = next((t for t in TABLES.values() if t[0] == arch), None)
-    if table is None:
-        return (), f"no tuning table for {arch}"
-    picks = table[2].get((dtype, out_dtype))
-    if not picks:
-        return (), f"{table[1]} has no {dtype} -> {out_dtype} entry"
-    b = _bucket(m)
-    pick = min(
-        picks,
-        key=lambda p: (
-            abs(_bucket(p[0]) - b),
-            abs(math.log(p[1] / max(n, 1))) + abs(math.log(p[2] / max(k, 1))),
-        ),
-    )
-    return pick[3], f"{table[1]}: nearest measured M={pick[0]} N={pick[1]} K={pick[2]}"
+def _measured_order(gpu: str, arch: str, dtype: str, out_dtype: str, m: int, n: int, k: int):
+    """The tuning table's ranking for exactly this product (kernel names fastest first), or ()."""
+    table = _table(gpu, arch, TABLES)
+    for pick in table[2].get((dtype, out_dtype), ()) if table else ():
+        if pick[:3] == (m, n, k):
+            return pick[3]
+    return ()
+
+
+def _static_order(gpu: str, arch: str, cls: tuple, kernels: list[Kernel], m: int, n: int, k: int):
+    """`kernels` in the order the package alone gives for (M, N, K), no user cache: a plain
+    product measured in the tuning table takes its ranking; every other, the cost model's
+    (`cutegemm._model`, fitted for this GPU or one of its arch) for the kernels it has parameters
+    for; then the rule order for the rest."""
+    plain = cls[2:] == (1.0, 0.0, None, None)
+    by_name = {kern.name: kern for kern in kernels}
+    names = _measured_order(gpu, arch, cls[0], cls[1], m, n, k) if plain else ()
+    ordered = [by_name[x] for x in names if x in by_name]
+    model = _table(gpu, arch, MODELS)
+    if model is not None:
+        ordered += [kern for kern in _model.rank(kernels, m, n, k, model[2]) if kern.name in
+                    model[2]["kernels"] and kern not in ordered]  # fmt: skip
+    return ordered + [kern for kern in _rule_order(kernels, m) if kern not in ordered]
+
+
+def _tuned():
+    """cutegemm._tune (the user's measurements), imported on first use: it imports this module."""
+    from cutegemm import _tune
+
+    return _tune
+
+
+def tune(shapes, **kwargs) -> list[dict]:
+    """Measure the fastest kernel for each (M, N, K) on this GPU and cache it for every later
+    call and process: see `cutegemm._tune.tune` for the arguments."""
+    return _tuned().tune(shapes, **kwargs)
 
 
 def _refusal(kern: Kernel, m: int, n: int, k: int) -> str | None:
@@ -128,7 +149,9 @@ def _refusal(kern: Kernel, m: int, n: int, k: int) -> str | None:
     return "; ".join(bad) or None
 
 
-def _choose(gpu: str, arch: str, cls: tuple, m: int, n: int, k: int) -> Kernel:
+def _choose(
+    gpu: str, arch: str, cls: tuple, m: int, n: int, k: int, use_cache: bool = True
+) -> Kernel:
     dtype, out_dtype, alpha, beta, activation, bias = cls
     kernels = _BY_CLASS.get((arch, *cls))
     if not kernels:
@@ -151,10 +174,11 @@ def _choose(gpu: str, arch: str, cls: tuple, m: int, n: int, k: int) -> Kernel:
             + f" (see {__package__}.KERNELS)"
         )
     plain = (alpha, beta, activation, bias) == (1.0, 0.0, None, None)
-    names = _tuned_order(gpu, arch, dtype, out_dtype, m, n, k)[0] if plain else ()
+    tuned = _tuned().cached_order(gpu, dtype, out_dtype, m, n, k) if plain and use_cache else ()
     by_name = {kern.name: kern for kern in kernels}
-    ordered = [by_name[x] for x in names if x in by_name]
-    ordered += [kern for kern in _rule_order(kernels, m) if kern not in ordered]
+    ordered = [by_name[x] for x in tuned if x in by_name]
+    ordered += [kern for kern in _static_order(gpu, arch, cls, kernels, m, n, k)
+                if kern not in ordered]  # fmt: skip
     refusals = []
     for kern in ordered:
         why = _refusal(kern, m, n, k)
@@ -197,13 +221,21 @@ def kernel_for(
     activation: str | None = None,
     bias: str | None = None,
     device: torch.device | int | None = None,
+    gpu: str | None = None,
 ) -> Kernel:
     """The kernel gemm() runs for this call on this GPU (bias: None, "row" or "col"), or
-    GemmError naming why none can."""
+    GemmError naming why none can. gpu (e.g. "NVIDIA H200"): the pick for that GPU, asked
+    without one (its tuning table and cost model; no user cache)."""
+    cls = _class(dtype, out_dtype, alpha, beta, activation, bias)
+    if gpu is not None:
+        arch = next((t[0] for name, t in (*TABLES.items(), *MODELS.items()) if name == gpu), None)
+        if arch is None:
+            known = sorted({*TABLES, *MODELS})
+            raise GemmError(f"no tuning table or cost model for {gpu!r}; known: {', '.join(known)}")
+        return _choose(gpu, arch, cls, m, n, k, use_cache=False)
     index = torch.device("cuda", torch.cuda.current_device()) if device is None else device
     index = torch.device(index).index if not isinstance(index, int) else index
     gpu, arch = _device(index or 0)
-    cls = _class(dtype, out_dtype, alpha, beta, activation, bias)
     return _choose(gpu, arch, cls, m, n, k)
 
 
@@ -402,8 +434,21 @@ def _plan(a, b, out, kind, alpha, beta, activation, out_dtype) -> tuple:
     if k == 0:
         raise GemmError(f"K=0: a ({m}, 0) and b ({n}, 0) have nothing to reduce")
     gpu, arch = _device(a.device.index)
+    if cls[2:] == (1.0, 0.0, None, None) and _autotune_now(gpu, cls, m, n, k):
+        _tuned().autotune_one(a.device.index, gpu, a.dtype, _TORCH[cls[1]], m, n, k)
     kern = _choose(gpu, arch, cls, m, n, k)
     return (kern, _TORCH[cls[1]], _compiled(kern, arch, a.device.index))
+
+
+def _autotune_now(gpu: str, cls: tuple, m: int, n: int, k: int) -> bool:
+    """CUTEGEMM_AUTOTUNE=1, an eager call outside CUDA graph capture, a product not yet tuned."""
+    tune_mod = _tuned()
+    return (
+        tune_mod.autotune_enabled()
+        and not torch.cuda.is_current_stream_capturing()
+        and not torch.compiler.is_compiling()
+        and not tune_mod.cached_order(gpu, cls[0], cls[1], m, n, k)
+    )
 
 
 def _workspace(kern: Kernel, device: torch.device) -> torch.Tensor:

@@ -1,0 +1,269 @@
+"""`codegen sweep`, `codegen fit`, `codegen report`, `codegen chain`: does the speed hold on
+models the dispatcher never saw (codegen.generalize), and the cost model fitted to make it hold."""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from codegen import generalize as gen
+from codegen.cli import app, console, fail
+
+SplitOpt = Annotated[
+    Path, typer.Option("--split", help="The split of the model list into tune and unseen parts.")
+]
+DEFAULT_SPLIT = Path("specs/shapes/models.toml")
+GeneratedOpt = Annotated[Path, typer.Option("--dir", help="Folder of generated kernels.")]
+
+
+def _split(path: Path) -> gen.Split:
+    if not path.is_file():
+        fail([f"{path}: no such split file (see specs/shapes/models.toml)"])
+    try:
+        return gen.load_split(path)
+    except (ValueError, KeyError, OSError) as e:
+        fail([f"{path}: {e}"])
+    raise AssertionError
+
+
+def _part(part: str) -> str:
+    if part not in ("tune", "unseen"):
+        fail([f"--part {part!r}: use tune or unseen"])
+    return part
+
+
+def _dtypes(text: str) -> list[str]:
+    got = [x.strip() for x in text.split(",") if x.strip()]
+    bad = [x for x in got if x not in ("bf16", "e4m3")]
+    if bad or not got:
+        fail([f"--dtypes {text!r}: use bf16, e4m3 or both (comma-separated)"])
+    return got
+
+
+@app.command("sweep")
+def sweep_cmd(
+    part: Annotated[str, typer.Option("--part", help="tune or unseen.")] = "unseen",
+    split: SplitOpt = DEFAULT_SPLIT,
+    dtypes: Annotated[str, typer.Option("--dtypes", help="bf16, e4m3 or both.")] = "bf16,e4m3",
+    out: Annotated[Path, typer.Option("-o", "--out", help="JSON lines, appended.")] = Path(
+        "sweep.jsonl"
+    ),
+    decode: Annotated[bool, typer.Option("--decode/--no-decode", help="Decode M.")] = True,
+    prefill: Annotated[bool, typer.Option("--prefill/--no-prefill", help="Prefill M.")] = True,
+    pick_only: Annotated[
+        bool, typer.Option("--pick-only", help="Time only gemm() and torch (no oracle).")
+    ] = False,
+    rounds: Annotated[int, typer.Option("--rounds", help="Replays per graph (median).")] = 5,
+    generated: GeneratedOpt = Path("generated"),
+) -> None:
+    """On a GPU: time every plain kernel, gemm() (the dispatcher's pick) and torch on every
+    projection of one part of the split, as CUDA graphs, interleaved; JSON lines to --out."""
+    from codegen import gpu, library
+
+    sp = _split(split)
+    prods = gen.products(sp, _part(part), decode, prefill)
+    arch, here = gpu.gpu_arch()
+    if arch is None:
+        fail([f"nothing to time here ({here}): `codegen sweep` needs a GPU and torch."])
+    pkg = library.import_package(generated)
+    console.print(f"{len(prods)} products of {len(getattr(sp, part))} {part} models on {here}")
+    gen.sweep(pkg, prods, _dtypes(dtypes), out, rounds, all_kernels=not pick_only,
+              log=lambda s: console.print(s, markup=False))  # fmt: skip
+    console.print(f"wrote {out}")
+
+
+@app.command("fit")
+def fit_cmd(
+    runs: Annotated[list[Path], typer.Argument(help="Sweep files (JSON lines).")],
+    split: SplitOpt = DEFAULT_SPLIT,
+    out: Annotated[
+        Path | None,
+        typer.Option("-o", "--out", help="Cost model (default specs/tuning/<gpu>.model.toml)."),
+    ] = None,
+    generated: GeneratedOpt = Path("generated"),
+) -> None:
+    """Fit the cost model on the tune part's measurements only (CPU) and write it for render."""
+    from codegen import costmodel, package, tune
+
+    sp = _split(split)
+    missing = [str(p) for p in runs if not p.is_file()]
+    if missing:
+        fail([f"{p}: no such sweep file" for p in missing])
+    meta, got = gen.read_runs(runs)
+    if not meta:
+        fail([f"{', '.join(map(str, runs))}: no meta line (not a sweep file?)"])
+    rows = {e.name: e.row() for e in _entries(generated)}
+    points: dict[str, list] = {}
+    for rec in got.values():
+        if rec.prod.model in sp.tune:
+            for name, us in rec.times.items():
+                points.setdefault(name, []).append((rec.prod.m, rec.prod.n, rec.prod.k, us))
+    if not points:
+        fail([f"no measurement of a tune-part model ({', '.join(sp.tune)}) in the sweep files"])
+    fits = costmodel.fit(rows, points, meta["sm_count"], meta["bandwidth"])
+    command = "codegen fit " + " ".join(shlex.quote(str(p)) for p in runs)
+    text = costmodel.model_text(fits, meta["gpu"], meta["arch"], meta["sm_count"],
+                                meta["bandwidth"], list(sp.tune), command)  # fmt: skip
+    slug = meta["gpu"].lower().removeprefix("nvidia ").replace(" ", "-")
+    path = out or Path("specs/tuning") / f"{slug}{package.MODEL_SUFFIX}"
+    tune.write_table(path, text)
+    table = Table(
+        "kernel", "points", "rms log error", "fixed µs", "TFLOP/s per CTA", "GB/s per CTA"
+    )
+    for f in fits:
+        table.add_row(f.name, str(f.points), f"{f.rms_log_error:.3f}", f"{f.params[0]:.1f}",
+                      f"{f.params[1] / 1e6:.2f}", f"{f.params[2] / 1e3:.0f}")  # fmt: skip
+    console.print(table)
+    console.print(f"cost model: {path} ({len(fits)} kernels); `codegen render` makes it dispatch")
+
+
+def _entries(generated: Path) -> list:
+    from codegen import package
+
+    return [
+        package.read_entry(p.read_text(encoding="utf-8"), p.relative_to(generated).as_posix())
+        for p in package.kernel_files(generated)
+    ]
+
+
+def _pick_of(pkg, rec: gen.Measured, gpu: str) -> str:
+    """The kernel the dispatcher (the package as rendered now, no user cache) picks."""
+    import torch
+
+    dt = {"bf16": torch.bfloat16, "e4m3": torch.float8_e4m3fn}[rec.dtype]
+    p = rec.prod
+    return pkg.kernel_for(p.m, p.n, p.k, dtype=dt, out_dtype=torch.bfloat16, gpu=gpu).name
+
+
+@app.command("report")
+def report_cmd(
+    runs: Annotated[list[Path], typer.Argument(help="Sweep files (JSON lines).")],
+    split: SplitOpt = DEFAULT_SPLIT,
+    generated: GeneratedOpt = Path("generated"),
+    markdown: Annotated[bool, typer.Option("--markdown", help="Markdown tables.")] = False,
+    rows_out: Annotated[
+        bool, typer.Option("--rows", help="Also one row per product (unseen part).")
+    ] = False,
+) -> None:
+    """From sweeps (CPU): per part (unseen first) and dtype, the pick, the oracle (best shipped
+    kernel) and torch. The pick is what gemm() ran when the sweep timed it; where the sweep
+    predates the dispatcher rendered now, what that dispatcher picks, at the sweep's time."""
+    from codegen import library
+
+    sp = _split(split)
+    meta, got = gen.read_runs(runs)
+    pkg = library.import_package(generated)
+    gpu = meta.get("gpu", "NVIDIA H200")
+    head = ["part", "dtype", "regime", "shapes", "pick/torch", "oracle/torch", "pick/oracle",
+            "within 3%", "worst pick/torch", "source of the pick"]  # fmt: skip
+    lines, details = [], []
+    for part in ("unseen", "tune"):
+        models = getattr(sp, part)
+        for dtype in ("bf16", "e4m3"):
+            recs = list(gen.iter_part(got, models, dtype))
+            for regime, sel in (("decode", True), ("prefill", False), ("all", None)):
+                rs = [r for r in recs if sel is None or r.prod.decode == sel]
+                if not rs:
+                    continue
+                pick_us, src = [], set()
+                for r in rs:
+                    name = _pick_of(pkg, r, gpu)
+                    if r.gemm_us is not None and r.gemm_kernel == name:
+                        pick_us.append(r.gemm_us)
+                        src.add("gemm() timed")
+                    else:
+                        pick_us.append(r.times.get(name, math.nan))
+                        src.add("sweep time of the pick")
+                    if part == "unseen" and regime == "all":
+                        best = min(r.times, key=r.times.__getitem__)
+                        details.append((r, name, pick_us[-1], best))
+                ratio = [r.torch_us / u for r, u in zip(rs, pick_us)]
+                oracle = [r.torch_us / min(r.times.values()) for r in rs]
+                vs = [min(r.times.values()) / u for r, u in zip(rs, pick_us)]
+                worst = min(zip(ratio, rs), key=lambda x: x[0] if math.isfinite(x[0]) else 0)
+                lines.append([
+                    part, dtype, regime, str(len(rs)), f"{gen.geomean(ratio):.3f}x",
+                    f"{gen.geomean(oracle):.3f}x", f"{gen.geomean(vs):.3f}",
+                    f"{sum(v >= 1 / 1.03 for v in vs)}/{len(vs)}",
+                    f"{worst[0]:.2f}x ({worst[1].prod.label})", ", ".join(sorted(src)),
+                ])  # fmt: skip
+    _print(head, lines, markdown, f"pick vs torch and the oracle, {gpu}")
+    if rows_out:
+        head2 = ["dtype", "product", "N", "K", "pick", "µs", "torch µs", "ratio", "best", "best µs"]
+        rows2 = [[r.dtype, r.prod.label, str(r.prod.n), str(r.prod.k), name, f"{us:.1f}",
+                  f"{r.torch_us:.1f}", f"{r.torch_us / us:.2f}x", best, f"{r.times[best]:.1f}"]
+                 for r, name, us, best in details]  # fmt: skip
+        _print(head2, rows2, markdown, "unseen products")
+
+
+def _print(head: list[str], rows: list[list[str]], markdown: bool, title: str) -> None:
+    if markdown:
+        print(f"\n**{title}**\n")
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        for r in rows:
+            print("| " + " | ".join(r) + " |")
+        return
+    table = Table(*head, title=title)
+    for r in rows:
+        table.add_row(*r)
+    console.print(table)
+
+
+@app.command("chain")
+def chain_cmd(
+    model: Annotated[list[str], typer.Option("--model", help="Model names of the split's list.")],
+    split: SplitOpt = DEFAULT_SPLIT,
+    ms: Annotated[
+        str, typer.Option("--m", help="Batch sizes, comma-separated.")
+    ] = "1,8,32,128,256",
+    layers: Annotated[int, typer.Option("--layers", help="Decoder layers.")] = 4,
+    rounds: Annotated[int, typer.Option("--rounds", help="Timed samples (median).")] = 20,
+    reps: Annotated[int, typer.Option("--reps", help="Replays per timed sample.")] = 3,
+    generated: GeneratedOpt = Path("generated"),
+    json_out: Annotated[Path, typer.Option("--json", help="Results as JSON.")] = Path("chain.json"),
+) -> None:
+    """On a GPU: a decode step of `layers` layers of each model (every projection, distinct
+    weights) in one CUDA graph with cutegemm.gemm, against torch in its own graph, interleaved."""
+    from codegen import gpu, library
+
+    sp = _split(split)
+    unknown = [m for m in model if m not in sp.models]
+    if unknown:
+        fail([f"--model {m!r}: not in {sp.path.parent / 'public-models.toml'}" for m in unknown])
+    try:
+        batch = [int(x) for x in ms.split(",") if x.strip()]
+    except ValueError:
+        fail([f"--m {ms!r}: give batch sizes like 1,8,32"])
+    arch, here = gpu.gpu_arch()
+    if arch is None:
+        fail([f"nothing to time here ({here}): `codegen chain` needs a GPU and torch."])
+    pkg = library.import_package(generated)
+    pkg._tune.warm_clocks(3.0)
+    out = []
+    head = ["model", "dtype", "M", "µs / step", "TB/s", "torch µs", "ratio", "rel_err", "picks"]
+    rows = []
+    for name in model:
+        proj = [(p, n, k) for p, n, k in gen.layer(sp, name)]
+        for dtype in ("bf16", "e4m3"):
+            for m in batch:
+                r = library.bench_chain(pkg, dtype, m, layers, rounds, reps, proj)
+                picks = ", ".join(f"{k}: {v}" for k, v in r.picks.items())
+                rows.append([name, dtype, str(m), f"{r.us:.1f}", f"{r.tb_s(r.us):.2f}",
+                             f"{r.torch_us:.1f}", f"{r.ratio:.3f}x", f"{r.rel_err:.1e}", picks])  # fmt: skip
+                out.append({"model": name, "dtype": dtype, "m": m, "us": r.us,
+                            "torch_us": r.torch_us, "ratio": r.ratio, "rel_err": r.rel_err,
+                            "picks": r.picks, "note": r.note})  # fmt: skip
+                if r.note:
+                    console.print(f"  {name} {dtype} M={m}: {r.note}", markup=False)
+                elif not r.rel_err <= gpu.TOLERANCE["bf16"]:
+                    console.print(f"  {name} {dtype} M={m}: FAIL rel_err {r.rel_err:.1e}")
+    _print(head, rows, not sys.stdout.isatty(), f"decode step, {layers} layers, {here}")
+    json_out.write_text(json.dumps(out, indent=1))

@@ -1,0 +1,203 @@
+"""The dispatcher's cost model: fit it on a sweep's measurements, write it, read it back.
+
+The model itself (what a kernel's time is made of) is `templates/package/model.py.j2`, which the
+package ships as `cutegemm._model` and this module loads as it is, so the fit and the dispatcher
+compute the same thing. Fitting finds, per kernel, the four parameters (fixed µs, MMA flop/µs,
+load bytes/µs, epilogue µs) that minimize the squared log error of its predicted times over the
+measured products, by Nelder-Mead in log space with a weak pull towards a prior (so a term no
+measurement exercises stays plausible). The result is a reviewable TOML file,
+`specs/tuning/GPU.model.toml`, that `codegen render` turns into `cutegemm._dispatch.MODELS`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import math
+import statistics
+import tomllib
+import types
+from dataclasses import dataclass
+from pathlib import Path
+
+from codegen.package import MODEL_SUFFIX, TuningError
+
+MIN_POINTS = 3  # a kernel measured on fewer products gets no parameters of its own
+PRIOR_WEIGHT = 0.02  # pull of each log-parameter towards its prior, against the data's errors
+# priors per input dtype: fixed µs, flop/µs and bytes/µs of one CTA, epilogue µs per tile
+PRIORS = {
+    "bf16": (5.0, 4.0e6, 40e3, 1.0),
+    "f16": (5.0, 4.0e6, 40e3, 1.0),
+    "e4m3": (5.0, 8.0e6, 40e3, 1.0),
+}
+
+
+@functools.cache
+def model_module() -> types.ModuleType:
+    """templates/package/model.py.j2 as a module (it is plain Python)."""
+    from codegen.render import TEMPLATES
+
+    path = TEMPLATES / "package" / "model.py.j2"
+    module = types.ModuleType("cutegemm_model")
+    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), module.__dict__)  # noqa: S102
+    return module
+
+
+def kernel_view(row: dict) -> types.SimpleNamespace:
+    """A registry row (package.Entry.row()) with the attributes the model reads."""
+    return types.SimpleNamespace(**row)
+
+
+def _nelder_mead(f, x0: list[float], step: float = 0.5, iters: int = 600) -> list[float]:
+    n = len(x0)
+    simplex = [list(x0)] + [
+        [x + (step if i == j else 0.0) for j, x in enumerate(x0)] for i in range(n)
+    ]
+    values = [f(x) for x in simplex]
+    for _ in range(iters):
+        order = sorted(range(n + 1), key=values.__getitem__)
+        simplex, values = [simplex[i] for i in order], [values[i] for i in order]
+        if values[-1] - values[0] < 1e-10:
+            break
+        centroid = [sum(p[j] for p in simplex[:-1]) / n for j in range(n)]
+        worst = simplex[-1]
+        refl = [c + (c - w) for c, w in zip(centroid, worst)]
+        fr = f(refl)
+        if fr < values[0]:
+            exp = [c + 2 * (c - w) for c, w in zip(centroid, worst)]
+            fe = f(exp)
+            simplex[-1], values[-1] = (exp, fe) if fe < fr else (refl, fr)
+        elif fr < values[-2]:
+            simplex[-1], values[-1] = refl, fr
+        else:
+            con = [c + 0.5 * (w - c) for c, w in zip(centroid, worst)]
+            fc = f(con)
+            if fc < values[-1]:
+                simplex[-1], values[-1] = con, fc
+            else:
+                best = simplex[0]
+                simplex = [best] + [
+                    [b + 0.5 * (p - b) for b, p in zip(best, q)] for q in simplex[1:]
+                ]
+                values = [values[0]] + [f(q) for q in simplex[1:]]
+    return simplex[min(range(n + 1), key=values.__getitem__)]
+
+
+@dataclass(frozen=True)
+class Fit:
+    name: str
+    params: tuple[float, float, float, float]
+    points: int
+    rms_log_error: float
+
+
+def fit_kernel(
+    kern, points: list[tuple[int, int, int, float]], sm_count: int, bandwidth: float
+) -> Fit:
+    """The parameters of one kernel from its measured (M, N, K, µs) points."""
+    mod = model_module()
+    prior = [math.log(p) for p in PRIORS[kern.dtype]]
+
+    def loss(logp: list[float]) -> float:
+        params = tuple(math.exp(x) for x in logp)
+        err = sum(
+            mod.log_error(mod.predict(kern, m, n, k, params, sm_count, bandwidth), us) ** 2
+            for m, n, k, us in points
+        )
+        return err + PRIOR_WEIGHT * sum((x - p) ** 2 for x, p in zip(logp, prior))
+
+    best = _nelder_mead(loss, prior)
+    for _ in range(2):  # restarts from the best point: Nelder-Mead stalls on flat terms
+        best = _nelder_mead(loss, best, step=0.3)
+    params = tuple(math.exp(x) for x in best)
+    rms = math.sqrt(
+        statistics.fmean(
+            mod.log_error(mod.predict(kern, m, n, k, params, sm_count, bandwidth), us) ** 2
+            for m, n, k, us in points
+        )
+    )
+    return Fit(kern.name, params, len(points), rms)
+
+
+def fit(
+    rows: dict[str, dict], points: dict[str, list], sm_count: int, bandwidth: float
+) -> list[Fit]:
+    """Fits for every kernel with at least MIN_POINTS points (rows: registry rows by name)."""
+    out = []
+    for name in sorted(points):
+        if name in rows and len(points[name]) >= MIN_POINTS:
+            out.append(fit_kernel(kernel_view(rows[name]), points[name], sm_count, bandwidth))
+    return out
+
+
+def model_text(fits: list[Fit], gpu: str, arch: str, sm_count: int, bandwidth: float,
+               fitted_on: list[str], command: str) -> str:  # fmt: skip
+    lines = [
+        "# Fitted by `codegen fit`: per kernel, the cost model's parameters (cutegemm._model):",
+        "# fixed µs, one CTA's MMA flop/µs and load bytes/µs, epilogue µs per tile; `points`",
+        "# products measured, `rms_log_error` the fit's error on them (0.05: about 5%).",
+        "# `codegen render` turns this file into cutegemm._dispatch.MODELS.",
+        f'gpu = "{gpu}"',
+        f'arch = "{arch}"',
+        f'fitted = "{datetime.date.today().isoformat()}"',
+        f"sm_count = {sm_count}",
+        f"bandwidth = {bandwidth:.4g}  # bytes/µs, the copy bandwidth measured in the sweep",
+        "fitted_on = [" + ", ".join(f'"{m}"' for m in fitted_on) + "]",
+        f'command = "{command}"',
+        "",
+    ]
+    for f in fits:
+        fixed, flops, load, epi = f.params
+        lines += [
+            "[[kernel]]",
+            f'name = "{f.name}"',
+            f"fixed_us = {fixed:.4g}",
+            f"flop_per_us = {flops:.4g}",
+            f"bytes_per_us = {load:.4g}",
+            f"epilogue_us = {epi:.4g}",
+            f"points = {f.points}",
+            f"rms_log_error = {f.rms_log_error:.3f}",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Model:
+    """A fitted model as the dispatch template prints it."""
+
+    source: str
+    gpu: str
+    arch: str
+    sm_count: int
+    bandwidth: float
+    kernels: tuple[tuple[str, tuple[float, float, float, float]], ...]
+
+
+def load_models(folder: Path, names: set[str], display: str) -> list[Model]:
+    """Every `*.model.toml` in `folder`; entries naming a kernel that no longer exists are left
+    out (the model of the others still holds)."""
+    out = []
+    for path in sorted(folder.glob(f"*{MODEL_SUFFIX}")) if folder.is_dir() else []:
+        where = f"{display}/{path.name}"
+        try:
+            doc = tomllib.loads(path.read_text(encoding="utf-8"))
+            kernels = []
+            for i, k in enumerate(doc.get("kernel", [])):
+                params = tuple(
+                    float(k[x]) for x in ("fixed_us", "flop_per_us", "bytes_per_us", "epilogue_us")
+                )
+                if not all(math.isfinite(p) and p > 0 for p in params):
+                    raise TuningError(
+                        f"{where} [kernel {i + 1}]: parameters must be finite and > 0"
+                    )
+                if k["name"] in names:
+                    kernels.append((k["name"], params))
+            model = Model(where, doc["gpu"], doc["arch"], int(doc["sm_count"]),
+                          float(doc["bandwidth"]), tuple(sorted(kernels)))  # fmt: skip
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as e:
+            raise TuningError(f"{where}: not a cost model ({type(e).__name__}: {e})") from e
+        if not (model.sm_count > 0 and math.isfinite(model.bandwidth) and model.bandwidth > 0):
+            raise TuningError(f"{where}: sm_count and bandwidth must be positive")
+        out.append(model)
+    return out

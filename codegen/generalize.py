@@ -1,0 +1,284 @@
+"""Does the speed hold on models the dispatcher never saw? The split, the sweep and the report.
+
+`specs/shapes/models.toml` splits the public models' projections in two: the cost model is fitted
+on the `tune` part only (`codegen fit`), and the `unseen` part is measured apart (`codegen sweep
+--part unseen`) and reported first (`codegen report`): the dispatcher's pick, the best shipped
+kernel (the oracle, which no user has) and torch, per dtype, at decode and prefill M.
+
+A sweep times, per shape and dtype, every plain kernel of this GPU's arch that takes the shape
+(prefill M: no swap-AB or cluster split-K kernels, which give M to the MMA's narrow side), torch,
+and `cutegemm.gemm` itself (the dispatcher's pick as a user calls it), as CUDA graphs of
+back-to-back launches over weights rotated past L2, interleaved in one process, clocks warmed
+first. It writes one JSON line per measurement as it goes, so a run cut short keeps what it did.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import time
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+PROJECTIONS = ("qkv", "o", "up", "down")
+
+
+@dataclass(frozen=True)
+class Split:
+    path: Path
+    models: dict[str, dict]  # model name -> its entry in the source file
+    tune: tuple[str, ...]
+    unseen: tuple[str, ...]
+    decode_m: tuple[int, ...]
+    prefill_m: tuple[int, ...]
+    max_tflop: float
+
+
+@dataclass(frozen=True)
+class Product:
+    model: str
+    proj: str
+    m: int
+    n: int
+    k: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.model} {self.proj} M={self.m}"
+
+    @property
+    def decode(self) -> bool:
+        return self.m <= 256
+
+
+def load_split(path: Path) -> Split:
+    """The split file and the model list it names; every model named must exist."""
+    doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    source = path.parent / doc["source"]
+    models = {m["name"]: m for m in tomllib.loads(source.read_text(encoding="utf-8"))["model"]}
+    for part in ("tune", "unseen"):
+        missing = [x for x in doc[part] if x not in models]
+        if missing:
+            raise ValueError(f"{path}: {part} names models {source.name} lacks: {missing}")
+    overlap = set(doc["tune"]) & set(doc["unseen"])
+    if overlap:
+        raise ValueError(f"{path}: models in both parts: {sorted(overlap)}")
+    return Split(
+        path,
+        models,
+        tuple(doc["tune"]),
+        tuple(doc["unseen"]),
+        tuple(doc["decode_m"]),
+        tuple(doc["prefill_m"]),
+        float(doc["max_tflop"]),
+    )
+
+
+def products(split: Split, part: str, decode: bool = True, prefill: bool = True) -> list[Product]:
+    """Every (model, projection, M) of `part` ("tune" or "unseen"), prefill capped by max_tflop."""
+    ms = (split.decode_m if decode else ()) + (split.prefill_m if prefill else ())
+    out = []
+    for name in getattr(split, part):
+        entry = split.models[name]
+        for proj in PROJECTIONS:
+            if proj not in entry:
+                continue
+            n, k = entry[proj]
+            for m in ms:
+                if 2 * m * n * k / 1e12 <= split.max_tflop:
+                    out.append(Product(name, proj, m, n, k))
+    return out
+
+
+def layer(split: Split, model: str) -> list[tuple[str, int, int]]:
+    """One decoder layer's projections of `model`, in order: (name, N, K)."""
+    entry = split.models[model]
+    return [(p, *entry[p]) for p in PROJECTIONS if p in entry]
+
+
+# ---- the sweep (GPU) ---------------------------------------------------------------------------
+
+
+def sweep_candidates(pkg, arch: str, dtype: str, out: str, prod: Product) -> list:
+    """Every plain kernel of `arch` for (dtype, out) that takes the product; prefill leaves out
+    swap-AB and cluster split-K kernels."""
+    rt = pkg._runtime
+    kernels = rt._BY_CLASS.get((arch, dtype, out, 1.0, 0.0, None, None), [])
+    keep = []
+    for kern in kernels:
+        if rt._refusal(kern, prod.m, prod.n, prod.k) is not None:
+            continue
+        if not prod.decode and (
+            kern.swap_ab or (kern.scheduler == "split_k" and not kern.max_tiles)
+        ):
+            continue
+        keep.append(kern)
+    return keep
+
+
+def sweep(
+    pkg,
+    prods: list[Product],
+    dtypes: list[str],
+    out_path: Path,
+    rounds: int = 5,
+    all_kernels: bool = True,
+    log=print,
+) -> None:
+    """Time every candidate (or, with all_kernels False, only the pick), torch and gemm() on each
+    product, appending JSON lines to `out_path` (see the module's docstring)."""
+    import torch
+
+    tune = pkg._tune
+    rt = pkg._runtime
+    gpu, arch = rt._device(torch.cuda.current_device())
+    props = torch.cuda.get_device_properties(0)
+    with out_path.open("a", encoding="utf-8") as f:
+
+        def emit(**row) -> None:
+            f.write(json.dumps(row, sort_keys=True) + "\n")
+            f.flush()
+
+        emit(kind="meta", gpu=gpu, arch=arch, sm_count=props.multi_processor_count,
+             torch=torch.__version__, bandwidth=copy_bandwidth())  # fmt: skip
+        for dtype in dtypes:
+            out = "bf16"
+            tin, tout = rt._TORCH[dtype], rt._TORCH[out]
+            kerns = {p: sweep_candidates(pkg, arch, dtype, out, p) for p in prods}
+            t0 = time.perf_counter()
+            tune.compile_ahead({k for ks in kerns.values() for k in ks}, arch, 0)
+            log(f"{dtype}: {len({k for ks in kerns.values() for k in ks})} kernels ready "
+                f"({time.perf_counter() - t0:.0f} s)")  # fmt: skip
+            tune.warm_clocks(3.0)
+            for i, prod in enumerate(prods):
+                pick = pkg.kernel_for(prod.m, prod.n, prod.k, dtype=tin, out_dtype=tout)
+                cands = kerns[prod] if all_kernels else [pick]
+                base = {"model": prod.model, "proj": prod.proj, "dtype": dtype,
+                        "out_dtype": out, "m": prod.m, "n": prod.n, "k": prod.k}  # fmt: skip
+                try:
+                    times, torch_us, failed, gemm_us = measure_with_gemm(
+                        pkg, cands, arch, prod, tin, tout, rounds
+                    )
+                except RuntimeError as e:  # e.g. torch._scaled_mm's own shape limits
+                    emit(kind="skipped", why=str(e).splitlines()[0], **base)
+                    continue
+                for name, us in times.items():
+                    emit(kind="time", kernel=name, us=round(us, 3), **base)
+                for name, why in failed.items():
+                    emit(kind="failed", kernel=name, why=why, **base)
+                emit(kind="torch", us=round(torch_us, 3), **base)
+                emit(kind="gemm", kernel=pick.name, us=round(gemm_us, 3), **base)
+                best = min(times.values()) if times else math.nan
+                log(f"[{dtype} {i + 1}/{len(prods)}] {prod.label} N={prod.n} K={prod.k}: "
+                    f"pick {pick.name} {gemm_us:.1f} us, best {best:.1f}, torch {torch_us:.1f} "
+                    f"({len(times)} timed, {time.perf_counter() - t0:.0f} s)")  # fmt: skip
+
+
+def measure_with_gemm(pkg, kernels, arch, prod: Product, tin, tout, rounds: int):
+    """tune.measure's candidates and torch, plus gemm() as a user calls it, in one interleaving."""
+    import torch
+
+    tune = pkg._tune
+    sets = tune.input_sets(prod.m, prod.n, prod.k, tin, tout)
+    a, b, c = sets[0]
+    tune.torch_launch(a, b, c)()  # raises if torch cannot run it
+    ref = a.float() @ b.float().T
+    tol = tune.TOLERANCE[pkg._runtime._NAME[tout]]
+    graphs, failed = {}, {}
+    for kern in kernels:
+        try:
+            c.fill_(float("nan"))
+            tune.kernel_launch(kern, arch, a, b, c)()
+            torch.cuda.synchronize()
+            err = ((c.float() - ref).norm() / ref.norm()).item()
+            if not err <= tol:
+                failed[kern.name] = f"rel_err {err:.2e} > tol {tol:.0e}"
+                continue
+            launches = [tune.kernel_launch(kern, arch, x, y, z) for x, y, z in sets]
+            graphs[kern.name] = (tune.graph_of(launches), len(launches))
+        except Exception as e:  # noqa: BLE001 - a kernel that cannot run is not ranked
+            failed[kern.name] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    c.fill_(float("nan"))
+    pkg.gemm(a, b, out=c)
+    torch.cuda.synchronize()
+    err = ((c.float() - ref).norm() / ref.norm()).item()
+    if not err <= tol:
+        raise RuntimeError(f"gemm() rel_err {err:.2e} > tol {tol:.0e}")
+    gemm_calls = [lambda x=x, y=y, z=z: pkg.gemm(x, y, out=z) for x, y, z in sets]
+    graphs["@gemm"] = (tune.graph_of(gemm_calls), len(sets))
+    graphs["@torch"] = (tune.graph_of([tune.torch_launch(x, y, z) for x, y, z in sets]), len(sets))
+    times = tune.time_graphs(graphs, rounds)
+    return times, times.pop("@torch"), failed, times.pop("@gemm")
+
+
+def copy_bandwidth() -> float:
+    """Device-to-device copy bandwidth in bytes/µs (read + write), median of 10 copies of 2 GiB."""
+    import torch
+
+    x = torch.empty(1 << 30, device="cuda", dtype=torch.float16)
+    y = torch.empty_like(x)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples = []
+    for _ in range(12):
+        start.record()
+        y.copy_(x)
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) * 1000.0)
+    return 2 * x.numel() * x.itemsize / statistics.median(samples[2:])
+
+
+# ---- reading a sweep (CPU) ---------------------------------------------------------------------
+
+
+@dataclass
+class Measured:
+    """One product's measurements from a sweep."""
+
+    prod: Product
+    dtype: str
+    times: dict[str, float]  # kernel -> µs
+    torch_us: float
+    gemm_us: float | None
+    gemm_kernel: str | None
+
+
+def read_runs(paths: list[Path]) -> tuple[dict, dict[tuple, Measured]]:
+    """(the first meta line, {(dtype, model, proj, m): Measured}); a later line for the same
+    (product, kernel) replaces an earlier one."""
+    meta: dict = {}
+    got: dict[tuple, Measured] = {}
+    for path in paths:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            if row["kind"] == "meta":
+                meta = meta or row
+                continue
+            if row["kind"] in ("skipped", "failed"):
+                continue
+            prod = Product(row["model"], row["proj"], row["m"], row["n"], row["k"])
+            key = (row["dtype"], prod.model, prod.proj, prod.m)
+            rec = got.setdefault(key, Measured(prod, row["dtype"], {}, math.nan, None, None))
+            if row["kind"] == "time":
+                rec.times[row["kernel"]] = row["us"]
+            elif row["kind"] == "torch":
+                rec.torch_us = row["us"]
+            elif row["kind"] == "gemm":
+                rec.gemm_us, rec.gemm_kernel = row["us"], row["kernel"]
+    return meta, got
+
+
+def geomean(xs: list[float]) -> float:
+    xs = [x for x in xs if x > 0 and math.isfinite(x)]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else math.nan
+
+
+def iter_part(
+    got: dict[tuple, Measured], models: tuple[str, ...], dtype: str
+) -> Iterator[Measured]:
+    for (dt, model, _, _), rec in sorted(got.items()):
+        if dt == dtype and model in models and rec.times and math.isfinite(rec.torch_us):
+            yield rec
