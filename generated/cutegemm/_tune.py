@@ -255,9 +255,17 @@ def compile_ahead(kernels: Iterable[Kernel], arch: str, device: int, jobs: int |
     import multiprocessing
 
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
-        for _ in pool.map(_compile_one, todo, [arch] * len(todo), [device] * len(todo)):
-            pass
+    try:
+        with ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
+            futures = [pool.submit(_compile_one, name, arch, device) for name in todo]
+            for name, fut in zip(todo, futures):
+                try:
+                    fut.result()
+                except Exception as e:  # noqa: BLE001 - compiled again (and reported) on use
+                    print(f"cutegemm: compiling {name} ahead failed ({type(e).__name__}: {e})",
+                          file=sys.stderr)  # fmt: skip
+    except OSError as e:  # no worker processes here: each kernel compiles on first use
+        print(f"cutegemm: no parallel compile ({e})", file=sys.stderr)
 
 
 # ---- tune ----------------------------------------------------------------------------------------
