@@ -246,7 +246,7 @@ def chain_cmd(
     if arch is None:
         fail([f"nothing to time here ({here}): `codegen chain` needs a GPU and torch."])
     pkg = library.import_package(generated)
-    pkg._tune.warm_clocks(3.0)
+    gen.submodules(pkg)[0].warm_clocks(3.0)
     out = []
     head = ["model", "dtype", "M", "µs / step", "TB/s", "torch µs", "ratio", "rel_err", "picks"]
     rows = []

@@ -24,12 +24,14 @@ from codegen.package import MODEL_SUFFIX, TuningError
 
 MIN_POINTS = 3  # a kernel measured on fewer products gets no parameters of its own
 PRIOR_WEIGHT = 0.02  # pull of each log-parameter towards its prior, against the data's errors
-# priors per input dtype: fixed µs, flop/µs and bytes/µs of one CTA, epilogue µs per tile
+# priors per input dtype: fixed µs, flop/µs and bytes/µs of one CTA, epilogue µs per tile, share
+# of the copy bandwidth reached
 PRIORS = {
-    "bf16": (5.0, 4.0e6, 40e3, 1.0),
-    "f16": (5.0, 4.0e6, 40e3, 1.0),
-    "e4m3": (5.0, 8.0e6, 40e3, 1.0),
+    "bf16": (5.0, 4.0e6, 40e3, 1.0, 0.75),
+    "f16": (5.0, 4.0e6, 40e3, 1.0, 0.75),
+    "e4m3": (5.0, 8.0e6, 40e3, 1.0, 0.75),
 }
+PARAMS = ("fixed_us", "flop_per_us", "bytes_per_us", "epilogue_us", "bandwidth_share")
 
 
 @functools.cache
@@ -86,9 +88,10 @@ def _nelder_mead(f, x0: list[float], step: float = 0.5, iters: int = 600) -> lis
 @dataclass(frozen=True)
 class Fit:
     name: str
-    params: tuple[float, float, float, float]
+    params: tuple[float, ...]
     points: int
-    rms_log_error: float
+    rms_log_error: float  # of the model without the M correction
+    m_correction: tuple[tuple[int, float], ...] = ()  # (M, mean log(measured / predicted))
 
 
 def fit_kernel(
@@ -109,14 +112,14 @@ def fit_kernel(
     best = _nelder_mead(loss, prior)
     for _ in range(2):  # restarts from the best point: Nelder-Mead stalls on flat terms
         best = _nelder_mead(loss, best, step=0.3)
-    params = tuple(math.exp(x) for x in best)
-    rms = math.sqrt(
-        statistics.fmean(
-            mod.log_error(mod.predict(kern, m, n, k, params, sm_count, bandwidth), us) ** 2
-            for m, n, k, us in points
-        )
-    )
-    return Fit(kern.name, params, len(points), rms)
+    params = tuple(math.exp(x) for x in best[:4]) + (min(1.0, math.exp(best[4])),)
+    logs = {}
+    for m, n, k, us in points:
+        err = mod.log_error(mod.predict(kern, m, n, k, params, sm_count, bandwidth), us)
+        logs.setdefault(m, []).append(-err)
+    rms = math.sqrt(statistics.fmean(x * x for v in logs.values() for x in v))
+    corr = tuple((m, round(statistics.fmean(v), 4)) for m, v in sorted(logs.items()))
+    return Fit(kern.name, params, len(points), rms, corr)
 
 
 def fit(
@@ -134,8 +137,10 @@ def model_text(fits: list[Fit], gpu: str, arch: str, sm_count: int, bandwidth: f
                fitted_on: list[str], command: str) -> str:  # fmt: skip
     lines = [
         "# Fitted by `codegen fit`: per kernel, the cost model's parameters (cutegemm._model):",
-        "# fixed µs, one CTA's MMA flop/µs and load bytes/µs, epilogue µs per tile; `points`",
-        "# products measured, `rms_log_error` the fit's error on them (0.05: about 5%).",
+        "# fixed µs, one CTA's MMA flop/µs and load bytes/µs, epilogue µs per tile, share of the",
+        "# copy bandwidth reached when the whole GPU streams; `m_correction`: (M, mean log of",
+        "# measured / predicted time at that M), applied in between by interpolation; `points`",
+        "# products measured, `rms_log_error` the fit's error on them before the correction.",
         "# `codegen render` turns this file into cutegemm._dispatch.MODELS.",
         f'gpu = "{gpu}"',
         f'arch = "{arch}"',
@@ -147,14 +152,11 @@ def model_text(fits: list[Fit], gpu: str, arch: str, sm_count: int, bandwidth: f
         "",
     ]
     for f in fits:
-        fixed, flops, load, epi = f.params
         lines += [
             "[[kernel]]",
             f'name = "{f.name}"',
-            f"fixed_us = {fixed:.4g}",
-            f"flop_per_us = {flops:.4g}",
-            f"bytes_per_us = {load:.4g}",
-            f"epilogue_us = {epi:.4g}",
+            *(f"{key} = {value:.4g}" for key, value in zip(PARAMS, f.params)),
+            "m_correction = [" + ", ".join(f"[{m}, {r}]" for m, r in f.m_correction) + "]",
             f"points = {f.points}",
             f"rms_log_error = {f.rms_log_error:.3f}",
             "",
@@ -171,7 +173,7 @@ class Model:
     arch: str
     sm_count: int
     bandwidth: float
-    kernels: tuple[tuple[str, tuple[float, float, float, float]], ...]
+    kernels: tuple[tuple[str, tuple], ...]  # name, (params, m_correction)
 
 
 def load_models(folder: Path, names: set[str], display: str) -> list[Model]:
@@ -184,15 +186,17 @@ def load_models(folder: Path, names: set[str], display: str) -> list[Model]:
             doc = tomllib.loads(path.read_text(encoding="utf-8"))
             kernels = []
             for i, k in enumerate(doc.get("kernel", [])):
-                params = tuple(
-                    float(k[x]) for x in ("fixed_us", "flop_per_us", "bytes_per_us", "epilogue_us")
+                params = tuple(float(k[x]) for x in PARAMS)
+                corr = tuple(sorted((int(m), float(r)) for m, r in k.get("m_correction", [])))
+                finite = all(math.isfinite(p) and p > 0 for p in params) and all(
+                    m > 0 and math.isfinite(r) for m, r in corr
                 )
-                if not all(math.isfinite(p) and p > 0 for p in params):
+                if not finite:
                     raise TuningError(
                         f"{where} [kernel {i + 1}]: parameters must be finite and > 0"
                     )
                 if k["name"] in names:
-                    kernels.append((k["name"], params))
+                    kernels.append((k["name"], (params, corr)))
             model = Model(where, doc["gpu"], doc["arch"], int(doc["sm_count"]),
                           float(doc["bandwidth"]), tuple(sorted(kernels)))  # fmt: skip
         except (tomllib.TOMLDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as e:

@@ -102,10 +102,19 @@ def layer(split: Split, model: str) -> list[tuple[str, int, int]]:
 # ---- the sweep (GPU) ---------------------------------------------------------------------------
 
 
+def submodules(pkg):
+    """The package's _tune and _runtime modules (imported on first use, like gemm)."""
+    import importlib
+
+    return importlib.import_module(f"{pkg.__name__}._tune"), importlib.import_module(
+        f"{pkg.__name__}._runtime"
+    )
+
+
 def sweep_candidates(pkg, arch: str, dtype: str, out: str, prod: Product) -> list:
     """Every plain kernel of `arch` for (dtype, out) that takes the product; prefill leaves out
     swap-AB and cluster split-K kernels."""
-    rt = pkg._runtime
+    _, rt = submodules(pkg)
     kernels = rt._BY_CLASS.get((arch, dtype, out, 1.0, 0.0, None, None), [])
     keep = []
     for kern in kernels:
@@ -132,8 +141,7 @@ def sweep(
     product, appending JSON lines to `out_path` (see the module's docstring)."""
     import torch
 
-    tune = pkg._tune
-    rt = pkg._runtime
+    tune, rt = submodules(pkg)
     gpu, arch = rt._device(torch.cuda.current_device())
     props = torch.cuda.get_device_properties(0)
     with out_path.open("a", encoding="utf-8") as f:
@@ -181,12 +189,12 @@ def measure_with_gemm(pkg, kernels, arch, prod: Product, tin, tout, rounds: int)
     """tune.measure's candidates and torch, plus gemm() as a user calls it, in one interleaving."""
     import torch
 
-    tune = pkg._tune
+    tune, rt = submodules(pkg)
     sets = tune.input_sets(prod.m, prod.n, prod.k, tin, tout)
     a, b, c = sets[0]
     tune.torch_launch(a, b, c)()  # raises if torch cannot run it
     ref = a.float() @ b.float().T
-    tol = tune.TOLERANCE[pkg._runtime._NAME[tout]]
+    tol = tune.TOLERANCE[rt._NAME[tout]]
     graphs, failed = {}, {}
     for kern in kernels:
         try:

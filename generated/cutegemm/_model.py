@@ -3,16 +3,21 @@
 
 A kernel's time on (M, N, K) is predicted from what its tile and scheduler make of the shape:
 
-    t = fixed + max(iters * flop / F, iters * bytes / B, unique bytes / BW) + rounds * E
+    t = fixed + max(iters * flop / F, iters * bytes / B, unique bytes / (BW * U)) + rounds * E
 
 - rounds: how many times the busiest CTA (or cluster) takes a new unit of work (a tile, or a tile's
   K share under split-K); iters: the k-tiles the busiest CTA runs (stream-K: an equal share of all);
 - flop, bytes: one k-tile's MMA work and operand bytes for one CTA (tile M x N x K);
 - F, B: one CTA's MMA rate and load bandwidth, E: one tile's epilogue, fixed: launch, prologue and
-  tail; all four fitted per kernel on measured shapes (`codegen fit`), so the model knows each
-  kernel's own speeds and only extrapolates the shape arithmetic;
-- unique bytes / BW: A, B and C each once at the GPU's copy bandwidth (the floor of a
-  memory-bound shape, whatever the grid).
+  tail, U: the share of the GPU's copy bandwidth BW the kernel reaches when the whole GPU streams
+  (the floor of a memory-bound shape: A, B and C each once); all five fitted per kernel on
+  measured shapes (`codegen fit`), so the model knows each kernel's own speeds and only
+  extrapolates the shape arithmetic;
+- then times the kernel's correction at this M: the mean ratio of measured to predicted time over
+  the products measured at each M (`codegen fit`), interpolated in log M between them (the end
+  values beyond). The model's form misses what changes with the batch (how a tile fills with M
+  rows, which limit binds); the measured products share their M values with any model's
+  projections, so the correction carries to N and K it never saw.
 
 Pure Python, no torch: `kernel_for(..., gpu=...)` ranks on a machine without a GPU.
 """
@@ -21,6 +26,8 @@ from __future__ import annotations
 
 import math
 
+REACH = 2  # how far beyond the M range it was measured on the model ranks a kernel
+OVERLAP = 4  # the p of the p-norm that combines the three limits (p -> infinity: their max)
 # bytes per element of each dtype name
 ELEMENT_BYTES = {"f16": 2, "bf16": 2, "e4m3": 1, "f32": 4}
 
@@ -56,31 +63,63 @@ def work(kern, m: int, n: int, k: int, sm_count: int) -> tuple[int, int, int]:
     return rounds, rounds * k_tiles, min(tiles, slots)
 
 
+def correction(m: int, points: tuple) -> float:
+    """The factor at M from ((M, log factor), ...) sorted by M: interpolated in log M."""
+    if not points:
+        return 1.0
+    x = math.log(max(m, 1))
+    if x <= math.log(points[0][0]):
+        return math.exp(points[0][1])
+    for (m0, r0), (m1, r1) in zip(points, points[1:]):
+        x0, x1 = math.log(m0), math.log(m1)
+        if x <= x1:
+            return math.exp(r0 + (r1 - r0) * (x - x0) / (x1 - x0))
+    return math.exp(points[-1][1])
+
+
 def predict(kern, m: int, n: int, k: int, params: tuple, sm_count: int, bandwidth: float) -> float:
-    """Predicted µs of `kern` on (M, N, K): params = (fixed µs, F flop/µs, B bytes/µs, E µs),
-    bandwidth: the GPU's copy bandwidth in bytes/µs."""
-    fixed, flops, load, epilogue = params
+    """Predicted µs of `kern` on (M, N, K) before the M correction: params = (fixed µs, F flop/µs,
+    B bytes/µs, E µs, U), bandwidth: the GPU's copy bandwidth in bytes/µs."""
+    fixed, flops, load, epilogue, share = params
     rounds, iters, _ = work(kern, m, n, k, sm_count)
     tm, tn, tk = kern.tile
     in_bytes = ELEMENT_BYTES[kern.dtype]
     unique = in_bytes * (m * k + n * k) + ELEMENT_BYTES[kern.out_dtype] * m * n
-    body = max(
+    terms = (
         iters * 2 * tm * tn * tk / flops,
         iters * (tm + tn) * tk * in_bytes / load,
-        unique / bandwidth,
+        unique / (bandwidth * min(share, 1.0)),
     )
+    # the largest term, softened: where two are close, neither hides the other entirely
+    body = sum(t**OVERLAP for t in terms) ** (1 / OVERLAP)
     return fixed + body + rounds * epilogue
 
 
+def measured_near(m: int, fitted: tuple) -> bool:
+    """Whether M lies within a factor REACH of the M range the kernel was measured on: the
+    model ranks a kernel only where it has seen the kernel run (a swap-AB decode kernel,
+    measured up to M = 256, is not extrapolated to prefill)."""
+    points = fitted[1]
+    return not points or points[0][0] / REACH <= m <= points[-1][0] * REACH
+
+
 def rank(kernels, m: int, n: int, k: int, model: dict) -> list:
-    """`kernels` fastest first by the model; those it has no parameters for keep their order
-    after the rest."""
+    """`kernels` fastest first by the model; those it has no parameters for, or none near this
+    M, keep their order after the rest."""
     fitted = model["kernels"]
-    known = [kern for kern in kernels if kern.name in fitted]
-    rest = [kern for kern in kernels if kern.name not in fitted]
-    sm_count, bandwidth = model["sm_count"], model["bandwidth"]
-    known.sort(key=lambda kern: predict(kern, m, n, k, fitted[kern.name], sm_count, bandwidth))
+    known = [
+        kern for kern in kernels if kern.name in fitted and measured_near(m, fitted[kern.name])
+    ]
+    rest = [kern for kern in kernels if kern not in known]
+    known.sort(key=lambda kern: estimate(kern, m, n, k, model))
     return known + rest
+
+
+def estimate(kern, m: int, n: int, k: int, model: dict) -> float:
+    """The model's µs for `kern` on (M, N, K), its M correction applied."""
+    params, points = model["kernels"][kern.name]
+    us = predict(kern, m, n, k, params, model["sm_count"], model["bandwidth"])
+    return us * correction(m, points)
 
 
 def log_error(pred: float, measured: float) -> float:
