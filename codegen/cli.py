@@ -1061,7 +1061,9 @@ def export_cmd(
     )
 
 
-from codegen import cli_generalize  # noqa: F401 - registers sweep, fit, report, chain
+from codegen import cli_generalize  # sweep, fit, report, chain
+
+app.registered_commands += cli_generalize.app.registered_commands
 
 
 def main() -> None:

@@ -6,7 +6,8 @@ compute the same thing. Fitting finds, per kernel, the four parameters (fixed µ
 load bytes/µs, epilogue µs) that minimize the squared log error of its predicted times over the
 measured products, by Nelder-Mead in log space with a weak pull towards a prior (so a term no
 measurement exercises stays plausible). The result is a reviewable TOML file,
-`specs/tuning/GPU.model.toml`, that `codegen render` turns into `cutegemm._dispatch.MODELS`.
+`specs/tuning/GPU.model.toml`, that `codegen render` reads (codegen.package.load_models) and
+turns into `cutegemm._dispatch.MODELS`.
 """
 
 from __future__ import annotations
@@ -15,12 +16,10 @@ import datetime
 import functools
 import math
 import statistics
-import tomllib
 import types
 from dataclasses import dataclass
-from pathlib import Path
 
-from codegen.package import MODEL_SUFFIX, TuningError
+from codegen.package import MODEL_PARAMS as PARAMS
 
 MIN_POINTS = 3  # a kernel measured on fewer products gets no parameters of its own
 PRIOR_WEIGHT = 0.02  # pull of each log-parameter towards its prior, against the data's errors
@@ -31,7 +30,6 @@ PRIORS = {
     "f16": (5.0, 4.0e6, 40e3, 1.0, 0.75),
     "e4m3": (5.0, 8.0e6, 40e3, 1.0, 0.75),
 }
-PARAMS = ("fixed_us", "flop_per_us", "bytes_per_us", "epilogue_us", "bandwidth_share")
 
 
 @functools.cache
@@ -162,46 +160,3 @@ def model_text(fits: list[Fit], gpu: str, arch: str, sm_count: int, bandwidth: f
             "",
         ]
     return "\n".join(lines)
-
-
-@dataclass(frozen=True)
-class Model:
-    """A fitted model as the dispatch template prints it."""
-
-    source: str
-    gpu: str
-    arch: str
-    sm_count: int
-    bandwidth: float
-    kernels: tuple[tuple[str, tuple], ...]  # name, (params, m_correction)
-
-
-def load_models(folder: Path, names: set[str], display: str) -> list[Model]:
-    """Every `*.model.toml` in `folder`; entries naming a kernel that no longer exists are left
-    out (the model of the others still holds)."""
-    out = []
-    for path in sorted(folder.glob(f"*{MODEL_SUFFIX}")) if folder.is_dir() else []:
-        where = f"{display}/{path.name}"
-        try:
-            doc = tomllib.loads(path.read_text(encoding="utf-8"))
-            kernels = []
-            for i, k in enumerate(doc.get("kernel", [])):
-                params = tuple(float(k[x]) for x in PARAMS)
-                corr = tuple(sorted((int(m), float(r)) for m, r in k.get("m_correction", [])))
-                finite = all(math.isfinite(p) and p > 0 for p in params) and all(
-                    m > 0 and math.isfinite(r) for m, r in corr
-                )
-                if not finite:
-                    raise TuningError(
-                        f"{where} [kernel {i + 1}]: parameters must be finite and > 0"
-                    )
-                if k["name"] in names:
-                    kernels.append((k["name"], (params, corr)))
-            model = Model(where, doc["gpu"], doc["arch"], int(doc["sm_count"]),
-                          float(doc["bandwidth"]), tuple(sorted(kernels)))  # fmt: skip
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as e:
-            raise TuningError(f"{where}: not a cost model ({type(e).__name__}: {e})") from e
-        if not (model.sm_count > 0 and math.isfinite(model.bandwidth) and model.bandwidth > 0):
-            raise TuningError(f"{where}: sm_count and bandwidth must be positive")
-        out.append(model)
-    return out

@@ -16,6 +16,7 @@ so a kernel kept from an earlier render (its spec file not rendered now) is list
 from __future__ import annotations
 
 import ast
+import math
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -178,6 +179,8 @@ def read_entry(text: str, relpath: str) -> Entry:
 
 
 MODEL_SUFFIX = ".model.toml"  # specs/tuning/GPU.model.toml: a fitted cost model (codegen.costmodel)
+# a kernel's cost-model parameters, in the order cutegemm._model reads them
+MODEL_PARAMS = ("fixed_us", "flop_per_us", "bytes_per_us", "epilogue_us", "bandwidth_share")
 
 
 class TuningError(Exception):
@@ -246,6 +249,49 @@ def load_tables(folder: Path, names: set[str], display: str) -> list[Table]:
                 raise TuningError(f'{where}: needs a top-level {key} = "..."')
         tables.append(Table(where, doc["gpu"], doc["arch"], tuple(picks)))
     return tables
+
+
+@dataclass(frozen=True)
+class Model:
+    """A fitted model as the dispatch template prints it."""
+
+    source: str
+    gpu: str
+    arch: str
+    sm_count: int
+    bandwidth: float
+    kernels: tuple[tuple[str, tuple], ...]  # name, (params, m_correction)
+
+
+def load_models(folder: Path, names: set[str], display: str) -> list[Model]:
+    """Every `*.model.toml` in `folder`; entries naming a kernel that no longer exists are left
+    out (the model of the others still holds)."""
+    out = []
+    for path in sorted(folder.glob(f"*{MODEL_SUFFIX}")) if folder.is_dir() else []:
+        where = f"{display}/{path.name}"
+        try:
+            doc = tomllib.loads(path.read_text(encoding="utf-8"))
+            kernels = []
+            for i, k in enumerate(doc.get("kernel", [])):
+                params = tuple(float(k[x]) for x in MODEL_PARAMS)
+                corr = tuple(sorted((int(m), float(r)) for m, r in k.get("m_correction", [])))
+                finite = all(math.isfinite(p) and p > 0 for p in params) and all(
+                    m > 0 and math.isfinite(r) for m, r in corr
+                )
+                if not finite:
+                    raise TuningError(
+                        f"{where} [kernel {i + 1}]: parameters must be finite and > 0"
+                    )
+                if k["name"] in names:
+                    kernels.append((k["name"], (params, corr)))
+            model = Model(where, doc["gpu"], doc["arch"], int(doc["sm_count"]),
+                          float(doc["bandwidth"]), tuple(sorted(kernels)))  # fmt: skip
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as e:
+            raise TuningError(f"{where}: not a cost model ({type(e).__name__}: {e})") from e
+        if not (model.sm_count > 0 and math.isfinite(model.bandwidth) and model.bandwidth > 0):
+            raise TuningError(f"{where}: sm_count and bandwidth must be positive")
+        out.append(model)
+    return out
 
 
 # ---- package files -----------------------------------------------------------------------------

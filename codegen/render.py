@@ -26,7 +26,7 @@ from pathlib import Path
 
 import jinja2
 
-from codegen import costmodel, package, registry
+from codegen import package, registry
 from codegen.files import write_atomic
 from codegen.loader import LoadedSpec
 from codegen.plan import plan
@@ -429,7 +429,7 @@ def sync(
     tuning = tuning or root / "specs" / "tuning"
     names = {r.name for r in everything}
     tables = package.load_tables(tuning, names, _display(tuning, root))
-    models = costmodel.load_models(tuning, names, _display(tuning, root))
+    models = package.load_models(tuning, names, _display(tuning, root))
     files = {r.relpath: r.text for r in rendered}
     package_texts, package_state = _package_files(out_dir, list(entries.values()), tables, models)
     files.update(package_texts)
