@@ -73,6 +73,14 @@ def sweep_cmd(
         bool, typer.Option("--pick-only", help="Time only gemm() and torch (no oracle).")
     ] = False,
     rounds: Annotated[int, typer.Option("--rounds", help="Replays per graph (median).")] = 5,
+    compiled: Annotated[
+        int,
+        typer.Option(
+            "--compiled",
+            help="Instead: torch.compile max-autotune on this many products spread over the part "
+            "(bf16 and e4m3), beside gemm() and torch.",
+        ),
+    ] = 0,
     generated: GeneratedOpt = Path("generated"),
 ) -> None:
     """On a GPU: time every plain kernel, gemm() (the dispatcher's pick) and torch on every
@@ -86,6 +94,11 @@ def sweep_cmd(
         fail([f"nothing to time here ({here}): `codegen sweep` needs a GPU and torch."])
     pkg = library.import_package(generated)
     console.print(f"{len(prods)} products of {len(getattr(sp, part))} {part} models on {here}")
+    if compiled:
+        for dtype in _dtypes(dtypes):
+            gen.compiled_baseline(pkg, gen.spread(prods, compiled), dtype, out, rounds,
+                                  log=lambda s: console.print(s, markup=False))  # fmt: skip
+        return
     gen.sweep(pkg, prods, _dtypes(dtypes), out, rounds, all_kernels=not pick_only,
               log=lambda s: console.print(s, markup=False))  # fmt: skip
     console.print(f"wrote {out}")
@@ -207,6 +220,22 @@ def report_cmd(
                     f"{worst[0]:.2f}x ({worst[1].prod.label})", ", ".join(sorted(src)),
                 ])  # fmt: skip
     _print(head, lines, markdown, f"pick vs torch and the oracle, {gpu}")
+    comp = gen.read_compiled(runs)
+    if comp:
+        head3 = ["dtype", "products", "gemm/max-autotune", "gemm/torch", "max-autotune/torch",
+                 "worst gemm/max-autotune"]  # fmt: skip
+        rows3 = []
+        for dtype in ("bf16", "e4m3"):
+            cs = [c for c in comp if c["dtype"] == dtype]
+            if cs:
+                worst = min(cs, key=lambda c: c["us"] / c["gemm_us"])
+                rows3.append([dtype, str(len(cs)),
+                              f"{gen.geomean([c['us'] / c['gemm_us'] for c in cs]):.3f}x",
+                              f"{gen.geomean([c['torch_us'] / c['gemm_us'] for c in cs]):.3f}x",
+                              f"{gen.geomean([c['torch_us'] / c['us'] for c in cs]):.3f}x",
+                              (f"{worst['us'] / worst['gemm_us']:.2f}x ({worst['model']} "
+                               f"{worst['proj']} M={worst['m']})")])  # fmt: skip
+        _print(head3, rows3, markdown, "against torch.compile(mode='max-autotune'), same process")
     if rows_out:
         head2 = ["dtype", "product", "N", "K", "pick", "µs", "torch µs", "ratio", "best", "best µs"]
         rows2 = [[r.dtype, r.prod.label, str(r.prod.n), str(r.prod.k), name, f"{us:.1f}",
@@ -279,3 +308,56 @@ def chain_cmd(
                     console.print(f"  {name} {dtype} M={m}: FAIL rel_err {r.rel_err:.1e}")
     _print(head, rows, not sys.stdout.isatty(), f"decode step, {layers} layers, {here}")
     json_out.write_text(json.dumps(out, indent=1))
+
+
+@app.command("tune-cache")
+def tune_cache_cmd(
+    model: Annotated[
+        list[str] | None, typer.Option("--model", help="Models of the split's list; repeatable.")
+    ] = None,
+    shapes: Annotated[
+        list[Path] | None, typer.Option("--shapes", help="Shape lists (TOML); repeatable.")
+    ] = None,
+    dtypes: Annotated[str, typer.Option("--dtypes", help="bf16, e4m3 or both.")] = "bf16",
+    top: Annotated[
+        int, typer.Option("--top", help="Candidates timed per shape, the model's first (0: all).")
+    ] = 8,
+    split: SplitOpt = DEFAULT_SPLIT,
+    generated: GeneratedOpt = Path("generated"),
+) -> None:
+    """On a GPU: what cutegemm.tune does, from the command line: measure the shapes (every
+    projection of --model at the split's decode and prefill M, and/or --shapes lists) on this GPU
+    into the per-GPU cache that gemm() reads first, in this and every later process."""
+    import time
+
+    import torch
+
+    from codegen import gpu, library
+
+    sp = _split(split)
+    todo: list[tuple[int, int, int]] = []
+    for name in model or []:
+        if name not in sp.models:
+            fail([f"--model {name!r}: not in the split's model list ({sp.path})"])
+        for proj, n, k in gen.layer(sp, name):
+            todo += [(m, n, k) for m in sp.decode_m + sp.prefill_m]
+    for path in shapes or []:
+        if not path.is_file():
+            fail([f"{path}: no such shape list"])
+        todo += [(s.m, s.n, s.k) for s in gpu.load_shapes(path)]
+    if not todo:
+        fail(["nothing to tune: give --model NAME or --shapes FILE"])
+    arch, here = gpu.gpu_arch()
+    if arch is None:
+        fail([f"nothing to tune here ({here}): `codegen tune-cache` needs a GPU and torch."])
+    pkg = library.import_package(generated)
+    tune, _ = gen.submodules(pkg)
+    todo = list(dict.fromkeys(todo))
+    t0 = time.perf_counter()
+    for dtype in _dtypes(dtypes):
+        dt = {"bf16": torch.bfloat16, "e4m3": torch.float8_e4m3fn}[dtype]
+        rows = pkg.tune(todo, dtype=dt, top=top)
+        console.print(f"{dtype}: {len(rows)} shapes; geomean vs torch "
+                      f"{gen.geomean([r.get('ratio', math.nan) for r in rows]):.3f}x")  # fmt: skip
+    console.print(f"tuned {len(todo)} shapes in {time.perf_counter() - t0:.0f} s on {here}; "
+                  f"cache: {tune.cache_file(torch.cuda.get_device_name())}")  # fmt: skip

@@ -254,6 +254,16 @@ class Measured:
     gemm_kernel: str | None
 
 
+def read_compiled(paths: list[Path]) -> list[dict]:
+    """The kind="compiled" lines of sweep files (compiled_baseline)."""
+    return [
+        row
+        for path in paths
+        for row in map(json.loads, path.read_text(encoding="utf-8").splitlines())
+        if row["kind"] == "compiled"
+    ]
+
+
 def read_runs(paths: list[Path]) -> tuple[dict, dict[tuple, Measured]]:
     """(the first meta line, {(dtype, model, proj, m): Measured}); a later line for the same
     (product, kernel) replaces an earlier one."""
@@ -265,7 +275,7 @@ def read_runs(paths: list[Path]) -> tuple[dict, dict[tuple, Measured]]:
             if row["kind"] == "meta":
                 meta = meta or row
                 continue
-            if row["kind"] in ("skipped", "failed"):
+            if row["kind"] in ("skipped", "failed", "compiled"):
                 continue
             prod = Product(row["model"], row["proj"], row["m"], row["n"], row["k"])
             key = (row["dtype"], prod.model, prod.proj, prod.m)
@@ -290,3 +300,67 @@ def iter_part(
     for (dt, model, _, _), rec in sorted(got.items()):
         if dt == dtype and model in models and rec.times and math.isfinite(rec.torch_us):
             yield rec
+
+
+# ---- torch.compile(mode="max-autotune") (GPU) --------------------------------------------------
+
+
+def compiled_baseline(pkg, prods: list[Product], dtype: str, out_path: Path, rounds: int = 5,
+                      log=print) -> None:  # fmt: skip
+    """What a user would try instead: torch.compile's max-autotune (Triton templates benchmarked
+    beside cuBLAS) of the same product, without its own CUDA graphs so that it is captured and
+    timed exactly like gemm() and torch, interleaved with both; JSON lines kind="compiled"."""
+    import torch
+
+    tune, rt = submodules(pkg)
+    tin, tout = rt._TORCH[dtype], torch.bfloat16
+    with out_path.open("a", encoding="utf-8") as f:
+        for prod in prods:
+            torch._dynamo.reset()
+            if dtype == "e4m3":
+                one = torch.ones((), device="cuda")
+
+                def product(a, b, one=one):
+                    return torch._scaled_mm(a, b.T, scale_a=one, scale_b=one, out_dtype=tout)
+            else:
+
+                def product(a, b):
+                    return torch.mm(a, b.T)
+
+            fn = torch.compile(product, mode="max-autotune-no-cudagraphs", dynamic=False)
+            sets = tune.input_sets(prod.m, prod.n, prod.k, tin, tout)
+            t0 = time.perf_counter()
+            try:
+                a, b, _ = sets[0]
+                got = fn(a, b)
+                ref = a.float() @ b.float().T
+                err = ((got.float() - ref).norm() / ref.norm()).item()
+                graphs = {
+                    "compiled": (tune.graph_of([lambda x=x, y=y, f=fn: f(x, y) for x, y, _ in sets]),
+                                 len(sets)),
+                    "gemm": (tune.graph_of([lambda x=x, y=y, z=z: pkg.gemm(x, y, out=z)
+                                            for x, y, z in sets]), len(sets)),
+                    "torch": (tune.graph_of([tune.torch_launch(x, y, z) for x, y, z in sets]),
+                              len(sets)),
+                }  # fmt: skip
+            except Exception as e:  # noqa: BLE001 - inductor cannot always compile a product
+                log(f"compiled {prod.label}: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+                continue
+            compile_s = time.perf_counter() - t0
+            times = tune.time_graphs(graphs, rounds)
+            row = {"kind": "compiled", "model": prod.model, "proj": prod.proj, "dtype": dtype,
+                   "m": prod.m, "n": prod.n, "k": prod.k, "us": round(times["compiled"], 3),
+                   "gemm_us": round(times["gemm"], 3), "torch_us": round(times["torch"], 3),
+                   "rel_err": err, "compile_s": round(compile_s, 1)}  # fmt: skip
+            f.write(json.dumps(row, sort_keys=True) + "\n")
+            f.flush()
+            log(f"compiled {prod.label}: max-autotune {times['compiled']:.1f} us, gemm "
+                f"{times['gemm']:.1f}, torch {times['torch']:.1f} (compile {compile_s:.0f} s)")  # fmt: skip
+
+
+def spread(prods: list[Product], count: int) -> list[Product]:
+    """`count` products spread evenly over the list (every k-th), decode and prefill alike."""
+    if count >= len(prods):
+        return prods
+    step = len(prods) / count
+    return [prods[int(i * step)] for i in range(count)]
