@@ -15,11 +15,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "generated"))
 
-import torch  # noqa: E402
+import cutegemm
+import torch
+from cutegemm import _tune
 
-import cutegemm  # noqa: E402
-from codegen import generalize as gen  # noqa: E402
-from cutegemm import _tune  # noqa: E402
+from codegen import generalize as gen
 
 
 def main() -> None:
