@@ -919,8 +919,23 @@ class Checker:
         for group in by_root.values():
             if not any(a.write for a in group):
                 continue
+            # candidate partners by slot (a whole-buffer access overlaps every slot), visited in
+            # the group's order: the same pairs, in the same order, as all pairs of the group
+            by_slot: dict[int | None, list[int]] = {}
+            for j, a in enumerate(group):
+                by_slot.setdefault(a.res.slot, []).append(j)
+            wide = by_slot.get(None, [])
+            everyone = range(len(group))
             for i, a in enumerate(group):
-                for b in group[i + 1 :]:
+                if a.res.slot is None:
+                    later: Iterable[int] = everyone[i + 1 :]
+                else:
+                    same = by_slot[a.res.slot]
+                    later = same[bisect.bisect_right(same, i) :]
+                    if wide:
+                        later = sorted([*later, *wide[bisect.bisect_right(wide, i) :]])
+                for j in later:
+                    b = group[j]
                     if not (a.write or b.write) or not a.res.overlaps(b.res):
                         continue
                     if a.proxy == "generic" and b.proxy == "generic":
@@ -973,9 +988,10 @@ class Checker:
         )
 
     def check_fences(self) -> None:
-        writes = [
-            a for a in self.accesses if a.proxy == "generic" and a.write and a.res.space == "smem"
-        ]
+        writes: dict[tuple, list[Access]] = {}
+        for a in self.accesses:
+            if a.proxy == "generic" and a.write and a.res.space == "smem":
+                writes.setdefault((a.res.cta, a.res.root), []).append(a)
         if not writes:
             return
         for t in self.accesses:
@@ -985,7 +1001,7 @@ class Checker:
                 or t.res.space != "smem"
             ):
                 continue
-            for w in writes:
+            for w in writes.get((t.res.cta, t.res.root), ()):
                 if not w.res.overlaps(t.res) or not self.hb(w.start, t.start):
                     continue
                 fences = self.states[w.actor].fences
