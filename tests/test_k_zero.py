@@ -2,7 +2,8 @@
 
 `cutegemm.gemm` refuses K = 0; so do every file's `launcher` and `run` (a ValueError naming it,
 before anything is compiled or launched): the checks run on CPU tensors, so no GPU is needed.
-A stream-K file's `gemm` launches one CTA at K = 0 (CUDA rejects an empty grid).
+The file's `gemm` itself is traced by `codegen verify` at K = 0 (codegen/verify/sizes.py): its
+protocol must hold with no k-tile, and a stream-K host must not launch an empty grid.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import re
 
 import pytest
 from conftest import kernel_glob
+
+from codegen.verify import verify_file
 
 FILES = kernel_glob("*.py")
 DTYPES = {"f16": "float16", "bf16": "bfloat16", "e4m3": "float8_e4m3fn", "f32": "float32"}
@@ -69,3 +72,18 @@ def test_launcher_and_run_refuse_k_zero(modules, entry: str) -> None:
             wrong.append(f"{name} (K=64): {control}")
     assert {m.SPEC["arch"] for m in modules.values()} == {"sm_90a", "sm_100a"}
     assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize(
+    "name", ["h_128x128_wg1_streamk_tma", "sk_128x128_direct", "sk_128x256_tma_acc2"]
+)
+def test_stream_k_never_launches_an_empty_grid(name: str) -> None:
+    """The file's own gemm at K = 0: one CTA that finds no work (CUDA rejects a (0, 1, 1)
+    grid); verify reports an empty grid as a host-check failure."""
+    (path,) = kernel_glob(f"{name}.py")
+    report = verify_file(path)
+    zero = [c for c in report.cases if c.case.k_tiles == 0]
+    assert zero, "verify traced no K = 0 case"
+    for case in zero:
+        assert not case.violations, [v.render() for v in case.violations]
+        assert case.ctas == 1

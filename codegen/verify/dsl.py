@@ -770,13 +770,17 @@ class PendingLaunch:
     def launch(
         self, grid: Any = (1, 1, 1), block: Any = (1, 1, 1), cluster: Any = None, **kw: Any
     ) -> None:
+        dims = _dim3(grid)
+        if 0 in dims:
+            # CUDA rejects a launch with an empty grid (cudaErrorInvalidConfiguration)
+            raise HostCheckFailed(f"{self.fn.func.__name__} launched with an empty grid {dims}")
         current().launches.append(
             LaunchRequest(
                 self.fn.func,
                 self.fn.func.__name__,
                 self.args,
                 self.kwargs,
-                _dim3(grid),
+                dims,
                 _size3(block),
                 _dim3(cluster or (1, 1, 1)),
             )

@@ -91,6 +91,15 @@ CATALOGUE: tuple[Mutation, ...] = (
         WS_MMA_FLIP.replace("stage, phase = ring_next", "stage, _ = ring_next"),
     ),
     Mutation(
+        "sm90-pingpong-skip-phase",
+        "missing parity flip",
+        "sm90/consumer/pingpong.py.j2",
+        # the phase flips counted from the skip alone, not from the position it starts at: right
+        # only while stage + n wraps the ring as often as n does
+        "phase ^ ((pos // STAGES) % 2)",
+        "phase ^ ((n // STAGES) % 2)",
+    ),
+    Mutation(
         "sm90-consumer-parity",
         "missing parity flip",
         "sm90/gemm.py.j2",
@@ -159,6 +168,29 @@ CATALOGUE: tuple[Mutation, ...] = (
         "sm100/scheduler/split_k.py.j2",
         "wait_cluster_acquire(consumed, (tile_count - 1) % 2)",
         "pass",
+    ),
+    Mutation(
+        "sm90-release-unfilled",
+        "release without a fill",
+        "sm90/reduce/none.py.j2",
+        # the consumer's final release also runs when no k-tile filled a stage (K = 0)
+        "{% macro k_nonempty() %}k_tiles > 0{% endmacro %}",
+        "{% macro k_nonempty() %}k_tiles >= 0{% endmacro %}",
+    ),
+    Mutation(
+        "sm90-sk-empty-grid",
+        "empty grid",
+        "sm90/scheduler/stream_k.py.j2",
+        # K = 0 makes no MAC iteration: min(0, workers) CTAs is a (0, 1, 1) grid
+        "cutlass.max(cutlass.min(k_iters, max_workers(sm_count)), 1)",
+        "cutlass.min(k_iters, max_workers(sm_count))",
+    ),
+    Mutation(
+        "sm100-sk-empty-grid",
+        "empty grid",
+        "sm100/scheduler/stream_k.py.j2",
+        "cutlass.max(cutlass.min(k_iters, max_workers(sm_count)), 1)",
+        "cutlass.min(k_iters, max_workers(sm_count))",
     ),
     Mutation(
         "sm100-sk-flag-reset",
