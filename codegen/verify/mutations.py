@@ -244,6 +244,39 @@ CATALOGUE: tuple[Mutation, ...] = (
         "pass  # every reader took the previous answer",
     ),
     Mutation(
+        "sm100-clc-no-fence",
+        "no fence before reuse",
+        "sm100/scheduler/dynamic.py.j2",
+        # the answer is read through the generic proxy, the next try_cancel overwrites it through
+        # the async proxy: without the reader's fence the two are unordered
+        'cute.arch.fence_proxy("async.shared", space="cta")',
+        "pass",
+    ),
+    Mutation(
+        "sm100-splitk-cta-scope",
+        "CTA-scope hand-off",
+        "sm100/scheduler/split_k.py.j2",
+        # the peer's staged partial is read by rank 0 through DSMEM: a CTA-scope release does
+        # not make the staging stores visible to another CTA
+        "cute.arch.mbarrier_arrive(staged, peer_cta_rank_in_cluster=0, scope=nvvm.MemScopeKind.CLUSTER)",
+        "cute.arch.mbarrier_arrive(staged, peer_cta_rank_in_cluster=0)",
+    ),
+    Mutation(
+        "sm90-splitk-cta-scope",
+        "CTA-scope hand-off",
+        "sm90/reduce/cluster.py.j2",
+        "cute.arch.mbarrier_arrive(staged, peer_cta_rank_in_cluster=0, scope=nvvm.MemScopeKind.CLUSTER)",
+        "cute.arch.mbarrier_arrive(staged, peer_cta_rank_in_cluster=0)",
+    ),
+    Mutation(
+        "pdl-producer-no-wait",
+        "PDL order",
+        "common/pdl.py.j2",
+        # the TMA warp loads right after its L2 prefetch, without waiting for the previous kernel
+        "        cute.prefetch(tma_b, {{ b_src }})\ncute.arch.griddepcontrol_wait()",
+        "        cute.prefetch(tma_b, {{ b_src }})\npass",
+    ),
+    Mutation(
         "sm100-mcast-no-cluster-sync",
         "barrier used before init",
         "sm100/cluster/multicast.py.j2",
