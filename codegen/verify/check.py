@@ -399,7 +399,8 @@ class Checker:
         b.count, b.init_ev, b.pending, b.tx = count, ev, count, 0
 
     def op_arrive(self, st: ActorState, op: Op) -> None:
-        bar, count, tx, scope = op.args
+        bar, count, tx, *rest = op.args
+        scope = rest[0] if rest else "cta"  # hand-built models may leave the scope out
         n, t = count * op.threads, tx * op.threads
         what = (
             f"arrive {bar.show(self.here(st))}"
