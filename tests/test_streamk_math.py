@@ -227,11 +227,13 @@ def test_the_emulation_catches_the_32_bit_lines() -> None:
 
 @pytest.mark.parametrize("name", SK_NAMES)
 def test_host_counts_iterations_in_64_bits(name: str) -> None:
-    """The host's CTA count (min(iterations, one per SM, SK_CTAS)) must not wrap either."""
+    """The host's CTA count (min(iterations, one per SM, SK_CTAS), at least 1) must not wrap
+    either."""
     src = next(p for p in STREAMK if p.stem == name).read_text(encoding="utf-8")
     host = src[src.index("\ndef gemm(") :]
     assert "k_iters = cutlass.Int64(" in host
-    assert "cutlass.Int32(cutlass.min(k_iters, max_workers(sm_count)))" in host
+    # at least one CTA: K = 0 makes no iteration, and CUDA rejects an empty grid
+    assert "cutlass.Int32(cutlass.max(cutlass.min(k_iters, max_workers(sm_count)), 1))" in host
     # one CTA per SM of the GPU, never more than the workspace's slots
     assert "    return min(sm_count, SK_CTAS)\n" in src
 

@@ -334,3 +334,15 @@ def test_cli_failure_prints_a_counterexample(tmp_path: Path) -> None:
     assert "[exit-pending] CTA 0 can exit while [tcgen05.commit arrives on empty[" in proc.stdout
     assert "cta0.w1: tcgen05.commit -> empty[" in proc.stdout  # the issue ...
     assert "-> CTA 0 exits; still pending: tcgen05.commit arrives on empty[" in proc.stdout
+
+
+def test_persistent_sizes_cross_k_tiles_with_tiles_per_cta() -> None:
+    """Persistent kernels (ping-pong first): every k-tile count with 1, 2 and 3 tiles for the
+    first worker, and K = 0; a ring position after a tile depends on both."""
+    from codegen.verify.sizes import cases, k_counts
+
+    path = next(
+        p for p in FILES if p.stem == "sm90_bf16_64x256x64_s4_sw128_ws_wg2_pp_tma_persistent_rm"
+    )
+    got = {(c.k_tiles, c.tiles) for c in cases(KernelSource(path.read_text(), path.stem))}
+    assert got == {(k, t) for k in [*k_counts(4), 0] for t in (1, 2, 3)}

@@ -151,6 +151,9 @@ class ActorState:
     bulk_open: list[Token] = field(default_factory=list)
     bulk_groups: list[list[Token]] = field(default_factory=list)
     fences: list[int] = field(default_factory=list)
+    # release events wider than the CTA: cluster-scope arrives, cluster barrier arrives,
+    # st.release.gpu (what makes this actor's earlier writes visible to another CTA)
+    wide_releases: list[int] = field(default_factory=list)
 
     @property
     def op(self) -> Op:
@@ -262,6 +265,8 @@ class Checker:
         self.deallocs: list[tuple[int, int]] = []
         self.signals: list[tuple[int, Bar]] = []
         self.waits: list[tuple[int, Bar, int, int]] = []  # (event, bar, phase, actor)
+        self.gdc_waits: list[int] = []  # griddepcontrol.wait events
+        self.global_evs: list[int] = []  # TMA loads / stores, flag and workspace accesses
         self.states = [
             ActorState(a, i, last_ev=boundary, release_ev=boundary)
             for i, a in enumerate(launch.actors)
@@ -394,15 +399,22 @@ class Checker:
         b.count, b.init_ev, b.pending, b.tx = count, ev, count, 0
 
     def op_arrive(self, st: ActorState, op: Op) -> None:
-        bar, count, tx = op.args
+        bar, count, tx, *rest = op.args
+        scope = rest[0] if rest else "cta"  # hand-built models may leave the scope out
         n, t = count * op.threads, tx * op.threads
         what = (
             f"arrive {bar.show(self.here(st))}"
             + (f" x{n}" if n != 1 else "")
             + (f" expect_tx {t}" if t else "")
+            + (" (cluster scope)" if scope == "cluster" else "")
         )
         ev = self.own(st, op, what)
+        if scope == "cluster":
+            st.wide_releases.append(ev)
         self.credit(bar, ev, arrive=n, tx=t)
+
+    def op_gdc_wait(self, st: ActorState, op: Op) -> None:
+        self.gdc_waits.append(self.own(st, op, "griddepcontrol.wait"))
 
     def op_expect_tx(self, st: ActorState, op: Op) -> None:
         bar, tx = op.args
@@ -563,6 +575,8 @@ class Checker:
             gen=st.cluster_gen,
         )
         st.cluster_gen += 1
+        if st.last_ev is not None:
+            st.wide_releases.append(st.last_ev)  # barrier.cluster.arrive: release, cluster scope
 
     def op_cluster_wait(self, st: ActorState, op: Op) -> bool:
         (cluster,) = op.args
@@ -623,6 +637,7 @@ class Checker:
             f"TMA load {nbytes} B -> "
             + ", ".join(f"{r.show(here)} on {b.show(here)}" for r, b in zip(dests, bars)),
         )
+        self.global_evs.append(ev)
         for res, bar in zip(dests, bars):
             tok = self.spawn(
                 "tx",
@@ -635,6 +650,7 @@ class Checker:
     def op_tma_store(self, st: ActorState, op: Op) -> None:
         (res,) = op.args
         ev = self.own(st, op, f"TMA store from {res.show(self.here(st))}")
+        self.global_evs.append(ev)
         tok = self.spawn(
             "store",
             [ev],
@@ -769,11 +785,15 @@ class Checker:
     def op_read(self, st: ActorState, op: Op) -> None:
         (res,) = op.args
         ev = self.own(st, op, f"load {res.show(self.here(st))}")
+        if res.space == "gmem":
+            self.global_evs.append(ev)
         self.access(st, res, False, "generic", "read", ev, ev, self.text[ev])
 
     def op_write(self, st: ActorState, op: Op) -> None:
         (res,) = op.args
         ev = self.own(st, op, f"store {res.show(self.here(st))}")
+        if res.space == "gmem":
+            self.global_evs.append(ev)
         self.access(st, res, True, "generic", "write", ev, ev, self.text[ev])
 
     def op_fence_proxy(self, st: ActorState, op: Op) -> None:
@@ -826,6 +846,9 @@ class Checker:
             )
         hist.append((ev, value, sem))
         self.mem[word] = value
+        self.global_evs.append(ev)
+        if sem == "release":
+            st.wide_releases.append(ev)
 
     def op_await(self, st: ActorState, op: Op) -> bool:
         word, cmp, value, sem = op.args
@@ -835,6 +858,7 @@ class Checker:
         hist = self.stores.get(word, [])
         src = hist[-1][0] if hist else None
         ev = self.own(st, op, f"spin ld.{sem} {word.show()} until {cmp} {value}", [src])
+        self.global_evs.append(ev)
         if hist:
             s_ev, _, s_sem = hist[-1]
             if s_sem != "release" or sem != "acquire":
@@ -889,6 +913,8 @@ class Checker:
                 )
         self.check_races()
         self.check_fences()
+        self.check_scope()
+        self.check_pdl()
         finals: dict[int, list[int]] = {}
         for st in self.states:
             mine = finals.setdefault(st.actor.cta, [])
@@ -919,8 +945,23 @@ class Checker:
         for group in by_root.values():
             if not any(a.write for a in group):
                 continue
+            # candidate partners by slot (a whole-buffer access overlaps every slot), visited in
+            # the group's order: the same pairs, in the same order, as all pairs of the group
+            by_slot: dict[int | None, list[int]] = {}
+            for j, a in enumerate(group):
+                by_slot.setdefault(a.res.slot, []).append(j)
+            wide = by_slot.get(None, [])
+            everyone = range(len(group))
             for i, a in enumerate(group):
-                for b in group[i + 1 :]:
+                if a.res.slot is None:
+                    later: Iterable[int] = everyone[i + 1 :]
+                else:
+                    same = by_slot[a.res.slot]
+                    later = same[bisect.bisect_right(same, i) :]
+                    if wide:
+                        later = sorted([*later, *wide[bisect.bisect_right(wide, i) :]])
+                for j in later:
+                    b = group[j]
                     if not (a.write or b.write) or not a.res.overlaps(b.res):
                         continue
                     if a.proxy == "generic" and b.proxy == "generic":
@@ -973,9 +1014,10 @@ class Checker:
         )
 
     def check_fences(self) -> None:
-        writes = [
-            a for a in self.accesses if a.proxy == "generic" and a.write and a.res.space == "smem"
-        ]
+        writes: dict[tuple, list[Access]] = {}
+        for a in self.accesses:
+            if a.proxy == "generic" and a.write and a.res.space == "smem":
+                writes.setdefault((a.res.cta, a.res.root), []).append(a)
         if not writes:
             return
         for t in self.accesses:
@@ -985,7 +1027,7 @@ class Checker:
                 or t.res.space != "smem"
             ):
                 continue
-            for w in writes:
+            for w in writes.get((t.res.cta, t.res.root), ()):
                 if not w.res.overlaps(t.res) or not self.hb(w.start, t.start):
                     continue
                 fences = self.states[w.actor].fences
@@ -998,6 +1040,80 @@ class Checker:
                     "without a fence.proxy.async by the writer in between",
                     self.witness(t.start, focus=[w.actor, t.actor]),
                     key=f"{t.res.root}:{w.actor}",
+                )
+
+        # the other direction: a generic access (the CLC answer read, a C sub-tile read) and then
+        # an async-proxy write into the same SMEM (the next try_cancel, a TMA load) are ordered
+        # only by a fence.proxy.async of the generic accessor between them
+        generic: dict[tuple, list[Access]] = {}
+        for a in self.accesses:
+            if a.proxy == "generic" and a.res.space == "smem":
+                generic.setdefault((a.res.cta, a.res.root), []).append(a)
+        for t in self.accesses:
+            if t.proxy != "async" or not t.write or t.res.space != "smem":
+                continue
+            for g in generic.get((t.res.cta, t.res.root), ()):
+                if not g.res.overlaps(t.res) or not self.hb(g.start, t.start):
+                    continue
+                fences = self.states[g.actor].fences
+                i = bisect.bisect_right(fences, g.start)
+                if i < len(fences) and self.hb(fences[i], t.start):
+                    continue
+                self.violate(
+                    "proxy-fence",
+                    f"{t.text} writes {t.res.show()} through the async proxy after [{g.text}] "
+                    "without a fence.proxy.async by that thread in between",
+                    self.witness(t.start, focus=[g.actor, t.actor]),
+                    key=f"w:{t.res.root}:{g.actor}",
+                )
+
+    def check_scope(self) -> None:
+        """Data handed to another CTA (a generic write read by a thread of another CTA, through
+        DSMEM) is made visible by a release wider than the CTA: a cluster-scope arrive, a
+        cluster barrier arrive or st.release.gpu by the writer after the write, ordered before
+        the read. An mbarrier arrive has CTA scope unless it says otherwise (PTX)."""
+        writes: dict[tuple, list[Access]] = {}
+        for a in self.accesses:
+            if a.proxy == "generic" and a.write and a.res.space == "smem":
+                writes.setdefault((a.res.cta, a.res.root), []).append(a)
+        for r in self.accesses:
+            if r.proxy != "generic" or r.write or r.res.space != "smem":
+                continue
+            reader_cta = self.states[r.actor].actor.cta
+            for w in writes.get((r.res.cta, r.res.root), ()):
+                writer = self.states[w.actor]
+                if writer.actor.cta == reader_cta or not w.res.overlaps(r.res):
+                    continue
+                if not self.hb(w.start, r.start):
+                    continue
+                rel = writer.wide_releases
+                i = bisect.bisect_right(rel, w.start)
+                if any(self.hb(e, r.start) for e in rel[i:]):
+                    continue
+                self.violate(
+                    "scope",
+                    f"[{r.text}] in CTA {reader_cta} reads what [{w.text}] wrote in CTA "
+                    f"{writer.actor.cta}, ordered only by CTA-scope synchronization (the "
+                    "hand-off needs a cluster-scope release)",
+                    self.witness(r.start, focus=[w.actor, r.actor]),
+                    key=f"{r.res.root}:{w.actor}",
+                )
+
+    def check_pdl(self) -> None:
+        """A launch with programmatic stream serialization may start while the previous kernel
+        runs: every global access (TMA load or store, flag, workspace; an L2 prefetch is only a
+        hint and is not recorded) must come after a griddepcontrol.wait."""
+        if not self.launch.pdl:
+            return
+        for ev in self.global_evs:
+            if not any(self.hb(w, ev) for w in self.gdc_waits):
+                who = self.actor_of[ev]
+                self.violate(
+                    "pdl-order",
+                    f"{self.text[ev]} can run before griddepcontrol.wait: the previous kernel "
+                    "may still be writing (programmatic dependent launch)",
+                    self.witness(ev, focus=[who] if who is not None else []),
+                    key=f"{who}",
                 )
 
     def check_exits(self, finals: dict[int, list[int]]) -> None:

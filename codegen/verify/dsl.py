@@ -761,6 +761,7 @@ class LaunchRequest:
     grid: tuple[int, int, int]
     block: int
     cluster: tuple[int, int, int]
+    pdl: bool = False  # launched with programmatic stream serialization (use_pdl)
 
 
 class PendingLaunch:
@@ -770,17 +771,28 @@ class PendingLaunch:
     def launch(
         self, grid: Any = (1, 1, 1), block: Any = (1, 1, 1), cluster: Any = None, **kw: Any
     ) -> None:
+        dims = _dim3(grid)
+        pdl = bool(kw.get("use_pdl"))
+        if 0 in dims:
+            # CUDA rejects a launch with an empty grid (cudaErrorInvalidConfiguration)
+            raise HostCheckFailed(f"{self.fn.func.__name__} launched with an empty grid {dims}")
         current().launches.append(
             LaunchRequest(
                 self.fn.func,
                 self.fn.func.__name__,
                 self.args,
                 self.kwargs,
-                _dim3(grid),
+                dims,
                 _size3(block),
                 _dim3(cluster or (1, 1, 1)),
+                pdl,
             )
         )
+
+
+def _scope(kw: dict) -> str:
+    """The memory scope of an mbarrier arrive: "cluster" or the PTX default, "cta"."""
+    return "cluster" if "CLUSTER" in repr(kw.get("scope", "")).upper() else "cta"
 
 
 def _dim3(x: Any) -> tuple[int, int, int]:
@@ -1506,9 +1518,8 @@ def _arch_module() -> FakeModule:
         ptr: Any, peer_cta_rank_in_cluster: Any = None, arrive_count: Any = 1, **kw: Any
     ) -> None:
         rec = current()
-        rec.record(
-            "arrive", (rec.bar(ptr, peer_cta_rank_in_cluster), int(uniform_value(arrive_count)), 0)
-        )
+        bar = rec.bar(ptr, peer_cta_rank_in_cluster)
+        rec.record("arrive", (bar, int(uniform_value(arrive_count)), 0, _scope(kw)))
 
     def mbarrier_arrive_and_expect_tx(
         ptr: Any, nbytes: Any, peer_cta_rank_in_cluster: Any = None, *a: Any, **kw: Any
@@ -1517,7 +1528,7 @@ def _arch_module() -> FakeModule:
         nbytes = uniform_value(nbytes)
         if not isinstance(nbytes, int):
             raise NotModelled(f"line {rec.line()}: expect_tx of an unknown byte count")
-        rec.record("arrive", (rec.bar(ptr, peer_cta_rank_in_cluster), 1, int(nbytes)))
+        rec.record("arrive", (rec.bar(ptr, peer_cta_rank_in_cluster), 1, int(nbytes), _scope(kw)))
 
     def mbarrier_expect_tx(
         ptr: Any, nbytes: Any, peer_cta_rank_in_cluster: Any = None, **kw: Any
@@ -1641,6 +1652,9 @@ def _arch_module() -> FakeModule:
         c = ctx()
         return c.xyz[0] + 1, c.xyz[1], 0, int(valid)
 
+    def griddepcontrol_wait(**kw: Any) -> None:
+        current().record("gdc_wait", ())
+
     def inert(*a: Any, **kw: Any) -> Any:
         return OPAQUE
 
@@ -1662,7 +1676,6 @@ def _arch_module() -> FakeModule:
         # grid-level, between launches, not between the warps of one; every global load and store
         # comes after the wait (only the TMA warp's L2 prefetch precedes it: tests/test_render.py),
         # so a launch sees the last one's workspace whole
-        griddepcontrol_wait=inert,
         griddepcontrol_launch_dependents=inert,
     )
 

@@ -70,7 +70,8 @@ class Word(NamedTuple):
 
 # Op kinds and their args (all tuples of concrete values):
 #   init (bar, count)                       mbarrier.init
-#   arrive (bar, count, tx)                 mbarrier.arrive[.expect_tx]: count arrivals, tx bytes
+#   arrive (bar, count, tx, scope)          mbarrier.arrive[.expect_tx]: count arrivals, tx bytes;
+#                                           scope "cta" (the PTX default) or "cluster"
 #   expect_tx (bar, tx)                     mbarrier.expect_tx
 #   wait (bar, parity)                      mbarrier.try_wait.parity loop (blocking)
 #   tma_load (dests, bars, bytes)           bulk tensor copy global -> shared; dests[i] lands on
@@ -93,6 +94,7 @@ class Word(NamedTuple):
 #   clc_read (res,)                         reading the answer
 #   tmem_alloc (cta,)  tmem_dealloc (cta,)
 #   fence (name,)                           a fence verify does not model (listed in notes)
+#   gdc_wait ()                             griddepcontrol.wait (PDL: the previous grid is done)
 # warps of a warpgroup: a wgmma group is one operation of its 4 warps (it runs once every one
 # of them has committed it, and a wait_group in any of them retires it for all)
 WARPGROUP_WARPS = 4
@@ -163,6 +165,7 @@ class LaunchModel:
     actors: list[Actor]
     clamped: bool = False  # the grid was capped (a device with fewer SMs)
     full_grid: bool = True  # every CTA of the grid is modelled
+    pdl: bool = False  # programmatic dependent launch: global accesses wait on griddepcontrol
 
     def cluster_of(self, cta: int) -> int:
         x, y, z = coords(cta, self.grid)

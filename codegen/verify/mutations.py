@@ -91,6 +91,15 @@ CATALOGUE: tuple[Mutation, ...] = (
         WS_MMA_FLIP.replace("stage, phase = ring_next", "stage, _ = ring_next"),
     ),
     Mutation(
+        "sm90-pingpong-skip-phase",
+        "missing parity flip",
+        "sm90/consumer/pingpong.py.j2",
+        # the phase flips counted from the skip alone, not from the position it starts at: right
+        # only while stage + n wraps the ring as often as n does
+        "phase ^ ((pos // STAGES) % 2)",
+        "phase ^ ((n // STAGES) % 2)",
+    ),
+    Mutation(
         "sm90-consumer-parity",
         "missing parity flip",
         "sm90/gemm.py.j2",
@@ -161,6 +170,29 @@ CATALOGUE: tuple[Mutation, ...] = (
         "pass",
     ),
     Mutation(
+        "sm90-release-unfilled",
+        "release without a fill",
+        "sm90/reduce/none.py.j2",
+        # the consumer's final release also runs when no k-tile filled a stage (K = 0)
+        "{% macro k_nonempty() %}k_tiles > 0{% endmacro %}",
+        "{% macro k_nonempty() %}k_tiles >= 0{% endmacro %}",
+    ),
+    Mutation(
+        "sm90-sk-empty-grid",
+        "empty grid",
+        "sm90/scheduler/stream_k.py.j2",
+        # K = 0 makes no MAC iteration: min(0, workers) CTAs is a (0, 1, 1) grid
+        "cutlass.max(cutlass.min(k_iters, max_workers(sm_count)), 1)",
+        "cutlass.min(k_iters, max_workers(sm_count))",
+    ),
+    Mutation(
+        "sm100-sk-empty-grid",
+        "empty grid",
+        "sm100/scheduler/stream_k.py.j2",
+        "cutlass.max(cutlass.min(k_iters, max_workers(sm_count)), 1)",
+        "cutlass.min(k_iters, max_workers(sm_count))",
+    ),
+    Mutation(
         "sm100-sk-flag-reset",
         "missing flag reset",
         "sm100/scheduler/stream_k.py.j2",
@@ -210,6 +242,39 @@ CATALOGUE: tuple[Mutation, ...] = (
         "sm100/scheduler/dynamic.py.j2",
         "cute.arch.mbarrier_wait(clc_empty, clc_phase)  # every reader took the previous answer",
         "pass  # every reader took the previous answer",
+    ),
+    Mutation(
+        "sm100-clc-no-fence",
+        "no fence before reuse",
+        "sm100/scheduler/dynamic.py.j2",
+        # the answer is read through the generic proxy, the next try_cancel overwrites it through
+        # the async proxy: without the reader's fence the two are unordered
+        'cute.arch.fence_proxy("async.shared", space="cta")',
+        "pass",
+    ),
+    Mutation(
+        "sm100-splitk-cta-scope",
+        "CTA-scope hand-off",
+        "sm100/scheduler/split_k.py.j2",
+        # the peer's staged partial is read by rank 0 through DSMEM: a CTA-scope release does
+        # not make the staging stores visible to another CTA
+        "cute.arch.mbarrier_arrive(staged, peer_cta_rank_in_cluster=0, scope=nvvm.MemScopeKind.CLUSTER)",
+        "cute.arch.mbarrier_arrive(staged, peer_cta_rank_in_cluster=0)",
+    ),
+    Mutation(
+        "sm90-splitk-cta-scope",
+        "CTA-scope hand-off",
+        "sm90/reduce/cluster.py.j2",
+        "cute.arch.mbarrier_arrive(staged, peer_cta_rank_in_cluster=0, scope=nvvm.MemScopeKind.CLUSTER)",
+        "cute.arch.mbarrier_arrive(staged, peer_cta_rank_in_cluster=0)",
+    ),
+    Mutation(
+        "pdl-producer-no-wait",
+        "PDL order",
+        "common/pdl.py.j2",
+        # the TMA warp loads right after its L2 prefetch, without waiting for the previous kernel
+        "        cute.prefetch(tma_b, {{ b_src }})\ncute.arch.griddepcontrol_wait()",
+        "        cute.prefetch(tma_b, {{ b_src }})\npass",
     ),
     Mutation(
         "sm100-mcast-no-cluster-sync",

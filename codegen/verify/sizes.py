@@ -1,10 +1,11 @@
 """Which problem sizes verify traces for a kernel file.
 
 K is chosen for k-tile counts around the ring: 1, STAGES - 1, STAGES, STAGES + 1 and
-2 * STAGES + 1. M and N are whole cluster tiles; for schedulers that walk several tiles per CTA
-(persistent, split-K over clusters) the tile count is W * (t - 1) + 1 for W workers (learnt from
-the host's own launch of a large problem), so the first worker gets t = 1, 2 or 3 tiles; a
-dynamic (CLC) scheduler gets t - 1 successful answers and then a failed one. Stream-K CTAs share
+2 * STAGES + 1, and K = 0. M and N are whole cluster tiles; for schedulers that walk several
+tiles per CTA (persistent, split-K over clusters) the tile count is W * (t - 1) + 1 for W workers
+(learnt from the host's own launch of a large problem), so the first worker gets t = 1, 2 or 3
+tiles, each with every k-tile count (a ring position after a tile depends on both); a dynamic
+(CLC) scheduler gets t - 1 successful answers and then a failed one. Stream-K CTAs share
 tiles through global flags, so every CTA is modelled: the grid is capped at 2 to 4 CTAs (a device
 with that many SMs: the kernel splits the work by gridDim), besides the host's own grid for a
 few iterations.
@@ -60,6 +61,9 @@ def _workers(ks: KernelSource) -> int:
     return max(1, (gx * gy * gz) // (cx * cy * cz))
 
 
+TILES = (1, 2, 3)  # tiles of the first worker (persistent, split-K clusters, dynamic)
+
+
 def k_counts(stages: int) -> list[int]:
     return sorted({k for k in (1, stages - 1, stages, stages + 1, 2 * stages + 1) if k >= 1})
 
@@ -69,12 +73,13 @@ def cases(ks: KernelSource) -> list[Case]:
     kinds = family(ks)
     ks_list = k_counts(stages)
     splits = ks.constant("SPLITS")
-    share = 1
     if kinds.startswith("split_k") and isinstance(splits, int) and splits > 1:
         # each CTA of a tile runs k / SPLITS k-tiles: scale so that its share goes around the
         # ring the same ways; k = 1 leaves empty shares
-        share = splits
         ks_list = sorted({1, *(k * splits for k in ks_list)})
+    # K = 0 (last): no k-tile at all, every wait, release and commit of the k-loop skipped; a
+    # stream-K host must not launch an empty grid
+    ks_list = [*ks_list, 0]
     out: list[Case] = []
     if kinds in ("grid", "split_k_separate"):
         for k in ks_list:
@@ -95,22 +100,24 @@ def cases(ks: KernelSource) -> list[Case]:
             (3, s, 2),
             (2, 2 * s + 1, 3),
             (4, 3, 3),
+            (1, 0, None),
+            (3, 0, 2),
         ]
         for tiles, k, cap in plan:
             label = f"k={k} tiles={tiles}" + (f" ctas<={cap}" if cap else "")
             out.append(Case(label, _problem(ks, tiles, k, grid_cap=cap), k, tiles))
         return out
+    # every k-tile count with 1, 2 and 3 tiles for the first worker: where a ring position
+    # depends on both (a ping-pong warpgroup skipping the other's k_tiles positions after its
+    # first tile), only some products wrap the ring differently
+    combos = [(k, t) for k in ks_list for t in TILES]
     if kinds == "dynamic":
-        for k, t in [(k, 1) for k in ks_list] + [(1, 3), (stages + 1, 2), (2 * stages + 1, 3)]:
+        for k, t in combos:
             answers = (True,) * (t - 1) + (False,)
             out.append(Case(f"k={k} t={t}", _problem(ks, max(9, t), k, clc_answers=answers), k, t))
         return out
     # persistent schedulers (and split-K over clusters): W workers, the first gets t tiles
     w = _workers(ks)
-    combos = [(k, 1) for k in ks_list]
-    combos += [(1, 3), ((stages + 1) * share, 2), ((2 * stages + 1) * share, 3)]
-    if stages > 2:
-        combos.append(((stages - 1) * share, 2))
     for k, t in combos:
         out.append(Case(f"k={k} t={t}", _problem(ks, w * (t - 1) + 1, k), k, t))
     return out

@@ -104,6 +104,7 @@ class KernelSource:
             clamped = True
         total = grid[0] * grid[1] * grid[2]
         launch = LaunchModel(req.name, grid, req.block, req.cluster, [], [], clamped)
+        launch.pdl = req.pdl
         if total <= MAX_FULL_GRID:
             ctas = list(range(total))
         else:

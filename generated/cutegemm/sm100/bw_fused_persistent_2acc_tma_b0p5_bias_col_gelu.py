@@ -608,7 +608,8 @@ def launcher(
 ) -> "Callable[[], None]":
     """Check and convert torch tensors once; return a function that launches the GEMM.
 
-    a (M, K), b (N, K), c (M, N): CUDA tensors, last stride 1, 16-byte aligned; bias (N,):
+    a (M, K), b (N, K), c (M, N): CUDA tensors, last stride 1, 16-byte aligned, K > 0 (K = 0 is
+    refused, as by cutegemm.gemm); bias (N,):
     contiguous, 16-byte aligned, in C's dtype. The kernel is compiled on first use (dynamic M, N,
     K) and launched on the stream current at this call.
     """
@@ -642,6 +643,9 @@ def launcher(
         for dim, value in (("M", m), ("N", n), ("K", k))
         if value % SHAPE_MULTIPLES[dim]
     ]
+    if k == 0:
+        # refused like cutegemm.gemm refuses it, on every arch and scheduler
+        problems.append(f"K=0: a ({m}, 0) and b ({n}, 0) have nothing to reduce")
     for t, label in ((a, "a"), (b, "b"), (c, "c")):
         if t.stride(1) != 1 or t.data_ptr() % 16 or (t.stride(0) * t.element_size()) % 16:
             problems.append(f"{label} must have last stride 1, 16-byte aligned rows and base")
