@@ -221,8 +221,9 @@ def gemm_kernel(
     total_iters = cutlass.Int64(num_cluster_tiles) * k_tiles
     it_begin = bidx * total_iters // gdimx
     it_end = (bidx + 1) * total_iters // gdimx
-    first_tile = cutlass.Int32(it_begin // k_tiles)
-    last_tile = cutlass.Int32((it_end - 1) // k_tiles)
+    # K = 0: no iteration, so no tile (first_tile > last_tile), and no division by zero
+    first_tile = cutlass.Int32(it_begin // cutlass.max(k_tiles, 1))
+    last_tile = cutlass.Int32((it_end - 1) // cutlass.max(k_tiles, 1))
 
     if wg_idx == PRODUCER_WG:
         # ---- 2. producer warpgroup: warp TMA_WARP issues the TMA loads -------------------------
@@ -487,9 +488,10 @@ def gemm(
         (N + CLUSTER_TILE[1] - 1) // CLUSTER_TILE[1]
     )
     # MAC iterations, 64-bit (tiles x k-tiles can pass 2^31); at most one CTA per SM, all
-    # resident at once, and each CTA gets at least one iteration
+    # resident at once, and each CTA gets at least one iteration; K = 0 (no iteration): one
+    # CTA, which finds no work (CUDA rejects an empty grid)
     k_iters = cutlass.Int64(cluster_tiles) * ((a.shape[1] + TILER[2] - 1) // TILER[2])
-    clusters = cutlass.Int32(cutlass.min(k_iters, max_workers(sm_count)))
+    clusters = cutlass.Int32(cutlass.max(cutlass.min(k_iters, max_workers(sm_count)), 1))
     gemm_kernel(
         tiled_mma, tma_a, tA, tma_b, tB, tma_c, tC, c, sC_layout, workspace, sA_layout, sB_layout
     ).launch(
@@ -567,8 +569,9 @@ _COMPILED: dict = {}
 def launcher(a: "torch.Tensor", b: "torch.Tensor", c: "torch.Tensor") -> "Callable[[], None]":
     """Check and convert torch tensors once; return a function that launches C = A @ B^T.
 
-    a (M, K), b (N, K), c (M, N): CUDA tensors, last stride 1, 16-byte aligned. The kernel is
-    compiled on first use (dynamic M, N, K) and launched on the stream current at this call.
+    a (M, K), b (N, K), c (M, N): CUDA tensors, last stride 1, 16-byte aligned, K > 0 (K = 0 is
+    refused, as by cutegemm.gemm). The kernel is compiled on first use (dynamic M, N, K) and
+    launched on the stream current at this call.
     """
     import cuda.bindings.driver as cuda
     import torch
@@ -600,6 +603,9 @@ def launcher(a: "torch.Tensor", b: "torch.Tensor", c: "torch.Tensor") -> "Callab
         for dim, value in (("M", m), ("N", n), ("K", k))
         if value % SHAPE_MULTIPLES[dim]
     ]
+    if k == 0:
+        # refused like cutegemm.gemm refuses it, on every arch and scheduler
+        problems.append(f"K=0: a ({m}, 0) and b ({n}, 0) have nothing to reduce")
     for t, label in ((a, "a"), (b, "b"), (c, "c")):
         if t.stride(1) != 1 or t.data_ptr() % 16 or (t.stride(0) * t.element_size()) % 16:
             problems.append(f"{label} must have last stride 1, 16-byte aligned rows and base")

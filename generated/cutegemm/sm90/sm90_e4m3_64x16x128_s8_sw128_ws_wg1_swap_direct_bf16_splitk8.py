@@ -535,8 +535,9 @@ _COMPILED: dict = {}
 def launcher(a: "torch.Tensor", b: "torch.Tensor", c: "torch.Tensor") -> "Callable[[], None]":
     """Check and convert torch tensors once; return a function that launches C = A @ B^T.
 
-    a (M, K), b (N, K), c (M, N): CUDA tensors, last stride 1, 16-byte aligned. The kernel is
-    compiled on first use (dynamic M, N, K) and launched on the stream current at this call.
+    a (M, K), b (N, K), c (M, N): CUDA tensors, last stride 1, 16-byte aligned, K > 0 (K = 0 is
+    refused, as by cutegemm.gemm). The kernel is compiled on first use (dynamic M, N, K) and
+    launched on the stream current at this call.
     """
     import cuda.bindings.driver as cuda
     import torch
@@ -572,6 +573,9 @@ def launcher(a: "torch.Tensor", b: "torch.Tensor", c: "torch.Tensor") -> "Callab
         for dim, value in (("M", m), ("N", n), ("K", k))
         if value % SHAPE_MULTIPLES[dim]
     ]
+    if k == 0:
+        # refused like cutegemm.gemm refuses it, on every arch and scheduler
+        problems.append(f"K=0: a ({m}, 0) and b ({n}, 0) have nothing to reduce")
     for t, label in ((a, "a"), (b, "b"), (c, "c")):
         if t.stride(1) != 1 or t.data_ptr() % 16 or (t.stride(0) * t.element_size()) % 16:
             problems.append(f"{label} must have last stride 1, 16-byte aligned rows and base")
