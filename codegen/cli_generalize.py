@@ -190,9 +190,8 @@ def report_cmd(
             "within 3%", "worst pick/torch", "source of the pick"]  # fmt: skip
     lines, details = [], []
     for part in ("unseen", "tune"):
-        models = getattr(sp, part)
         for dtype in ("bf16", "e4m3"):
-            recs = list(gen.iter_part(got, models, dtype))
+            recs = list(gen.iter_part(got, sp, part, dtype))
             for regime, sel in (("decode", True), ("prefill", False), ("all", None)):
                 rs = [r for r in recs if sel is None or r.prod.decode == sel]
                 if not rs:

@@ -77,19 +77,31 @@ def load_split(path: Path) -> Split:
     )
 
 
-def products(split: Split, part: str, decode: bool = True, prefill: bool = True) -> list[Product]:
-    """Every (model, projection, M) of `part` ("tune" or "unseen"), prefill capped by max_tflop."""
-    ms = (split.decode_m if decode else ()) + (split.prefill_m if prefill else ())
+def projections(split: Split, part: str) -> list[tuple[str, str]]:
+    """(model, projection) of `part` ("tune" or "unseen"); the unseen part leaves out a
+    projection whose (N, K) a tune model has too (Qwen2.5-14B's and Qwen3-14B's attention
+    output, 5120 x 5120, is Phi-4's): never seen means no product of that shape was measured."""
+    tuned = {
+        tuple(split.models[x][p]) for x in split.tune for p in PROJECTIONS if p in split.models[x]
+    }
     out = []
     for name in getattr(split, part):
         entry = split.models[name]
         for proj in PROJECTIONS:
-            if proj not in entry:
-                continue
-            n, k = entry[proj]
-            for m in ms:
-                if 2 * m * n * k / 1e12 <= split.max_tflop:
-                    out.append(Product(name, proj, m, n, k))
+            if proj in entry and (part == "tune" or tuple(entry[proj]) not in tuned):
+                out.append((name, proj))
+    return out
+
+
+def products(split: Split, part: str, decode: bool = True, prefill: bool = True) -> list[Product]:
+    """Every (model, projection, M) of `part` ("tune" or "unseen"), prefill capped by max_tflop."""
+    ms = (split.decode_m if decode else ()) + (split.prefill_m if prefill else ())
+    out = []
+    for name, proj in projections(split, part):
+        n, k = split.models[name][proj]
+        for m in ms:
+            if 2 * m * n * k / 1e12 <= split.max_tflop:
+                out.append(Product(name, proj, m, n, k))
     return out
 
 
@@ -295,10 +307,12 @@ def geomean(xs: list[float]) -> float:
 
 
 def iter_part(
-    got: dict[tuple, Measured], models: tuple[str, ...], dtype: str
+    got: dict[tuple, Measured], split: Split, part: str, dtype: str
 ) -> Iterator[Measured]:
-    for (dt, model, _, _), rec in sorted(got.items()):
-        if dt == dtype and model in models and rec.times and math.isfinite(rec.torch_us):
+    """The measured products of `part` (its projections, see `projections`) for `dtype`."""
+    keep = set(projections(split, part))
+    for (dt, model, proj, _), rec in sorted(got.items()):
+        if dt == dtype and (model, proj) in keep and rec.times and math.isfinite(rec.torch_us):
             yield rec
 
 

@@ -1,0 +1,187 @@
+"""The dispatcher that generalizes, on the CPU: the cost model's shape arithmetic, its fit, the
+fitted model file, the order gemm() picks in (the user's measurements, the table's exact entry,
+the model, the rule), kernel_for without a GPU, and the per-GPU cache of cutegemm.tune (merged
+under a lock by processes at once, never half-written)."""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing
+import sys
+import types
+from pathlib import Path
+
+import pytest
+from conftest import GENERATED, ROOT
+
+from codegen import costmodel, generalize, package
+
+
+@pytest.fixture(scope="module")
+def pkg():
+    pytest.importorskip("torch")
+    sys.path.insert(0, str(GENERATED))
+    try:
+        import cutegemm
+        from cutegemm import _runtime, _tune
+    finally:
+        sys.path.remove(str(GENERATED))
+    return types.SimpleNamespace(cutegemm=cutegemm, runtime=_runtime, tune=_tune)
+
+
+def kern(**kw):
+    base = {"name": "k", "tile": (64, 16, 64), "swap_ab": True, "scheduler": "split_k",
+            "splits": 2, "max_tiles": None, "cluster": (1, 1), "dtype": "bf16",
+            "out_dtype": "bf16"}  # fmt: skip
+    return types.SimpleNamespace(**{**base, **kw})
+
+
+def test_work_counts_waves_the_way_each_scheduler_walks_tiles() -> None:
+    mod = costmodel.model_module()
+    # swap AB: N = 5120 weight rows in 80 tiles of 64; split-K 2 runs 66 clusters: two rounds
+    assert mod.work(kern(), 1, 5120, 4096, 132) == (2, 2 * 32, 66 * 2)
+    # eight-way split K: 16 clusters, five rounds of 80 tiles, 8 k-tiles each
+    assert mod.work(kern(splits=8), 1, 5120, 4096, 132) == (5, 5 * 8, 128)
+    # a persistent 128x256 tile on M = 777, N = 5120: 7 x 20 = 140 tiles, two waves of 132
+    big = kern(tile=(128, 256, 64), swap_ab=False, scheduler="persistent", splits=1)
+    assert mod.work(big, 777, 5120, 4096, 132)[:2] == (2, 128)
+    # stream-K: an equal share of all k-tiles per CTA
+    sk = kern(scheduler="stream_k", splits=1)
+    _, iters, ctas = mod.work(sk, 1, 5120, 4096, 132)
+    assert ctas == 132 and iters == math.ceil(80 * 64 / 132)
+
+
+def test_correction_interpolates_in_log_m_and_holds_its_ends() -> None:
+    mod = costmodel.model_module()
+    pts = ((1, 0.0), (16, math.log(2.0)))
+    assert mod.correction(1, pts) == 1.0
+    assert mod.correction(4, pts) == pytest.approx(math.sqrt(2.0))
+    assert mod.correction(1000, pts) == pytest.approx(2.0)
+    assert mod.correction(7, ()) == 1.0
+
+
+def test_the_fit_recovers_the_parameters_it_was_given() -> None:
+    mod = costmodel.model_module()
+    k = kern()
+    truth = (3.0, 5e6, 30e3, 0.5, 0.9)
+    points = [
+        (m, n, kk, mod.predict(k, m, n, kk, truth, 132, 4.0e6))
+        for m in (1, 8, 32)
+        for n, kk in ((2048, 2048), (4096, 14336), (28672, 4096), (6144, 4096), (1024, 512))
+    ]
+    fit = costmodel.fit_kernel(k, points, 132, 4.0e6)
+    assert fit.rms_log_error < 0.02
+    assert all(abs(r) < 0.05 for _, r in fit.m_correction)
+    assert fit.params[0] == pytest.approx(3.0, rel=0.2)
+
+
+def test_a_model_file_round_trips_and_bad_parameters_are_refused(tmp_path: Path) -> None:
+    fit = costmodel.Fit("a", (3.0, 5e6, 3e4, 0.5, 0.8), 9, 0.05, ((1, 0.1), (256, -0.2)))
+    other = costmodel.Fit("gone", (3.0, 5e6, 3e4, 0.5, 0.8), 9, 0.05, ())
+    text = costmodel.model_text([fit, other], "NVIDIA H200", "sm_90a", 132, 4.1e6, ["x"], "cmd")
+    (tmp_path / f"h200{package.MODEL_SUFFIX}").write_text(text)
+    (model,) = package.load_models(tmp_path, {"a"}, "specs/tuning")
+    assert model.gpu == "NVIDIA H200" and model.sm_count == 132
+    assert model.kernels == (("a", ((3.0, 5e6, 3e4, 0.5, 0.8), ((1, 0.1), (256, -0.2)))),)
+    # a table loader skips the model file; a broken one is one line naming the file
+    assert package.load_tables(tmp_path, {"a"}, "specs/tuning") == []
+    (tmp_path / f"h200{package.MODEL_SUFFIX}").write_text(text.replace("0.5", "nan", 1))
+    with pytest.raises(package.TuningError, match=r"h200\.model\.toml \[kernel 1\]: .*finite"):
+        package.load_models(tmp_path, {"a"}, "specs/tuning")
+
+
+def test_kernel_for_answers_for_a_named_gpu_without_one(pkg) -> None:
+    import torch
+
+    rt = pkg.runtime
+    if "NVIDIA H200" not in rt.MODELS:
+        pytest.skip("no H200 cost model rendered")
+    model = rt.MODELS["NVIDIA H200"][2]
+    # a product no table measured: the model's fastest of the kernels it ranks there
+    m, n, k = 1, 5120, 3072
+    got = pkg.cutegemm.kernel_for(m, n, k, gpu="NVIDIA H200")
+    cls = ("bf16", "bf16", 1.0, 0.0, None, None)
+    ranked = [x for x in rt._BY_CLASS[("sm_90a", *cls)] if x.name in model["kernels"]]
+    ranked = [x for x in ranked if rt._model.measured_near(m, model["kernels"][x.name])]
+    best = min(ranked, key=lambda x: rt._model.estimate(x, m, n, k, model))
+    assert got.name == best.name and got.swap_ab
+    # prefill: no decode-only kernel is extrapolated there
+    assert not pkg.cutegemm.kernel_for(3001, 5120, 3072, gpu="NVIDIA H200").swap_ab
+    assert pkg.cutegemm.kernel_for(8, 5120, 3072, dtype=torch.float8_e4m3fn,
+                                   gpu="NVIDIA H200").dtype == "e4m3"  # fmt: skip
+    with pytest.raises(rt.GemmError, match=r"no tuning table or cost model for 'NVIDIA X1'"):
+        pkg.cutegemm.kernel_for(1, 64, 64, gpu="NVIDIA X1")
+
+
+def _store_one(cache_dir: str, i: int) -> None:
+    import os
+
+    os.environ["CUTEGEMM_CACHE_DIR"] = cache_dir
+    sys.path.insert(0, str(GENERATED))
+    from cutegemm import _tune
+
+    for j in range(20):
+        _tune._store("NVIDIA H200", {f"bf16|bf16|{i}|{j}|64": {"ranked": ["x"], "us": [1.0]}})
+
+
+def test_the_cache_merges_writers_under_a_lock(tmp_path: Path, pkg, monkeypatch) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_store_one, args=(str(tmp_path), i)) for i in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    monkeypatch.setenv("CUTEGEMM_CACHE_DIR", str(tmp_path))
+    path = pkg.tune.cache_file("NVIDIA H200")
+    doc = json.loads(path.read_text())
+    assert len(doc["entries"]) == 4 * 20  # every writer's every entry: none lost to a race
+    assert not list(path.parent.glob("*.tmp"))
+
+
+def test_gemm_picks_the_users_measurement_first(tmp_path: Path, pkg, monkeypatch) -> None:
+    rt, tune = pkg.runtime, pkg.tune
+    monkeypatch.setenv("CUTEGEMM_CACHE_DIR", str(tmp_path))
+    cls = ("bf16", "bf16", 1.0, 0.0, None, None)
+    m, n, k = 40, 3000, 1000
+    before = rt._choose("NVIDIA H200", "sm_90a", cls, m, n, k)
+    other = next(x for x in rt._BY_CLASS[("sm_90a", *cls)]
+                 if x.name != before.name and rt._refusal(x, m, n, k) is None)  # fmt: skip
+    tune._store("NVIDIA H200", {tune._key("bf16", "bf16", m, n, k): {"ranked": [other.name]}})
+    assert rt._choose("NVIDIA H200", "sm_90a", cls, m, n, k).name == other.name
+    # kernel_for(gpu=...) answers for the package as shipped, without the user's cache
+    assert pkg.cutegemm.kernel_for(m, n, k, gpu="NVIDIA H200").name == before.name
+    # a corrupt cache is ignored, never fatal
+    tune._MEMO.clear()
+    tune.cache_file("NVIDIA H200").write_text("{not json")
+    assert rt._choose("NVIDIA H200", "sm_90a", cls, m, n, k).name == before.name
+    tune._MEMO.clear()
+
+
+def test_the_split_keeps_its_parts_apart(tmp_path: Path) -> None:
+    split = generalize.load_split(ROOT / "specs" / "shapes" / "models.toml")
+    assert not set(split.tune) & set(split.unseen)
+    pairs = {
+        name: {
+            tuple(split.models[name][p]) for p in generalize.PROJECTIONS if p in split.models[name]
+        }
+        for name in split.models
+    }
+    seen = set().union(*(pairs[x] for x in split.tune))
+    prods = generalize.products(split, "unseen")
+    for p in prods:  # no product of a never-seen projection's shape was tuned on
+        assert (p.n, p.k) not in seen, p
+    # the two 14B models' attention output is Phi-4's (5120 x 5120): left out of the unseen part
+    assert ("qwen3-14b", "o") not in generalize.projections(split, "unseen")
+    assert ("qwen3-14b", "qkv") in generalize.projections(split, "unseen")
+    assert all(2 * p.m * p.n * p.k <= split.max_tflop * 1e12 for p in prods)
+    bad = tmp_path / "split.toml"
+    bad.write_text(
+        (ROOT / "specs/shapes/models.toml").read_text().replace('"qwen2.5-7b",', '"nope",')
+    )
+    (tmp_path / "public-models.toml").write_text(
+        (ROOT / "specs/shapes/public-models.toml").read_text()
+    )
+    with pytest.raises(ValueError, match="lacks: \\['nope'\\]"):
+        generalize.load_split(bad)
