@@ -373,8 +373,10 @@ def compiled_baseline(pkg, prods: list[Product], dtype: str, out_path: Path, rou
 
 
 def spread(prods: list[Product], count: int) -> list[Product]:
-    """`count` products spread evenly over the list (every k-th), decode and prefill alike."""
+    """`count` products spread evenly over M, projections and models: every k-th of the list
+    ordered by (M, projection, model)."""
     if count >= len(prods):
         return prods
-    step = len(prods) / count
-    return [prods[int(i * step)] for i in range(count)]
+    ordered = sorted(prods, key=lambda p: (p.m, p.proj, p.model))
+    step = len(ordered) / count
+    return [ordered[int(i * step + step / 2)] for i in range(count)]
