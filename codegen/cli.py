@@ -68,10 +68,65 @@ def load_specs(paths: list[Path] | None, skip_illegal: bool = False) -> list[loa
     return specs
 
 
+def exit_interrupted(message: str) -> None:
+    """Print one line and leave now with 130, the shell's code for Ctrl-C. Worker pools stopped
+    mid-flight can leave the interpreter's exit hooks a pipe that is gone (a traceback from
+    concurrent.futures at exit, or a hang): nothing is left to clean up here, so none run."""
+    err.print(message, markup=False, soft_wrap=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)
+
+
+def out_problem(out: Path, project: Path, given: list[Path], tuning: Path | None) -> str | None:
+    """Why `out` cannot hold the package (one line), or None: a file; a folder inside a package
+    codegen rendered (its orphans would be the package's own files); inside a spec or tuning
+    folder (the package's pyproject.toml would be read as a spec); one whose pyproject.toml is
+    not codegen's (a project's own)."""
+    from codegen import render
+
+    where = out.resolve()
+    if where.exists() and not where.is_dir():
+        return f"-o {out}: not a folder (-o names the folder the package is written to)"
+    for folder in [where, *where.parents]:
+        # a package folder codegen wrote, or a folder inside a rendered output folder
+        if render.is_generated(folder / "__init__.py") or (
+            folder != where and render.is_generated(folder / render.MANIFEST)
+        ):
+            top = next(
+                (f for f in [folder, *folder.parents] if render.is_generated(f / render.MANIFEST)),
+                folder.parent,
+            )
+            return (
+                f"-o {out}: inside the package rendered in {loader.display_path(top)}/; name "
+                f"that folder (the one holding MANIFEST): -o {loader.display_path(top)}"
+            )
+    spec_folders = [p for p in given if p.is_dir()] + [project / "specs"]
+    spec_folders += [tuning] if tuning is not None else []
+    for folder in spec_folders:
+        folder = folder.resolve()
+        if where == folder or folder in where.parents:
+            return (
+                f"-o {out}: inside the spec folder {loader.display_path(folder)}/ (the package's "
+                "pyproject.toml would be read as a spec); write it elsewhere, e.g. -o "
+                f"{loader.display_path(project / 'generated')}"
+            )
+    own = where / "pyproject.toml"
+    if own.exists() and not render.is_generated(own):
+        return (
+            f"-o {out}: holds a pyproject.toml codegen did not write (a project's own); "
+            f"write the package elsewhere, e.g. -o {loader.display_path(where / 'generated')}"
+        )
+    return None
+
+
 @app.command("render")
 def render_cmd(
     paths: PathsArg = None,
-    out: Annotated[Path, typer.Option("-o", "--out", help="Output folder.")] = Path("generated"),
+    out: Annotated[
+        Path | None,
+        typer.Option("-o", "--out", help="Output folder \\[default: ROOT/generated]."),
+    ] = None,
     check: Annotated[
         bool,
         typer.Option("--check", help="Write nothing; exit 1 if any file is stale or orphaned."),
@@ -97,10 +152,31 @@ def render_cmd(
 ) -> None:
     """Render every spec to a kernel file in OUT/cutegemm/<arch>/, with the package around them
     (registry, dispatcher, runtime, pyproject.toml), writing only files that changed."""
+    try:
+        _render(paths, out, check, tuning, root, skip_illegal)
+    except KeyboardInterrupt:
+        exit_interrupted("interrupted: nothing written")
+
+
+def _render(
+    paths: list[Path] | None,
+    out: Path | None,
+    check: bool,
+    tuning: Path | None,
+    root: Path | None,
+    skip_illegal: bool,
+) -> None:
     from codegen import package, render
 
     given = paths or [Path("specs")]
     project = (root or loader.project_root(given[0])).resolve()
+    out = out or Path(loader.display_path(project / "generated"))
+    if tuning is not None and not tuning.is_dir():
+        what = "not a folder" if tuning.exists() else "no such folder"
+        fail([f"--tuning {tuning}: {what} (it names the folder of tuning tables, *.toml)"])
+    problem = out_problem(out, project, given, tuning)
+    if problem:
+        fail([problem])
     specs = load_specs(paths, skip_illegal)
     try:
         specs = [loader.relative_to_root(s, project) for s in specs]
@@ -108,8 +184,6 @@ def render_cmd(
         scanned = {loader.root_relative(p, project) for p in given if p.is_dir()}
     except ValueError as e:
         fail([str(e)])
-    if out.exists() and not out.is_dir():
-        fail([f"{out}: not a folder (-o names the folder the package is written to)"])
     if check and not out.is_dir():
         fail([f"{out}: no such folder to check; run `codegen render` first"])
     with _progress("rendering") as progress:
@@ -126,8 +200,7 @@ def render_cmd(
             fail([str(e)])
         except KeyboardInterrupt:
             progress.stop()
-            err.print(f"interrupted: nothing written to {out}/")
-            raise typer.Exit(130) from None
+            exit_interrupted(f"interrupted: nothing written to {out}/")
     try:
         outcome = render.sync(
             rendered,
@@ -139,7 +212,11 @@ def render_cmd(
             scanned=scanned,
         )
     except (render.RenderError, package.TuningError) as e:
-        fail([str(e)])
+        fail(str(e).splitlines())
+    except render.Refused as e:
+        fail(e.lines if check else [*e.lines, f"nothing written to {out}/"])
+    except KeyboardInterrupt:
+        exit_interrupted(f"interrupted: nothing written to {out}/")
     if check:
         problems = [f"{out / f}: stale (differs from what the specs render)" for f in outcome.stale]
         problems += [f"{out / f}: orphan (no spec renders it)" for f in outcome.orphans]
@@ -154,6 +231,8 @@ def render_cmd(
         f"{len(outcome.orphans)} orphan(s) removed; package files "
         f"{len(set(outcome.written) - kernels)} written; in {out}/"
     )
+    if outcome.interrupted:
+        exit_interrupted(f"interrupted: {out}/ already held the new package; it is complete")
 
 
 def _knobs(spec) -> dict[str, str]:
@@ -1062,7 +1141,10 @@ def export_cmd(
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except KeyboardInterrupt:  # before or after a command's own handling (typer's set-up)
+        exit_interrupted("interrupted")
 
 
 if __name__ == "__main__":
