@@ -3,6 +3,7 @@
 `codegen render` writes one installable Python package under the output folder:
 
     generated/pyproject.toml            the package's own build file (DSL, torch, apache-tvm-ffi pins)
+    generated/_build_backend.py         its build backend: setuptools, from a clean build/lib
     generated/MANIFEST                  one line per kernel: path, spec hash, source
     generated/cutegemm/__init__.py      KERNELS, the registry (imports nothing heavy)
     generated/cutegemm/_dispatch.py     the tuning tables (specs/tuning/*.toml) as data
@@ -269,6 +270,7 @@ def package_files(
         ("package/dispatch.py.j2", f"{PKG}/_dispatch.py"),
         ("package/runtime.py.j2", f"{PKG}/_runtime.py"),
         *(("package/arch_init.py.j2", f"{PKG}/{d}/__init__.py") for d in ARCH_DIR.values()),
+        ("package/build_backend.py.j2", "_build_backend.py"),
     ):
         arch = next((a for a, d in ARCH_DIR.items() if f"/{d}/" in out), None)
         raw = env.get_template(template).render(ctx, arch=arch)

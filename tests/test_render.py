@@ -129,6 +129,7 @@ K = "cutegemm/sm100/"  # where the small spec's sm_100a kernels go inside the ou
 PACKAGE_FILES = [
     "MANIFEST",
     "README.md",
+    "_build_backend.py",
     "cutegemm/__init__.py",
     "cutegemm/_dispatch.py",
     "cutegemm/_runtime.py",
@@ -145,7 +146,7 @@ def small_render(tmp_path: Path) -> Path:
     proc = run_cli("render", "spec.toml", "-o", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == (
-        "2 kernels: 2 written, 0 unchanged, 0 orphan(s) removed; package files 8 written; in out/\n"
+        "2 kernels: 2 written, 0 unchanged, 0 orphan(s) removed; package files 9 written; in out/\n"
     )
     assert sorted(read_dir(tmp_path / "out")) == sorted(
         PACKAGE_FILES + [K + "alpha.py", K + "beta.py"]

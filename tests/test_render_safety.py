@@ -346,3 +346,29 @@ def test_a_full_disk_while_writing_is_one_line_and_changes_nothing(
     got = snapshot(project / "generated")
     got.pop(".render-cache.json", None)
     assert got == old and registry_problems(project / "generated") == []
+
+
+# ---- pip install ./generated ---------------------------------------------------------------------
+
+
+def test_a_wheel_built_after_a_kernel_was_renamed_ships_only_the_new_one(project: Path) -> None:
+    """setuptools keeps generated/build/lib/ between builds; the package's backend empties it."""
+
+    def wheel_files(folder: str) -> set[str]:
+        import zipfile
+
+        build = subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+             "-w", folder, "./generated"],
+            cwd=project, capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        assert build.returncode == 0, build.stderr[-2000:]
+        (wheel,) = (project / folder).glob("cutegemm-*.whl")
+        return {n for n in zipfile.ZipFile(wheel).namelist() if n.startswith("cutegemm/sm")}
+
+    assert "cutegemm/sm90/a1.py" in wheel_files("w1")
+    spec = project / "specs" / "a.toml"
+    spec.write_text(spec.read_text().replace('name = "a1"', 'name = "a7"'))
+    assert run_cli("render", "specs", cwd=project).returncode == 0
+    got = wheel_files("w2")
+    assert "cutegemm/sm90/a7.py" in got and "cutegemm/sm90/a1.py" not in got
