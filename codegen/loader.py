@@ -93,6 +93,30 @@ def relative_to_root(loaded: LoadedSpec, root: Path) -> LoadedSpec:
     return LoadedSpec(loaded.spec, root_relative(Path(loaded.path), root), loaded.variant)
 
 
+MAX_DEPTH = 16  # tables and arrays within each other: a spec needs 3 (epilogue = {...}, a sweep)
+
+
+def parse_toml(text: str) -> dict:
+    """`text` parsed as TOML; TOMLDecodeError also for nesting deeper than MAX_DEPTH (which the
+    parser, or any code walking the result, would meet as a RecursionError)."""
+    try:
+        doc = tomllib.loads(text)
+    except RecursionError:
+        raise tomllib.TOMLDecodeError("nested too deeply to read") from None
+    todo: list[tuple[object, int]] = [(doc, 0)]
+    while todo:
+        value, depth = todo.pop()
+        if depth > MAX_DEPTH:
+            raise tomllib.TOMLDecodeError(
+                f"tables and arrays nested more than {MAX_DEPTH} levels deep"
+            )
+        if isinstance(value, dict):
+            todo += [(v, depth + 1) for v in value.values()]
+        elif isinstance(value, list):
+            todo += [(v, depth + 1) for v in value]
+    return doc
+
+
 def spec_files(paths: list[Path]) -> list[Path]:
     """Every ``*.toml`` under the given files and folders, sorted, shape lists excluded."""
     found: set[Path] = set()
@@ -220,7 +244,7 @@ def load_file(
     try:
         raw = path.read_bytes()
         text = raw.decode("utf-8-sig")  # a UTF-8 byte-order mark is allowed and dropped
-        doc = tomllib.loads(text)
+        doc = parse_toml(text)
     except FileNotFoundError:
         return [], [SpecProblem(shown, None, None, "no such file")]
     except IsADirectoryError:

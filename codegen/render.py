@@ -538,7 +538,8 @@ def sync(
     everything = rendered + kept
     entries = {r.relpath: r.entry or package.read_entry(r.text, r.relpath) for r in everything}
     tuning = tuning or root / "specs" / "tuning"
-    tables = package.load_tables(tuning, {r.name for r in everything}, _display(tuning, root))
+    kernels = {Path(rel).stem: package.KernelClass.of(e) for rel, e in entries.items()}
+    tables = package.load_tables(tuning, kernels, _display(tuning, root))
     files = {r.relpath: r.text for r in rendered}
     package_texts, package_state = _package_files(out_dir, list(entries.values()), tables)
     files.update(package_texts)
