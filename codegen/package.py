@@ -236,7 +236,9 @@ def _is_number(value: object) -> bool:
 
 
 def _shown(value: object) -> str:
-    text = repr(value)
+    from codegen.loader import shown
+
+    text = shown(repr(value))
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -310,7 +312,9 @@ def _pick_problems(
 
 
 def _shown_name(name: str) -> str:
-    return name if name.isprintable() and len(name) <= 100 else _shown(name)
+    from codegen.loader import shown
+
+    return shown(name) if len(name) <= 100 else _shown(name)
 
 
 def load_tables(folder: Path, kernels: dict[str, KernelClass], display: str) -> list[Table]:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import jinja2
 
-from codegen import package, registry
+from codegen import loader, package, registry
 from codegen.files import sigint_deferred, stage
 from codegen.loader import LoadedSpec
 from codegen.plan import plan
@@ -425,10 +425,7 @@ def header(path: Path) -> tuple[str, str]:
     return source, spec_hash
 
 
-def shown(text: str) -> str:
-    """A name or path from a file or a spec, safe to print on one line: control characters
-    (newline, NUL, ...) and other unprintable ones escaped as Python would write them."""
-    return text if text.isprintable() else repr(text)[1:-1]
+shown = loader.shown  # a name or path from a file or a spec, escaped to print on one line
 
 
 # the order package files are put in place: the registry (cutegemm/__init__.py) last, once

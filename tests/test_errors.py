@@ -34,6 +34,8 @@ CASES: dict[str, list[str]] = {
     "bad_name": ["bad_specs/bad_name.toml"],
     "bad_name_reserved": ["bad_specs/bad_name_reserved.toml"],
     "nonfinite_epilogue": ["bad_specs/nonfinite_epilogue.toml"],
+    "f32_epilogue": ["bad_specs/f32_epilogue.toml"],
+    "spec_wording": ["bad_specs/spec_wording.toml"],
     "coerced_types": ["bad_specs/coerced_types.toml"],
     "utf8_bom": ["bad_specs/utf8_bom.toml"],
     "duplicate_in_one_file": ["bad_specs/duplicate_in_one_file.toml"],
