@@ -349,8 +349,9 @@ def build_cmd(
             results = b.build(files, build_dir, jobs, on_done=done)
         except KeyboardInterrupt:
             progress.stop()
-            err.print(f"interrupted: compiles stopped; finished results kept in {build_dir}/")
-            raise typer.Exit(130) from None
+            exit_interrupted(
+                f"interrupted: compiles stopped; finished results kept in {build_dir}/"
+            )
     for arch in sorted({r.arch for r in results}):  # one table per arch: each has its columns
         mine = [r for r in results if r.arch == arch]
         if markdown:
