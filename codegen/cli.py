@@ -252,6 +252,10 @@ def _knobs(spec) -> dict[str, str]:
     return out
 
 
+LIST_ALWAYS = ("arch", "dtype", "tile", "stages")  # the narrow list names these for every variant
+LIST_WIDTH = 80  # the narrow list's lines when not in a terminal
+
+
 @app.command("list")
 def list_cmd(
     paths: PathsArg = None,
@@ -259,6 +263,15 @@ def list_cmd(
         str,
         typer.Option("--format", help="table (wraps, never cuts), plain (tab-separated) or json."),
     ] = "table",
+    wide: Annotated[
+        bool,
+        typer.Option(
+            "--wide",
+            help="table: one column per knob that differs between the variants (needs a wide "
+            "terminal); default: per variant its name, then its arch, dtype, tile, stages and "
+            "every knob set away from its default, wrapped to the terminal (80 columns piped).",
+        ),
+    ] = False,
     skip_illegal: SkipIllegalOpt = False,
 ) -> None:
     """List every variant the specs define: its name, every knob that differs between the listed
@@ -282,8 +295,51 @@ def list_cmd(
         for r in rows:
             print("\t".join(r))
         return
-    console.print(whole_table(head, rows))
+    if wide:
+        console.print(whole_table(head, rows))
+    else:
+        for line in narrow_list(specs, knobs, console.width if console.is_terminal else LIST_WIDTH):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.print(f"{len(specs)} variants")
+
+
+def narrow_list(specs, knobs: list[dict[str, str]], width: int) -> list[str]:
+    """Per variant: its name on a line of its own, then `knob=value` for the knobs every variant
+    shows (LIST_ALWAYS) and those set away from their defaults (those of its scheduler and
+    epilogue kind), and where it is defined, in lines of at most `width` characters (a value
+    longer than a line gets one of its own)."""
+    import textwrap
+
+    from codegen.spec import Spec
+
+    defaults: dict[tuple[str, str], dict[str, str]] = {}  # per (scheduler, epilogue) kind
+    base = {"scheduler.kind": "grid", "epilogue.style": "direct"}  # the kinds' own defaults
+    lines = []
+    for s, row in zip(specs, knobs, strict=True):
+        kinds = (row.get("scheduler.kind", "grid"), row.get("epilogue.style", "direct"))
+        if kinds not in defaults:
+            defaults[kinds] = _knobs(
+                Spec.model_validate(
+                    {"tile": [1, 1, 1], "scheduler": {"kind": kinds[0]}, "epilogue": kinds[1]}
+                )
+            )
+        pairs = [f"{k}={row[k]}" for k in LIST_ALWAYS if k in row]
+        pairs += [
+            f"{k}={v}"
+            for k, v in sorted(row.items())
+            if k not in LIST_ALWAYS and v != "" and v != base.get(k, defaults[kinds].get(k))
+        ]
+        where = s.path if s.variant == s.name else f"{s.path}[{s.variant}]"
+        lines.append(s.name)
+        lines += textwrap.wrap(
+            " ".join(pairs) + f" source={where}",
+            width=width,
+            initial_indent="    ",
+            subsequent_indent="    ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+    return lines
 
 
 def _progress(verb: str) -> Progress:

@@ -548,6 +548,25 @@ def test_list_shows_every_knob_that_differs_and_the_whole_source() -> None:
     assert "dtype" not in head  # the same for every ladder step: not a column
 
 
+def test_list_fits_80_columns_and_wide_has_a_column_per_knob() -> None:
+    """Piped, `codegen list` is a name line per variant, then its knobs in lines of at most 80
+    characters; --wide is the table with a column per knob that differs."""
+    proc = run_cli("list", "specs", cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    *lines, count = proc.stdout.splitlines()
+    names = [line for line in lines if not line.startswith(" ")]
+    assert count == f"{len(names)} variants" and len(names) == len(kernel_glob())
+    assert all(len(line) <= 80 for line in lines if line.startswith(" ")), lines
+    assert all(len(line) <= 80 or line in names for line in lines)
+    block = lines[lines.index("ladder_2_ring") + 1 :][:4]
+    assert block[0].startswith("    arch=sm_100a dtype=f16 tile=")
+    assert "warp_specialized=False" in " ".join(
+        block
+    ) and "source=specs/sm100/ladder.toml" in " ".join(block)
+    wide = run_cli("list", "specs/sm100/ladder.toml", "--wide", cwd=ROOT)
+    assert wide.returncode == 0 and "warp_specialized" in wide.stdout.splitlines()[1]
+
+
 def test_report_tables_keep_the_variant_name_whole_in_a_narrow_log() -> None:
     from rich.console import Console
 
