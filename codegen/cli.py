@@ -500,29 +500,53 @@ def verify_cmd(
         int | None,
         typer.Option("--limit", help="With --mutations: at most this many kernels per mutation."),
     ] = None,
+    build_dir: Annotated[
+        Path,
+        typer.Option(
+            "--build-dir",
+            help="Reports are cached in BUILD_DIR/verify/, keyed by each file's content and "
+            "codegen's own code: an unchanged kernel is not checked again.",
+        ),
+    ] = Path("build"),
 ) -> None:
     """Check every generated kernel's mbarrier protocol in all interleavings of its warps, for
     small problem sizes (docs/verify.md); exit 1 on a violation or a kernel it cannot model."""
     if mutations:
         _verify_mutations(jobs, limit)
         return
+    import functools
     from concurrent.futures import ProcessPoolExecutor
 
-    from codegen.verify import verify_file
+    from codegen.render import stop_pool
+    from codegen.verify import cached_report, verify_and_cache
 
     files = _generated_files(generated, only)
+    cache_dir = build_dir / "verify"
+    found = {f: cached_report(f, cache_dir) for f in files}
+    todo = [f for f in files if found[f] is None]
+    work = functools.partial(verify_and_cache, cache_dir=cache_dir)
     with _progress("verifying") as progress:
-        task = progress.add_task("", total=len(files))
-        reports = []
-        if jobs > 1 and len(files) > 1:
-            with ProcessPoolExecutor(min(jobs, len(files))) as pool:
-                for r in pool.map(verify_file, files):
-                    reports.append(r)
-                    progress.update(task, advance=1, description=r.name)
-        else:
-            for f in files:
-                reports.append(verify_file(f))
-                progress.update(task, advance=1, description=f.stem)
+        task = progress.add_task("", total=len(files), completed=len(files) - len(todo))
+        fresh = {}
+        try:
+            if jobs > 1 and len(todo) > 1:
+                pool = ProcessPoolExecutor(min(jobs, len(todo)))
+                try:
+                    for f, r in zip(todo, pool.map(work, todo), strict=True):
+                        fresh[f] = r
+                        progress.update(task, advance=1, description=r.name)
+                except BaseException:
+                    stop_pool(pool)
+                    raise
+                pool.shutdown(wait=True)
+            else:
+                for f in todo:
+                    fresh[f] = work(f)
+                    progress.update(task, advance=1, description=f.stem)
+        except KeyboardInterrupt:
+            progress.stop()
+            exit_interrupted(f"interrupted: finished results kept in {cache_dir}/")
+    reports = [found[f] or fresh[f] for f in files]
     head, rows = verify_rows(reports)
     if markdown:
         console.print("| " + " | ".join(head) + " |", markup=False, soft_wrap=True)
@@ -545,12 +569,12 @@ def verify_cmd(
         console.print(f"{r.name} [{case.case.label}]:", markup=False)
         for v in case.violations[:traces]:
             console.print(v.render(), markup=False, soft_wrap=True)
-    seconds = sum(r.seconds for r in reports)
+    seconds = sum(r.seconds for r in fresh.values())
     fails = sum(r.status == "FAIL" for r in reports)
     skipped = sum(r.status == "NOT MODELLED" for r in reports)
     console.print(
         f"{len(reports) - len(bad)}/{len(reports)} passed, {fails} failed, {skipped} not modelled "
-        f"({seconds:.1f} s of checking)"
+        f"({len(files) - len(todo)} cached; {seconds:.1f} s of checking)"
     )
     if bad:
         raise typer.Exit(1)
