@@ -342,17 +342,48 @@ def narrow_list(specs, knobs: list[dict[str, str]], width: int) -> list[str]:
     return lines
 
 
-def _progress(verb: str) -> Progress:
-    """A transient progress bar on stderr (hidden when stderr is not a terminal)."""
-    return Progress(
+PIPED_EVERY = 20  # piped (a CI log), long commands print a line per this many items done
+
+
+class _LineProgress(Progress):
+    """Progress that, where no bar is drawn (stderr is not a terminal), prints one line per
+    PIPED_EVERY items done and one when the last is: `compiling: 40/142 done (1m 05s)`."""
+
+    def __init__(self, verb: str, *columns, **kwargs) -> None:
+        super().__init__(*columns, **kwargs)
+        self.verb = verb
+        self._said: dict = {}
+
+    def update(self, task_id, **kwargs) -> None:  # type: ignore[override]
+        super().update(task_id, **kwargs)
+        if not self.disable:
+            return
+        task = self._tasks[task_id]
+        done, total = int(task.completed), task.total
+        last = self._said.get(task_id, 0)
+        if total and done > last and (done // PIPED_EVERY > last // PIPED_EVERY or done >= total):
+            self._said[task_id] = done
+            seconds = int(task.elapsed or 0)
+            err.print(
+                f"{self.verb}: {done}/{int(total)} done ({seconds // 60}m {seconds % 60:02d}s)",
+                markup=False,
+                highlight=False,
+            )
+
+
+def _progress(verb: str, piped_lines: bool = False) -> Progress:
+    """A transient progress bar on stderr; where stderr is not a terminal, none, or with
+    `piped_lines` (long commands) a line per PIPED_EVERY items done."""
+    columns = (
         TextColumn(verb),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         TextColumn("{task.description}"),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
+    )
+    options = {"console": err, "transient": True, "disable": not err.is_terminal}
+    return (
+        _LineProgress(verb, *columns, **options) if piped_lines else Progress(*columns, **options)
     )
 
 
@@ -395,7 +426,7 @@ def build_cmd(
     from codegen import build as b
 
     files = _generated_files(generated, only)
-    with _progress("compiling") as progress:
+    with _progress("compiling", piped_lines=True) as progress:
         task = progress.add_task("", total=len(files))
 
         def done(r: b.BuildResult) -> None:
@@ -525,7 +556,7 @@ def verify_cmd(
     found = {f: cached_report(f, cache_dir) for f in files}
     todo = [f for f in files if found[f] is None]
     work = functools.partial(verify_and_cache, cache_dir=cache_dir)
-    with _progress("verifying") as progress:
+    with _progress("verifying", piped_lines=True) as progress:
         task = progress.add_task("", total=len(files), completed=len(files) - len(todo))
         fresh = {}
         try:

@@ -567,6 +567,27 @@ def test_list_fits_80_columns_and_wide_has_a_column_per_knob() -> None:
     assert wide.returncode == 0 and "warp_specialized" in wide.stdout.splitlines()[1]
 
 
+def test_long_commands_piped_print_a_line_per_20_items(monkeypatch: pytest.MonkeyPatch) -> None:
+    """build and verify draw no bar into a log; they say how far they are every 20 kernels."""
+    import io
+
+    from rich.console import Console
+
+    from codegen import cli
+
+    log = io.StringIO()
+    monkeypatch.setattr(cli, "err", Console(file=log, width=200))
+    with cli._progress("compiling", piped_lines=True) as progress:
+        task = progress.add_task("", total=45)
+        for _ in range(45):
+            progress.update(task, advance=1, description="k")
+    assert [re.sub(r"\(.*\)", "(T)", line) for line in log.getvalue().splitlines()] == [
+        "compiling: 20/45 done (T)",
+        "compiling: 40/45 done (T)",
+        "compiling: 45/45 done (T)",
+    ]
+
+
 def test_report_tables_keep_the_variant_name_whole_in_a_narrow_log() -> None:
     from rich.console import Console
 
