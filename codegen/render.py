@@ -565,6 +565,10 @@ def sync(
             _commit(out_dir, staged, orphans)
             _save_cache(out_dir, rendered, kept, entries, package_state)
         interrupted = bool(interrupts)
+    elif out_dir.is_dir():
+        # --check changes no output file, but records what it rendered, so the next render or
+        # check reuses it (an entry is only ever used for a file holding exactly these bytes)
+        _save_cache(out_dir, rendered, kept, entries, package_state)
     return Outcome(
         sorted(changed) if not check else [],
         sorted(unchanged),

@@ -427,6 +427,26 @@ def test_an_unchanged_kernel_is_not_rendered_again(
     assert calls == ["beta"]
 
 
+def test_check_records_the_render_cache_so_the_next_run_renders_nothing(
+    small_render: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = small_render / "out"
+    (out / ".render-cache.json").unlink()
+    before = read_dir(out)
+    proc = run_cli("render", "spec.toml", "-o", "out", "--check", cwd=small_render)
+    assert proc.returncode == 0, proc.stderr
+    assert read_dir(out) == before, "--check writes no output file"
+    monkeypatch.chdir(small_render)
+    calls: list[str] = []
+    real = render.render_one
+    monkeypatch.setattr(
+        render, "render_one", lambda s, env=None: calls.append(s.name) or real(s, env)
+    )
+    specs = [loader.relative_to_root(s, small_render) for s in loader.load([Path("spec.toml")])]
+    render.render_incremental(specs, out)
+    assert calls == []
+
+
 BIG_SWEEP = """
 [defaults]
 arch = "sm_90a"
