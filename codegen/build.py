@@ -20,6 +20,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -257,6 +258,30 @@ def build(
         todo.setdefault(spec.arch, []).append((path, spec, key))
 
     ctx = multiprocessing.get_context("spawn")
+
+    def finish(path: Path, spec: Spec, key: str, arch: str, raw: dict) -> None:
+        r = BuildResult(
+            name=path.stem,
+            arch=arch,
+            ok=raw["ok"],
+            error=raw.get("error", ""),
+            counts=raw.get("counts", {}),
+            alloc_cols=raw.get("alloc_cols", []),
+            registers=raw.get("registers"),
+            spill_bytes=raw.get("spill_bytes"),
+            smem_bytes=rules.smem_bytes(spec, int(spec.stages)),
+            seconds=raw.get("seconds", 0.0),
+        )
+        if r.ok:
+            r.mismatches = check_counts(spec, r)
+            record = build_dir / path.stem / "result.json"
+            record.parent.mkdir(parents=True, exist_ok=True)
+            data = {k: v for k, v in r.__dict__.items() if k != "cached"}
+            write_atomic(record, json.dumps({"key": key, "result": data}, indent=1))
+        results.append(r)
+        if on_done:
+            on_done(r)
+
     for arch, items in sorted(todo.items()):
         pool = ProcessPoolExecutor(
             max_workers=max(1, min(jobs, len(items))),
@@ -264,6 +289,7 @@ def build(
             initializer=_init_worker,
             initargs=(arch,),
         )
+        broken: list[tuple[Path, Spec, str]] = []
         try:
             futures = {
                 pool.submit(compile_file, str(path), str(build_dir / path.stem / arch)): (
@@ -277,31 +303,83 @@ def build(
                 path, spec, key = futures[fut]
                 try:
                     raw = fut.result()
-                except Exception as e:  # noqa: BLE001 - a worker crash is reported, not raised
+                except BrokenProcessPool:
+                    # a worker died (the compiler aborted): every compile not finished is lost
+                    # with it, whichever killed it; each runs again in a process of its own
+                    broken.append((path, spec, key))
+                    continue
+                except Exception as e:  # noqa: BLE001 - a worker's failure is reported, not raised
                     raw = {"ok": False, "error": f"{type(e).__name__}: {e}"}
-                r = BuildResult(
-                    name=path.stem,
-                    arch=arch,
-                    ok=raw["ok"],
-                    error=raw.get("error", ""),
-                    counts=raw.get("counts", {}),
-                    alloc_cols=raw.get("alloc_cols", []),
-                    registers=raw.get("registers"),
-                    spill_bytes=raw.get("spill_bytes"),
-                    smem_bytes=rules.smem_bytes(spec, int(spec.stages)),
-                    seconds=raw.get("seconds", 0.0),
-                )
-                if r.ok:
-                    r.mismatches = check_counts(spec, r)
-                    record = build_dir / path.stem / "result.json"
-                    record.parent.mkdir(parents=True, exist_ok=True)
-                    data = {k: v for k, v in r.__dict__.items() if k != "cached"}
-                    write_atomic(record, json.dumps({"key": key, "result": data}, indent=1))
-                results.append(r)
-                if on_done:
-                    on_done(r)
+                finish(path, spec, key, arch, raw)
         except BaseException:  # Ctrl-C: stop within a second; finished records stay valid
             stop_pool(pool)
             raise
         pool.shutdown(wait=True)
+        if broken:
+            _build_isolated(broken, build_dir, arch, jobs, ctx, finish)
     return sorted(results, key=lambda r: r.name)
+
+
+def _build_isolated(
+    items: list[tuple[Path, Spec, str]],
+    build_dir: Path,
+    arch: str,
+    jobs: int,
+    ctx,
+    finish: Callable[[Path, Spec, str, str, dict], None],
+) -> None:
+    """Compile each of `items` in a process of its own, `jobs` at a time: one that crashes is
+    reported as that kernel's failure (with the signal that ended it), the others as usual."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    live: set = set()
+    lock = threading.Lock()
+
+    def one(item: tuple[Path, Spec, str]) -> tuple[tuple[Path, Spec, str], dict]:
+        path, _, _ = item
+        receiver, sender = ctx.Pipe(duplex=False)
+        proc = ctx.Process(
+            target=_compile_alone,
+            args=(sender, arch, str(path), str(build_dir / path.stem / arch)),
+            daemon=True,
+        )
+        with lock:
+            live.add(proc)
+        proc.start()
+        sender.close()
+        try:
+            raw = receiver.recv()
+        except EOFError:
+            raw = None
+        proc.join()
+        with lock:
+            live.discard(proc)
+        if raw is None:
+            code = proc.exitcode or 0
+            how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+            raw = {"ok": False, "error": f"the compiler crashed ({how}) on this kernel"}
+        return item, raw
+
+    threads = ThreadPoolExecutor(max_workers=max(1, min(jobs, len(items))))
+    try:
+        for (path, spec, key), raw in threads.map(one, items):
+            finish(path, spec, key, arch, raw)
+    except BaseException:  # Ctrl-C: end the compiles now
+        with lock:
+            for proc in live:
+                proc.terminate()
+        raise
+    finally:
+        threads.shutdown(wait=True, cancel_futures=True)
+
+
+def _compile_alone(conn, arch: str, path: str, out_dir: str) -> None:
+    """A process of its own: compile one file and send back what compile_file returns."""
+    _init_worker(arch)
+    try:
+        raw = compile_file(path, out_dir)
+    except Exception as e:  # noqa: BLE001 - reported as this kernel's failure
+        raw = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+    conn.send(raw)
+    conn.close()

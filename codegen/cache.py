@@ -70,9 +70,14 @@ def reusable(out_dir: Path, relpath: str, want: str, cached: dict) -> str | None
 
 
 def save(out_dir: Path, data: dict) -> None:
+    """Record `data`; a cache that cannot be written (a full disk) is left as it was: it is only
+    a shortcut, and a stale one is never trusted (`reusable` checks the bytes)."""
     from codegen.files import write_atomic
 
     text = json.dumps(data, sort_keys=True, indent=0) + "\n"
     path = out_dir / CACHE
-    if not path.is_file() or path.read_text(encoding="utf-8") != text:
-        write_atomic(path, text)
+    try:
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            write_atomic(path, text)
+    except (OSError, UnicodeDecodeError):
+        pass

@@ -68,10 +68,65 @@ def load_specs(paths: list[Path] | None, skip_illegal: bool = False) -> list[loa
     return specs
 
 
+def exit_interrupted(message: str) -> None:
+    """Print one line and leave now with 130, the shell's code for Ctrl-C. Worker pools stopped
+    mid-flight can leave the interpreter's exit hooks a pipe that is gone (a traceback from
+    concurrent.futures at exit, or a hang): nothing is left to clean up here, so none run."""
+    err.print(message, markup=False, soft_wrap=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)
+
+
+def out_problem(out: Path, project: Path, given: list[Path], tuning: Path | None) -> str | None:
+    """Why `out` cannot hold the package (one line), or None: a file; a folder inside a package
+    codegen rendered (its orphans would be the package's own files); inside a spec or tuning
+    folder (the package's pyproject.toml would be read as a spec); one whose pyproject.toml is
+    not codegen's (a project's own)."""
+    from codegen import render
+
+    where = out.resolve()
+    if where.exists() and not where.is_dir():
+        return f"-o {out}: not a folder (-o names the folder the package is written to)"
+    for folder in [where, *where.parents]:
+        # a package folder codegen wrote, or a folder inside a rendered output folder
+        if render.is_generated(folder / "__init__.py") or (
+            folder != where and render.is_generated(folder / render.MANIFEST)
+        ):
+            top = next(
+                (f for f in [folder, *folder.parents] if render.is_generated(f / render.MANIFEST)),
+                folder.parent,
+            )
+            return (
+                f"-o {out}: inside the package rendered in {loader.display_path(top)}/; name "
+                f"that folder (the one holding MANIFEST): -o {loader.display_path(top)}"
+            )
+    spec_folders = [p for p in given if p.is_dir()] + [project / "specs"]
+    spec_folders += [tuning] if tuning is not None else []
+    for folder in spec_folders:
+        folder = folder.resolve()
+        if where == folder or folder in where.parents:
+            return (
+                f"-o {out}: inside the spec folder {loader.display_path(folder)}/ (the package's "
+                "pyproject.toml would be read as a spec); write it elsewhere, e.g. -o "
+                f"{loader.display_path(project / 'generated')}"
+            )
+    own = where / "pyproject.toml"
+    if own.exists() and not render.is_generated(own):
+        return (
+            f"-o {out}: holds a pyproject.toml codegen did not write (a project's own); "
+            f"write the package elsewhere, e.g. -o {loader.display_path(where / 'generated')}"
+        )
+    return None
+
+
 @app.command("render")
 def render_cmd(
     paths: PathsArg = None,
-    out: Annotated[Path, typer.Option("-o", "--out", help="Output folder.")] = Path("generated"),
+    out: Annotated[
+        Path | None,
+        typer.Option("-o", "--out", help="Output folder \\[default: ROOT/generated]."),
+    ] = None,
     check: Annotated[
         bool,
         typer.Option("--check", help="Write nothing; exit 1 if any file is stale or orphaned."),
@@ -97,10 +152,31 @@ def render_cmd(
 ) -> None:
     """Render every spec to a kernel file in OUT/cutegemm/<arch>/, with the package around them
     (registry, dispatcher, runtime, pyproject.toml), writing only files that changed."""
+    try:
+        _render(paths, out, check, tuning, root, skip_illegal)
+    except KeyboardInterrupt:
+        exit_interrupted("interrupted: nothing written")
+
+
+def _render(
+    paths: list[Path] | None,
+    out: Path | None,
+    check: bool,
+    tuning: Path | None,
+    root: Path | None,
+    skip_illegal: bool,
+) -> None:
     from codegen import package, render
 
     given = paths or [Path("specs")]
     project = (root or loader.project_root(given[0])).resolve()
+    out = out or Path(loader.display_path(project / "generated"))
+    if tuning is not None and not tuning.is_dir():
+        what = "not a folder" if tuning.exists() else "no such folder"
+        fail([f"--tuning {tuning}: {what} (it names the folder of tuning tables, *.toml)"])
+    problem = out_problem(out, project, given, tuning)
+    if problem:
+        fail([problem])
     specs = load_specs(paths, skip_illegal)
     try:
         specs = [loader.relative_to_root(s, project) for s in specs]
@@ -108,8 +184,6 @@ def render_cmd(
         scanned = {loader.root_relative(p, project) for p in given if p.is_dir()}
     except ValueError as e:
         fail([str(e)])
-    if out.exists() and not out.is_dir():
-        fail([f"{out}: not a folder (-o names the folder the package is written to)"])
     if check and not out.is_dir():
         fail([f"{out}: no such folder to check; run `codegen render` first"])
     with _progress("rendering") as progress:
@@ -126,8 +200,7 @@ def render_cmd(
             fail([str(e)])
         except KeyboardInterrupt:
             progress.stop()
-            err.print(f"interrupted: nothing written to {out}/")
-            raise typer.Exit(130) from None
+            exit_interrupted(f"interrupted: nothing written to {out}/")
     try:
         outcome = render.sync(
             rendered,
@@ -139,7 +212,11 @@ def render_cmd(
             scanned=scanned,
         )
     except (render.RenderError, package.TuningError) as e:
-        fail([str(e)])
+        fail(str(e).splitlines())
+    except render.Refused as e:
+        fail(e.lines if check else [*e.lines, f"nothing written to {out}/"])
+    except KeyboardInterrupt:
+        exit_interrupted(f"interrupted: nothing written to {out}/")
     if check:
         problems = [f"{out / f}: stale (differs from what the specs render)" for f in outcome.stale]
         problems += [f"{out / f}: orphan (no spec renders it)" for f in outcome.orphans]
@@ -154,6 +231,8 @@ def render_cmd(
         f"{len(outcome.orphans)} orphan(s) removed; package files "
         f"{len(set(outcome.written) - kernels)} written; in {out}/"
     )
+    if outcome.interrupted:
+        exit_interrupted(f"interrupted: {out}/ already held the new package; it is complete")
 
 
 def _knobs(spec) -> dict[str, str]:
@@ -173,6 +252,10 @@ def _knobs(spec) -> dict[str, str]:
     return out
 
 
+LIST_ALWAYS = ("arch", "dtype", "tile", "stages")  # the narrow list names these for every variant
+LIST_WIDTH = 80  # the narrow list's lines when not in a terminal
+
+
 @app.command("list")
 def list_cmd(
     paths: PathsArg = None,
@@ -180,6 +263,15 @@ def list_cmd(
         str,
         typer.Option("--format", help="table (wraps, never cuts), plain (tab-separated) or json."),
     ] = "table",
+    wide: Annotated[
+        bool,
+        typer.Option(
+            "--wide",
+            help="table: one column per knob that differs between the variants (needs a wide "
+            "terminal); default: per variant its name, then its arch, dtype, tile, stages and "
+            "every knob set away from its default, wrapped to the terminal (80 columns piped).",
+        ),
+    ] = False,
     skip_illegal: SkipIllegalOpt = False,
 ) -> None:
     """List every variant the specs define: its name, every knob that differs between the listed
@@ -203,21 +295,95 @@ def list_cmd(
         for r in rows:
             print("\t".join(r))
         return
-    console.print(whole_table(head, rows))
+    if wide:
+        console.print(whole_table(head, rows))
+    else:
+        for line in narrow_list(specs, knobs, console.width if console.is_terminal else LIST_WIDTH):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.print(f"{len(specs)} variants")
 
 
-def _progress(verb: str) -> Progress:
-    """A transient progress bar on stderr (hidden when stderr is not a terminal)."""
-    return Progress(
+def narrow_list(specs, knobs: list[dict[str, str]], width: int) -> list[str]:
+    """Per variant: its name on a line of its own, then `knob=value` for the knobs every variant
+    shows (LIST_ALWAYS) and those set away from their defaults (those of its scheduler and
+    epilogue kind), and where it is defined, in lines of at most `width` characters (a value
+    longer than a line gets one of its own)."""
+    import textwrap
+
+    from codegen.spec import Spec
+
+    defaults: dict[tuple[str, str], dict[str, str]] = {}  # per (scheduler, epilogue) kind
+    base = {"scheduler.kind": "grid", "epilogue.style": "direct"}  # the kinds' own defaults
+    lines = []
+    for s, row in zip(specs, knobs, strict=True):
+        kinds = (row.get("scheduler.kind", "grid"), row.get("epilogue.style", "direct"))
+        if kinds not in defaults:
+            defaults[kinds] = _knobs(
+                Spec.model_validate(
+                    {"tile": [1, 1, 1], "scheduler": {"kind": kinds[0]}, "epilogue": kinds[1]}
+                )
+            )
+        pairs = [f"{k}={row[k]}" for k in LIST_ALWAYS if k in row]
+        pairs += [
+            f"{k}={v}"
+            for k, v in sorted(row.items())
+            if k not in LIST_ALWAYS and v != "" and v != base.get(k, defaults[kinds].get(k))
+        ]
+        where = s.path if s.variant == s.name else f"{s.path}[{s.variant}]"
+        lines.append(s.name)
+        lines += textwrap.wrap(
+            " ".join(pairs) + f" source={where}",
+            width=width,
+            initial_indent="    ",
+            subsequent_indent="    ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+    return lines
+
+
+PIPED_EVERY = 20  # piped (a CI log), long commands print a line per this many items done
+
+
+class _LineProgress(Progress):
+    """Progress that, where no bar is drawn (stderr is not a terminal), prints one line per
+    PIPED_EVERY items done and one when the last is: `compiling: 40/142 done (1m 05s)`."""
+
+    def __init__(self, verb: str, *columns, **kwargs) -> None:
+        super().__init__(*columns, **kwargs)
+        self.verb = verb
+        self._said: dict = {}
+
+    def update(self, task_id, **kwargs) -> None:  # type: ignore[override]
+        super().update(task_id, **kwargs)
+        if not self.disable:
+            return
+        task = self._tasks[task_id]
+        done, total = int(task.completed), task.total
+        last = self._said.get(task_id, 0)
+        if total and done > last and (done // PIPED_EVERY > last // PIPED_EVERY or done >= total):
+            self._said[task_id] = done
+            seconds = int(task.elapsed or 0)
+            err.print(
+                f"{self.verb}: {done}/{int(total)} done ({seconds // 60}m {seconds % 60:02d}s)",
+                markup=False,
+                highlight=False,
+            )
+
+
+def _progress(verb: str, piped_lines: bool = False) -> Progress:
+    """A transient progress bar on stderr; where stderr is not a terminal, none, or with
+    `piped_lines` (long commands) a line per PIPED_EVERY items done."""
+    columns = (
         TextColumn(verb),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         TextColumn("{task.description}"),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
+    )
+    options = {"console": err, "transient": True, "disable": not err.is_terminal}
+    return (
+        _LineProgress(verb, *columns, **options) if piped_lines else Progress(*columns, **options)
     )
 
 
@@ -260,7 +426,7 @@ def build_cmd(
     from codegen import build as b
 
     files = _generated_files(generated, only)
-    with _progress("compiling") as progress:
+    with _progress("compiling", piped_lines=True) as progress:
         task = progress.add_task("", total=len(files))
 
         def done(r: b.BuildResult) -> None:
@@ -270,8 +436,9 @@ def build_cmd(
             results = b.build(files, build_dir, jobs, on_done=done)
         except KeyboardInterrupt:
             progress.stop()
-            err.print(f"interrupted: compiles stopped; finished results kept in {build_dir}/")
-            raise typer.Exit(130) from None
+            exit_interrupted(
+                f"interrupted: compiles stopped; finished results kept in {build_dir}/"
+            )
     for arch in sorted({r.arch for r in results}):  # one table per arch: each has its columns
         mine = [r for r in results if r.arch == arch]
         if markdown:
@@ -364,29 +531,53 @@ def verify_cmd(
         int | None,
         typer.Option("--limit", help="With --mutations: at most this many kernels per mutation."),
     ] = None,
+    build_dir: Annotated[
+        Path,
+        typer.Option(
+            "--build-dir",
+            help="Reports are cached in BUILD_DIR/verify/, keyed by each file's content and "
+            "codegen's own code: an unchanged kernel is not checked again.",
+        ),
+    ] = Path("build"),
 ) -> None:
     """Check every generated kernel's mbarrier protocol in all interleavings of its warps, for
     small problem sizes (docs/verify.md); exit 1 on a violation or a kernel it cannot model."""
     if mutations:
         _verify_mutations(jobs, limit)
         return
+    import functools
     from concurrent.futures import ProcessPoolExecutor
 
-    from codegen.verify import verify_file
+    from codegen.render import stop_pool
+    from codegen.verify import cached_report, verify_and_cache
 
     files = _generated_files(generated, only)
-    with _progress("verifying") as progress:
-        task = progress.add_task("", total=len(files))
-        reports = []
-        if jobs > 1 and len(files) > 1:
-            with ProcessPoolExecutor(min(jobs, len(files))) as pool:
-                for r in pool.map(verify_file, files):
-                    reports.append(r)
-                    progress.update(task, advance=1, description=r.name)
-        else:
-            for f in files:
-                reports.append(verify_file(f))
-                progress.update(task, advance=1, description=f.stem)
+    cache_dir = build_dir / "verify"
+    found = {f: cached_report(f, cache_dir) for f in files}
+    todo = [f for f in files if found[f] is None]
+    work = functools.partial(verify_and_cache, cache_dir=cache_dir)
+    with _progress("verifying", piped_lines=True) as progress:
+        task = progress.add_task("", total=len(files), completed=len(files) - len(todo))
+        fresh = {}
+        try:
+            if jobs > 1 and len(todo) > 1:
+                pool = ProcessPoolExecutor(min(jobs, len(todo)))
+                try:
+                    for f, r in zip(todo, pool.map(work, todo), strict=True):
+                        fresh[f] = r
+                        progress.update(task, advance=1, description=r.name)
+                except BaseException:
+                    stop_pool(pool)
+                    raise
+                pool.shutdown(wait=True)
+            else:
+                for f in todo:
+                    fresh[f] = work(f)
+                    progress.update(task, advance=1, description=f.stem)
+        except KeyboardInterrupt:
+            progress.stop()
+            exit_interrupted(f"interrupted: finished results kept in {cache_dir}/")
+    reports = [found[f] or fresh[f] for f in files]
     head, rows = verify_rows(reports)
     if markdown:
         console.print("| " + " | ".join(head) + " |", markup=False, soft_wrap=True)
@@ -409,12 +600,12 @@ def verify_cmd(
         console.print(f"{r.name} [{case.case.label}]:", markup=False)
         for v in case.violations[:traces]:
             console.print(v.render(), markup=False, soft_wrap=True)
-    seconds = sum(r.seconds for r in reports)
+    seconds = sum(r.seconds for r in fresh.values())
     fails = sum(r.status == "FAIL" for r in reports)
     skipped = sum(r.status == "NOT MODELLED" for r in reports)
     console.print(
         f"{len(reports) - len(bad)}/{len(reports)} passed, {fails} failed, {skipped} not modelled "
-        f"({seconds:.1f} s of checking)"
+        f"({len(files) - len(todo)} cached; {seconds:.1f} s of checking)"
     )
     if bad:
         raise typer.Exit(1)
@@ -1067,7 +1258,10 @@ app.registered_commands += cli_generalize.app.registered_commands
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except KeyboardInterrupt:  # before or after a command's own handling (typer's set-up)
+        exit_interrupted("interrupted")
 
 
 if __name__ == "__main__":

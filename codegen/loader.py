@@ -36,7 +36,16 @@ class SpecProblem:
     def __str__(self) -> str:
         where = self.path + (f" [{self.variant}]" if self.variant else "")
         what = f"{self.field}: " if self.field and not self.message.startswith(self.field) else ""
-        return f"{where}: {what}{self.message}"
+        return shown(f"{where}: {what}{self.message}")
+
+
+def shown(text: str) -> str:
+    """Text from a file or a spec (a path, a name, a message quoting them), safe to print on one
+    line: control characters (newline, NUL, ...) and other unprintable ones escaped as Python
+    writes them in a string; printable text, non-ASCII included, unchanged."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 @dataclass(frozen=True)
@@ -93,6 +102,30 @@ def relative_to_root(loaded: LoadedSpec, root: Path) -> LoadedSpec:
     return LoadedSpec(loaded.spec, root_relative(Path(loaded.path), root), loaded.variant)
 
 
+MAX_DEPTH = 16  # tables and arrays within each other: a spec needs 3 (epilogue = {...}, a sweep)
+
+
+def parse_toml(text: str) -> dict:
+    """`text` parsed as TOML; TOMLDecodeError also for nesting deeper than MAX_DEPTH (which the
+    parser, or any code walking the result, would meet as a RecursionError)."""
+    try:
+        doc = tomllib.loads(text)
+    except RecursionError:
+        raise tomllib.TOMLDecodeError("nested too deeply to read") from None
+    todo: list[tuple[object, int]] = [(doc, 0)]
+    while todo:
+        value, depth = todo.pop()
+        if depth > MAX_DEPTH:
+            raise tomllib.TOMLDecodeError(
+                f"tables and arrays nested more than {MAX_DEPTH} levels deep"
+            )
+        if isinstance(value, dict):
+            todo += [(v, depth + 1) for v in value.values()]
+        elif isinstance(value, list):
+            todo += [(v, depth + 1) for v in value]
+    return doc
+
+
 def spec_files(paths: list[Path]) -> list[Path]:
     """Every ``*.toml`` under the given files and folders, sorted, shape lists excluded."""
     found: set[Path] = set()
@@ -128,36 +161,75 @@ def _tags(field: str) -> tuple[str, list[str]]:
     return key, tags
 
 
+# what a knob that takes a table (or its short forms) must be, said in the spec's own terms
+_TABLE_KNOBS = {
+    "tile": "three numbers [M, N, K]",
+    "cluster": "two numbers [M, N]",
+    "epilogue": '"direct", "tma" or a table {style = "direct", ...}',
+    "scheduler": 'one of "grid", "persistent", "split_k", "stream_k", "dynamic" or a table {kind = ...}',
+}
+
+
+def _short(value: object) -> str:
+    """A value a user wrote, for a message: its repr, escaped, at most 60 characters."""
+    text = shown(repr(value))
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _pydantic_problems(path: str, label: str, err: ValidationError) -> list[SpecProblem]:
-    """One line per field: the errors of a union's members (stages: an integer or "auto") are
-    merged into one that lists what each member takes."""
+    """One line per field, in the spec's terms rather than pydantic's: the errors of a union's
+    members (stages: an integer or "auto") are merged into one that lists what each member
+    takes; a tagged union's tag (epilogue.direct.alpha) is left out of the field's name."""
     merged: dict[str | None, tuple[list[str], object]] = {}
     out = []
     for e in err.errors():
         raw = [str(x) for x in e["loc"] if not str(x).startswith(("function-", "tagged-union"))]
         loc = [x for x in raw if not _BRANCH.match(x)]
+        if len(loc) > 1 and loc[0] in ("epilogue", "scheduler") and loc[1] in _tags(loc[0])[1]:
+            del loc[1]
+            raw = raw[:1] + raw[2:]
         field = ".".join(loc) if loc else None
         msg = e["msg"].removeprefix("Value error, ")
+        value = e.get("input")
         if len(loc) != len(raw):  # a union member's complaint: merged below
             want = _KIND.get(e["type"]) or msg.removeprefix("Input should be ")
-            merged.setdefault(field, ([], e.get("input")))[0].append(want)
+            merged.setdefault(field, ([], value))[0].append(want)
             continue
         if e["type"] == "extra_forbidden" and len(loc) > 1:
-            msg = f"unknown key {loc[-1]!r} in {loc[0]}"
+            msg = f"unknown key {shown(loc[-1])!r} in {loc[0]}"
         elif e["type"] == "extra_forbidden":
-            msg = f"unknown knob {field!r}; legal knobs: {', '.join(Spec.model_fields)}"
+            msg = (
+                f"unknown knob {shown(field or '')!r}; legal knobs: {', '.join(Spec.model_fields)}"
+            )
         elif e["type"] in _KIND and "input" in e:
-            msg = f"{e['input']!r} is not allowed; it must be {_KIND[e['type']]} (written without quotes)"
+            msg = f"{_short(value)} is not allowed; it must be {_KIND[e['type']]} (written without quotes)"
         elif e["type"] == "union_tag_not_found" and loc:
             key, tags = _tags(loc[0])
             msg = f"a table for {field} needs a {key!r} key: one of {', '.join(map(repr, tags))}"
-        elif e["type"] == "literal_error" and "input" in e:
-            msg = f"{e['input']!r} is not allowed; {msg[0].lower()}{msg[1:]}"
+        elif e["type"] == "union_tag_invalid" and loc:
+            key, tags = _tags(loc[0])
+            tag = e.get("ctx", {}).get("tag", value)
+            msg = f"{_short(tag)} is not allowed; its {key} must be one of {', '.join(map(repr, tags))}"
+        elif e["type"] in ("model_type", "model_attributes_type", "dict_type") and loc:
+            want = _TABLE_KNOBS.get(loc[-1], "a table")
+            msg = f"{_short(value)} is not allowed; it must be {want}"
+        elif e["type"] == "missing":
+            knob = loc[0] if loc else ""
+            msg = "is required" + (
+                f" ({knob} takes {_TABLE_KNOBS[knob]})" if knob in _TABLE_KNOBS else ""
+            )
+        elif msg.startswith("Input should be ") and "input" in e:  # literal_error and the rest
+            msg = (
+                f"{_short(value)} is not allowed; it must be {msg.removeprefix('Input should be ')}"
+            )
         out.append(SpecProblem(path, label, field, msg))
     for field, (wants, value) in merged.items():
         out.append(
             SpecProblem(
-                path, label, field, f"{value!r} is not allowed; it must be {' or '.join(wants)}"
+                path,
+                label,
+                field,
+                f"{_short(value)} is not allowed; it must be {' or '.join(wants)}",
             )
         )
     return out
@@ -220,7 +292,7 @@ def load_file(
     try:
         raw = path.read_bytes()
         text = raw.decode("utf-8-sig")  # a UTF-8 byte-order mark is allowed and dropped
-        doc = tomllib.loads(text)
+        doc = parse_toml(text)
     except FileNotFoundError:
         return [], [SpecProblem(shown, None, None, "no such file")]
     except IsADirectoryError:

@@ -3,6 +3,7 @@
 `codegen render` writes one installable Python package under the output folder:
 
     generated/pyproject.toml            the package's own build file (DSL, torch, apache-tvm-ffi pins)
+    generated/_build_backend.py         its build backend: setuptools, from a clean build/lib
     generated/MANIFEST                  one line per kernel: path, spec hash, source
     generated/cutegemm/__init__.py      KERNELS, the registry (imports nothing heavy)
     generated/cutegemm/_dispatch.py     the tuning tables (specs/tuning/*.toml) as data
@@ -18,6 +19,7 @@ from __future__ import annotations
 import ast
 import math
 import tomllib
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
@@ -206,48 +208,176 @@ class Table:
     picks: tuple[Pick, ...]
 
 
-def load_tables(folder: Path, names: set[str], display: str) -> list[Table]:
-    """Every ``*.toml`` tuning table in `folder`; each winner must be a kernel that exists."""
-    tables = []
+PICK_KEYS = ("shape", "dtype", "out_dtype", "m", "n", "k", "us", "torch_us", "ratio", "ranked",
+             "ranked_us")  # fmt: skip
+MAX_DIM = 2**31 - 1  # M, N and K of one GEMM call (the runtime takes 32-bit sizes)
+MAX_TABLE_PROBLEMS = 50
+
+
+@dataclass(frozen=True)
+class KernelClass:
+    """What a tuning table may rank a kernel for: its arch, dtypes and whether its epilogue is
+    plain (the dispatcher's tables are measured for plain calls)."""
+
+    arch: str
+    dtype: str
+    out_dtype: str
+    plain: bool
+
+    @classmethod
+    def of(cls, entry: Entry) -> KernelClass:
+        row = entry.row()
+        plain = (row["alpha"], row["beta"], row["activation"], row["bias"]) == (
+            1.0,
+            0.0,
+            None,
+            None,
+        )
+        return cls(row["arch"], row["dtype"], row["out_dtype"], plain)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _shown(value: object) -> str:
+    from codegen.loader import shown
+
+    text = shown(repr(value))
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _pick_problems(
+    p: dict, label: str, arch: str | None, kernels: dict[str, KernelClass]
+) -> list[str]:
+    """Every problem of one [[pick]] entry, one line each."""
+    from codegen import spec
+
+    problems = [
+        f"{label}: unknown key {_shown(k)}; a pick has {', '.join(PICK_KEYS)}"
+        for k in p
+        if k not in PICK_KEYS
+    ]
+    missing = [k for k in ("dtype", "out_dtype", "m", "n", "k", "ranked", "ratio") if k not in p]
+    if missing:
+        problems.append(f"{label}: needs {', '.join(missing)}")
+    legal = {"dtype": typing.get_args(spec.DType), "out_dtype": typing.get_args(spec.OutDType)}
+    for key, values in legal.items():
+        if key in p and p[key] not in values:
+            problems.append(
+                f"{label}: {key} = {_shown(p[key])} is not allowed; one of "
+                f"{', '.join(map(repr, values))}"
+            )
+    for key in ("m", "n", "k"):
+        value = p.get(key, 1)
+        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_DIM:
+            problems.append(
+                f"{label}: {key} = {_shown(value)}: must be an integer from 1 to {MAX_DIM}"
+            )
+    ratio = p.get("ratio", 1.0)
+    if not _is_number(ratio) or not math.isfinite(ratio) or ratio <= 0:
+        problems.append(f"{label}: ratio = {_shown(ratio)}: must be a finite number above 0")
+    for key in ("us", "torch_us"):
+        value = p.get(key, 0.0)
+        if not _is_number(value) or not math.isfinite(value) or value < 0:
+            problems.append(
+                f"{label}: {key} = {_shown(value)}: must be a finite number, at least 0"
+            )
+    timed = p.get("ranked_us", [])
+    if not isinstance(timed, list) or not all(
+        _is_number(t) and math.isfinite(t) and t >= 0 for t in timed
+    ):
+        problems.append(f"{label}: ranked_us = {_shown(timed)}: must be a list of finite numbers")
+    ranked = p.get("ranked", [])
+    if not isinstance(ranked, list) or not ranked or not all(isinstance(r, str) for r in ranked):
+        problems.append(
+            f"{label}: ranked = {_shown(ranked)}: must be a non-empty list of kernel names"
+        )
+        return problems
+    unknown = [r for r in ranked if r not in kernels]
+    if unknown:
+        problems.append(
+            f"{label}: names no kernel that exists: {', '.join(map(_shown_name, unknown))}; "
+            "re-run `codegen tune` or remove the entry"
+        )
+    for r in ranked:
+        k = kernels.get(r)
+        if k is None:
+            continue
+        if arch is not None and k.arch != arch:
+            problems.append(f"{label}: {r} is an {k.arch} kernel; this table is for {arch}")
+        elif (k.dtype, k.out_dtype) != (p.get("dtype"), p.get("out_dtype")):
+            problems.append(
+                f"{label}: {r} computes {k.dtype} -> {k.out_dtype}, not "
+                f"{_shown(p.get('dtype'))} -> {_shown(p.get('out_dtype'))}"
+            )
+        elif not k.plain:
+            problems.append(f"{label}: {r} has a fused epilogue; tables rank plain kernels")
+    return problems
+
+
+def _shown_name(name: str) -> str:
+    from codegen.loader import shown
+
+    return shown(name) if len(name) <= 100 else _shown(name)
+
+
+def load_tables(folder: Path, kernels: dict[str, KernelClass], display: str) -> list[Table]:
+    """Every ``*.toml`` tuning table in `folder`, validated like a spec: types, ranges, finite
+    numbers, a legal arch and dtypes, and ranked kernels that exist for that arch and dtype;
+    TuningError with one line per problem (at most MAX_TABLE_PROBLEMS, then a count)."""
+    from codegen.loader import parse_toml
+
+    tables, problems = [], []
     for path in sorted(folder.glob("*.toml")) if folder.is_dir() else []:
         if path.name.endswith(MODEL_SUFFIX):
             continue  # a cost model (codegen.costmodel), not a table
         where = f"{display}/{path.name}"
         try:
-            doc = tomllib.loads(path.read_text(encoding="utf-8"))
+            doc = parse_toml(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-            raise TuningError(f"{where}: not a TOML file: {e}") from e
+            problems.append(f"{where}: not a TOML file: {e}")
+            continue
+        arch = doc.get("arch")
+        for key in ("gpu", "arch"):
+            if not isinstance(doc.get(key), str) or not doc[key].strip():
+                problems.append(f'{where}: needs a top-level {key} = "..."')
+        if isinstance(arch, str) and arch not in registry.ARCHES:
+            problems.append(
+                f"{where}: arch = {_shown(arch)} is not allowed; one of "
+                f"{', '.join(map(repr, sorted(registry.ARCHES)))}"
+            )
+        if not isinstance(arch, str) or arch not in registry.ARCHES:
+            arch = None
+        entries = doc.get("pick", [])
+        if not isinstance(entries, list) or not all(isinstance(p, dict) for p in entries):
+            problems.append(f"{where}: pick must be tables: [[pick]], got {_shown(entries)}")
+            continue
         picks, seen = [], set()
-        for i, p in enumerate(doc.get("pick", [])):
-            label = f"{where} [pick {i + 1}, {p.get('shape', '?')}]"
-            try:
-                ranked = tuple(p["ranked"])
-                pick = Pick(
-                    p["dtype"],
-                    p["out_dtype"],
-                    int(p["m"]),
-                    int(p["n"]),
-                    int(p["k"]),
-                    ranked,
-                    float(p["ratio"]),
-                )
-            except (KeyError, TypeError, ValueError) as e:
-                raise TuningError(f"{label}: needs dtype, out_dtype, m, n, k, ranked, ratio ({e})")
-            unknown = [r for r in ranked if r not in names]
-            if unknown or not ranked:
-                raise TuningError(
-                    f"{label}: names no kernel that exists: {', '.join(unknown) or '(empty)'}; "
-                    "re-run `codegen tune` or remove the entry"
-                )
+        for i, p in enumerate(entries):
+            shape = p.get("shape", "?")
+            label = f"{where} [pick {i + 1}, {_shown_name(str(shape))}]"
+            found = _pick_problems(p, label, arch, kernels)
+            if found:
+                problems += found
+                continue
+            pick = Pick(
+                p["dtype"], p["out_dtype"], p["m"], p["n"], p["k"], tuple(p["ranked"]),
+                float(p["ratio"]),
+            )  # fmt: skip
             product = (pick.dtype, pick.out_dtype, pick.m, pick.n, pick.k)
             if product in seen:
                 continue  # the same product measured twice (two names): the first entry holds
             seen.add(product)
             picks.append(pick)
-        for key in ("gpu", "arch"):
-            if not isinstance(doc.get(key), str):
-                raise TuningError(f'{where}: needs a top-level {key} = "..."')
-        tables.append(Table(where, doc["gpu"], doc["arch"], tuple(picks)))
+        if isinstance(doc.get("gpu"), str) and arch is not None:
+            tables.append(Table(where, doc["gpu"], arch, tuple(picks)))
+    if problems:
+        rest = len(problems) - MAX_TABLE_PROBLEMS
+        lines = problems[:MAX_TABLE_PROBLEMS] + (
+            [f"... and {rest} more problem(s)"] if rest > 0 else []
+        )
+        raise TuningError("\n".join(lines))
     return tables
 
 
@@ -327,6 +457,7 @@ def package_files(
         ("package/model.py.j2", f"{PKG}/_model.py"),
         ("package/tune.py.j2", f"{PKG}/_tune.py"),
         *(("package/arch_init.py.j2", f"{PKG}/{d}/__init__.py") for d in ARCH_DIR.values()),
+        ("package/build_backend.py.j2", "_build_backend.py"),
     ):
         arch = next((a for a, d in ARCH_DIR.items() if f"/{d}/" in out), None)
         raw = env.get_template(template).render(ctx, arch=arch)

@@ -14,6 +14,8 @@ import hashlib
 import json
 import keyword
 import math
+import struct
+import sys
 import unicodedata
 from typing import Annotated, Literal
 
@@ -88,6 +90,9 @@ RESERVED_NAMES = frozenset(
     {"cutlass", "cuda", "torch", "math", "typing", "collections", "cutegemm", "tvm_ffi"}
 )
 MAX_NAME = 100  # characters: a module name, and a file name far inside any file system's limit
+# Standard-library modules: a kernel file named after one (functools.py) shadows it for every
+# kernel in its folder whose directory is on sys.path (a copied file, a script run beside it)
+STDLIB_NAMES = frozenset(sys.stdlib_module_names)
 
 
 def name_problem(name: str) -> str | None:
@@ -100,9 +105,27 @@ def name_problem(name: str) -> str | None:
         return "is not plain ASCII (Python would import it under another name); use a-z, 0-9, _"
     if name in RESERVED_NAMES:
         return f"is a module kernels import or sit beside ({', '.join(sorted(RESERVED_NAMES))})"
+    if name in STDLIB_NAMES:
+        return (
+            "is a standard-library module: a kernel file of that name would shadow it for the "
+            "kernels beside it; pick another name"
+        )
     if len(name) > MAX_NAME:
         return f"is {len(name)} characters long; at most {MAX_NAME}"
     return None
+
+
+F32_MAX = 3.4028234663852886e38  # the largest finite float32
+F32_MIN_NORMAL = 1.1754943508222875e-38  # 2**-126: smaller magnitudes are denormal in float32
+
+
+def _fits_f32(value: float) -> bool:
+    """Whether `value` rounds to a finite float32."""
+    try:
+        struct.pack("<f", value)
+    except OverflowError:
+        return False
+    return True
 
 
 class _EpilogueBase(_Frozen):
@@ -121,6 +144,15 @@ class _EpilogueBase(_Frozen):
     def _finite(cls, value: float) -> float:
         if not math.isfinite(value):
             raise ValueError(f"alpha and beta must be finite numbers, got {value}")
+        if not _fits_f32(value):
+            raise ValueError(
+                f"{value!r} overflows float32, which the epilogue computes in (at most {F32_MAX:.8g})"
+            )
+        if value != 0 and abs(value) < F32_MIN_NORMAL:
+            raise ValueError(
+                f"{value!r} is below float32's smallest normal number ({F32_MIN_NORMAL:.8g}): the "
+                "epilogue would multiply by 0 (or a denormal it flushes to 0); write 0"
+            )
         return value
 
     @property

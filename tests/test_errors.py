@@ -34,6 +34,8 @@ CASES: dict[str, list[str]] = {
     "bad_name": ["bad_specs/bad_name.toml"],
     "bad_name_reserved": ["bad_specs/bad_name_reserved.toml"],
     "nonfinite_epilogue": ["bad_specs/nonfinite_epilogue.toml"],
+    "f32_epilogue": ["bad_specs/f32_epilogue.toml"],
+    "spec_wording": ["bad_specs/spec_wording.toml"],
     "coerced_types": ["bad_specs/coerced_types.toml"],
     "utf8_bom": ["bad_specs/utf8_bom.toml"],
     "duplicate_in_one_file": ["bad_specs/duplicate_in_one_file.toml"],
@@ -238,3 +240,22 @@ def test_malformed_top_level_tables_are_error_lines(text: str, tmp_path: Path) -
     assert "Traceback" not in proc.stderr, proc.stderr[-300:]
     assert proc.returncode == 1
     assert proc.stderr.splitlines()[0].startswith("shape.toml")
+
+
+@pytest.mark.parametrize(
+    ("depth", "why"),
+    [
+        (3000, "nested too deeply to read"),
+        (40, "tables and arrays nested more than 16 levels deep"),
+    ],
+)
+@pytest.mark.parametrize("command", ["render", "list"])
+def test_deeply_nested_toml_is_one_line(depth: int, why: str, command: str, tmp_path: Path) -> None:
+    """3000 levels make the TOML parser recurse too deep; 40 would make whatever walks the
+    values (pydantic, a message's repr) do it: both are one line, never a RecursionError."""
+    (tmp_path / "deep.toml").write_text(
+        '[[variant]]\nname = "x"\ntile = ' + "[" * depth + "]" * depth + "\n"
+    )
+    proc = run_cli(command, "deep.toml", cwd=tmp_path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-500:]
+    assert proc.stderr.splitlines()[0] == f"deep.toml: not valid TOML: {why}"

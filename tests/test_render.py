@@ -129,6 +129,7 @@ K = "cutegemm/sm100/"  # where the small spec's sm_100a kernels go inside the ou
 PACKAGE_FILES = [
     "MANIFEST",
     "README.md",
+    "_build_backend.py",
     "cutegemm/__init__.py",
     "cutegemm/_dispatch.py",
     "cutegemm/_model.py",
@@ -147,7 +148,7 @@ def small_render(tmp_path: Path) -> Path:
     proc = run_cli("render", "spec.toml", "-o", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == (
-        "2 kernels: 2 written, 0 unchanged, 0 orphan(s) removed; package files 10 written; in out/\n"
+        "2 kernels: 2 written, 0 unchanged, 0 orphan(s) removed; package files 11 written; in out/\n"
     )
     assert sorted(read_dir(tmp_path / "out")) == sorted(
         PACKAGE_FILES + [K + "alpha.py", K + "beta.py"]
@@ -428,6 +429,26 @@ def test_an_unchanged_kernel_is_not_rendered_again(
     assert calls == ["beta"]
 
 
+def test_check_records_the_render_cache_so_the_next_run_renders_nothing(
+    small_render: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = small_render / "out"
+    (out / ".render-cache.json").unlink()
+    before = read_dir(out)
+    proc = run_cli("render", "spec.toml", "-o", "out", "--check", cwd=small_render)
+    assert proc.returncode == 0, proc.stderr
+    assert read_dir(out) == before, "--check writes no output file"
+    monkeypatch.chdir(small_render)
+    calls: list[str] = []
+    real = render.render_one
+    monkeypatch.setattr(
+        render, "render_one", lambda s, env=None: calls.append(s.name) or real(s, env)
+    )
+    specs = [loader.relative_to_root(s, small_render) for s in loader.load([Path("spec.toml")])]
+    render.render_incremental(specs, out)
+    assert calls == []
+
+
 BIG_SWEEP = """
 [defaults]
 arch = "sm_90a"
@@ -439,27 +460,49 @@ epilogue = [{}]
 """.format(", ".join(f'{{style = "direct", alpha = {1 + i / 1024}}}' for i in range(1, 600)))
 
 
+# The CLI, saying "ready" on stderr once 20 kernels are rendered (so the interrupt lands while
+# the render runs, however loaded the machine)
+READY_AFTER_20 = """
+import sys
+import codegen.render as r
+real = r.render_all
+def render_all(specs, jobs=1, on_done=None):
+    count = [0]
+    def done(name):
+        count[0] += 1
+        if count[0] == 20:
+            print("ready", file=sys.stderr, flush=True)
+        on_done(name)
+    return real(specs, jobs=jobs, on_done=done)
+r.render_all = render_all
+from codegen.cli import main
+sys.argv = ["codegen", *sys.argv[1:]]
+main()
+"""
+
+
 def test_ctrl_c_stops_render_at_once_and_writes_nothing(tmp_path: Path) -> None:
-    """SIGINT to the process group (what a terminal's Ctrl-C sends) during a render of a
-    600-kernel sweep: exit 130 within a second or two, the output folder untouched."""
+    """SIGINT to the process group (what a terminal's Ctrl-C sends: the workers get it too)
+    while a 600-kernel sweep renders: exit 130 within a second or two with one line (no
+    traceback from the worker pool), the output folder untouched."""
     import signal
     import time
 
     (tmp_path / "sweep.toml").write_text(BIG_SWEEP)
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "codegen", "render", "sweep.toml", "-o", str(out)],
+        [sys.executable, "-c", READY_AFTER_20, "render", "sweep.toml", "-o", str(out)],
         cwd=tmp_path, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True,
     )  # fmt: skip
-    time.sleep(4)
-    assert proc.poll() is None, "the render finished before the interrupt: make the sweep larger"
+    assert proc.stderr is not None
+    assert proc.stderr.readline() == "ready\n"
     start = time.perf_counter()
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert time.perf_counter() - start < 3
-    assert "interrupted: nothing written" in err
+    assert err == f"interrupted: nothing written to {out}/\n"
     assert not out.exists() or not any(out.rglob("*.py"))
 
 
@@ -525,6 +568,46 @@ def test_list_shows_every_knob_that_differs_and_the_whole_source() -> None:
     assert by_name["ladder_3_warp_spec"]["warp_specialized"] == "True"
     assert by_name["ladder_2_ring"]["source"] == "specs/sm100/ladder.toml [ladder_2_ring]"
     assert "dtype" not in head  # the same for every ladder step: not a column
+
+
+def test_list_fits_80_columns_and_wide_has_a_column_per_knob() -> None:
+    """Piped, `codegen list` is a name line per variant, then its knobs in lines of at most 80
+    characters; --wide is the table with a column per knob that differs."""
+    proc = run_cli("list", "specs", cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    *lines, count = proc.stdout.splitlines()
+    names = [line for line in lines if not line.startswith(" ")]
+    assert count == f"{len(names)} variants" and len(names) == len(kernel_glob())
+    assert all(len(line) <= 80 for line in lines if line.startswith(" ")), lines
+    assert all(len(line) <= 80 or line in names for line in lines)
+    block = lines[lines.index("ladder_2_ring") + 1 :][:4]
+    assert block[0].startswith("    arch=sm_100a dtype=f16 tile=")
+    assert "warp_specialized=False" in " ".join(
+        block
+    ) and "source=specs/sm100/ladder.toml" in " ".join(block)
+    wide = run_cli("list", "specs/sm100/ladder.toml", "--wide", cwd=ROOT)
+    assert wide.returncode == 0 and "warp_specialized" in wide.stdout.splitlines()[1]
+
+
+def test_long_commands_piped_print_a_line_per_20_items(monkeypatch: pytest.MonkeyPatch) -> None:
+    """build and verify draw no bar into a log; they say how far they are every 20 kernels."""
+    import io
+
+    from rich.console import Console
+
+    from codegen import cli
+
+    log = io.StringIO()
+    monkeypatch.setattr(cli, "err", Console(file=log, width=200))
+    with cli._progress("compiling", piped_lines=True) as progress:
+        task = progress.add_task("", total=45)
+        for _ in range(45):
+            progress.update(task, advance=1, description="k")
+    assert [re.sub(r"\(.*\)", "(T)", line) for line in log.getvalue().splitlines()] == [
+        "compiling: 20/45 done (T)",
+        "compiling: 40/45 done (T)",
+        "compiling: 45/45 done (T)",
+    ]
 
 
 def test_report_tables_keep_the_variant_name_whole_in_a_narrow_log() -> None:

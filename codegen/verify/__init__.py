@@ -8,6 +8,7 @@ checker catches them.
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -19,7 +20,14 @@ from codegen.verify.model import Actor, KernelModel
 from codegen.verify.sizes import Case, cases, family
 from codegen.verify.trace import KernelSource
 
-__all__ = ["CaseResult", "KernelReport", "verify_file", "verify_text"]
+__all__ = [
+    "CaseResult",
+    "KernelReport",
+    "cached_report",
+    "verify_and_cache",
+    "verify_file",
+    "verify_text",
+]
 
 
 @dataclass
@@ -164,3 +172,60 @@ def verify_text(text: str, name: str, arch: str = "", keep_models: bool = False)
 
 def verify_file(path: Path, keep_models: bool = False) -> KernelReport:
     return verify_text(path.read_text(), path.stem, path.parent.name, keep_models)
+
+
+# ---- results cached by file content (like `codegen build`) ---------------------------------------
+
+CACHE_FORMAT = "1"  # bump when what a cached report holds changes
+_CODE_DIGEST: str | None = None
+
+
+def _code_digest() -> str:
+    """One hash over every codegen module (the checker, its DSL stand-in, and what they use)."""
+    global _CODE_DIGEST
+    if _CODE_DIGEST is None:
+        import hashlib
+
+        h = hashlib.sha256(CACHE_FORMAT.encode())
+        code = Path(__file__).resolve().parent.parent
+        for p in sorted(code.rglob("*.py")):
+            h.update(p.relative_to(code).as_posix().encode() + b"\0" + p.read_bytes())
+        _CODE_DIGEST = h.hexdigest()
+    return _CODE_DIGEST
+
+
+def cache_key(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256((_code_digest() + "\0" + text).encode("utf-8")).hexdigest()[:24]
+
+
+def cached_report(path: Path, cache_dir: Path) -> KernelReport | None:
+    """The report of the last verify of this file's exact content by this codegen, or None."""
+    import pickle
+
+    try:
+        key, report = pickle.loads((cache_dir / f"{path.stem}.pickle").read_bytes())
+    except Exception:  # noqa: BLE001 - absent, truncated or from another version: verify again
+        return None
+    if key != cache_key(path.read_text(encoding="utf-8")) or not isinstance(report, KernelReport):
+        return None
+    return report
+
+
+def verify_and_cache(path: Path, cache_dir: Path) -> KernelReport:
+    """verify_file, recording the report under `cache_dir` (keyed by the file's content)."""
+    import pickle
+
+    text = path.read_text(encoding="utf-8")
+    report = verify_text(text, path.stem, path.parent.name)
+    data = pickle.dumps((cache_key(text), report))
+    target = cache_dir / f"{path.stem}.pickle"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+    except OSError:
+        pass  # a cache that cannot be written only costs the next run its time
+    return report
