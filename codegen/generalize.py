@@ -198,40 +198,19 @@ def sweep(
 
 
 def measure_with_gemm(pkg, kernels, arch, prod: Product, tin, tout, rounds: int):
-    """tune.measure's candidates and torch, plus gemm() as a user calls it, in one interleaving."""
-    import torch
+    """The package's tune.measure of the candidates and torch, plus gemm() as a user calls it,
+    in one interleaving: (times, torch µs, failed, gemm µs)."""
+    tune, _ = submodules(pkg)
 
-    tune, rt = submodules(pkg)
-    sets = tune.input_sets(prod.m, prod.n, prod.k, tin, tout)
-    a, b, c = sets[0]
-    tune.torch_launch(a, b, c)()  # raises if torch cannot run it
-    ref = a.float() @ b.float().T
-    tol = tune.TOLERANCE[rt._NAME[tout]]
-    graphs, failed = {}, {}
-    for kern in kernels:
-        try:
-            c.fill_(float("nan"))
-            tune.kernel_launch(kern, arch, a, b, c)()
-            torch.cuda.synchronize()
-            err = ((c.float() - ref).norm() / ref.norm()).item()
-            if not err <= tol:
-                failed[kern.name] = f"rel_err {err:.2e} > tol {tol:.0e}"
-                continue
-            launches = [tune.kernel_launch(kern, arch, x, y, z) for x, y, z in sets]
-            graphs[kern.name] = (tune.graph_of(launches), len(launches))
-        except Exception as e:  # noqa: BLE001 - a kernel that cannot run is not ranked
-            failed[kern.name] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-    c.fill_(float("nan"))
-    pkg.gemm(a, b, out=c)
-    torch.cuda.synchronize()
-    err = ((c.float() - ref).norm() / ref.norm()).item()
-    if not err <= tol:
-        raise RuntimeError(f"gemm() rel_err {err:.2e} > tol {tol:.0e}")
-    gemm_calls = [lambda x=x, y=y, z=z: pkg.gemm(x, y, out=z) for x, y, z in sets]
-    graphs["@gemm"] = (tune.graph_of(gemm_calls), len(sets))
-    graphs["@torch"] = (tune.graph_of([tune.torch_launch(x, y, z) for x, y, z in sets]), len(sets))
-    times = tune.time_graphs(graphs, rounds)
-    return times, times.pop("@torch"), failed, times.pop("@gemm")
+    def gemm_launch(a, b, c):
+        return lambda: pkg.gemm(a, b, out=c)
+
+    times, torch_us, failed = tune.measure(
+        kernels, arch, prod.m, prod.n, prod.k, tin, tout, rounds, extra={"@gemm": gemm_launch}
+    )
+    if "@gemm" in failed:
+        raise RuntimeError(f"gemm(): {failed['@gemm']}")
+    return times, torch_us, failed, times.pop("@gemm")
 
 
 def copy_bandwidth() -> float:

@@ -201,32 +201,45 @@ def warm_clocks(seconds: float = 2.0) -> None:
 
 
 def measure(
-    kernels: list[Kernel], arch: str, m: int, n: int, k: int, dtype, out_dtype, rounds: int = 7
+    kernels: list[Kernel],
+    arch: str,
+    m: int,
+    n: int,
+    k: int,
+    dtype,
+    out_dtype,
+    rounds: int = 7,
+    extra: dict[str, Callable] | None = None,
 ) -> tuple[dict[str, float], float, dict[str, str]]:
-    """({kernel: µs per launch}, torch µs, {kernel: why it was not timed}) for one product:
-    each kernel checked against a float32 reference, then timed (see the module's docstring)."""
+    """({entry: µs per launch}, torch µs, {entry: why it was not timed}) for one product: each
+    kernel (and each of `extra`: name -> f(a, b, c) returning a launch) checked against a float32
+    reference, then timed with torch (see the module's docstring). Raises what torch raises on a
+    product it cannot run."""
     sets = input_sets(m, n, k, dtype, out_dtype)
     a, b, c = sets[0]
+    torch_launch(a, b, c)()
     ref = a.float() @ b.float().T
     tol = TOLERANCE[rt._NAME[out_dtype]]
+    entries = {kern.name: (lambda x, y, z, kern=kern: kernel_launch(kern, arch, x, y, z))
+               for kern in kernels}  # fmt: skip
+    entries.update(extra or {})
     graphs: dict[str, tuple[torch.cuda.CUDAGraph, int]] = {}
     failed: dict[str, str] = {}
-    for kern in kernels:
+    for name, launch in entries.items():
         try:
             c.fill_(float("nan"))
-            kernel_launch(kern, arch, a, b, c)()
+            launch(a, b, c)()
             torch.cuda.synchronize()
             err = ((c.float() - ref).norm() / ref.norm()).item()
             if not err <= tol:  # NaN too: an unwritten element
-                failed[kern.name] = f"rel_err {err:.2e} > tol {tol:.0e}"
+                failed[name] = f"rel_err {err:.2e} > tol {tol:.0e}"
                 continue
-            launches = [kernel_launch(kern, arch, x, y, z) for x, y, z in sets]
-            graphs[kern.name] = (graph_of(launches), len(launches))
+            graphs[name] = (graph_of([launch(x, y, z) for x, y, z in sets]), len(sets))
         except Exception as e:  # noqa: BLE001 - a kernel that cannot run is not ranked
-            failed[kern.name] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-    graphs["torch"] = (graph_of([torch_launch(x, y, z) for x, y, z in sets]), len(sets))
+            failed[name] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    graphs["@torch"] = (graph_of([torch_launch(x, y, z) for x, y, z in sets]), len(sets))
     times = time_graphs(graphs, rounds)
-    torch_us = times.pop("torch")
+    torch_us = times.pop("@torch")
     return times, torch_us, failed
 
 
@@ -316,7 +329,12 @@ def tune(
                 results.append({"m": m, "n": n, "k": k, "kernel": None, "timed": 0,
                                 "failed": {"": "no kernel takes this shape"}})  # fmt: skip
                 continue
-            times, torch_us, failed = measure(kerns, arch, m, n, k, dtype, out_t, rounds)
+            try:
+                times, torch_us, failed = measure(kerns, arch, m, n, k, dtype, out_t, rounds)
+            except RuntimeError as e:  # torch cannot run the product: nothing to compare with
+                results.append({"m": m, "n": n, "k": k, "kernel": None, "timed": 0,
+                                "failed": {"torch": str(e).splitlines()[0]}})  # fmt: skip
+                continue
             ranked = sorted(times, key=times.__getitem__)
             if ranked:
                 entries[_key(*cls[:2], m, n, k)] = {
