@@ -245,13 +245,19 @@ class Measured:
     gemm_kernel: str | None
 
 
+def _lines(path: Path) -> list[str]:
+    """A sweep file's lines (`.xz`: compressed, as the ones kept in specs/tuning/sweeps/)."""
+    if path.suffix == ".xz":
+        import lzma
+
+        return lzma.decompress(path.read_bytes()).decode("utf-8").splitlines()
+    return path.read_text(encoding="utf-8").splitlines()
+
+
 def read_compiled(paths: list[Path]) -> list[dict]:
     """The kind="compiled" lines of sweep files (compiled_baseline)."""
     return [
-        row
-        for path in paths
-        for row in map(json.loads, path.read_text(encoding="utf-8").splitlines())
-        if row["kind"] == "compiled"
+        row for path in paths for row in map(json.loads, _lines(path)) if row["kind"] == "compiled"
     ]
 
 
@@ -261,7 +267,7 @@ def read_runs(paths: list[Path]) -> tuple[dict, dict[tuple, Measured]]:
     meta: dict = {}
     got: dict[tuple, Measured] = {}
     for path in paths:
-        for line in path.read_text(encoding="utf-8").splitlines():
+        for line in _lines(path):
             row = json.loads(line)
             if row["kind"] == "meta":
                 meta = meta or row
