@@ -185,3 +185,22 @@ def test_the_split_keeps_its_parts_apart(tmp_path: Path) -> None:
     )
     with pytest.raises(ValueError, match="lacks: \\['nope'\\]"):
         generalize.load_split(bad)
+
+
+def test_every_never_seen_pick_is_a_kernel_the_sweep_timed_there(pkg) -> None:
+    """On the kept H200 sweep of the unseen part, the dispatcher (no user cache) picks, for
+    every product, a kernel that was measured on it: a prefill product never gets a swap-AB or
+    split-K decode kernel extrapolated past the M range it was fitted on."""
+    import torch
+
+    split = generalize.load_split(ROOT / "specs" / "shapes" / "models.toml")
+    _, got = generalize.read_runs([ROOT / "specs/tuning/sweeps/h200-2026-12-02-unseen.jsonl.xz"])
+    for dtype, tin in (("bf16", torch.bfloat16), ("e4m3", torch.float8_e4m3fn)):
+        recs = list(generalize.iter_part(got, split, "unseen", dtype))
+        assert len(recs) == len(generalize.products(split, "unseen"))
+        for r in recs:
+            p = r.prod
+            name = pkg.cutegemm.kernel_for(
+                p.m, p.n, p.k, dtype=tin, out_dtype=torch.bfloat16, gpu="NVIDIA H200"
+            ).name
+            assert name in r.times, (dtype, p.label, name)
