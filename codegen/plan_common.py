@@ -125,6 +125,11 @@ class Plan:
         return value
 
 
+def plural(count: int, word: str) -> str:
+    """ "1 slot", "2 slots": a count and its noun, in the docstrings' prose."""
+    return f"{count} {word}{'s' if count != 1 else ''}"
+
+
 def table(rows: list[tuple[str, ...]]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]

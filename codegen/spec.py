@@ -30,7 +30,9 @@ from pydantic import (
 )
 
 Arch = Literal["sm_100a", "sm_90a"]
-DType = Literal["f16", "bf16", "e4m3"]  # e4m3: float8, sm_90a only, needs an out_dtype
+DType = Literal[
+    "f16", "bf16", "e4m3"
+]  # e4m3: float8 (wgmma on sm_90a, tcgen05.mma kind::f8f6f4 on sm_100a), needs an out_dtype
 OutDType = Literal["f16", "bf16", "f32"]
 Swizzle = Literal["none", "32B", "64B", "128B", "auto"]
 Activation = Literal["none", "relu", "gelu_tanh", "silu"]

@@ -577,7 +577,7 @@ def gemm(
     stride 1, 16-byte aligned rows. out (M, N): written (and read when beta != 0); allocated when
     None. bias: length N (per column, like nn.Linear) or M (per row), in the output dtype.
     out_dtype: float16, bfloat16 or float32 (default: the input dtype; bfloat16 for float8).
-    alpha, beta, activation and bias must match a generated kernel ({__package__}.KERNELS).
+    alpha, beta, activation and bias must match a generated kernel (cutegemm.KERNELS).
     Raises GemmError, before any launch, for bad input or a call no kernel serves.
     Under torch.compile this is the op torch.ops.cutegemm.gemm (no graph break).
     """

@@ -23,6 +23,7 @@ from codegen.plan_common import (
     TIMELINE_HEAD,
     binary,
     fusion_note,
+    plural,
     table,
     timeline_rows,
     wrap_words,
@@ -274,10 +275,9 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
         )
     if kind == "multicast":
         m, n = spec.cluster.m, spec.cluster.n
-        cluster = (
-            f"{m} x {n} with TMA multicast: the {n} CTAs of a cluster row share an A tile, "
-            f"the {m} of a column a B tile"
-        )
+        shares = [f"the {n} CTAs of a cluster row share an A tile"] if n > 1 else []
+        shares += [f"the {m} CTAs of a column share a B tile"] if m > 1 else []
+        cluster = f"{m} x {n} with TMA multicast: " + ", ".join(shares)
         rows.append(("cluster", cluster))
     rows += [("stages", str(spec.stages)), ("swizzle", str(spec.swizzle)), ("mainloop", mode)]
     rows += swap_ab_parameters(spec)
@@ -308,7 +308,7 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
             f"persistent split-K over {n} CTAs: max_workers(sm_count) clusters (the GPU's SMs "
             f"size the grid: {rules_sm100.max_workers(spec)} on a B200) walking tiles along M, "
             "rank 0 reducing the peers' partials through DSMEM "
-            f"and storing; {spec.accumulators} TMEM accumulator slot(s)"
+            f"and storing; {plural(spec.accumulators, 'TMEM accumulator slot')}"
         )
         rows.append(("scheduler", scheduler))
     elif shared.is_split_k_separate(spec):
@@ -324,14 +324,14 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
             f"{rules_sm100.streamk_ctas(spec)} (the workspace's slots), run equal "
             "shares of all tiles' k-tiles (tiles along M); the CTA that runs a tile's first "
             "k-tile finishes it; "
-            f"{spec.accumulators} TMEM accumulator slot(s), one per unit"
+            f"{plural(spec.accumulators, 'TMEM accumulator slot')}, one per unit"
         )
         rows.append(("scheduler", scheduler))
     elif rules_sm100.is_dynamic(spec):
         scheduler = (
             "dynamic (cluster launch control): the grid is the whole tile grid; each CTA computes "
             "its own tile, then cancels CTAs that have not started (clusterlaunchcontrol."
-            f"try_cancel) and computes theirs; {spec.accumulators} TMEM accumulator slot(s)"
+            f"try_cancel) and computes theirs; {plural(spec.accumulators, 'TMEM accumulator slot')}"
         )
         rows.append(("scheduler", scheduler))
     elif is_persistent(spec):
@@ -342,7 +342,7 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
             f"persistent, static: max_workers(sm_count) {unit} (the GPU's SMs size the grid: "
             f"{rules_sm100.max_workers(spec)} on a B200), worker w "
             f"taking {tiles} w, w + workers, ... rastered along {spec.scheduler.raster.upper()}"
-            f"{swizzle}; {spec.accumulators} TMEM accumulator slot(s)"
+            f"{swizzle}; {plural(spec.accumulators, 'TMEM accumulator slot')}"
         )
         rows.append(("scheduler", scheduler))
     else:
@@ -470,7 +470,7 @@ def notes(spec: Spec) -> dict[str, str]:
         threads = f"{EPILOGUE_WARPS} warps: 0 = TMA loads and MMAs, all = epilogue"
     if persistent:
         tmem = (
-            f"{spec.accumulators} f32 accumulator slot(s) x {spec.tile.n} columns"
+            f"{plural(spec.accumulators, 'f32 accumulator slot')} x {spec.tile.n} columns"
             + (f" (this CTA's {TMEM_LANES} rows)" if pair else "")
             + ", power of two"
         )

@@ -481,7 +481,7 @@ def tmem_violations(spec: Spec) -> list[Violation]:
     return [
         Violation(
             "tile",
-            f"tile N={spec.tile.n} x {spec.accumulators} accumulator slot(s) needs {cols} TMEM "
+            f"tile N={spec.tile.n} x {spec.accumulators} accumulator slots needs {cols} TMEM "
             f"columns; at most {TMEM_COLUMNS}",
         )
     ]

@@ -16,12 +16,15 @@ from codegen.arch.sm90.rules import (
     WARPGROUP_THREADS,
     WARPGROUP_WARPS,
 )
-from codegen.plan_common import TIMELINE_HEAD, fusion_note, table, timeline_rows, wrap_words
+from codegen.plan_common import (
+    TIMELINE_HEAD,
+    fusion_note,
+    plural,
+    table,
+    timeline_rows,
+    wrap_words,
+)
 from codegen.spec import PersistentScheduler, Spec, TmaStoreEpilogue
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'s' if count > 1 else ''}"
 
 
 def max_clusters(spec: Spec) -> int:
@@ -40,7 +43,7 @@ def title(spec: Spec) -> str:
     splits = shared.splits(spec)
     return (
         f"Hopper (sm_90a) {spec.dtype} GEMM, {spec.tile} tile, {spec.stages}-stage ring, "
-        f"{_plural(wgs, 'consumer warpgroup')}"
+        f"{plural(wgs, 'consumer warpgroup')}"
         + (" (ping-pong)" if rules_sm90.is_pingpong(spec) else "")
         + (f", cluster {cm}x{cn} with TMA multicast" if spec.cluster.size > 1 else "")
         + (", swap AB (C^T = B @ A^T)" if spec.swap_ab else "")
@@ -184,11 +187,11 @@ def ring_rows(spec: Spec) -> list[tuple[str, ...]]:
     tile_wgs = rules_sm90.tile_warpgroups(spec)
     readers = spec.cluster.m + spec.cluster.n - 1
     stage = rules_sm90.stage_bytes(spec)
-    consumers = f"wgmma ({_plural(wgs, 'consumer warpgroup')})"
+    consumers = f"wgmma ({plural(wgs, 'consumer warpgroup')})"
     if rules_sm90.releases_per_warpgroup(spec):
-        empty_who = f"{_plural(readers, 'CTA')} x {_plural(tile_wgs, 'consumer warpgroup')}"
+        empty_who = f"{plural(readers, 'CTA')} x {plural(tile_wgs, 'consumer warpgroup')}"
     else:
-        empty_who = f"{_plural(readers, 'CTA')} x {WARPGROUP_WARPS * tile_wgs} consumer warps"
+        empty_who = f"{plural(readers, 'CTA')} x {WARPGROUP_WARPS * tile_wgs} consumer warps"
     if rules_sm90.is_pingpong(spec):
         consumers = f"wgmma ({wgs} ping-pong consumer warpgroups, alternate tiles)"
         empty_who += ": the warpgroup owning the tile"
@@ -217,7 +220,7 @@ def ring_rows(spec: Spec) -> list[tuple[str, ...]]:
         )
     if shared.is_split_k(spec):
         splits = shared.splits(spec)
-        peer_ctas = _plural(splits - 1, "peer CTA")
+        peer_ctas = plural(splits - 1, "peer CTA")
         peer_ranks = f"ranks 1..{splits - 1}" if splits > 2 else "rank 1"
         warps = WARPGROUP_WARPS * wgs
         rows += [

@@ -16,7 +16,7 @@ Parameters
     mainloop: warp-specialized
     epilogue: direct store
     fusion: D = silu(0.5 * A @ B^T + 2 * C + bias[row]); C read in place: each thread loads its chunk of C before storing over it; bias: one f16 value per row of C
-    scheduler: persistent, static: max_workers(sm_count) CTAs (the GPU's SMs size the grid: 148 on a B200), worker w taking tiles w, w + workers, ... rastered along M; 2 TMEM accumulator slot(s)
+    scheduler: persistent, static: max_workers(sm_count) CTAs (the GPU's SMs size the grid: 148 on a B200), worker w taking tiles w, w + workers, ... rastered along M; 2 TMEM accumulator slots
 
 Pipeline
     ring         producer -> consumer                  stages   bytes/stage    full arrives        empty arrives
@@ -84,7 +84,7 @@ THREADS = 192
 TMA_WARP = 0
 # issues the MMAs
 MMA_WARP = 1
-# first of the 4 epilogue warps; it also issues the TMA stores
+# first of the 4 epilogue warps
 EPILOGUE_WARP = 2
 # the epilogue warps: warp w reads TMEM lanes 32 * (w % 4) ... + 31
 EPILOGUE_THREADS = 128
@@ -94,7 +94,7 @@ ACC_SLOTS = 2
 ACC_EMPTY_ARRIVES = 4
 # SMs of a B200: gemm's sm_count in a cross-compile; launches pass the GPU's
 DEFAULT_SM_COUNT = 148
-# 2 f32 accumulator slot(s) x 256 columns, power of two
+# 2 f32 accumulator slots x 256 columns, power of two
 TMEM_COLS = 512
 # A + B bytes one stage's TMA copies deliver to its full barrier
 TX_BYTES = 49152

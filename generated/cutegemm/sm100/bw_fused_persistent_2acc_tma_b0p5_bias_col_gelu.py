@@ -17,7 +17,7 @@ Parameters
     mainloop: warp-specialized
     epilogue: tma store: TMEM -> registers -> swizzled SMEM 128x64 sub-tiles (2 buffers) -> TMA store
     fusion: D = gelu_tanh(A @ B^T + 0.5 * C + bias[column]); C read in place: each C sub-tile TMA-loaded into the SMEM buffer it is stored from; bias: one f16 value per column of C
-    scheduler: persistent, static: max_workers(sm_count) CTA pairs (the GPU's SMs size the grid: 74 on a B200), worker w taking tiles w, w + workers, ... rastered along M; 2 TMEM accumulator slot(s)
+    scheduler: persistent, static: max_workers(sm_count) CTA pairs (the GPU's SMs size the grid: 74 on a B200), worker w taking tiles w, w + workers, ... rastered along M; 2 TMEM accumulator slots
 
 Pipeline
     ring         producer -> consumer                                     stages          bytes/stage    full arrives                                    empty arrives
@@ -108,7 +108,7 @@ ACC_SLOTS = 2
 ACC_EMPTY_ARRIVES = 8
 # SMs of a B200: gemm's sm_count in a cross-compile; launches pass the GPU's
 DEFAULT_SM_COUNT = 148
-# 2 f32 accumulator slot(s) x 256 columns (this CTA's 128 rows), power of two
+# 2 f32 accumulator slots x 256 columns (this CTA's 128 rows), power of two
 TMEM_COLS = 512
 # A + B bytes of BOTH CTAs (2 x 32768): all land on the leader's full barrier
 TX_BYTES = 65536

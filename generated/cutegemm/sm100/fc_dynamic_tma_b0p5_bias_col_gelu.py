@@ -16,7 +16,7 @@ Parameters
     mainloop: warp-specialized
     epilogue: tma store: TMEM -> registers -> swizzled SMEM 128x64 sub-tiles (2 buffers) -> TMA store
     fusion: D = gelu_tanh(A @ B^T + 0.5 * C + bias[column]); C read in place: each C sub-tile TMA-loaded into the SMEM buffer it is stored from; bias: one f16 value per column of C
-    scheduler: dynamic (cluster launch control): the grid is the whole tile grid; each CTA computes its own tile, then cancels CTAs that have not started (clusterlaunchcontrol.try_cancel) and computes theirs; 2 TMEM accumulator slot(s)
+    scheduler: dynamic (cluster launch control): the grid is the whole tile grid; each CTA computes its own tile, then cancels CTAs that have not started (clusterlaunchcontrol.try_cancel) and computes theirs; 2 TMEM accumulator slots
 
 Pipeline
     ring         producer -> consumer                  stages          bytes/stage    full arrives                 empty arrives
@@ -106,7 +106,7 @@ ACC_EMPTY_ARRIVES = 4
 CLC_RESPONSE_BYTES = 16
 # clc_empty arrives per answer: producer, MMA, 4 epilogue warps
 CLC_READERS = 6
-# 2 f32 accumulator slot(s) x 256 columns, power of two
+# 2 f32 accumulator slots x 256 columns, power of two
 TMEM_COLS = 512
 # A + B bytes one stage's TMA copies deliver to its full barrier
 TX_BYTES = 49152

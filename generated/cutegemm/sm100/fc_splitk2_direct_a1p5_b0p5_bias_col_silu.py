@@ -17,7 +17,7 @@ Parameters
     epilogue: direct store
     fusion: D = silu(1.5 * A @ B^T + 0.5 * C + bias[column]); C read in place: each thread loads its chunk of C before storing over it; bias: one f16 value per column of C
     cluster: 2 x 1 for split-K: 2 CTAs share one output tile and split its K range
-    scheduler: persistent split-K over 2 CTAs: max_workers(sm_count) clusters (the GPU's SMs size the grid: 74 on a B200) walking tiles along M, rank 0 reducing the peers' partials through DSMEM and storing; 1 TMEM accumulator slot(s)
+    scheduler: persistent split-K over 2 CTAs: max_workers(sm_count) clusters (the GPU's SMs size the grid: 74 on a B200) walking tiles along M, rank 0 reducing the peers' partials through DSMEM and storing; 1 TMEM accumulator slot
 
 Pipeline
     ring         producer -> consumer                     stages  bytes/stage    full arrives                      empty arrives
@@ -101,7 +101,7 @@ THREADS = 192
 TMA_WARP = 0
 # issues the MMAs
 MMA_WARP = 1
-# first of the 4 epilogue warps; it also issues the TMA stores
+# first of the 4 epilogue warps
 EPILOGUE_WARP = 2
 # the epilogue warps: warp w reads TMEM lanes 32 * (w % 4) ... + 31
 EPILOGUE_THREADS = 128
@@ -115,7 +115,7 @@ SPLITS = 2  # CTAs per cluster; each accumulates 1/SPLITS of the K range of the 
 STAGED_ARRIVES = 4  # rank 0's staged barrier: every epilogue warp (4) of every peer (1)
 CONSUMED_ARRIVES = 4  # a peer's consumed barrier: every epilogue warp (4) of rank 0
 STAGE_VEC = 4  # f32 per 16-byte staging run: one st.shared.v4 / ld.shared::cluster.v4
-# 1 f32 accumulator slot(s) x 128 columns, power of two
+# 1 f32 accumulator slot x 128 columns, power of two
 TMEM_COLS = 128
 # A + B bytes one stage's TMA copies deliver to its full barrier
 TX_BYTES = 32768

@@ -17,7 +17,7 @@ Parameters
     swap AB: yes: the kernel computes C^T = B @ A^T (tile M runs along N, tile N along M)
     epilogue: direct store (M=64: tcgen05.ld 16x32bx2, two threads per row, N/2 columns each)
     fusion: D = silu(A @ B^T + bias[column]); bias: one bf16 value per column of C
-    scheduler: persistent, static: max_workers(sm_count) CTAs (the GPU's SMs size the grid: 148 on a B200), worker w taking tiles w, w + workers, ... rastered along M; 1 TMEM accumulator slot(s)
+    scheduler: persistent, static: max_workers(sm_count) CTAs (the GPU's SMs size the grid: 148 on a B200), worker w taking tiles w, w + workers, ... rastered along M; 1 TMEM accumulator slot
 
 Pipeline
     ring         producer -> consumer                  stages  bytes/stage   full arrives        empty arrives
@@ -85,7 +85,7 @@ THREADS = 192
 TMA_WARP = 0
 # issues the MMAs
 MMA_WARP = 1
-# first of the 4 epilogue warps; it also issues the TMA stores
+# first of the 4 epilogue warps
 EPILOGUE_WARP = 2
 # the epilogue warps: warp w reads TMEM lanes 32 * (w % 4) ... + 31
 EPILOGUE_THREADS = 128
@@ -95,7 +95,7 @@ ACC_SLOTS = 1
 ACC_EMPTY_ARRIVES = 4
 # SMs of a B200: gemm's sm_count in a cross-compile; launches pass the GPU's
 DEFAULT_SM_COUNT = 148
-# 1 f32 accumulator slot(s) x 32 columns, power of two
+# 1 f32 accumulator slot x 32 columns, power of two
 TMEM_COLS = 32
 # A + B bytes one stage's TMA copies deliver to its full barrier
 TX_BYTES = 12288

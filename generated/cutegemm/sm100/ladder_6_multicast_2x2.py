@@ -11,7 +11,7 @@ Parameters
     dtype: f16
     tile (M, N, K): (128, 256, 64)
     MMA instruction: tcgen05.mma.cta_group::1.kind::f16 128x256x16
-    cluster: 2 x 2 with TMA multicast: the 2 CTAs of a cluster row share an A tile, the 2 of a column a B tile
+    cluster: 2 x 2 with TMA multicast: the 2 CTAs of a cluster row share an A tile, the 2 CTAs of a column share a B tile
     stages: 4
     swizzle: 128B
     mainloop: warp-specialized

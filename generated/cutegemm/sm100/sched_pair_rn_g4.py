@@ -16,7 +16,7 @@ Parameters
     swizzle: 128B
     mainloop: warp-specialized
     epilogue: tma store: TMEM -> registers -> swizzled SMEM 128x64 sub-tiles (2 buffers) -> TMA store
-    scheduler: persistent, static: max_workers(sm_count) CTA pairs (the GPU's SMs size the grid: 74 on a B200), worker w taking tiles w, w + workers, ... rastered along N, tile swizzle group 4; 2 TMEM accumulator slot(s)
+    scheduler: persistent, static: max_workers(sm_count) CTA pairs (the GPU's SMs size the grid: 74 on a B200), worker w taking tiles w, w + workers, ... rastered along N, tile swizzle group 4; 2 TMEM accumulator slots
 
 Pipeline
     ring         producer -> consumer                                     stages   bytes/stage    full arrives                                    empty arrives
@@ -109,7 +109,7 @@ DEFAULT_SM_COUNT = 148
 # tile swizzle: walk GROUP tiles along N, then step along M: the tiles running at once share A and
 # B tiles in L2
 GROUP = 4
-# 2 f32 accumulator slot(s) x 256 columns (this CTA's 128 rows), power of two
+# 2 f32 accumulator slots x 256 columns (this CTA's 128 rows), power of two
 TMEM_COLS = 512
 # A + B bytes of BOTH CTAs (2 x 32768): all land on the leader's full barrier
 TX_BYTES = 65536

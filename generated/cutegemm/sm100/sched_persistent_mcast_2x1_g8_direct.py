@@ -11,12 +11,12 @@ Parameters
     dtype: f16
     tile (M, N, K): (128, 128, 64)
     MMA instruction: tcgen05.mma.cta_group::1.kind::f16 128x128x16
-    cluster: 2 x 1 with TMA multicast: the 1 CTAs of a cluster row share an A tile, the 2 of a column a B tile
+    cluster: 2 x 1 with TMA multicast: the 2 CTAs of a column share a B tile
     stages: 7
     swizzle: 128B
     mainloop: warp-specialized
     epilogue: direct store
-    scheduler: persistent, static: max_workers(sm_count) clusters (the GPU's SMs size the grid: 74 on a B200), worker w taking cluster tiles w, w + workers, ... rastered along M, tile swizzle group 8; 2 TMEM accumulator slot(s)
+    scheduler: persistent, static: max_workers(sm_count) clusters (the GPU's SMs size the grid: 74 on a B200), worker w taking cluster tiles w, w + workers, ... rastered along M, tile swizzle group 8; 2 TMEM accumulator slots
 
 Pipeline
     ring         producer -> consumer                  stages   bytes/stage    full arrives        empty arrives
@@ -95,7 +95,7 @@ THREADS = 192
 TMA_WARP = 0
 # issues the MMAs
 MMA_WARP = 1
-# first of the 4 epilogue warps; it also issues the TMA stores
+# first of the 4 epilogue warps
 EPILOGUE_WARP = 2
 # the epilogue warps: warp w reads TMEM lanes 32 * (w % 4) ... + 31
 EPILOGUE_THREADS = 128
@@ -108,7 +108,7 @@ DEFAULT_SM_COUNT = 148
 # tile swizzle: walk GROUP cluster tiles along M, then step along N: the cluster tiles running at
 # once share A and B tiles in L2
 GROUP = 8
-# 2 f32 accumulator slot(s) x 128 columns, power of two
+# 2 f32 accumulator slots x 128 columns, power of two
 TMEM_COLS = 256
 # A + B bytes landing in EACH CTA per stage: own slices + peers' multicast
 TX_BYTES = 32768

@@ -11,12 +11,12 @@ Parameters
     dtype: f16
     tile (M, N, K): (128, 256, 64)
     MMA instruction: tcgen05.mma.cta_group::1.kind::f16 128x256x16
-    cluster: 2 x 2 with TMA multicast: the 2 CTAs of a cluster row share an A tile, the 2 of a column a B tile
+    cluster: 2 x 2 with TMA multicast: the 2 CTAs of a cluster row share an A tile, the 2 CTAs of a column share a B tile
     stages: 4
     swizzle: 128B
     mainloop: warp-specialized
     epilogue: tma store: TMEM -> registers -> swizzled SMEM 128x64 sub-tiles (2 buffers) -> TMA store
-    scheduler: persistent, static: max_workers(sm_count) clusters (the GPU's SMs size the grid: 37 on a B200), worker w taking cluster tiles w, w + workers, ... rastered along M; 2 TMEM accumulator slot(s)
+    scheduler: persistent, static: max_workers(sm_count) clusters (the GPU's SMs size the grid: 37 on a B200), worker w taking cluster tiles w, w + workers, ... rastered along M; 2 TMEM accumulator slots
 
 Pipeline
     ring         producer -> consumer                  stages   bytes/stage    full arrives        empty arrives
@@ -109,7 +109,7 @@ ACC_SLOTS = 2
 ACC_EMPTY_ARRIVES = 4
 # SMs of a B200: gemm's sm_count in a cross-compile; launches pass the GPU's
 DEFAULT_SM_COUNT = 148
-# 2 f32 accumulator slot(s) x 256 columns, power of two
+# 2 f32 accumulator slots x 256 columns, power of two
 TMEM_COLS = 512
 # A + B bytes landing in EACH CTA per stage: own slices + peers' multicast
 TX_BYTES = 49152

@@ -94,7 +94,7 @@ THREADS = 192
 TMA_WARP = 0
 # issues the MMAs
 MMA_WARP = 1
-# first of the 4 epilogue warps; it also issues the TMA stores
+# first of the 4 epilogue warps
 EPILOGUE_WARP = 2
 # the epilogue warps: warp w reads TMEM lanes 32 * (w % 4) ... + 31
 EPILOGUE_THREADS = 128
@@ -126,7 +126,7 @@ VEC_TILER = (1, 4)
 VECS_ALONG = 16  # vectors along one column of the tile
 # TM x TN / (REDUCE_VEC x REDUCE_THREADS)
 VECS_PER_THREAD = 16
-# 1 f32 accumulator slot(s) x 64 columns, power of two
+# 1 f32 accumulator slot x 64 columns, power of two
 TMEM_COLS = 64
 # A + B bytes one stage's TMA copies deliver to its full barrier
 TX_BYTES = 24576

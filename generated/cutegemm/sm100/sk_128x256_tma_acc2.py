@@ -15,7 +15,7 @@ Parameters
     swizzle: 128B
     mainloop: warp-specialized
     epilogue: tma store: TMEM -> registers -> swizzled SMEM 128x64 sub-tiles (2 buffers) -> TMA store
-    scheduler: stream-K: one CTA per SM of the GPU, at most 148 (the workspace's slots), run equal shares of all tiles' k-tiles (tiles along M); the CTA that runs a tile's first k-tile finishes it; 2 TMEM accumulator slot(s), one per unit
+    scheduler: stream-K: one CTA per SM of the GPU, at most 148 (the workspace's slots), run equal shares of all tiles' k-tiles (tiles along M); the CTA that runs a tile's first k-tile finishes it; 2 TMEM accumulator slots, one per unit
 
 Pipeline
     ring         producer -> consumer                  stages   bytes/stage    full arrives        empty arrives
@@ -118,7 +118,7 @@ TILE_ELEMS = 32768
 WORKSPACE_ELEMS = 4849812
 # 16-byte vectors of one thread's 64 f32 per epilogue chunk (4 chunks per tile)
 CHUNK_VECS = 16
-# 2 f32 accumulator slot(s) x 256 columns, power of two
+# 2 f32 accumulator slots x 256 columns, power of two
 TMEM_COLS = 512
 # A + B bytes one stage's TMA copies deliver to its full barrier
 TX_BYTES = 49152

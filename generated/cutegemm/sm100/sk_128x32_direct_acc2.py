@@ -15,7 +15,7 @@ Parameters
     swizzle: 128B
     mainloop: warp-specialized
     epilogue: direct store
-    scheduler: stream-K: one CTA per SM of the GPU, at most 148 (the workspace's slots), run equal shares of all tiles' k-tiles (tiles along M); the CTA that runs a tile's first k-tile finishes it; 2 TMEM accumulator slot(s), one per unit
+    scheduler: stream-K: one CTA per SM of the GPU, at most 148 (the workspace's slots), run equal shares of all tiles' k-tiles (tiles along M); the CTA that runs a tile's first k-tile finishes it; 2 TMEM accumulator slots, one per unit
 
 Pipeline
     ring         producer -> consumer                  stages   bytes/stage   full arrives        empty arrives
@@ -95,7 +95,7 @@ THREADS = 192
 TMA_WARP = 0
 # issues the MMAs
 MMA_WARP = 1
-# first of the 4 epilogue warps; it also issues the TMA stores
+# first of the 4 epilogue warps
 EPILOGUE_WARP = 2
 # the epilogue warps: warp w reads TMEM lanes 32 * (w % 4) ... + 31
 EPILOGUE_THREADS = 128
@@ -115,7 +115,7 @@ TILE_ELEMS = 4096
 WORKSPACE_ELEMS = 606356
 # 16-byte vectors of one thread's 32 f32 per epilogue chunk (1 chunk per tile)
 CHUNK_VECS = 8
-# 2 f32 accumulator slot(s) x 32 columns, power of two
+# 2 f32 accumulator slots x 32 columns, power of two
 TMEM_COLS = 64
 # A + B bytes one stage's TMA copies deliver to its full barrier
 TX_BYTES = 20480

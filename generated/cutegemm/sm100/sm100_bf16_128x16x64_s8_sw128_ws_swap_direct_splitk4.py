@@ -17,7 +17,7 @@ Parameters
     swap AB: yes: the kernel computes C^T = B @ A^T (tile M runs along N, tile N along M)
     epilogue: direct store
     cluster: 4 x 1 for split-K: 4 CTAs share one output tile and split its K range
-    scheduler: persistent split-K over 4 CTAs: max_workers(sm_count) clusters (the GPU's SMs size the grid: 37 on a B200) walking tiles along M, rank 0 reducing the peers' partials through DSMEM and storing; 1 TMEM accumulator slot(s)
+    scheduler: persistent split-K over 4 CTAs: max_workers(sm_count) clusters (the GPU's SMs size the grid: 37 on a B200) walking tiles along M, rank 0 reducing the peers' partials through DSMEM and storing; 1 TMEM accumulator slot
 
 Pipeline
     ring         producer -> consumer                     stages  bytes/stage   full arrives                       empty arrives
@@ -101,7 +101,7 @@ THREADS = 192
 TMA_WARP = 0
 # issues the MMAs
 MMA_WARP = 1
-# first of the 4 epilogue warps; it also issues the TMA stores
+# first of the 4 epilogue warps
 EPILOGUE_WARP = 2
 # the epilogue warps: warp w reads TMEM lanes 32 * (w % 4) ... + 31
 EPILOGUE_THREADS = 128
@@ -115,7 +115,7 @@ SPLITS = 4  # CTAs per cluster; each accumulates 1/SPLITS of the K range of the 
 STAGED_ARRIVES = 12  # rank 0's staged barrier: every epilogue warp (4) of every peer (3)
 CONSUMED_ARRIVES = 4  # a peer's consumed barrier: every epilogue warp (4) of rank 0
 STAGE_VEC = 4  # f32 per 16-byte staging run: one st.shared.v4 / ld.shared::cluster.v4
-# 1 f32 accumulator slot(s) x 16 columns, power of two
+# 1 f32 accumulator slot x 16 columns, power of two
 TMEM_COLS = 32
 # A + B bytes one stage's TMA copies deliver to its full barrier
 TX_BYTES = 18432

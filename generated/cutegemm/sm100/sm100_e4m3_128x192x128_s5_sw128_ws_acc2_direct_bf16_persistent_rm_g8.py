@@ -15,7 +15,7 @@ Parameters
     swizzle: 128B
     mainloop: warp-specialized
     epilogue: direct store
-    scheduler: persistent, static: max_workers(sm_count) CTAs (the GPU's SMs size the grid: 148 on a B200), worker w taking tiles w, w + workers, ... rastered along M, tile swizzle group 8; 2 TMEM accumulator slot(s)
+    scheduler: persistent, static: max_workers(sm_count) CTAs (the GPU's SMs size the grid: 148 on a B200), worker w taking tiles w, w + workers, ... rastered along M, tile swizzle group 8; 2 TMEM accumulator slots
 
 Pipeline
     ring         producer -> consumer                  stages   bytes/stage    full arrives        empty arrives
@@ -83,7 +83,7 @@ THREADS = 192
 TMA_WARP = 0
 # issues the MMAs
 MMA_WARP = 1
-# first of the 4 epilogue warps; it also issues the TMA stores
+# first of the 4 epilogue warps
 EPILOGUE_WARP = 2
 # the epilogue warps: warp w reads TMEM lanes 32 * (w % 4) ... + 31
 EPILOGUE_THREADS = 128
@@ -96,7 +96,7 @@ DEFAULT_SM_COUNT = 148
 # tile swizzle: walk GROUP tiles along M, then step along N: the tiles running at once share A and
 # B tiles in L2
 GROUP = 8
-# 2 f32 accumulator slot(s) x 192 columns, power of two
+# 2 f32 accumulator slots x 192 columns, power of two
 TMEM_COLS = 512
 # A + B bytes one stage's TMA copies deliver to its full barrier
 TX_BYTES = 40960
