@@ -176,9 +176,9 @@ def fusion_note(spec: Spec) -> str:
 
 
 def fusion_values(spec: Spec) -> dict[str, object]:
-    """What the fusion macros print (templates/common/fusion.py.j2 for sm_100a; sm_90a's own
-    templates/sm90/epilogue/fusion.py.j2, which adds the bias in the wgmma registers). Whether
-    there is a bias, and along which axis of the kernel's tile, comes from bias_values."""
+    """What the fusion macros print (templates/common/fusion.py.j2, for both arches; sm_90a adds
+    the bias in the wgmma registers, templates/sm90/epilogue/_bias.py.j2). Whether there is a
+    bias, and along which axis of the kernel's tile, comes from bias_values."""
     epi = spec.epilogue
     values: dict[str, object] = {
         "alpha": epi.alpha,

@@ -344,7 +344,7 @@ def workers_values(spec: Spec) -> dict[str, object]:
 
 
 def bias_view_values(spec: Spec) -> dict[str, object]:
-    """What the bias views print (templates/sm100/epilogue/bias.py.j2): the host sees the 1-D
+    """What the bias views print (templates/sm100/epilogue/_bias.py.j2): the host sees the 1-D
     bias as an (M, N) tensor with stride 0 along the dimension it does not run along, and the
     kernel tiles it like C: one tile (grid) or all tiles, sliced per tile (persistent)."""
     if spec.epilogue.bias == "none":
