@@ -204,3 +204,21 @@ def test_every_never_seen_pick_is_a_kernel_the_sweep_timed_there(pkg) -> None:
                 p.m, p.n, p.k, dtype=tin, out_dtype=torch.bfloat16, gpu="NVIDIA H200"
             ).name
             assert name in r.times, (dtype, p.label, name)
+
+
+def test_report_prints_the_never_seen_table_from_the_kept_sweeps() -> None:
+    from conftest import run_cli
+
+    sweeps = ROOT / "specs" / "tuning" / "sweeps"
+    proc = run_cli("report", sweeps / "h200-2026-12-02-unseen.jsonl.xz",
+                   sweeps / "h200-2026-12-02-compiled.jsonl.xz", "--markdown", cwd=ROOT)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split(" | ") for line in proc.stdout.splitlines() if line.startswith("| unseen")]
+    assert [(r[1], r[2], r[3]) for r in rows] == [
+        (d, regime, n)
+        for d in ("bf16", "e4m3")
+        for regime, n in (("decode", "120"), ("prefill", "57"), ("all", "177"))
+    ]
+    assert "against torch.compile(mode='max-autotune')" in proc.stdout
+    # the fit on the kept tune sweep names it, so it can be run again
+    assert "h200-2026-12-02-tune.jsonl.xz" in (ROOT / "specs/tuning/h200.model.toml").read_text()
