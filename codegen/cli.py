@@ -6,16 +6,17 @@ import fnmatch
 import json
 import math
 import os
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
 from codegen import loader
+from codegen.output import console, err, fail
 
 app = typer.Typer(
     help="Generate specialized CuTe DSL GEMM kernels from TOML specs.",
@@ -23,22 +24,10 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-import sys
-
-# Rich sizes tables to the terminal; piped output (CI logs) gets a width that fits the report.
-_WIDTH = None if sys.stdout.isatty() else 240
-console = Console(highlight=False, width=_WIDTH)
-err = Console(stderr=True, highlight=False, width=_WIDTH)
 
 PathsArg = Annotated[
     list[Path] | None, typer.Argument(help="Spec files or folders (default: specs/).")
 ]
-
-
-def fail(lines: list[str]) -> None:
-    for line in lines:
-        err.print(line, markup=False, soft_wrap=True)  # one problem, one line, however long
-    raise typer.Exit(1)
 
 
 MAX_PROBLEM_LINES = 50  # then one line counting the rest

@@ -11,21 +11,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from codegen import generalize as gen
+from codegen.output import console, fail
 
 app = typer.Typer()  # its commands join codegen's own (codegen.cli)
-console = Console(highlight=False, width=None if sys.stdout.isatty() else 240)
-
-
-def fail(lines: list[str]) -> None:
-    """One line per problem on stderr, exit 1 (as codegen.cli.fail)."""
-    err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 240)
-    for line in lines:
-        err.print(line, markup=False, soft_wrap=True)
-    raise typer.Exit(1)
 
 
 SplitOpt = Annotated[
