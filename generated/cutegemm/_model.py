@@ -104,15 +104,13 @@ def measured_near(m: int, fitted: tuple) -> bool:
 
 
 def rank(kernels, m: int, n: int, k: int, model: dict) -> list:
-    """`kernels` fastest first by the model; those it has no parameters for, or none near this
-    M, keep their order after the rest."""
-    fitted = model["kernels"]
-    known = [
-        kern for kern in kernels if kern.name in fitted and measured_near(m, fitted[kern.name])
-    ]
-    rest = [kern for kern in kernels if kern not in known]
-    known.sort(key=lambda kern: estimate(kern, m, n, k, model))
-    return known + rest
+    """The kernels of `kernels` the model has parameters for: those measured near this M
+    fastest first by the model, then the others in their given order (kernels it has no
+    parameters for are the caller's to place)."""
+    fitted = [kern for kern in kernels if kern.name in model["kernels"]]
+    near = [kern for kern in fitted if measured_near(m, model["kernels"][kern.name])]
+    near.sort(key=lambda kern: estimate(kern, m, n, k, model))
+    return near + [kern for kern in fitted if kern not in near]
 
 
 def estimate(kern, m: int, n: int, k: int, model: dict) -> float:

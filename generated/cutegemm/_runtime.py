@@ -117,8 +117,7 @@ def _static_order(gpu: str, arch: str, cls: tuple, kernels: list[Kernel], m: int
     ordered = [by_name[x] for x in names if x in by_name]
     model = _table(gpu, arch, MODELS)
     if model is not None:
-        ordered += [kern for kern in _model.rank(kernels, m, n, k, model[2]) if kern.name in
-                    model[2]["kernels"] and kern not in ordered]  # fmt: skip
+        ordered += [kern for kern in _model.rank(kernels, m, n, k, model[2]) if kern not in ordered]
     return ordered + [kern for kern in _rule_order(kernels, m) if kern not in ordered]
 
 
