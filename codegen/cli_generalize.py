@@ -64,6 +64,14 @@ def sweep_cmd(
         bool, typer.Option("--pick-only", help="Time only gemm() and torch (no oracle).")
     ] = False,
     rounds: Annotated[int, typer.Option("--rounds", help="Replays per graph (median).")] = 5,
+    only: Annotated[
+        str | None,
+        typer.Option(
+            "--only",
+            help="Time only the kernels these comma-separated name globs match (beside gemm() "
+            "and torch): new kernels' rows for `codegen fit` to read after an earlier sweep.",
+        ),
+    ] = None,
     compiled: Annotated[
         int,
         typer.Option(
@@ -90,7 +98,8 @@ def sweep_cmd(
             gen.compiled_baseline(pkg, gen.spread(prods, compiled), dtype, out, rounds,
                                   log=lambda s: console.print(s, markup=False))  # fmt: skip
         return
-    gen.sweep(pkg, prods, _dtypes(dtypes), out, rounds, all_kernels=not pick_only,
+    globs = [g.strip() for g in only.split(",") if g.strip()] if only else None
+    gen.sweep(pkg, prods, _dtypes(dtypes), out, rounds, all_kernels=not pick_only, only=globs,
               log=lambda s: console.print(s, markup=False))  # fmt: skip
     console.print(f"wrote {out}")
 

@@ -14,6 +14,7 @@ first. It writes one JSON line per measurement as it goes, so a run cut short ke
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import math
 import statistics
@@ -148,9 +149,11 @@ def sweep(
     rounds: int = 5,
     all_kernels: bool = True,
     log=print,
+    only: list[str] | None = None,
 ) -> None:
-    """Time every candidate (or, with all_kernels False, only the pick), torch and gemm() on each
-    product, appending JSON lines to `out_path` (see the module's docstring)."""
+    """Time every candidate (or, with all_kernels False, only the pick; with `only`, the
+    candidates whose names match one of these globs), torch and gemm() on each product,
+    appending JSON lines to `out_path` (see the module's docstring)."""
     import torch
 
     tune, rt = submodules(pkg)
@@ -168,6 +171,9 @@ def sweep(
             out = "bf16"
             tin, tout = rt._TORCH[dtype], rt._TORCH[out]
             kerns = {p: sweep_candidates(pkg, arch, dtype, out, p) for p in prods}
+            if only is not None:
+                kerns = {p: [k for k in ks if any(fnmatch.fnmatchcase(k.name, g) for g in only)]
+                         for p, ks in kerns.items()}  # fmt: skip
             t0 = time.perf_counter()
             tune.compile_ahead({k for ks in kerns.values() for k in ks}, arch, 0)
             log(f"{dtype}: {len({k for ks in kerns.values() for k in ks})} kernels ready "
