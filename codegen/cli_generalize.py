@@ -113,6 +113,14 @@ def fit_cmd(
         typer.Option("-o", "--out", help="Cost model (default specs/tuning/<gpu>.model.toml)."),
     ] = None,
     generated: GeneratedOpt = Path("generated"),
+    calibrate: Annotated[
+        bool,
+        typer.Option(
+            "--calibrate",
+            help="Put each later sweep file on the first one's clock by the torch times both "
+            "measured (per dtype and M): for rows of new kernels timed on another day or machine.",
+        ),
+    ] = False,
 ) -> None:
     """Fit the cost model on the tune part's measurements only (CPU) and write it for render."""
     from codegen import costmodel, package, tune
@@ -121,7 +129,7 @@ def fit_cmd(
     missing = [str(p) for p in runs if not p.is_file()]
     if missing:
         fail([f"{p}: no such sweep file" for p in missing])
-    meta, got = gen.read_runs(runs)
+    meta, got = gen.read_runs(runs, calibrate=calibrate)
     if not meta:
         fail([f"{', '.join(map(str, runs))}: no meta line (not a sweep file?)"])
     rows = {e.name: e.row() for e in _entries(generated)}
@@ -133,7 +141,11 @@ def fit_cmd(
     if not points:
         fail([f"no measurement of a tune-part model ({', '.join(sp.tune)}) in the sweep files"])
     fits = costmodel.fit(rows, points, meta["sm_count"], meta["bandwidth"])
-    command = "codegen fit " + " ".join(shlex.quote(str(p)) for p in runs)
+    command = (
+        "codegen fit "
+        + ("--calibrate " if calibrate else "")
+        + " ".join(shlex.quote(str(p)) for p in runs)
+    )
     text = costmodel.model_text(fits, meta["gpu"], meta["arch"], meta["sm_count"],
                                 meta["bandwidth"], list(sp.tune), command)  # fmt: skip
     slug = meta["gpu"].lower().removeprefix("nvidia ").replace(" ", "-")
@@ -172,6 +184,14 @@ def report_cmd(
     runs: Annotated[list[Path], typer.Argument(help="Sweep files (JSON lines).")],
     split: SplitOpt = DEFAULT_SPLIT,
     generated: GeneratedOpt = Path("generated"),
+    calibrate: Annotated[
+        bool,
+        typer.Option(
+            "--calibrate",
+            help="Put each later sweep file on the first one's clock (as `codegen fit "
+            "--calibrate`); the table then mixes two processes: say so where it is quoted.",
+        ),
+    ] = False,
     markdown: Annotated[bool, typer.Option("--markdown", help="Markdown tables.")] = False,
     rows_out: Annotated[
         bool, typer.Option("--rows", help="Also one row per product (unseen part).")
@@ -183,7 +203,7 @@ def report_cmd(
     from codegen import library
 
     sp = _split(split)
-    meta, got = gen.read_runs(runs)
+    meta, got = gen.read_runs(runs, calibrate=calibrate)
     pkg = library.import_package(generated)
     gpu = meta.get("gpu", "NVIDIA H200")
     head = ["part", "dtype", "regime", "shapes", "pick/torch", "oracle/torch", "pick/oracle",

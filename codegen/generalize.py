@@ -267,14 +267,20 @@ def read_compiled(paths: list[Path]) -> list[dict]:
     ]
 
 
-def read_runs(paths: list[Path]) -> tuple[dict, dict[tuple, Measured]]:
+def read_runs(paths: list[Path], calibrate: bool = False) -> tuple[dict, dict[tuple, Measured]]:
     """(the first meta line, {(dtype, model, proj, m): Measured}); a later line for the same
-    (product, kernel) replaces an earlier one."""
+    (product, kernel) replaces an earlier one. With `calibrate`, the times of each file after
+    the first are put on the first file's clock: scaled, per (dtype, M), by the geometric mean
+    of first / this file's torch time over the products both timed (sweeps from two machines or
+    days differ by a few percent; torch is the yardstick both measured). A file that shares no
+    product with the first at some (dtype, M) is taken as it is there."""
     meta: dict = {}
     got: dict[tuple, Measured] = {}
-    for path in paths:
-        for line in _lines(path):
-            row = json.loads(line)
+    base_torch: dict[tuple, float] = {}
+    for i, path in enumerate(paths):
+        rows = [json.loads(line) for line in _lines(path)]
+        scale = _clock_ratio(base_torch, rows) if calibrate and i else {}
+        for row in rows:
             if row["kind"] == "meta":
                 meta = meta or row
                 continue
@@ -282,14 +288,28 @@ def read_runs(paths: list[Path]) -> tuple[dict, dict[tuple, Measured]]:
                 continue
             prod = Product(row["model"], row["proj"], row["m"], row["n"], row["k"])
             key = (row["dtype"], prod.model, prod.proj, prod.m)
+            us = row["us"] * scale.get((row["dtype"], prod.m), 1.0)
             rec = got.setdefault(key, Measured(prod, row["dtype"], {}, math.nan, None, None))
             if row["kind"] == "time":
-                rec.times[row["kernel"]] = row["us"]
+                rec.times[row["kernel"]] = us
             elif row["kind"] == "torch":
-                rec.torch_us = row["us"]
+                rec.torch_us = us
+                if i == 0:
+                    base_torch[key] = us
             elif row["kind"] == "gemm":
-                rec.gemm_us, rec.gemm_kernel = row["us"], row["kernel"]
+                rec.gemm_us, rec.gemm_kernel = us, row["kernel"]
     return meta, got
+
+
+def _clock_ratio(base_torch: dict[tuple, float], rows: list[dict]) -> dict[tuple, float]:
+    """{(dtype, M): geomean of the first file's torch µs / these rows' torch µs}."""
+    logs: dict[tuple, list[float]] = {}
+    for row in rows:
+        if row["kind"] == "torch":
+            first = base_torch.get((row["dtype"], row["model"], row["proj"], row["m"]))
+            if first and row["us"] > 0:
+                logs.setdefault((row["dtype"], row["m"]), []).append(math.log(first / row["us"]))
+    return {key: math.exp(sum(v) / len(v)) for key, v in logs.items()}
 
 
 def geomean(xs: list[float]) -> float:
