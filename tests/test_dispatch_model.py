@@ -194,7 +194,7 @@ def test_every_never_seen_pick_is_a_kernel_the_sweep_timed_there(pkg) -> None:
     import torch
 
     split = generalize.load_split(ROOT / "specs" / "shapes" / "models.toml")
-    _, got = generalize.read_runs([ROOT / "specs/tuning/sweeps/h200-2026-12-02-unseen.jsonl.xz"])
+    _, got = generalize.read_runs([ROOT / "specs/tuning/sweeps/h200-2026-12-02b-unseen.jsonl.xz"])
     for dtype, tin in (("bf16", torch.bfloat16), ("e4m3", torch.float8_e4m3fn)):
         recs = list(generalize.iter_part(got, split, "unseen", dtype))
         assert len(recs) == len(generalize.products(split, "unseen"))
@@ -210,7 +210,7 @@ def test_report_prints_the_never_seen_table_from_the_kept_sweeps() -> None:
     from conftest import run_cli
 
     sweeps = ROOT / "specs" / "tuning" / "sweeps"
-    proc = run_cli("report", sweeps / "h200-2026-12-02-unseen.jsonl.xz",
+    proc = run_cli("report", sweeps / "h200-2026-12-02b-unseen.jsonl.xz",
                    sweeps / "h200-2026-12-02-compiled.jsonl.xz", "--markdown", cwd=ROOT)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     rows = [line.split(" | ") for line in proc.stdout.splitlines() if line.startswith("| unseen")]
@@ -222,3 +222,29 @@ def test_report_prints_the_never_seen_table_from_the_kept_sweeps() -> None:
     assert "against torch.compile(mode='max-autotune')" in proc.stdout
     # the fit on the kept tune sweep names it, so it can be run again
     assert "h200-2026-12-02-tune.jsonl.xz" in (ROOT / "specs/tuning/h200.model.toml").read_text()
+
+
+def test_calibrate_puts_a_later_sweep_on_the_first_ones_clock(tmp_path: Path) -> None:
+    """A second sweep whose torch ran 1.25x slower at M=1 (another machine): with calibrate its
+    kernel times are divided by 1.25 at that M, and left alone at an M the first never timed."""
+
+    def write(path: Path, rows: list[dict]) -> Path:
+        meta = {"kind": "meta", "gpu": "NVIDIA H200", "arch": "sm_90a", "sm_count": 132,
+                "bandwidth": 4e6}  # fmt: skip
+        path.write_text("\n".join(json.dumps(r) for r in [meta, *rows]) + "\n")
+        return path
+
+    def row(kind: str, m: int, us: float, kernel: str | None = None) -> dict:
+        base = {"kind": kind, "model": "x", "proj": "up", "dtype": "bf16", "out_dtype": "bf16",
+                "m": m, "n": 4096, "k": 4096, "us": us}  # fmt: skip
+        return base | ({"kernel": kernel} if kernel else {})
+
+    first = write(tmp_path / "a.jsonl", [row("torch", 1, 10.0), row("time", 1, 11.0, "old")])
+    later = write(tmp_path / "b.jsonl", [row("torch", 1, 12.5), row("time", 1, 10.0, "new"),
+                                         row("torch", 8, 20.0), row("time", 8, 30.0, "new")])  # fmt: skip
+    _, raw = generalize.read_runs([first, later])
+    _, cal = generalize.read_runs([first, later], calibrate=True)
+    assert raw[("bf16", "x", "up", 1)].times == {"old": 11.0, "new": 10.0}
+    assert cal[("bf16", "x", "up", 1)].times == pytest.approx({"old": 11.0, "new": 8.0})
+    assert cal[("bf16", "x", "up", 1)].torch_us == pytest.approx(10.0)
+    assert cal[("bf16", "x", "up", 8)].times == {"new": 30.0}
