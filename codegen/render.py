@@ -107,7 +107,7 @@ class Rendered:
 def _template_line(env: jinja2.Environment, template: str, raw: str, bad_line: int) -> str:
     """Best effort: the template text that produced line `bad_line` of the raw render."""
     wanted = raw.splitlines()[bad_line - 1].strip() if bad_line else ""
-    for name in env.list_templates():
+    for name in env.list_templates(extensions=["j2"]):
         source = (TEMPLATES / name).read_text().splitlines()
         for i, line in enumerate(source, 1):
             if wanted and wanted[:40] in line:
