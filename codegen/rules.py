@@ -72,12 +72,16 @@ def arch_rules(spec: Spec) -> ModuleType:
 
 
 def stage_bytes(spec: Spec) -> int:
-    """A + B bytes one CTA receives per stage; also the TMA bytes its full barrier expects."""
+    """A + B bytes of one stage in one CTA's SMEM (each CTA of an sm_100a pair holds half the
+    tile's rows: a pair's stage is twice this)."""
     return registry.for_spec(spec).stage_bytes(spec)
 
 
 def tx_bytes(spec: Spec) -> int:
-    return stage_bytes(spec)
+    """Bytes the full barrier the MMA (sm_90a: the consumers) waits on expects per stage, the
+    kernel's TX_BYTES: one CTA's stage_bytes, or for a CTA pair both CTAs' (2 x stage_bytes, on
+    the leader's barrier; the follower's is unused)."""
+    return arch_rules(spec).full_tx_bytes(spec)
 
 
 def smem_bytes(spec: Spec, stages: int) -> int:

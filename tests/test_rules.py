@@ -99,6 +99,9 @@ def test_a_cta_pair_splits_each_stage() -> None:
     """cta_group=2: each CTA of the pair loads half of A's rows and half of B's."""
     assert rules_sm100.operand_rows_per_cta(make(cta_group=2)) == (64, 128)
     assert rules.stage_bytes(make(cta_group=2)) == 24 * KIB
+    # both CTAs' loads complete on the leader's full barrier: the pair's whole stage
+    assert rules.tx_bytes(make(cta_group=2)) == 48 * KIB
+    assert rules.tx_bytes(make(arch="sm_90a", cluster=[2, 1])) == 48 * KIB
     assert rules_sm90.operand_rows_per_cta(make(arch="sm_90a", cluster=[2, 1])) == (128, 256)
 
 

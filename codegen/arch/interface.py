@@ -52,7 +52,7 @@ class Arch(Protocol):
         ...
 
     def stage_bytes(self, spec: Spec) -> int:
-        """A + B bytes one CTA receives per stage."""
+        """A + B bytes of one stage in one CTA's SMEM (one CTA of a pair: half the tile's rows)."""
         ...
 
     def smem_bytes(self, spec: Spec, stages: int) -> int:
