@@ -570,7 +570,7 @@ def gemm(
     activation: str | None = None,
     out_dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
-    """D = activation(alpha * a @ b.T + beta * out + bias), by the kernel tuned for this GPU and shape.
+    """D = activation(alpha * a @ b.T + beta * out + bias), by the kernel tuned for GPU and shape.
 
     a (M, K) and b (N, K): CUDA tensors of one dtype (float16, bfloat16 or float8_e4m3fn), last
     stride 1, 16-byte aligned rows. out (M, N): written (and read when beta != 0); allocated when
