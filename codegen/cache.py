@@ -27,8 +27,9 @@ def inputs_digest(templates: Path) -> str:
 
         h = hashlib.sha256()
         code = Path(__file__).resolve().parent
-        for folder, pattern in ((templates, "*.j2"), (code, "*.py")):
-            for p in sorted(folder.rglob(pattern)):
+        # templates/ holds the package's plain modules (.py) beside the templates
+        for folder, patterns in ((templates, ("*.j2", "*.py")), (code, ("*.py",))):
+            for p in sorted(p for pattern in patterns for p in folder.rglob(pattern)):
                 h.update(p.relative_to(folder).as_posix().encode() + b"\0" + p.read_bytes())
         try:
             ruff = metadata.version("ruff")

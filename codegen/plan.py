@@ -1,47 +1,15 @@
 """The plan of a resolved, legal spec: everything its templates print, from its architecture's
 planner (found through :mod:`codegen.registry`). The helpers every planner shares live in
-:mod:`codegen.plan_common` and are re-exported here.
+:mod:`codegen.plan_common`.
 """
 
 from __future__ import annotations
 
 from codegen import registry
-from codegen.arch.shared import STREAMK_WIDE_DIVS
-from codegen.plan_common import (
-    BIAS_DIM,
-    CUTLASS_DTYPE,
-    GELU_C,
-    GELU_CUBIC,
-    TORCH_DTYPE,
-    Plan,
-    bias_values,
-    extra_tensors,
-    fusion_note,
-    fusion_values,
-    sm_sized_values,
-    table,
-    tile_order,
-)
+from codegen.plan_common import Plan
 from codegen.spec import Spec
 
-__all__ = [
-    "BIAS_DIM",
-    "CUTLASS_DTYPE",
-    "GELU_C",
-    "GELU_CUBIC",
-    "STREAMK_WIDE_DIVS",
-    "TORCH_DTYPE",
-    "Plan",
-    "bias_values",
-    "expected_counts",
-    "extra_tensors",
-    "fusion_note",
-    "fusion_values",
-    "plan",
-    "sm_sized_values",
-    "table",
-    "tile_order",
-]
+__all__ = ["expected_counts", "plan"]
 
 
 def plan(spec: Spec) -> Plan:

@@ -10,10 +10,8 @@ from codegen.arch import sm90, sm100
 from codegen.arch.interface import Arch
 from codegen.spec import Spec
 
-ARCHES: dict[str, Arch] = {
-    sm100.ARCH.name: sm100.ARCH,
-    sm90.ARCH.name: sm90.ARCH,
-}
+# one line per architecture: each names itself (Arch.name, one of spec.ARCHES)
+ARCHES: dict[str, Arch] = {a.name: a for a in (sm100.ARCH, sm90.ARCH)}
 
 
 def get(arch: str) -> Arch:

@@ -20,6 +20,7 @@ import os
 import pprint
 import signal
 import subprocess
+import textwrap
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -70,6 +71,19 @@ def indent_lines(text: str, width: int) -> str:
     return "".join(pad + ln if ln.strip() else ln for ln in str(text).splitlines(keepends=True))
 
 
+def wrap_prose(text: str, first: str = "", rest: str | None = None) -> str:
+    """One paragraph of docstring prose in lines of at most LINE_LENGTH columns, the first
+    indented by `first`, the others by `rest` (default: `first`); words are never split."""
+    return textwrap.fill(
+        " ".join(text.split()),
+        width=LINE_LENGTH,
+        initial_indent=first,
+        subsequent_indent=first if rest is None else rest,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
 def environment() -> jinja2.Environment:
     """The one Jinja environment: strict about undefined names, whitespace-tidy blocks."""
     env = jinja2.Environment(
@@ -81,6 +95,7 @@ def environment() -> jinja2.Environment:
         autoescape=False,
     )
     env.filters["indent_lines"] = indent_lines
+    env.filters["wrap"] = wrap_prose
     env.filters["pyrepr"] = repr
     env.filters["groupby_class"] = _groupby_class
     return env
@@ -107,7 +122,7 @@ class Rendered:
 def _template_line(env: jinja2.Environment, template: str, raw: str, bad_line: int) -> str:
     """Best effort: the template text that produced line `bad_line` of the raw render."""
     wanted = raw.splitlines()[bad_line - 1].strip() if bad_line else ""
-    for name in env.list_templates():
+    for name in env.list_templates(extensions=["j2"]):
         source = (TEMPLATES / name).read_text().splitlines()
         for i, line in enumerate(source, 1):
             if wanted and wanted[:40] in line:

@@ -1,83 +1,46 @@
 """Legality rules and budget arithmetic of a spec: the front door that picks its architecture.
 
 :func:`check` and :func:`resolve` apply the rules every architecture shares
-(:mod:`codegen.rules_common`, re-exported here) and the spec's own architecture's (through
-:mod:`codegen.registry`); the SMEM budget functions take the architecture's buffers the same way.
-The loader, the planner and the docs call these; nothing else re-derives their numbers.
+(:mod:`codegen.rules_common`, where their helpers and limits live) and the spec's own
+architecture's (through :mod:`codegen.registry`); the SMEM budget functions take the
+architecture's buffers the same way. The loader, the planner and the docs call these; nothing else
+re-derives their numbers.
 """
 
 from __future__ import annotations
 
-from types import ModuleType
-
 from codegen import registry, rules_common
-from codegen.arch.shared import splitk_cluster_violation
-from codegen.rules_common import (
-    DTYPE_BYTES,
-    KIB,
-    MBARRIER_BYTES,
-    MMA_K_BYTES,
-    SMEM_ALIGN,
-    SMEM_LIMIT_BYTES,
-    SWIZZLE_BYTES,
-    TMA_BOX_BYTES_UNSWIZZLED,
-    Violation,
-    align_up,
-    auto_swizzle,
-    is_power_of_two,
-    k_row_bytes,
-    kib,
-    mma_k,
-    mmas_per_stage,
-    smem_limit,
-    swizzle_fits,
-    tma_boxes_per_operand,
-)
+from codegen.arch.interface import ArchRules
+from codegen.rules_common import Violation
 from codegen.spec import Spec
 
 __all__ = [
-    "DTYPE_BYTES",
-    "KIB",
-    "MBARRIER_BYTES",
-    "MMA_K_BYTES",
-    "SMEM_ALIGN",
-    "SMEM_LIMIT_BYTES",
-    "SWIZZLE_BYTES",
-    "TMA_BOX_BYTES_UNSWIZZLED",
-    "Violation",
-    "align_up",
     "arch_rules",
-    "auto_swizzle",
     "check",
-    "is_power_of_two",
-    "k_row_bytes",
-    "kib",
     "max_stages",
-    "mma_k",
-    "mmas_per_stage",
     "resolve",
     "smem_bytes",
-    "smem_limit",
-    "splitk_cluster_violation",
     "stage_bytes",
-    "swizzle_fits",
-    "tma_boxes_per_operand",
     "tx_bytes",
 ]
 
 
-def arch_rules(spec: Spec) -> ModuleType:
-    """The module holding the rules of the spec's architecture."""
+def arch_rules(spec: Spec) -> ArchRules:
+    """The rules of the spec's architecture (its rules module)."""
     return registry.for_spec(spec).rules
 
 
 def stage_bytes(spec: Spec) -> int:
-    """A + B bytes one CTA receives per stage; also the TMA bytes its full barrier expects."""
+    """A + B bytes of one stage in one CTA's SMEM (each CTA of an sm_100a pair holds half the
+    tile's rows: a pair's stage is twice this)."""
     return registry.for_spec(spec).stage_bytes(spec)
 
 
 def tx_bytes(spec: Spec) -> int:
-    return stage_bytes(spec)
+    """Bytes the full barrier the MMA (sm_90a: the consumers) waits on expects per stage, the
+    kernel's TX_BYTES: one CTA's stage_bytes, or for a CTA pair both CTAs' (2 x stage_bytes, on
+    the leader's barrier; the follower's is unused)."""
+    return arch_rules(spec).full_tx_bytes(spec)
 
 
 def smem_bytes(spec: Spec, stages: int) -> int:

@@ -109,8 +109,9 @@ def smem_limit_note(spec: Spec) -> str:
 
 
 def stage_bytes(spec: Spec, rows: tuple[int, int]) -> int:
-    """A + B bytes one CTA receives per stage, holding `rows` = (A rows, B rows) of the tile; also
-    the TMA bytes its full barrier expects."""
+    """A + B bytes of one stage in one CTA's SMEM, which holds `rows` = (A rows, B rows) of the
+    tile there. What a full barrier expects is the architecture's `full_tx_bytes`: this for one
+    CTA, twice this for a CTA pair (whose leader's barrier counts both CTAs' loads)."""
     return (rows[0] + rows[1]) * k_row_bytes(spec)
 
 

@@ -17,7 +17,7 @@ import math
 import struct
 import sys
 import unicodedata
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -39,7 +39,7 @@ Activation = Literal["none", "relu", "gelu_tanh", "silu"]
 Bias = Literal["none", "row", "col"]  # row: one value per row of C (length M); col: per column (N)
 ConsumerMode = Literal["cooperative", "pingpong"]
 
-ARCHES: tuple[str, ...] = ("sm_100a", "sm_90a")
+ARCHES: tuple[str, ...] = get_args(Arch)  # the names; codegen.registry maps each to its code
 
 
 class _Frozen(BaseModel):

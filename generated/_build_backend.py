@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 from setuptools import build_meta as _setuptools
-from setuptools.build_meta import *  # noqa: F403
+from setuptools.build_meta import *
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):

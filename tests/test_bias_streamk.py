@@ -6,7 +6,7 @@ import pytest
 
 from codegen import rules
 from codegen.arch.sm90.counts import epilogue_loads
-from codegen.plan import bias_values
+from codegen.plan_common import bias_values
 from codegen.spec import Spec
 
 SM90 = {"arch": "sm_90a", "dtype": "bf16", "swizzle": "128B", "stages": 4}

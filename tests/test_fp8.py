@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from conftest import kernel_glob
 
-from codegen import rules
+from codegen import rules, rules_common
 from codegen.arch.sm90 import rules as rules_sm90
 from codegen.arch.sm90.counts import expected_counts as expected_counts_sm90
 from codegen.plan import plan
@@ -60,9 +60,9 @@ def test_fp8_needs_an_out_dtype() -> None:
 
 
 def test_fp8_k_rows_are_128_bytes_at_tile_k_128() -> None:
-    assert rules.k_row_bytes(fp8()) == 128
-    assert rules.mma_k("e4m3") == 32 and rules.mma_k("bf16") == 16
-    assert rules.auto_swizzle(rules.k_row_bytes(fp8())) == "128B"
+    assert rules_common.k_row_bytes(fp8()) == 128
+    assert rules_common.mma_k("e4m3") == 32 and rules_common.mma_k("bf16") == 16
+    assert rules_common.auto_swizzle(rules_common.k_row_bytes(fp8())) == "128B"
     # tile K=64 is 64-byte rows in e4m3: the swizzle rule names K=128 as the e4m3 SW128 choice
     got = violations(fp8((128, 256, 64), swizzle="128B"))
     assert (
@@ -99,9 +99,9 @@ def test_sm100_takes_fp8() -> None:
 def test_fp8_plan_numbers() -> None:
     spec = fp8()
     assert spec.stages == 4 and spec.swizzle == "128B"
-    assert rules.mmas_per_stage(spec) == 4  # 128 bytes of K / 32 bytes per wgmma
+    assert rules_common.mmas_per_stage(spec) == 4  # 128 bytes of K / 32 bytes per wgmma
     assert rules.tx_bytes(spec) == (128 + 256) * 128  # one byte per element
-    assert rules.smem_bytes(spec, 4) == 230400 <= rules.SMEM_LIMIT_BYTES
+    assert rules.smem_bytes(spec, 4) == 230400 <= rules_common.SMEM_LIMIT_BYTES
     assert rules_sm90.shape_multiples(spec) == {"M": 1, "N": 8, "K": 16}
     # 2 cooperative warpgroups own one 64-row atom each: 4 wgmma per warpgroup per stage
     assert expected_counts_sm90(spec)["wgmma.mma_async"] == 4
@@ -117,7 +117,7 @@ def test_fp8_plan_numbers() -> None:
 
 def test_bf16_plan_unchanged_by_fp8() -> None:
     bf16 = fp8((128, 256, 64), dtype="bf16", epilogue="tma")
-    assert rules.mmas_per_stage(bf16) == 4
+    assert rules_common.mmas_per_stage(bf16) == 4
     assert rules_sm90.shape_multiples(bf16) == {"M": 1, "N": 8, "K": 8}
     assert plan(bf16).mma_k == 16
 

@@ -180,9 +180,10 @@ def test_codegen_keeps_its_layers() -> None:
 
 def test_every_arch_package_is_in_the_registry() -> None:
     from codegen import registry
-    from codegen.arch.interface import Arch
+    from codegen.arch.interface import Arch, ArchRules
 
     assert all(isinstance(a, Arch) for a in registry.ARCHES.values())
+    assert all(isinstance(a.rules, ArchRules) for a in registry.ARCHES.values())
     assert all(name == a.name for name, a in registry.ARCHES.items())
     assert set(registry.ARCHES) == set(ARCHES)  # the spec's arch names
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import kernel_glob
 
-from codegen import rules
+from codegen import rules, rules_common
 from codegen.arch.sm90 import rules as rules_sm90
 from codegen.plan import expected_counts, plan
 from codegen.spec import Spec
@@ -64,8 +64,8 @@ def test_pingpong_numbers() -> None:
     assert rules_sm90.accumulator_regs(spec) == 64 * 256 // 128
     # one set of 4 sub-tile buffers (64 x 32 bf16) per warpgroup, counted by the "auto" stages
     assert rules_sm90.tma_store_smem_bytes(spec) == 2 * 4 * 64 * 32 * 2
-    assert rules.smem_bytes(spec, spec.stages) <= rules.SMEM_LIMIT_BYTES
-    assert rules.smem_bytes(spec, spec.stages + 1) > rules.SMEM_LIMIT_BYTES
+    assert rules.smem_bytes(spec, spec.stages) <= rules_common.SMEM_LIMIT_BYTES
+    assert rules.smem_bytes(spec, spec.stages + 1) > rules_common.SMEM_LIMIT_BYTES
     p = plan(spec)
     assert p.template == "sm90/gemm.py.j2" and p.values["pingpong"]
     assert p.partials["epilogue_partial"] == "sm90/epilogue/tma.py.j2"

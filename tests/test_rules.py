@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codegen import plan, rules
+from codegen import plan, rules, rules_common
 from codegen.arch.sm90 import rules as rules_sm90
 from codegen.arch.sm100 import counts as counts_sm100
 from codegen.arch.sm100 import rules as rules_sm100
@@ -28,8 +28,8 @@ def make(tile: tuple[int, int, int] = (128, 256, 64), **knobs: object) -> Spec:
 
 
 def test_limits_are_the_hardware_numbers() -> None:
-    assert rules.SMEM_LIMIT_BYTES == 232448  # 227 KiB
-    assert rules.SMEM_ALIGN == 1024
+    assert rules_common.SMEM_LIMIT_BYTES == 232448  # 227 KiB
+    assert rules_common.SMEM_ALIGN == 1024
     assert rules_sm100.TMEM_COLUMNS == 512
 
 
@@ -37,7 +37,7 @@ def test_limits_are_the_hardware_numbers() -> None:
     ("nbytes", "text"), [(0, "0"), (1024, "1"), (1536, "1.5"), (295936, "289"), (1100, "1.1")]
 )
 def test_kib(nbytes: int, text: str) -> None:
-    assert rules.kib(nbytes) == text
+    assert rules_common.kib(nbytes) == text
 
 
 @pytest.mark.parametrize(
@@ -45,7 +45,7 @@ def test_kib(nbytes: int, text: str) -> None:
     [(0, 1024, 0), (1, 1024, 1024), (1024, 1024, 1024), (1025, 1024, 2048)],
 )
 def test_align_up(value: int, alignment: int, up: int) -> None:
-    assert rules.align_up(value, alignment) == up
+    assert rules_common.align_up(value, alignment) == up
 
 
 @pytest.mark.parametrize(
@@ -53,7 +53,7 @@ def test_align_up(value: int, alignment: int, up: int) -> None:
     [(0, False), (1, True), (2, True), (3, False), (64, True), (96, False), (-4, False)],
 )
 def test_is_power_of_two(value: int, ok: bool) -> None:
-    assert rules.is_power_of_two(value) is ok
+    assert rules_common.is_power_of_two(value) is ok
 
 
 # ---- stage and shared-memory bytes -------------------------------------------------------------
@@ -76,11 +76,11 @@ def test_stage_bytes(tile: tuple[int, int, int], dtype: str, nbytes: int) -> Non
 
 
 def test_k_row_bytes_and_mmas_per_stage() -> None:
-    assert rules.k_row_bytes(make((128, 256, 64))) == 128
-    assert rules.k_row_bytes(make((128, 256, 16))) == 32
-    assert rules.mmas_per_stage(make((128, 256, 64))) == 4  # one MMA is 16 deep
-    assert rules.mmas_per_stage(make((128, 256, 16))) == 1
-    assert rules.mmas_per_stage(make((128, 256, 128))) == 8
+    assert rules_common.k_row_bytes(make((128, 256, 64))) == 128
+    assert rules_common.k_row_bytes(make((128, 256, 16))) == 32
+    assert rules_common.mmas_per_stage(make((128, 256, 64))) == 4  # one MMA is 16 deep
+    assert rules_common.mmas_per_stage(make((128, 256, 16))) == 1
+    assert rules_common.mmas_per_stage(make((128, 256, 128))) == 8
 
 
 @pytest.mark.parametrize("stages", [1, 2, 4, 7])
@@ -99,6 +99,9 @@ def test_a_cta_pair_splits_each_stage() -> None:
     """cta_group=2: each CTA of the pair loads half of A's rows and half of B's."""
     assert rules_sm100.operand_rows_per_cta(make(cta_group=2)) == (64, 128)
     assert rules.stage_bytes(make(cta_group=2)) == 24 * KIB
+    # both CTAs' loads complete on the leader's full barrier: the pair's whole stage
+    assert rules.tx_bytes(make(cta_group=2)) == 48 * KIB
+    assert rules.tx_bytes(make(arch="sm_90a", cluster=[2, 1])) == 48 * KIB
     assert rules_sm90.operand_rows_per_cta(make(arch="sm_90a", cluster=[2, 1])) == (128, 256)
 
 
@@ -216,7 +219,7 @@ def test_smem_bytes_grows_with_stages_and_covers_the_rings(spec: Spec, stages: i
     ],
 )
 def test_swizzle_fits(row_bytes: int, swizzle: str, fits: bool) -> None:
-    assert rules.swizzle_fits(row_bytes, swizzle) is fits
+    assert rules_common.swizzle_fits(row_bytes, swizzle) is fits
 
 
 @pytest.mark.parametrize(
@@ -234,16 +237,16 @@ def test_swizzle_fits(row_bytes: int, swizzle: str, fits: bool) -> None:
     ],
 )
 def test_auto_swizzle_picks_the_widest_that_fits(row_bytes: int, swizzle: str) -> None:
-    assert rules.auto_swizzle(row_bytes) == swizzle
+    assert rules_common.auto_swizzle(row_bytes) == swizzle
 
 
 @given(st.integers(1, 4096))
 def test_auto_swizzle_fits_and_nothing_wider_does(row_bytes: int) -> None:
-    chosen = rules.auto_swizzle(row_bytes)
-    assert rules.swizzle_fits(row_bytes, chosen)
+    chosen = rules_common.auto_swizzle(row_bytes)
+    assert rules_common.swizzle_fits(row_bytes, chosen)
     widths = ["none", "32B", "64B", "128B"]
     for wider in widths[widths.index(chosen) + 1 :]:
-        assert not rules.swizzle_fits(row_bytes, wider)
+        assert not rules_common.swizzle_fits(row_bytes, wider)
 
 
 @pytest.mark.parametrize(
@@ -258,14 +261,16 @@ def test_auto_swizzle_fits_and_nothing_wider_does(row_bytes: int) -> None:
     ],
 )
 def test_tma_boxes_per_operand(row_bytes: int, swizzle: str, boxes: int) -> None:
-    assert rules.tma_boxes_per_operand(row_bytes, swizzle) == boxes
+    assert rules_common.tma_boxes_per_operand(row_bytes, swizzle) == boxes
 
 
 def test_tma_loads_per_stage_match_the_seed() -> None:
     """Seed section 4: cp.async.bulk.tensor per stage is 4, 16 and 2 for its three configs."""
 
     def per_stage(tile_k: int, swizzle: str) -> int:
-        return 2 * rules.tma_boxes_per_operand(rules.k_row_bytes(make((128, 256, tile_k))), swizzle)
+        return 2 * rules_common.tma_boxes_per_operand(
+            rules_common.k_row_bytes(make((128, 256, tile_k))), swizzle
+        )
 
     assert per_stage(16, "none") == 4
     assert per_stage(64, "none") == 16
@@ -342,7 +347,7 @@ def test_tmem_columns(n: int, slots: int, cols: int) -> None:
 @given(st.integers(1, 2048), st.integers(1, 4))
 def test_tmem_columns_is_the_smallest_power_of_two_that_holds_the_tile(n: int, slots: int) -> None:
     cols = rules_sm100.tmem_columns(n, slots)
-    assert rules.is_power_of_two(cols)
+    assert rules_common.is_power_of_two(cols)
     assert cols >= max(32, n * slots)
     assert cols == 32 or cols // 2 < n * slots  # no smaller legal allocation holds it
 
@@ -549,7 +554,7 @@ def _direct_epilogue_covers(n: int) -> tuple[int, int, str]:
 def test_direct_epilogue_covers_every_output_column(n: int) -> None:
     cols, chunks, rep = _direct_epilogue_covers(n)
     assert cols * chunks == n
-    assert rules.is_power_of_two(cols) and rep == f"x{cols}"
+    assert rules_common.is_power_of_two(cols) and rep == f"x{cols}"
 
 
 @pytest.mark.parametrize("n", [48, 80, 96, 240])

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from conftest import SPECS, kernel_file, kernel_glob
 
-from codegen import build, loader, plan, rules
+from codegen import build, loader, plan, plan_common, rules
 from codegen.arch.sm100 import rules as rules_sm100
 from codegen.build import BuildResult
-from codegen.rules import Violation
+from codegen.rules_common import Violation
 from codegen.spec import Spec
 
 KIB = 1024
@@ -121,7 +121,7 @@ def test_both_arches_print_the_same_fusion_values() -> None:
     b = plan.plan(make(epilogue=epi)).values
     for key in ("alpha", "beta", "activation", "bias", "gelu_c", "gelu_cubic"):
         assert h[key] == b[key], key
-    assert b["gelu_c"] == plan.GELU_C and b["gelu_cubic"] == plan.GELU_CUBIC
+    assert b["gelu_c"] == plan_common.GELU_C and b["gelu_cubic"] == plan_common.GELU_CUBIC
 
 
 def test_bias_values_name_the_dimension_it_runs_along() -> None:
@@ -142,13 +142,13 @@ def test_bias_values_name_the_dimension_it_runs_along() -> None:
 
 def test_fusion_formula_in_the_docstring() -> None:
     spec = make(epilogue={"style": "tma", "alpha": 2.0, "beta": 1.0, "bias": "row"})
-    assert plan.fusion_note(spec) == "; D = 2 * A @ B^T + 1 * C + bias[row]"
+    assert plan_common.fusion_note(spec) == "; D = 2 * A @ B^T + 1 * C + bias[row]"
     note = plan.plan(spec).values["dtype_note"]
     assert note.endswith("f16 out; D = 2 * A @ B^T + 1 * C + bias[row]")
     # one formula for both architectures (sm_90a's docstrings say the same)
     h = make(arch="sm_90a", epilogue={"style": "direct", "bias": "col", "activation": "relu"})
-    assert plan.fusion_note(h) == "; D = relu(A @ B^T + bias[column])"
-    assert plan.fusion_note(make()) == ""
+    assert plan_common.fusion_note(h) == "; D = relu(A @ B^T + bias[column])"
+    assert plan_common.fusion_note(make()) == ""
 
 
 # ---- expected counts: pinned per shipped variant ------------------------------------------------
@@ -319,9 +319,9 @@ def test_fused_variants_compile_with_their_counts(name: str, built) -> None:
 def test_activations_leave_their_instructions(built) -> None:
     gelu = _ptx(built, "bw_fused_direct_bf16_f32_gelu")
     # the shared constants reach the PTX as immediates; silu has neither
-    assert _f32_bits(plan.GELU_C) in gelu and _f32_bits(plan.GELU_CUBIC) in gelu
+    assert _f32_bits(plan_common.GELU_C) in gelu and _f32_bits(plan_common.GELU_CUBIC) in gelu
     silu = _ptx(built, "bw_fused_tma_bf16_silu")
-    assert _f32_bits(plan.GELU_C) not in silu and _count(r"\bex2\.approx", silu) == 256
+    assert _f32_bits(plan_common.GELU_C) not in silu and _count(r"\bex2\.approx", silu) == 256
     relu = _ptx(built, "bw_fused_direct_a1p5_b0p5_relu")
     assert _count(r"\bmax\.f32", relu) == 256 and _count(r"\bex2\.", relu) == 0
     # alpha and beta are multiplied in: their immediates are there

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import SPECS, kernel_file
 
-from codegen import build, loader, plan, rules
+from codegen import build, loader, plan, plan_common, rules
 from codegen.arch.sm100 import counts as counts_sm100
 from codegen.arch.sm100 import rules as rules_sm100
 from codegen.build import BuildResult
@@ -152,9 +152,9 @@ def test_swap_ab_reads_c_by_element_and_swaps_the_bias_axis() -> None:
     )
     col = make((128, 16, 64), swap_ab=True, epilogue={"style": "direct", "bias": "col"})
     # a bias per row of C runs along the kernel's columns (C^T): contiguous, 16-byte vectors
-    assert plan.bias_values(row)["bias_axis"] == "column"
+    assert plan_common.bias_values(row)["bias_axis"] == "column"
     assert plan.plan(row).values["bias_stride"] == (0, 1)
-    assert plan.bias_values(col)["bias_axis"] == "row"
+    assert plan_common.bias_values(col)["bias_axis"] == "row"
     assert plan.plan(col).values["bias_stride"] == (1, 0)
     # beta: 16 scalar loads down C^T's column (stride ldc), then 2 vectors of 8 row biases
     assert counts_sm100.fusion_counts(row)["ld.global"] == 16 + 2

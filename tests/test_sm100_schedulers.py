@@ -3,8 +3,8 @@ multicast clusters, the dynamic scheduler (cluster launch control), split-K over
 
 Three parts: the rules (what became legal, what each new rule rejects, naming its field and what is
 legal); the tile order, run from the generated kernels' own lines against the Python reference
-``codegen.plan.tile_order``; and a cross-compile of the shipped variants whose PTX must show what
-each scheduler implies (marked ``build``).
+``codegen.plan_common.tile_order``; and a cross-compile of the shipped variants whose PTX must show
+what each scheduler implies (marked ``build``).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from conftest import SPECS, kernel_file
 from codegen import build, loader, plan, rules
 from codegen.arch.sm100 import rules as rules_sm100
 from codegen.build import BuildResult
+from codegen.plan_common import tile_order
 from codegen.spec import DynamicScheduler, Spec
 
 SHIPPED = [
@@ -313,22 +314,22 @@ def test_split_k_plan(shipped: dict[str, Spec]) -> None:
 def test_tile_order_visits_every_tile_once(
     raster: str, group: int, counts: tuple[int, int]
 ) -> None:
-    seen = [plan.tile_order(t, counts, raster, group) for t in range(counts[0] * counts[1])]
+    seen = [tile_order(t, counts, raster, group) for t in range(counts[0] * counts[1])]
     assert sorted(seen) == list(itertools.product(range(counts[0]), range(counts[1])))
 
 
 def test_tile_order_walks_bands() -> None:
     # group 2 over 5 x 3 tiles along M: bands of rows {0, 1}, {2, 3}, {4} walked along N
-    order = [plan.tile_order(t, (5, 3), "m", 2) for t in range(15)]
+    order = [tile_order(t, (5, 3), "m", 2) for t in range(15)]
     assert order[:6] == [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)]
     assert order[12:] == [(4, 0), (4, 1), (4, 2)]  # the last band is one row wide
-    assert [plan.tile_order(t, (5, 3), "n", 2) for t in range(4)] == [
+    assert [tile_order(t, (5, 3), "n", 2) for t in range(4)] == [
         (0, 0),
         (0, 1),
         (1, 0),
         (1, 1),
     ]
-    assert [plan.tile_order(t, (5, 3), "m") for t in range(6)] == [
+    assert [tile_order(t, (5, 3), "m") for t in range(6)] == [
         (0, 0), (1, 0), (2, 0), (3, 0), (4, 0), (0, 1)
     ]  # fmt: skip
 
@@ -387,14 +388,14 @@ def test_generated_tile_order_is_the_reference(
             # a cluster's CTA (cm, cn) adds its place; rank (0, 0) computes the cluster tile
             names |= {"cm": 0, "cn": 0, "cx": 0, "cy": 0, "CLUSTER": (2, 2, 1)}
             got = _run_tile_lines(stmts, names, out)
-            assert got == plan.tile_order(t, counts, sched.raster, sched.group), (name, t, counts)
+            assert got == tile_order(t, counts, sched.raster, sched.group), (name, t, counts)
 
 
 def test_a_cluster_cta_computes_its_own_tile_of_the_cluster_tile() -> None:
     stmts = _producer_tile_lines(kernel_file("sched_persistent_mcast_2x2"))
     for cm, cn in itertools.product(range(2), range(2)):
         names = {"t": 4, "clusters_m": 3, "clusters_n": 2, "cm": cm, "cn": cn, "CLUSTER": (2, 2, 1)}
-        ctm, ctn = plan.tile_order(4, (3, 2))
+        ctm, ctn = tile_order(4, (3, 2))
         assert _run_tile_lines(stmts, names, ("tm", "tn")) == (2 * ctm + cm, 2 * ctn + cn)
 
 

@@ -48,7 +48,7 @@ def shipped() -> Spec:
 
 def test_the_shipped_variant_is_legal(shipped: Spec) -> None:
     assert rules.check(shipped) == []
-    assert shared.is_split_k_separate(shipped) and not shared.is_split_k(shipped)
+    assert shared.is_split_k_separate(shipped) and not shared.is_split_k_cluster(shipped)
     assert rules_sm100.cluster_kind(shipped) == "single"
 
 

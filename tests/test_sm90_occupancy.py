@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from codegen import render, rules
+from codegen import render, rules, rules_common
 from codegen.arch.sm90 import rules as rules_sm90
 from codegen.loader import LoadedSpec
 from codegen.plan import expected_counts, plan
@@ -48,7 +48,7 @@ def test_decode_tile_with_two_ctas_per_sm(scheduler: object) -> None:
     assert 128 * values.producer_regs + 128 * values.consumer_regs <= pool
     assert values.consumer_regs == 216 and values.consumer_regs % 8 == 0
     # SMEM: "auto" stages fill half the SM's (less the per-CTA reservation), no more
-    assert rules.smem_limit(s) == HALF_SMEM == 113 * 1024
+    assert rules_common.smem_limit(s) == HALF_SMEM == 113 * 1024
     assert values.smem_bytes <= HALF_SMEM < rules.smem_bytes(s, s.stages + 1)
 
 
@@ -56,7 +56,7 @@ def test_one_cta_per_sm_is_unchanged() -> None:
     s = spec(scheduler="stream_k")
     values = plan(s).values
     assert values.min_blocks_per_mp == 1 and values.consumer_regs == 248
-    assert rules.smem_limit(s) == rules.SMEM_LIMIT_BYTES == 227 * 1024
+    assert rules_common.smem_limit(s) == rules_common.SMEM_LIMIT_BYTES == 227 * 1024
     assert s.stages > spec(scheduler="stream_k", ctas_per_sm=2).stages
 
 

@@ -21,7 +21,7 @@ import pytest
 from conftest import kernel_glob
 
 from codegen import build, plan
-from codegen.plan import STREAMK_WIDE_DIVS
+from codegen.arch.shared import STREAMK_WIDE_DIVS
 
 STREAMK = [p for p in kernel_glob() if "stream_k" in build.read_spec(p).scheduler.kind]
 SK_NAMES = [p.stem for p in STREAMK]

@@ -14,6 +14,32 @@ from codegen.spec import Spec
 
 
 @runtime_checkable
+class ArchRules(Protocol):
+    """What generic code reads of an architecture's rules (its ``rules`` module implements it):
+    the legality rules and the per-CTA budget arithmetic."""
+
+    def check(self, spec: Spec) -> list[Violation]:
+        """The architecture's own rules the spec breaks (the shared ones are checked besides)."""
+        ...
+
+    def stage_bytes(self, spec: Spec) -> int:
+        """A + B bytes of one stage in one CTA's SMEM (one CTA of a pair: half the tile's rows)."""
+        ...
+
+    def full_tx_bytes(self, spec: Spec) -> int:
+        """Bytes the full barrier of one stage expects (TX_BYTES; a CTA pair's: both CTAs')."""
+        ...
+
+    def barrier_bytes(self, spec: Spec, stages: int) -> int:
+        """SMEM of the kernel's mbarriers (and what sits beside them) with `stages` stages."""
+        ...
+
+    def smem_bytes(self, spec: Spec, stages: int) -> int:
+        """Dynamic SMEM one CTA needs with `stages` stages."""
+        ...
+
+
+@runtime_checkable
 class Arch(Protocol):
     """One architecture: its rules, its planner, its expected PTX counts and what the build reports.
 
@@ -30,7 +56,8 @@ class Arch(Protocol):
         flagship_sm_count: SMs of the GPU a cross-compile assumes.
         capability: the CUDA compute capability of the GPUs that run its kernels ((10, 0)).
         gpu_family: those GPUs, in words ("sm_100 (Blackwell: B200/GB200)").
-        rules: its rules module (the derived numbers and the legality rules).
+        rules: its rules (:class:`ArchRules`; a module: the derived numbers and the legality
+            rules).
         values_type: the frozen dataclass of its plan values (templates read `plan.NAME`).
     """
 
@@ -44,7 +71,7 @@ class Arch(Protocol):
     flagship_sm_count: int
     capability: tuple[int, int]
     gpu_family: str
-    rules: ModuleType
+    rules: ArchRules
     values_type: type
 
     def check(self, spec: Spec) -> list[Violation]:
@@ -52,7 +79,7 @@ class Arch(Protocol):
         ...
 
     def stage_bytes(self, spec: Spec) -> int:
-        """A + B bytes one CTA receives per stage."""
+        """A + B bytes of one stage in one CTA's SMEM (one CTA of a pair: half the tile's rows)."""
         ...
 
     def smem_bytes(self, spec: Spec, stages: int) -> int:
@@ -73,12 +100,12 @@ class Arch(Protocol):
 
 
 class ModuleArch:
-    """An :class:`Arch` made of one package's modules: `rules` (check, stage_bytes, smem_bytes),
-    `values` (plan) and `counts` (expected_counts) hold the code; a subclass sets the attributes
+    """An :class:`Arch` made of one package's modules: `rules` (:class:`ArchRules`), `values`
+    (plan) and `counts` (expected_counts) hold the code; a subclass sets the attributes
     :class:`Arch` lists and these three modules, and overrides :meth:`alloc_columns` if its kernels
     allocate TMEM."""
 
-    rules: ModuleType
+    rules: ArchRules
     values: ModuleType
     counts: ModuleType
 

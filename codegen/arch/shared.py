@@ -21,8 +21,9 @@ STREAMK_WIDE_DIVS = 5
 # ---- split K ------------------------------------------------------------------------------------
 
 
-def is_split_k(spec: Spec) -> bool:
-    """Split-K reduced in-kernel over a (splits, 1, 1) cluster (DSMEM): staging, handshakes."""
+def is_split_k_cluster(spec: Spec) -> bool:
+    """Split-K reduced in-kernel over a (splits, 1, 1) cluster (reduce = "cluster", DSMEM):
+    staging and handshake barriers. False for reduce = "separate" (is_split_k_separate)."""
     return isinstance(spec.scheduler, SplitKScheduler) and spec.scheduler.reduce == "cluster"
 
 

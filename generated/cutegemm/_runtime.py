@@ -25,14 +25,14 @@ from pathlib import Path
 
 import torch
 
-from cutegemm import DSL_VERSION, KERNELS, Kernel, _model
-from cutegemm._dispatch import MODELS, TABLES
+from . import DSL_VERSION, KERNELS, Kernel, _model
+from ._dispatch import MODELS, TABLES
 
 # torch >= 2.9 hands tensors to TVM-FFI natively: its own torch extension (built on first import
 # otherwise) is not needed. Imported here, once, so a kernel's first call only loads its library.
 if hasattr(torch.Tensor, "__dlpack_c_exchange_api__"):
     os.environ.setdefault("TVM_FFI_DISABLE_TORCH_C_DLPACK", "1")
-import tvm_ffi  # noqa: E402
+import tvm_ffi
 
 __all__ = ["ACTIVATIONS", "GemmError", "gemm", "kernel_for", "precompile", "tune"]
 
@@ -123,7 +123,7 @@ def _static_order(gpu: str, arch: str, cls: tuple, kernels: list[Kernel], m: int
 
 def _tuned():
     """cutegemm._tune (the user's measurements), imported on first use: it imports this module."""
-    from cutegemm import _tune
+    from . import _tune
 
     return _tune
 
@@ -264,7 +264,7 @@ def _cache_dir() -> Path | None:
     where = os.environ.get("CUTEGEMM_CACHE_DIR", "")
     if where.lower() == "off":
         return None
-    return Path(where) if where else Path.home() / ".cache" / "cutegemm"
+    return Path(where) if where else Path.home() / ".cache" / __package__
 
 
 def _sm_count(kern: Kernel, device: int | None) -> int | None:
@@ -534,7 +534,7 @@ def _eager(a, b, out, bias, alpha, beta, activation, out_dtype) -> torch.Tensor:
 # ---- the torch op ------------------------------------------------------------------------------
 
 
-@torch.library.custom_op("cutegemm::gemm", mutates_args=())
+@torch.library.custom_op(f"{__package__}::gemm", mutates_args=())
 def _gemm_op(
     a: torch.Tensor,
     b: torch.Tensor,
@@ -570,7 +570,7 @@ def gemm(
     activation: str | None = None,
     out_dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
-    """D = activation(alpha * a @ b.T + beta * out + bias), by the kernel tuned for this GPU and shape.
+    """D = activation(alpha * a @ b.T + beta * out + bias), by the kernel tuned for GPU and shape.
 
     a (M, K) and b (N, K): CUDA tensors of one dtype (float16, bfloat16 or float8_e4m3fn), last
     stride 1, 16-byte aligned rows. out (M, N): written (and read when beta != 0); allocated when

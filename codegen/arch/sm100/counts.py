@@ -72,7 +72,7 @@ def try_waits(spec: Spec) -> int:
     waits += 1 + 3 if rules_sm100.is_dynamic(spec) else 0
     # split-K (acquire.cluster): a peer's consumed wait before restaging and before exit, rank 0's
     # staged wait
-    waits += 3 if shared.is_split_k(spec) else 0
+    waits += 3 if shared.is_split_k_cluster(spec) else 0
     return waits
 
 
@@ -155,7 +155,7 @@ def splitk_counts(spec: Spec) -> dict[str, int]:
     """Split-K's DSMEM reduction: both ranks' epilogue branches load the accumulator from TMEM;
     rank 0 maps each peer's staging chunk and consumed barrier, a peer rank 0's staged barrier;
     rank 0 reads each peer's partial in 16-byte vectors; the cluster-scoped handshake."""
-    if not shared.is_split_k(spec):
+    if not shared.is_split_k_cluster(spec):
         return {}
     peers = shared.splits(spec) - 1
     _, chunks = epilogue_chunks(spec)

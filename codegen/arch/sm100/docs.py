@@ -118,7 +118,7 @@ def pipeline_lines(spec: Spec) -> list[str]:
                 "-",
             )
         )
-    if shared.is_split_k(spec):
+    if shared.is_split_k_cluster(spec):
         n = shared.splits(spec)
         peers = f"ranks 1..{n - 1}" if n > 2 else "rank 1"
         rows += [
@@ -228,7 +228,7 @@ def pipeline_lines(spec: Spec) -> list[str]:
         )
     ring = f"{stages} x {rules_common.kib(stage)} KiB ring"
     parts = [ring]
-    if epi_bytes and shared.is_split_k(spec):
+    if epi_bytes and shared.is_split_k_cluster(spec):
         parts.append(f"{rules_common.kib(epi_bytes)} KiB split-K staging")
     elif epi_bytes:
         bufs = rules_sm100.EPI_BUFS
@@ -296,7 +296,7 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
         rows.append(("epilogue", f"{spec.epilogue.style} store" + m64_epilogue_note(spec)))
     if spec.epilogue.fused:
         rows.append(("fusion", fusion_text(spec)))
-    if shared.is_split_k(spec):
+    if shared.is_split_k_cluster(spec):
         n = shared.splits(spec)
         rows.append(
             (
@@ -407,7 +407,7 @@ def title(spec: Spec) -> str:
         how = "persistent"
         if rules_sm100.is_dynamic(spec):
             how = "dynamic persistent (cluster launch control)"
-        if shared.is_split_k(spec):
+        if shared.is_split_k_cluster(spec):
             how = f"split-K over {shared.splits(spec)}-CTA clusters, persistent"
         if shared.is_stream_k(spec):
             how = "stream-K, persistent"
@@ -573,7 +573,7 @@ def timeline(spec: Spec) -> list[str]:
         )
     # persistent: the loop each role runs
     dynamic = rules_sm100.is_dynamic(spec)
-    if shared.is_split_k(spec):
+    if shared.is_split_k_cluster(spec):
         loop, ks = "per cluster tile", "per k-tile of this rank's share"
     elif shared.is_split_k_separate(spec):
         loop, ks = "its one (tile, K share)", "per k-tile of the share"
@@ -593,7 +593,7 @@ def timeline(spec: Spec) -> list[str]:
     release = "arrive acc_empty[slot]" + (" (the leader's)" if kind == "pair" else "")
     store = _epilogue_store(spec, "EPILOGUE_WARP")
     after_last = f"{release} after the last tcgen05.ld"
-    if shared.is_split_k(spec):
+    if shared.is_split_k_cluster(spec):
         epi_steps = (
             f"{loop}: wait acc_full[slot]; ranks 1..: wait consumed (the previous tile) -> "
             "tcgen05.ld -> staging -> arrive staged on rank 0; rank 0: wait staged -> tcgen05.ld, "

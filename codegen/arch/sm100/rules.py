@@ -124,7 +124,7 @@ def cluster_kind(spec: Spec) -> ClusterKind:
     "multicast": 1-CTA MMAs whose cluster shares operand tiles by TMA multicast; "single": a CTA
     on its own; "split": the (splits, 1, 1) cluster of split-K, whose CTAs share an output tile and
     split its K range."""
-    if shared.is_split_k(spec):
+    if shared.is_split_k_cluster(spec):
         return "split"
     if spec.cta_group == 2:
         return "pair"
@@ -143,7 +143,7 @@ def is_persistent(spec: Spec) -> bool:
 
 def splitk_staging_bytes(spec: Spec) -> int:
     """The f32 partial tile a split-K peer stages in its SMEM for rank 0 (TM x TN)."""
-    return spec.tile.m * spec.tile.n * shared.ACC_BYTES if shared.is_split_k(spec) else 0
+    return spec.tile.m * spec.tile.n * shared.ACC_BYTES if shared.is_split_k_cluster(spec) else 0
 
 
 def staged_arrives(spec: Spec) -> int:
@@ -242,7 +242,10 @@ def operand_rows_per_cta(spec: Spec) -> tuple[int, int]:
 
 
 def stage_bytes(spec: Spec) -> int:
-    """A + B bytes one CTA receives per stage; also the TMA bytes its own loads deliver."""
+    """A + B bytes of one stage in one CTA's SMEM: the whole tile's A and B rows with one CTA per
+    MMA (multicast: its own slices plus those its peers send it), half of each in each CTA of a
+    pair (cta_group = 2), so a pair's stage is twice this. full_tx_bytes is what the full barrier
+    the MMA waits on expects."""
     return rules_common.stage_bytes(spec, operand_rows_per_cta(spec))
 
 
@@ -278,7 +281,8 @@ def barrier_count(spec: Spec, stages: int) -> int:
     c_full when the TMA-store epilogue loads C (beta)."""
     acc = 2 * spec.accumulators if is_persistent(spec) else 1
     clc = 2 if is_dynamic(spec) else 0  # clc_full, clc_empty: the hardware's answer handshake
-    split = 2 if shared.is_split_k(spec) else 0  # staged, consumed: the DSMEM reduction's handshake
+    # staged, consumed: the DSMEM reduction's handshake
+    split = 2 if shared.is_split_k_cluster(spec) else 0
     pair = 1 if spec.cta_group == 2 else 0
     return 2 * stages + acc + clc + split + pair + (1 if loads_c_by_tma(spec) else 0)
 
@@ -679,7 +683,7 @@ def splitk_violations(spec: Spec) -> list[Violation]:
     """Split K runs on a (splits, 1, 1) cluster of 1-CTA MMAs: splits a power of two that fits a
     portable cluster, no spec cluster or CTA pair beside it, and (as implemented) the direct
     epilogue, which rank 0 runs after the DSMEM reduction."""
-    if not shared.is_split_k(spec):
+    if not shared.is_split_k_cluster(spec):
         return []
     out: list[Violation] = []
     n = spec.scheduler.splits
@@ -763,7 +767,7 @@ def splitk_reduce_violations(spec: Spec) -> list[Violation]:
     its GEMM kernel implements: one CTA per (tile, K share) with 1-CTA MMAs (cta_group 1, no
     cluster), the direct epilogue's TMEM -> registers copy, and M=128 tiles (a thread's row)."""
     if not shared.is_split_k_separate(spec):
-        if shared.is_split_k(spec) and spec.scheduler.max_tiles is not None:
+        if shared.is_split_k_cluster(spec) and spec.scheduler.max_tiles is not None:
             return [
                 Violation(
                     "scheduler",
@@ -816,7 +820,7 @@ def splitk_tile_violations(spec: Spec) -> list[Violation]:
     """Split-K stages each epilogue thread's whole accumulator row (TN f32 values, in 16-byte runs)
     for rank 0: an M=64 tile gives a thread half a row (tcgen05.ld 16x32bx2), which the staging
     does not lay out (with it, rank 0 would read no peer partial at all)."""
-    if not shared.is_split_k(spec) or (spec.tile.m, spec.cta_group) != (64, 1):
+    if not shared.is_split_k_cluster(spec) or (spec.tile.m, spec.cta_group) != (64, 1):
         return []
     return [
         Violation(

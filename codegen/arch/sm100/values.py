@@ -283,7 +283,7 @@ def scheduler_values(spec: Spec) -> dict[str, object]:
         return dynamic_values(spec)
     if shared.is_stream_k(spec):
         return streamk_values(spec)
-    if shared.is_split_k(spec):
+    if shared.is_split_k_cluster(spec):
         return splitk_values(spec)
     if shared.is_split_k_separate(spec):
         return separate_values(spec)
@@ -325,7 +325,7 @@ def workers_values(spec: Spec) -> dict[str, object]:
         return sm_sized_values(
             *b200, 1, "one CTA", worker_cap="SK_CTAS", worker_cap_note="the workspace's slots"
         )
-    if shared.is_split_k(spec):
+    if shared.is_split_k_cluster(spec):
         n = shared.splits(spec)
         return sm_sized_values(
             *b200,

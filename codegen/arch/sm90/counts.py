@@ -89,7 +89,7 @@ def expected_counts(spec: Spec) -> dict[str, int]:
         }
     if shared.is_split_k_separate(spec):
         counts |= separate_counts(spec)
-    if shared.is_split_k(spec):
+    if shared.is_split_k_cluster(spec):
         peers = shared.splits(spec) - 1
         counts |= {
             # fence.mbarrier_init + the start-up cluster barrier (arrive.relaxed, wait) only: the

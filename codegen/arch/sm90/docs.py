@@ -29,7 +29,7 @@ from codegen.spec import PersistentScheduler, Spec, TmaStoreEpilogue
 
 def max_clusters(spec: Spec) -> int:
     """Clusters the persistent grid runs on the flagship (what the docstring quotes)."""
-    if shared.is_split_k(spec):
+    if shared.is_split_k_cluster(spec):
         return rules_sm90.splitk_max_clusters(spec)
     if not isinstance(spec.scheduler, PersistentScheduler):
         return 0
@@ -47,7 +47,7 @@ def title(spec: Spec) -> str:
         + (" (ping-pong)" if rules_sm90.is_pingpong(spec) else "")
         + (f", cluster {cm}x{cn} with TMA multicast" if spec.cluster.size > 1 else "")
         + (", swap AB (C^T = B @ A^T)" if spec.swap_ab else "")
-        + (f", split-K over {splits}-CTA clusters" if shared.is_split_k(spec) else "")
+        + (f", split-K over {splits}-CTA clusters" if shared.is_split_k_cluster(spec) else "")
         + (", stream-K" if shared.is_stream_k(spec) else "")
         + (
             f", split-K over {splits} CTAs with a separate reduce kernel"
@@ -77,7 +77,7 @@ def scheduler_note(spec: Spec) -> str:
             f"{rules_sm90.streamk_ctas(spec)}, run equal shares of all tiles' "
             "k-tiles; the CTA that runs a tile's first k-tile finishes it"
         )
-    if shared.is_split_k(spec):
+    if shared.is_split_k_cluster(spec):
         return (
             f"persistent split-K over {splits} CTAs, raster along M, max_workers(sm_count) "
             f"clusters ({max_clusters(spec)} on an H200)"
@@ -96,7 +96,7 @@ def scheduler_note(spec: Spec) -> str:
 def cluster_note(spec: Spec) -> str:
     """The docstring's cluster parameter."""
     cm, cn = spec.cluster.m, spec.cluster.n
-    if shared.is_split_k(spec):
+    if shared.is_split_k_cluster(spec):
         n = shared.splits(spec)
         return f"{n}x1 for split-K ({n} CTAs share one output tile and split its K range)"
     mcast = ""
@@ -115,7 +115,7 @@ def epilogue_note(spec: Spec) -> str:
         if isinstance(spec.epilogue, TmaStoreEpilogue)
         else "direct store"
     )
-    if shared.is_split_k(spec):
+    if shared.is_split_k_cluster(spec):
         note += " by cluster rank 0 after a DSMEM reduction"
     return note
 
@@ -218,7 +218,7 @@ def ring_rows(spec: Spec) -> list[tuple[str, ...]]:
                 "bulk wait_group",
             )
         )
-    if shared.is_split_k(spec):
+    if shared.is_split_k_cluster(spec):
         splits = shared.splits(spec)
         peer_ctas = plural(splits - 1, "peer CTA")
         peer_ranks = f"ranks 1..{splits - 1}" if splits > 2 else "rank 1"
@@ -259,7 +259,7 @@ def budget_line(spec: Spec) -> str:
             if isinstance(spec.epilogue, TmaStoreEpilogue)
             else ""
         )
-        + (f" + {kib(staging)} KiB split-K staging" if shared.is_split_k(spec) else "")
+        + (f" + {kib(staging)} KiB split-K staging" if shared.is_split_k_cluster(spec) else "")
         + " + barriers and alignment); accumulators in registers: "
         f"{rules_sm90.accumulator_regs(spec)} f32 per consumer thread"
     )
@@ -315,7 +315,7 @@ def pingpong_lines(spec: Spec) -> list[str]:
 
 def splitk_lines(spec: Spec) -> list[str]:
     """The DSMEM reduction of split-K over a cluster (none without it)."""
-    if not shared.is_split_k(spec):
+    if not shared.is_split_k_cluster(spec):
         return []
     return [
         "",
@@ -413,7 +413,7 @@ def notes(spec: Spec) -> dict[str, str]:
     readers = spec.cluster.m + spec.cluster.n - 1
     persistent = isinstance(spec.scheduler, PersistentScheduler)
     raster_note = ""
-    if persistent or shared.is_split_k(spec):
+    if persistent or shared.is_split_k_cluster(spec):
         raster = spec.scheduler.raster if persistent else "m"
         raster_note = f"along {raster.upper()}, striding by the number of clusters"
     return {
@@ -448,7 +448,7 @@ def timeline(spec: Spec) -> list[str]:
     wgs = rules_sm90.consumer_warpgroups(spec)
     pingpong = rules_sm90.is_pingpong(spec)
     clustered = spec.cluster.size > 1
-    split_k, stream_k = shared.is_split_k(spec), shared.is_stream_k(spec)
+    split_k, stream_k = shared.is_split_k_cluster(spec), shared.is_stream_k(spec)
     separate = shared.is_split_k_separate(spec)
     tma_store = isinstance(spec.epilogue, TmaStoreEpilogue)
     if stream_k:

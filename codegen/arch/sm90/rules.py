@@ -130,7 +130,7 @@ def is_sm_sized(spec: Spec) -> bool:
     scheduler, split-K over clusters, stream-K (ctas_per_sm does not change that)."""
     return (
         isinstance(spec.scheduler, PersistentScheduler)
-        or shared.is_split_k(spec)
+        or shared.is_split_k_cluster(spec)
         or shared.is_stream_k(spec)
     )
 
@@ -206,13 +206,20 @@ def c_full_barriers(spec: Spec) -> int:
 def barrier_bytes(spec: Spec, stages: int) -> int:
     """full and empty per stage, split-K's staged and consumed handshake barriers, and the
     TMA-store epilogue's c_full barriers when it loads C (beta)."""
-    split = 2 if shared.is_split_k(spec) else 0
+    split = 2 if shared.is_split_k_cluster(spec) else 0
     return (2 * stages + split + c_full_barriers(spec)) * MBARRIER_BYTES
 
 
 def stage_bytes(spec: Spec) -> int:
-    """A + B bytes one CTA receives per stage; also the TMA bytes its full barrier expects."""
+    """A + B bytes of one stage in one CTA's SMEM: the whole tile's A and B rows (multicast: its
+    own slices plus those its peers send it). sm_90a has no CTA pairs."""
     return rules_common.stage_bytes(spec, operand_rows_per_cta(spec))
+
+
+def full_tx_bytes(spec: Spec) -> int:
+    """Bytes the full barrier the consumers wait on expects per stage: everything that lands in
+    the CTA, its whole stage (stage_bytes)."""
+    return stage_bytes(spec)
 
 
 def smem_bytes(spec: Spec, stages: int) -> int:
@@ -257,7 +264,7 @@ def epilogue_smem_bytes(spec: Spec) -> int:
 def splitk_staging_elems(spec: Spec) -> int:
     """f32 values a peer stages for rank 0: its whole TM x TN partial tile (MMA_THREADS threads x
     accumulator_regs values each)."""
-    return spec.tile.m * spec.tile.n if shared.is_split_k(spec) else 0
+    return spec.tile.m * spec.tile.n if shared.is_split_k_cluster(spec) else 0
 
 
 def splitk_staging_bytes(spec: Spec) -> int:
@@ -329,7 +336,7 @@ def splitk_violations(spec: Spec) -> list[Violation]:
         return []
     out: list[Violation] = []
     n = spec.scheduler.splits
-    if shared.is_split_k(spec) and (not is_power_of_two(n) or not 2 <= n <= CLUSTER_MAX):
+    if shared.is_split_k_cluster(spec) and (not is_power_of_two(n) or not 2 <= n <= CLUSTER_MAX):
         out.append(
             Violation(
                 "scheduler",

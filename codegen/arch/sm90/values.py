@@ -130,7 +130,7 @@ def workers_values(spec: Spec) -> dict[str, object]:
         return sm_sized_values(
             *h200, 1, "one CTA", worker_cap="SK_CTAS", worker_cap_note="the workspace's slots"
         )
-    if shared.is_split_k(spec):
+    if shared.is_split_k_cluster(spec):
         n = shared.splits(spec)
         return sm_sized_values(
             *h200,
@@ -184,7 +184,7 @@ def mainloop_values(spec: Spec) -> dict[str, object]:
         "launch_regs": rules_sm90.launch_regs(spec),
         "smem_limit": rules_common.smem_limit(spec),
         "smem_carveout": rules_sm90.SMEM_CARVEOUT_MAX,
-        "tx_bytes": rules_sm90.stage_bytes(spec),
+        "tx_bytes": rules_sm90.full_tx_bytes(spec),
         "empty_arrives": rules_sm90.empty_arrives(spec),
         "a_ring_elems": t.m * t.k * spec.stages,
         "b_ring_elems": t.n * t.k * spec.stages,
@@ -208,7 +208,7 @@ def cluster_values(spec: Spec) -> dict[str, object]:
     return {
         "clustered": clustered,
         # launched with a hardware cluster (nvvm, barriers)
-        "cluster_launch": clustered or shared.is_split_k(spec),
+        "cluster_launch": clustered or shared.is_split_k_cluster(spec),
         "cluster": (cm, cn),
         "cluster_m": cm,
         "cluster_n": cn,
@@ -221,7 +221,7 @@ def cluster_values(spec: Spec) -> dict[str, object]:
         "a_mcast_row0": row0,
         "b_mcast_col0": col0,
         "release_warp": rules_sm90.RELEASE_WARP,
-        "imports_nvvm": shared.is_split_k(spec),
+        "imports_nvvm": shared.is_split_k_cluster(spec),
     }
 
 

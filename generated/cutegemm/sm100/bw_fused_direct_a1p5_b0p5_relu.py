@@ -15,7 +15,8 @@ Parameters
     swizzle: 128B
     mainloop: warp-specialized
     epilogue: direct store
-    fusion: D = relu(1.5 * A @ B^T + 0.5 * C); C read in place: each thread loads its chunk of C before storing over it
+    fusion: D = relu(1.5 * A @ B^T + 0.5 * C); C read in place: each thread loads its chunk of C
+        before storing over it
     scheduler: grid
 
 Pipeline
@@ -33,7 +34,9 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
     all 4 warps, after their role: wait acc_full (once, phase 0) -> per chunk: tcgen05.ld -> direct
         store of C
 
-Shapes: M must be a multiple of 128 and N of 256 (the direct epilogue stores whole tiles without predication; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
+Shapes: M must be a multiple of 128 and N of 256 (the direct epilogue stores whole tiles without
+predication; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail
+is zero-filled by TMA).
 
 Entry points: `gemm(a, b, c, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)` (torch
 tensors: checks and converts once, compiles once per process, returns a function that launches on

@@ -33,12 +33,15 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
     all 4 warps, after their role: wait acc_full (once, phase 0) -> per chunk: tcgen05.ld -> direct
         store of C
 
-Shapes: M must be a multiple of 128 and N of 256 (the direct epilogue stores whole tiles without predication; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
+Shapes: M must be a multiple of 128 and N of 256 (the direct epilogue stores whole tiles without
+predication; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail
+is zero-filled by TMA).
 
-Entry points: `gemm(a, b, c, bias, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c, bias)`
-(torch tensors: checks and converts once, compiles once per process, returns a function
-that launches on the stream current at the call); `run(a, b, c=None, *, bias)` (allocates C if needed; bias, (M,) in C's dtype, is required); `compile_tvm_ffi()`
-(a function called on torch tensors directly, with the lowest host cost; what the cutegemm package calls).
+Entry points: `gemm(a, b, c, bias, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c,
+bias)` (torch tensors: checks and converts once, compiles once per process, returns a function that
+launches on the stream current at the call); `run(a, b, c=None, *, bias)` (allocates C if needed;
+bias, (M,) in C's dtype, is required); `compile_tvm_ffi()` (a function called on torch tensors
+directly, with the lowest host cost; what the cutegemm package calls).
 """
 
 import cutlass

@@ -15,8 +15,10 @@ Parameters
     swizzle: 128B
     mainloop: warp-specialized
     epilogue: direct store
-    fusion: D = silu(0.5 * A @ B^T + 2 * C + bias[row]); C read in place: each thread loads its chunk of C before storing over it; bias: one f16 value per row of C
-    scheduler: persistent, static: max_workers(sm_count) CTAs (the GPU's SMs size the grid: 148 on a B200), worker w taking tiles w, w + workers, ... rastered along M; 2 TMEM accumulator slots
+    fusion: D = silu(0.5 * A @ B^T + 2 * C + bias[row]); C read in place: each thread loads its
+        chunk of C before storing over it; bias: one f16 value per row of C
+    scheduler: persistent, static: max_workers(sm_count) CTAs (the GPU's SMs size the grid: 148 on a
+        B200), worker w taking tiles w, w + workers, ... rastered along M; 2 TMEM accumulator slots
 
 Pipeline
     ring         producer -> consumer                  stages   bytes/stage    full arrives        empty arrives
@@ -34,12 +36,15 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
     epilogue warps (EPILOGUE_WARP = 2): per tile: wait acc_full[slot] -> per chunk: tcgen05.ld ->
         direct store of C (arrive acc_empty[slot] after the last tcgen05.ld)
 
-Shapes: M must be a multiple of 128 and N of 256 (the direct epilogue stores whole tiles without predication; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
+Shapes: M must be a multiple of 128 and N of 256 (the direct epilogue stores whole tiles without
+predication; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail
+is zero-filled by TMA).
 
-Entry points: `gemm(a, b, c, bias, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c, bias)`
-(torch tensors: checks and converts once, compiles once per process, returns a function
-that launches on the stream current at the call); `run(a, b, c=None, *, bias)` (allocates C if needed; bias, (M,) in C's dtype, is required); `compile_tvm_ffi()`
-(a function called on torch tensors directly, with the lowest host cost; what the cutegemm package calls).
+Entry points: `gemm(a, b, c, bias, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c,
+bias)` (torch tensors: checks and converts once, compiles once per process, returns a function that
+launches on the stream current at the call); `run(a, b, c=None, *, bias)` (allocates C if needed;
+bias, (M,) in C's dtype, is required); `compile_tvm_ffi()` (a function called on torch tensors
+directly, with the lowest host cost; what the cutegemm package calls).
 """
 
 import cutlass

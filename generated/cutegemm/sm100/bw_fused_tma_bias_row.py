@@ -14,7 +14,8 @@ Parameters
     stages: 4
     swizzle: 128B
     mainloop: warp-specialized
-    epilogue: tma store: TMEM -> registers -> swizzled SMEM 128x64 sub-tiles (2 buffers) -> TMA store
+    epilogue: tma store: TMEM -> registers -> swizzled SMEM 128x64 sub-tiles (2 buffers) -> TMA
+        store
     fusion: D = A @ B^T + bias[row]; bias: one f16 value per row of C
     scheduler: grid
 
@@ -35,12 +36,14 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
     all 4 warps, after their role: wait acc_full (once, phase 0) -> per sub-tile: tcgen05.ld -> SMEM
         buffer -> TMA store by TMA_WARP
 
-Shapes: M any; N and K multiples of 8 (TMA needs 16-byte row strides). Partial tiles are safe: TMA loads zero-fill rows and columns past M, N and K, and the TMA store clips them.
+Shapes: M any; N and K multiples of 8 (TMA needs 16-byte row strides). Partial tiles are safe: TMA
+loads zero-fill rows and columns past M, N and K, and the TMA store clips them.
 
-Entry points: `gemm(a, b, c, bias, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c, bias)`
-(torch tensors: checks and converts once, compiles once per process, returns a function
-that launches on the stream current at the call); `run(a, b, c=None, *, bias)` (allocates C if needed; bias, (M,) in C's dtype, is required); `compile_tvm_ffi()`
-(a function called on torch tensors directly, with the lowest host cost; what the cutegemm package calls).
+Entry points: `gemm(a, b, c, bias, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c,
+bias)` (torch tensors: checks and converts once, compiles once per process, returns a function that
+launches on the stream current at the call); `run(a, b, c=None, *, bias)` (allocates C if needed;
+bias, (M,) in C's dtype, is required); `compile_tvm_ffi()` (a function called on torch tensors
+directly, with the lowest host cost; what the cutegemm package calls).
 """
 
 import cutlass

@@ -14,9 +14,13 @@ Parameters
     stages: 4
     swizzle: 128B
     mainloop: warp-specialized
-    epilogue: tma store: TMEM -> registers -> swizzled SMEM 128x64 sub-tiles (2 buffers) -> TMA store
-    fusion: D = gelu_tanh(A @ B^T + 0.5 * C + bias[column]); C read in place: each C sub-tile TMA-loaded into the SMEM buffer it is stored from; bias: one f16 value per column of C
-    scheduler: dynamic (cluster launch control): the grid is the whole tile grid; each CTA computes its own tile, then cancels CTAs that have not started (clusterlaunchcontrol.try_cancel) and computes theirs; 2 TMEM accumulator slots
+    epilogue: tma store: TMEM -> registers -> swizzled SMEM 128x64 sub-tiles (2 buffers) -> TMA
+        store
+    fusion: D = gelu_tanh(A @ B^T + 0.5 * C + bias[column]); C read in place: each C sub-tile
+        TMA-loaded into the SMEM buffer it is stored from; bias: one f16 value per column of C
+    scheduler: dynamic (cluster launch control): the grid is the whole tile grid; each CTA computes
+        its own tile, then cancels CTAs that have not started (clusterlaunchcontrol.try_cancel) and
+        computes theirs; 2 TMEM accumulator slots
 
 Pipeline
     ring         producer -> consumer                  stages          bytes/stage    full arrives                 empty arrives
@@ -42,12 +46,14 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
         wait c_full -> SMEM buffer -> TMA store by EPILOGUE_WARP (arrive acc_empty[slot] after the
         last tcgen05.ld)
 
-Shapes: M any; N and K multiples of 8 (TMA needs 16-byte row strides). Partial tiles are safe: TMA loads zero-fill rows and columns past M, N and K, and the TMA store clips them.
+Shapes: M any; N and K multiples of 8 (TMA needs 16-byte row strides). Partial tiles are safe: TMA
+loads zero-fill rows and columns past M, N and K, and the TMA store clips them.
 
-Entry points: `gemm(a, b, c, bias, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c, bias)`
-(torch tensors: checks and converts once, compiles once per process, returns a function
-that launches on the stream current at the call); `run(a, b, c=None, *, bias)` (allocates C if needed; bias, (N,) in C's dtype, is required); `compile_tvm_ffi()`
-(a function called on torch tensors directly, with the lowest host cost; what the cutegemm package calls).
+Entry points: `gemm(a, b, c, bias, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c,
+bias)` (torch tensors: checks and converts once, compiles once per process, returns a function that
+launches on the stream current at the call); `run(a, b, c=None, *, bias)` (allocates C if needed;
+bias, (N,) in C's dtype, is required); `compile_tvm_ffi()` (a function called on torch tensors
+directly, with the lowest host cost; what the cutegemm package calls).
 """
 
 import cutlass

@@ -14,9 +14,12 @@ Parameters
     stages: 3
     swizzle: 128B
     mainloop: warp-specialized
-    epilogue: tma store: TMEM -> registers -> swizzled SMEM 128x64 sub-tiles (2 buffers) -> TMA store
-    fusion: D = silu(A @ B^T + 1 * C + bias[row]); C read in place: each C sub-tile TMA-loaded into the SMEM buffer it is stored from; bias: one f32 value per row of C
-    scheduler: persistent, static: max_workers(sm_count) CTAs (the GPU's SMs size the grid: 148 on a B200), worker w taking tiles w, w + workers, ... rastered along M; 2 TMEM accumulator slots
+    epilogue: tma store: TMEM -> registers -> swizzled SMEM 128x64 sub-tiles (2 buffers) -> TMA
+        store
+    fusion: D = silu(A @ B^T + 1 * C + bias[row]); C read in place: each C sub-tile TMA-loaded into
+        the SMEM buffer it is stored from; bias: one f32 value per row of C
+    scheduler: persistent, static: max_workers(sm_count) CTAs (the GPU's SMs size the grid: 148 on a
+        B200), worker w taking tiles w, w + workers, ... rastered along M; 2 TMEM accumulator slots
 
 Pipeline
     ring         producer -> consumer                  stages          bytes/stage    full arrives                 empty arrives
@@ -38,12 +41,14 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
         into the buffer -> tcgen05.ld -> wait c_full -> SMEM buffer -> TMA store by EPILOGUE_WARP
         (arrive acc_empty[slot] after the last tcgen05.ld)
 
-Shapes: M any; N a multiple of 8, K of 16 (TMA needs 16-byte row strides). Partial tiles are safe: TMA loads zero-fill rows and columns past M, N and K, and the TMA store clips them.
+Shapes: M any; N a multiple of 8, K of 16 (TMA needs 16-byte row strides). Partial tiles are safe:
+TMA loads zero-fill rows and columns past M, N and K, and the TMA store clips them.
 
-Entry points: `gemm(a, b, c, bias, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c, bias)`
-(torch tensors: checks and converts once, compiles once per process, returns a function
-that launches on the stream current at the call); `run(a, b, c=None, *, bias)` (allocates C if needed; bias, (M,) in C's dtype, is required); `compile_tvm_ffi()`
-(a function called on torch tensors directly, with the lowest host cost; what the cutegemm package calls).
+Entry points: `gemm(a, b, c, bias, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c,
+bias)` (torch tensors: checks and converts once, compiles once per process, returns a function that
+launches on the stream current at the call); `run(a, b, c=None, *, bias)` (allocates C if needed;
+bias, (M,) in C's dtype, is required); `compile_tvm_ffi()` (a function called on torch tensors
+directly, with the lowest host cost; what the cutegemm package calls).
 """
 
 import cutlass

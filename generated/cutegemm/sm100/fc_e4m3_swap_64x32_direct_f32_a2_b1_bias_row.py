@@ -16,7 +16,8 @@ Parameters
     mainloop: warp-specialized
     swap AB: yes: the kernel computes C^T = B @ A^T (tile M runs along N, tile N along M)
     epilogue: direct store (M=64: tcgen05.ld 16x32bx2, two threads per row, N/2 columns each)
-    fusion: D = 2 * A @ B^T + 1 * C + bias[row]; C read in place: each thread loads its chunk of C before storing over it; bias: one f32 value per row of C
+    fusion: D = 2 * A @ B^T + 1 * C + bias[row]; C read in place: each thread loads its chunk of C
+        before storing over it; bias: one f32 value per row of C
     scheduler: grid
 
 Pipeline
@@ -34,12 +35,15 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
     all 4 warps, after their role: wait acc_full (once, phase 0) -> per chunk: tcgen05.ld -> direct
         store of C
 
-Shapes: M must be a multiple of 32 and N of 64 (the direct epilogue stores whole tiles without predication; swap AB: the 64-row tile runs along N, its N along M; run() rejects other shapes); K any multiple of 16 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
+Shapes: M must be a multiple of 32 and N of 64 (the direct epilogue stores whole tiles without
+predication; swap AB: the 64-row tile runs along N, its N along M; run() rejects other shapes); K
+any multiple of 16 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
 
-Entry points: `gemm(a, b, c, bias, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c, bias)`
-(torch tensors: checks and converts once, compiles once per process, returns a function
-that launches on the stream current at the call); `run(a, b, c=None, *, bias)` (allocates C if needed; bias, (M,) in C's dtype, is required); `compile_tvm_ffi()`
-(a function called on torch tensors directly, with the lowest host cost; what the cutegemm package calls).
+Entry points: `gemm(a, b, c, bias, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c,
+bias)` (torch tensors: checks and converts once, compiles once per process, returns a function that
+launches on the stream current at the call); `run(a, b, c=None, *, bias)` (allocates C if needed;
+bias, (M,) in C's dtype, is required); `compile_tvm_ffi()` (a function called on torch tensors
+directly, with the lowest host cost; what the cutegemm package calls).
 """
 
 import cutlass

@@ -15,7 +15,8 @@ Parameters
     swizzle: 128B
     mainloop: warp-specialized
     epilogue: direct store (M=64: tcgen05.ld 16x32bx2, two threads per row, N/2 columns each)
-    fusion: D = relu(A @ B^T + 1 * C + bias[column]); C read in place: each thread loads its chunk of C before storing over it; bias: one bf16 value per column of C
+    fusion: D = relu(A @ B^T + 1 * C + bias[column]); C read in place: each thread loads its chunk
+        of C before storing over it; bias: one bf16 value per column of C
     scheduler: grid
 
 Pipeline
@@ -33,12 +34,15 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
     all 4 warps, after their role: wait acc_full (once, phase 0) -> per chunk: tcgen05.ld -> direct
         store of C
 
-Shapes: M must be a multiple of 64 and N of 128 (the direct epilogue stores whole tiles without predication; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
+Shapes: M must be a multiple of 64 and N of 128 (the direct epilogue stores whole tiles without
+predication; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail
+is zero-filled by TMA).
 
-Entry points: `gemm(a, b, c, bias, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c, bias)`
-(torch tensors: checks and converts once, compiles once per process, returns a function
-that launches on the stream current at the call); `run(a, b, c=None, *, bias)` (allocates C if needed; bias, (N,) in C's dtype, is required); `compile_tvm_ffi()`
-(a function called on torch tensors directly, with the lowest host cost; what the cutegemm package calls).
+Entry points: `gemm(a, b, c, bias, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c,
+bias)` (torch tensors: checks and converts once, compiles once per process, returns a function that
+launches on the stream current at the call); `run(a, b, c=None, *, bias)` (allocates C if needed;
+bias, (N,) in C's dtype, is required); `compile_tvm_ffi()` (a function called on torch tensors
+directly, with the lowest host cost; what the cutegemm package calls).
 """
 
 import cutlass

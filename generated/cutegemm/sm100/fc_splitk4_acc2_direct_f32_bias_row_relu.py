@@ -17,7 +17,9 @@ Parameters
     epilogue: direct store
     fusion: D = relu(A @ B^T + bias[row]); bias: one f32 value per row of C
     cluster: 4 x 1 for split-K: 4 CTAs share one output tile and split its K range
-    scheduler: persistent split-K over 4 CTAs: max_workers(sm_count) clusters (the GPU's SMs size the grid: 37 on a B200) walking tiles along M, rank 0 reducing the peers' partials through DSMEM and storing; 2 TMEM accumulator slots
+    scheduler: persistent split-K over 4 CTAs: max_workers(sm_count) clusters (the GPU's SMs size
+        the grid: 37 on a B200) walking tiles along M, rank 0 reducing the peers' partials through
+        DSMEM and storing; 2 TMEM accumulator slots
 
 Pipeline
     ring         producer -> consumer                     stages   bytes/stage   full arrives                       empty arrives
@@ -49,12 +51,15 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
         every peer; both arrive acc_empty[slot] after the last tcgen05.ld; tail: ranks 1.. wait
         consumed
 
-Shapes: M must be a multiple of 128 and N of 64 (the direct epilogue stores whole tiles without predication; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
+Shapes: M must be a multiple of 128 and N of 64 (the direct epilogue stores whole tiles without
+predication; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail
+is zero-filled by TMA).
 
-Entry points: `gemm(a, b, c, bias, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c, bias)`
-(torch tensors: checks and converts once, compiles once per process, returns a function
-that launches on the stream current at the call); `run(a, b, c=None, *, bias)` (allocates C if needed; bias, (M,) in C's dtype, is required); `compile_tvm_ffi()`
-(a function called on torch tensors directly, with the lowest host cost; what the cutegemm package calls).
+Entry points: `gemm(a, b, c, bias, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c,
+bias)` (torch tensors: checks and converts once, compiles once per process, returns a function that
+launches on the stream current at the call); `run(a, b, c=None, *, bias)` (allocates C if needed;
+bias, (M,) in C's dtype, is required); `compile_tvm_ffi()` (a function called on torch tensors
+directly, with the lowest host cost; what the cutegemm package calls).
 """
 
 import cutlass

@@ -16,9 +16,12 @@ Parameters
     mainloop: warp-specialized
     swap AB: yes: the kernel computes C^T = B @ A^T (tile M runs along N, tile N along M)
     epilogue: direct store
-    fusion: D = relu(A @ B^T + 0.5 * C + bias[row]); C read in place: each thread loads its chunk of C before storing over it; bias: one f16 value per row of C
+    fusion: D = relu(A @ B^T + 0.5 * C + bias[row]); C read in place: each thread loads its chunk of
+        C before storing over it; bias: one f16 value per row of C
     cluster: 2 x 1 for split-K: 2 CTAs share one output tile and split its K range
-    scheduler: persistent split-K over 2 CTAs: max_workers(sm_count) clusters (the GPU's SMs size the grid: 74 on a B200) walking tiles along M, rank 0 reducing the peers' partials through DSMEM and storing; 1 TMEM accumulator slot
+    scheduler: persistent split-K over 2 CTAs: max_workers(sm_count) clusters (the GPU's SMs size
+        the grid: 74 on a B200) walking tiles along M, rank 0 reducing the peers' partials through
+        DSMEM and storing; 1 TMEM accumulator slot
 
 Pipeline
     ring         producer -> consumer                     stages  bytes/stage   full arrives                      empty arrives
@@ -50,12 +53,15 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
         every peer; both arrive acc_empty[slot] after the last tcgen05.ld; tail: ranks 1.. wait
         consumed
 
-Shapes: M must be a multiple of 32 and N of 128 (the direct epilogue stores whole tiles without predication; swap AB: the 128-row tile runs along N, its N along M; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
+Shapes: M must be a multiple of 32 and N of 128 (the direct epilogue stores whole tiles without
+predication; swap AB: the 128-row tile runs along N, its N along M; run() rejects other shapes); K
+any multiple of 8 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
 
-Entry points: `gemm(a, b, c, bias, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c, bias)`
-(torch tensors: checks and converts once, compiles once per process, returns a function
-that launches on the stream current at the call); `run(a, b, c=None, *, bias)` (allocates C if needed; bias, (M,) in C's dtype, is required); `compile_tvm_ffi()`
-(a function called on torch tensors directly, with the lowest host cost; what the cutegemm package calls).
+Entry points: `gemm(a, b, c, bias, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c,
+bias)` (torch tensors: checks and converts once, compiles once per process, returns a function that
+launches on the stream current at the call); `run(a, b, c=None, *, bias)` (allocates C if needed;
+bias, (M,) in C's dtype, is required); `compile_tvm_ffi()` (a function called on torch tensors
+directly, with the lowest host cost; what the cutegemm package calls).
 """
 
 import cutlass

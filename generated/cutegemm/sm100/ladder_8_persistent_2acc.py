@@ -9,14 +9,18 @@
 Parameters
     arch: sm_100a
     dtype: f16
-    tile (M, N, K): (256, 256, 64) per CTA pair; each CTA holds 128 rows of A, 128 rows of B and 128x256 of the accumulator
+    tile (M, N, K): (256, 256, 64) per CTA pair; each CTA holds 128 rows of A, 128 rows of B and
+        128x256 of the accumulator
     MMA instruction: tcgen05.mma.cta_group::2.kind::f16 256x256x16 (issued by the leader CTA)
     cluster: 2 x 1: one CTA pair along M (rank 0 = leader, 1 = follower)
     stages: 6
     swizzle: 128B
     mainloop: warp-specialized
-    epilogue: tma store: TMEM -> registers -> swizzled SMEM 128x64 sub-tiles (2 buffers) -> TMA store
-    scheduler: persistent, static: max_workers(sm_count) CTA pairs (the GPU's SMs size the grid: 74 on a B200), worker w taking tiles w, w + workers, ... rastered along M; 2 TMEM accumulator slots
+    epilogue: tma store: TMEM -> registers -> swizzled SMEM 128x64 sub-tiles (2 buffers) -> TMA
+        store
+    scheduler: persistent, static: max_workers(sm_count) CTA pairs (the GPU's SMs size the grid: 74
+        on a B200), worker w taking tiles w, w + workers, ... rastered along M; 2 TMEM accumulator
+        slots
 
 Pipeline
     ring         producer -> consumer                                     stages   bytes/stage    full arrives                                    empty arrives
@@ -40,7 +44,8 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
         SMEM buffer -> TMA store by EPILOGUE_WARP (arrive acc_empty[slot] (the leader's) after the
         last tcgen05.ld)
 
-Shapes: M any; N and K multiples of 8 (TMA needs 16-byte row strides). Partial tiles are safe: TMA loads zero-fill rows and columns past M, N and K, and the TMA store clips them.
+Shapes: M any; N and K multiples of 8 (TMA needs 16-byte row strides). Partial tiles are safe: TMA
+loads zero-fill rows and columns past M, N and K, and the TMA store clips them.
 
 Entry points: `gemm(a, b, c, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)` (torch
 tensors: checks and converts once, compiles once per process, returns a function that launches on

@@ -14,8 +14,11 @@ Parameters
     stages: 4
     swizzle: 128B
     mainloop: warp-specialized
-    epilogue: tma store: TMEM -> registers -> swizzled SMEM 128x64 sub-tiles (2 buffers) -> TMA store
-    scheduler: dynamic (cluster launch control): the grid is the whole tile grid; each CTA computes its own tile, then cancels CTAs that have not started (clusterlaunchcontrol.try_cancel) and computes theirs; 2 TMEM accumulator slots
+    epilogue: tma store: TMEM -> registers -> swizzled SMEM 128x64 sub-tiles (2 buffers) -> TMA
+        store
+    scheduler: dynamic (cluster launch control): the grid is the whole tile grid; each CTA computes
+        its own tile, then cancels CTAs that have not started (clusterlaunchcontrol.try_cancel) and
+        computes theirs; 2 TMEM accumulator slots
 
 Pipeline
     ring         producer -> consumer                  stages   bytes/stage    full arrives        empty arrives
@@ -39,7 +42,8 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
         clc_empty; wait acc_full[slot] -> per sub-tile: tcgen05.ld -> SMEM buffer -> TMA store by
         EPILOGUE_WARP (arrive acc_empty[slot] after the last tcgen05.ld)
 
-Shapes: M any; N and K multiples of 8 (TMA needs 16-byte row strides). Partial tiles are safe: TMA loads zero-fill rows and columns past M, N and K, and the TMA store clips them.
+Shapes: M any; N and K multiples of 8 (TMA needs 16-byte row strides). Partial tiles are safe: TMA
+loads zero-fill rows and columns past M, N and K, and the TMA store clips them.
 
 Entry points: `gemm(a, b, c, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)` (torch
 tensors: checks and converts once, compiles once per process, returns a function that launches on

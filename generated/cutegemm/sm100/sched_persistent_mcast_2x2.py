@@ -11,12 +11,16 @@ Parameters
     dtype: f16
     tile (M, N, K): (128, 256, 64)
     MMA instruction: tcgen05.mma.cta_group::1.kind::f16 128x256x16
-    cluster: 2 x 2 with TMA multicast: the 2 CTAs of a cluster row share an A tile, the 2 CTAs of a column share a B tile
+    cluster: 2 x 2 with TMA multicast: the 2 CTAs of a cluster row share an A tile, the 2 CTAs of a
+        column share a B tile
     stages: 4
     swizzle: 128B
     mainloop: warp-specialized
-    epilogue: tma store: TMEM -> registers -> swizzled SMEM 128x64 sub-tiles (2 buffers) -> TMA store
-    scheduler: persistent, static: max_workers(sm_count) clusters (the GPU's SMs size the grid: 37 on a B200), worker w taking cluster tiles w, w + workers, ... rastered along M; 2 TMEM accumulator slots
+    epilogue: tma store: TMEM -> registers -> swizzled SMEM 128x64 sub-tiles (2 buffers) -> TMA
+        store
+    scheduler: persistent, static: max_workers(sm_count) clusters (the GPU's SMs size the grid: 37
+        on a B200), worker w taking cluster tiles w, w + workers, ... rastered along M; 2 TMEM
+        accumulator slots
 
 Pipeline
     ring         producer -> consumer                  stages   bytes/stage    full arrives        empty arrives
@@ -39,7 +43,8 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
     epilogue warps (EPILOGUE_WARP = 2): per tile: wait acc_full[slot] -> per sub-tile: tcgen05.ld ->
         SMEM buffer -> TMA store by EPILOGUE_WARP (arrive acc_empty[slot] after the last tcgen05.ld)
 
-Shapes: M any; N and K multiples of 8 (TMA needs 16-byte row strides). Partial tiles are safe: TMA loads zero-fill rows and columns past M, N and K, and the TMA store clips them.
+Shapes: M any; N and K multiples of 8 (TMA needs 16-byte row strides). Partial tiles are safe: TMA
+loads zero-fill rows and columns past M, N and K, and the TMA store clips them.
 
 Entry points: `gemm(a, b, c, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)` (torch
 tensors: checks and converts once, compiles once per process, returns a function that launches on

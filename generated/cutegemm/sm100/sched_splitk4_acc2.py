@@ -16,7 +16,9 @@ Parameters
     mainloop: warp-specialized
     epilogue: direct store
     cluster: 4 x 1 for split-K: 4 CTAs share one output tile and split its K range
-    scheduler: persistent split-K over 4 CTAs: max_workers(sm_count) clusters (the GPU's SMs size the grid: 32 on a B200) walking tiles along M, rank 0 reducing the peers' partials through DSMEM and storing; 2 TMEM accumulator slots
+    scheduler: persistent split-K over 4 CTAs: max_workers(sm_count) clusters (the GPU's SMs size
+        the grid: 32 on a B200) walking tiles along M, rank 0 reducing the peers' partials through
+        DSMEM and storing; 2 TMEM accumulator slots
 
 Pipeline
     ring         producer -> consumer                     stages   bytes/stage   full arrives                       empty arrives
@@ -48,7 +50,9 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
         every peer; both arrive acc_empty[slot] after the last tcgen05.ld; tail: ranks 1.. wait
         consumed
 
-Shapes: M must be a multiple of 128 and N of 64 (the direct epilogue stores whole tiles without predication; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
+Shapes: M must be a multiple of 128 and N of 64 (the direct epilogue stores whole tiles without
+predication; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail
+is zero-filled by TMA).
 
 Entry points: `gemm(a, b, c, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)` (torch
 tensors: checks and converts once, compiles once per process, returns a function that launches on

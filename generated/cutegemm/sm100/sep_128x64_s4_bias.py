@@ -16,7 +16,8 @@ Parameters
     mainloop: warp-specialized
     epilogue: f32 partials to a workspace; the reduce kernel sums them and stores C
     fusion: D = A @ B^T + bias[column]; bias: one bf16 value per column of C
-    scheduler: split-K over 4 CTAs with a separate reduce kernel: one CTA per (tile, K share), no cluster; workspace of 4 splits x MAX_TILES = 1024 tile slots
+    scheduler: split-K over 4 CTAs with a separate reduce kernel: one CTA per (tile, K share), no
+        cluster; workspace of 4 splits x MAX_TILES = 1024 tile slots
 
 Pipeline
     ring         producer -> consumer                  stages  bytes/stage   full arrives        empty arrives
@@ -44,12 +45,16 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
         tcgen05.ld -> f32 partial to the workspace (arrive acc_empty[slot] after the last
         tcgen05.ld); then the reduce kernel (REDUCE_THREADS = 128) sums the splits and stores C
 
-Shapes: M must be a multiple of 128 and N of 64 (the direct epilogue stores whole tiles without predication; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
+Shapes: M must be a multiple of 128 and N of 64 (the direct epilogue stores whole tiles without
+predication; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail
+is zero-filled by TMA).
 
-Entry points: `gemm(a, b, c, bias, workspace, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c, bias)`
-(torch tensors: checks and converts once, allocates the workspace, compiles once per process, returns a function
-that launches on the stream current at the call); `run(a, b, c=None, *, bias)` (allocates C if needed; bias, (N,) in C's dtype, is required); `compile_tvm_ffi()`
-(a function called on torch tensors directly, with the lowest host cost; what the cutegemm package calls).
+Entry points: `gemm(a, b, c, bias, workspace, stream)` (host `@cute.jit`, CuTe tensors);
+`launcher(a, b, c, bias)` (torch tensors: checks and converts once, allocates the workspace,
+compiles once per process, returns a function that launches on the stream current at the call);
+`run(a, b, c=None, *, bias)` (allocates C if needed; bias, (N,) in C's dtype, is required);
+`compile_tvm_ffi()` (a function called on torch tensors directly, with the lowest host cost; what
+the cutegemm package calls).
 """
 
 import cutlass

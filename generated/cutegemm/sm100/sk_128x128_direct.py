@@ -15,7 +15,9 @@ Parameters
     swizzle: 128B
     mainloop: warp-specialized
     epilogue: direct store
-    scheduler: stream-K: one CTA per SM of the GPU, at most 148 (the workspace's slots), run equal shares of all tiles' k-tiles (tiles along M); the CTA that runs a tile's first k-tile finishes it; 1 TMEM accumulator slot, one per unit
+    scheduler: stream-K: one CTA per SM of the GPU, at most 148 (the workspace's slots), run equal
+        shares of all tiles' k-tiles (tiles along M); the CTA that runs a tile's first k-tile
+        finishes it; 1 TMEM accumulator slot, one per unit
 
 Pipeline
     ring         producer -> consumer                  stages  bytes/stage    full arrives        empty arrives
@@ -46,12 +48,15 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
         flags[peer] -> bar.sync EPILOGUE_BARRIER_ID -> per chunk: tcgen05.ld -> direct store of C,
         adding the partials (arrive acc_empty[slot] after the last tcgen05.ld)
 
-Shapes: M must be a multiple of 128 and N of 128 (the direct epilogue stores whole tiles without predication; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
+Shapes: M must be a multiple of 128 and N of 128 (the direct epilogue stores whole tiles without
+predication; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail
+is zero-filled by TMA).
 
-Entry points: `gemm(a, b, c, workspace, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)`
-(torch tensors: checks and converts once, allocates the workspace, compiles once per process, returns a function
-that launches on the stream current at the call); `run(a, b, c=None)` (allocates C if needed); `compile_tvm_ffi()`
-(a function called on torch tensors directly, with the lowest host cost; what the cutegemm package calls).
+Entry points: `gemm(a, b, c, workspace, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b,
+c)` (torch tensors: checks and converts once, allocates the workspace, compiles once per process,
+returns a function that launches on the stream current at the call); `run(a, b, c=None)` (allocates
+C if needed); `compile_tvm_ffi()` (a function called on torch tensors directly, with the lowest host
+cost; what the cutegemm package calls).
 """
 
 import cutlass

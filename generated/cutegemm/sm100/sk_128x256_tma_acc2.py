@@ -14,8 +14,11 @@ Parameters
     stages: 4
     swizzle: 128B
     mainloop: warp-specialized
-    epilogue: tma store: TMEM -> registers -> swizzled SMEM 128x64 sub-tiles (2 buffers) -> TMA store
-    scheduler: stream-K: one CTA per SM of the GPU, at most 148 (the workspace's slots), run equal shares of all tiles' k-tiles (tiles along M); the CTA that runs a tile's first k-tile finishes it; 2 TMEM accumulator slots, one per unit
+    epilogue: tma store: TMEM -> registers -> swizzled SMEM 128x64 sub-tiles (2 buffers) -> TMA
+        store
+    scheduler: stream-K: one CTA per SM of the GPU, at most 148 (the workspace's slots), run equal
+        shares of all tiles' k-tiles (tiles along M); the CTA that runs a tile's first k-tile
+        finishes it; 2 TMEM accumulator slots, one per unit
 
 Pipeline
     ring         producer -> consumer                  stages   bytes/stage    full arrives        empty arrives
@@ -49,12 +52,14 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
         TMA store by EPILOGUE_WARP, adding the partials (arrive acc_empty[slot] after the last
         tcgen05.ld)
 
-Shapes: M any; N and K multiples of 8 (TMA needs 16-byte row strides). Partial tiles are safe: TMA loads zero-fill rows and columns past M, N and K, and the TMA store clips them.
+Shapes: M any; N and K multiples of 8 (TMA needs 16-byte row strides). Partial tiles are safe: TMA
+loads zero-fill rows and columns past M, N and K, and the TMA store clips them.
 
-Entry points: `gemm(a, b, c, workspace, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)`
-(torch tensors: checks and converts once, allocates the workspace, compiles once per process, returns a function
-that launches on the stream current at the call); `run(a, b, c=None)` (allocates C if needed); `compile_tvm_ffi()`
-(a function called on torch tensors directly, with the lowest host cost; what the cutegemm package calls).
+Entry points: `gemm(a, b, c, workspace, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b,
+c)` (torch tensors: checks and converts once, allocates the workspace, compiles once per process,
+returns a function that launches on the stream current at the call); `run(a, b, c=None)` (allocates
+C if needed); `compile_tvm_ffi()` (a function called on torch tensors directly, with the lowest host
+cost; what the cutegemm package calls).
 """
 
 import cutlass

@@ -15,7 +15,9 @@ Parameters
     swizzle: 128B
     mainloop: warp-specialized
     epilogue: direct store
-    scheduler: persistent, static: max_workers(sm_count) CTAs (the GPU's SMs size the grid: 148 on a B200), worker w taking tiles w, w + workers, ... rastered along M, tile swizzle group 8; 2 TMEM accumulator slots
+    scheduler: persistent, static: max_workers(sm_count) CTAs (the GPU's SMs size the grid: 148 on a
+        B200), worker w taking tiles w, w + workers, ... rastered along M, tile swizzle group 8; 2
+        TMEM accumulator slots
 
 Pipeline
     ring         producer -> consumer                  stages   bytes/stage    full arrives        empty arrives
@@ -33,7 +35,9 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
     epilogue warps (EPILOGUE_WARP = 2): per tile: wait acc_full[slot] -> per chunk: tcgen05.ld ->
         direct store of C (arrive acc_empty[slot] after the last tcgen05.ld)
 
-Shapes: M must be a multiple of 128 and N of 192 (the direct epilogue stores whole tiles without predication; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
+Shapes: M must be a multiple of 128 and N of 192 (the direct epilogue stores whole tiles without
+predication; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail
+is zero-filled by TMA).
 
 Entry points: `gemm(a, b, c, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)` (torch
 tensors: checks and converts once, compiles once per process, returns a function that launches on

@@ -16,7 +16,8 @@ Parameters
     mainloop: warp-specialized
     swap AB: yes: the kernel computes C^T = B @ A^T (tile M runs along N, tile N along M)
     epilogue: direct store (M=64: tcgen05.ld 16x32bx2, two threads per row, N/2 columns each)
-    scheduler: persistent, static: max_workers(sm_count) CTAs (the GPU's SMs size the grid: 148 on a B200), worker w taking tiles w, w + workers, ... rastered along M; 1 TMEM accumulator slot
+    scheduler: persistent, static: max_workers(sm_count) CTAs (the GPU's SMs size the grid: 148 on a
+        B200), worker w taking tiles w, w + workers, ... rastered along M; 1 TMEM accumulator slot
 
 Pipeline
     ring         producer -> consumer                  stages  bytes/stage   full arrives        empty arrives
@@ -34,7 +35,9 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
     epilogue warps (EPILOGUE_WARP = 2): per tile: wait acc_full[slot] -> per chunk: tcgen05.ld ->
         direct store of C (arrive acc_empty[slot] after the last tcgen05.ld)
 
-Shapes: M must be a multiple of 32 and N of 64 (the direct epilogue stores whole tiles without predication; swap AB: the 64-row tile runs along N, its N along M; run() rejects other shapes); K any multiple of 8 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
+Shapes: M must be a multiple of 32 and N of 64 (the direct epilogue stores whole tiles without
+predication; swap AB: the 64-row tile runs along N, its N along M; run() rejects other shapes); K
+any multiple of 8 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
 
 Entry points: `gemm(a, b, c, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)` (torch
 tensors: checks and converts once, compiles once per process, returns a function that launches on

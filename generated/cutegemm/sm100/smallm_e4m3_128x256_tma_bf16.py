@@ -14,8 +14,10 @@ Parameters
     stages: 4
     swizzle: 128B
     mainloop: warp-specialized
-    epilogue: tma store: TMEM -> registers -> swizzled SMEM 128x64 sub-tiles (2 buffers) -> TMA store
-    scheduler: persistent, static: max_workers(sm_count) CTAs (the GPU's SMs size the grid: 148 on a B200), worker w taking tiles w, w + workers, ... rastered along M; 2 TMEM accumulator slots
+    epilogue: tma store: TMEM -> registers -> swizzled SMEM 128x64 sub-tiles (2 buffers) -> TMA
+        store
+    scheduler: persistent, static: max_workers(sm_count) CTAs (the GPU's SMs size the grid: 148 on a
+        B200), worker w taking tiles w, w + workers, ... rastered along M; 2 TMEM accumulator slots
 
 Pipeline
     ring         producer -> consumer                  stages   bytes/stage    full arrives        empty arrives
@@ -35,7 +37,8 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
     epilogue warps (EPILOGUE_WARP = 2): per tile: wait acc_full[slot] -> per sub-tile: tcgen05.ld ->
         SMEM buffer -> TMA store by EPILOGUE_WARP (arrive acc_empty[slot] after the last tcgen05.ld)
 
-Shapes: M any; N a multiple of 8, K of 16 (TMA needs 16-byte row strides). Partial tiles are safe: TMA loads zero-fill rows and columns past M, N and K, and the TMA store clips them.
+Shapes: M any; N a multiple of 8, K of 16 (TMA needs 16-byte row strides). Partial tiles are safe:
+TMA loads zero-fill rows and columns past M, N and K, and the TMA store clips them.
 
 Entry points: `gemm(a, b, c, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)` (torch
 tensors: checks and converts once, compiles once per process, returns a function that launches on

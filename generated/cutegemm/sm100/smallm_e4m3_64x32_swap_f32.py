@@ -33,7 +33,9 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
     all 4 warps, after their role: wait acc_full (once, phase 0) -> per chunk: tcgen05.ld -> direct
         store of C
 
-Shapes: M must be a multiple of 32 and N of 64 (the direct epilogue stores whole tiles without predication; swap AB: the 64-row tile runs along N, its N along M; run() rejects other shapes); K any multiple of 16 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
+Shapes: M must be a multiple of 32 and N of 64 (the direct epilogue stores whole tiles without
+predication; swap AB: the 64-row tile runs along N, its N along M; run() rejects other shapes); K
+any multiple of 16 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
 
 Entry points: `gemm(a, b, c, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)` (torch
 tensors: checks and converts once, compiles once per process, returns a function that launches on

@@ -16,7 +16,8 @@ Parameters
     cluster: 1x1
     swap AB: no
     epilogue: TMA store through SMEM sub-tiles
-    scheduler: stream-K: one CTA per SM of the GPU, at most 132, run equal shares of all tiles' k-tiles; the CTA that runs a tile's first k-tile finishes it
+    scheduler: stream-K: one CTA per SM of the GPU, at most 132, run equal shares of all tiles'
+        k-tiles; the CTA that runs a tile's first k-tile finishes it
 
 Pipeline
     ring         producer -> consumer                           stages  bytes/stage  full arrives        empty arrives
@@ -45,12 +46,14 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
         epilogue (the tile's first k-tile): per sub-tile: registers -> SMEM buffer -> bar.sync
         EPILOGUE_BARRIER_ID -> TMA store by EPILOGUE_WARP = 4
 
-Shapes: any M; N and K multiples of 8 (TMA needs 16-byte row strides). Tails are exact: TMA zero-fills loads past M, N and K, and the TMA store clips at the edges of C.
+Shapes: any M; N and K multiples of 8 (TMA needs 16-byte row strides). Tails are exact: TMA
+zero-fills loads past M, N and K, and the TMA store clips at the edges of C.
 
-Entry points: `gemm(a, b, c, workspace, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)`
-(torch tensors: checks and converts once, allocates the workspace, compiles once per process, returns a function
-that launches on the stream current at the call); `run(a, b, c=None)` (allocates C if needed); `compile_tvm_ffi()`
-(a function called on torch tensors directly, with the lowest host cost; what the cutegemm package calls).
+Entry points: `gemm(a, b, c, workspace, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b,
+c)` (torch tensors: checks and converts once, allocates the workspace, compiles once per process,
+returns a function that launches on the stream current at the call); `run(a, b, c=None)` (allocates
+C if needed); `compile_tvm_ffi()` (a function called on torch tensors directly, with the lowest host
+cost; what the cutegemm package calls).
 """
 
 import cutlass

@@ -31,7 +31,8 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
         -> wait_group(1) -> release the previous stage (arrive empty[s]); then wait_group(0) ->
         release the last stage; epilogue: registers -> direct store of C
 
-Shapes: any M; N and K multiples of 8 (TMA needs 16-byte row strides). Tails are exact: TMA zero-fills loads past M, N and K, and the direct epilogue predicates every store on M and N.
+Shapes: any M; N and K multiples of 8 (TMA needs 16-byte row strides). Tails are exact: TMA
+zero-fills loads past M, N and K, and the direct epilogue predicates every store on M and N.
 
 Entry points: `gemm(a, b, c, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)` (torch
 tensors: checks and converts once, compiles once per process, returns a function that launches on

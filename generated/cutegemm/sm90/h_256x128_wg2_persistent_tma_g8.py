@@ -16,7 +16,8 @@ Parameters
     cluster: 1x1
     swap AB: no
     epilogue: TMA store through SMEM sub-tiles
-    scheduler: persistent, raster along M, max_workers(sm_count) clusters (the GPU's SMs size the grid: 132 on an H200), tile swizzle group 8
+    scheduler: persistent, raster along M, max_workers(sm_count) clusters (the GPU's SMs size the
+        grid: 132 on an H200), tile swizzle group 8
 
 Pipeline
     ring         producer -> consumer                           stages  bytes/stage  full arrives        empty arrives
@@ -33,7 +34,8 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
         wait_group(0) -> release the last stage; epilogue: per sub-tile: registers -> SMEM buffer ->
         bar.sync EPILOGUE_BARRIER_ID -> TMA store by EPILOGUE_WARP = 4
 
-Shapes: any M; N and K multiples of 8 (TMA needs 16-byte row strides). Tails are exact: TMA zero-fills loads past M, N and K, and the TMA store clips at the edges of C.
+Shapes: any M; N and K multiples of 8 (TMA needs 16-byte row strides). Tails are exact: TMA
+zero-fills loads past M, N and K, and the TMA store clips at the edges of C.
 
 Entry points: `gemm(a, b, c, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)` (torch
 tensors: checks and converts once, compiles once per process, returns a function that launches on

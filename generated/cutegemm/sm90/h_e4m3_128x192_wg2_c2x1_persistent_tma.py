@@ -16,7 +16,8 @@ Parameters
     cluster: 2x1 (B multicast to 2 CTAs)
     swap AB: no
     epilogue: TMA store through SMEM sub-tiles
-    scheduler: persistent, raster along M, max_workers(sm_count) clusters (the GPU's SMs size the grid: 66 on an H200)
+    scheduler: persistent, raster along M, max_workers(sm_count) clusters (the GPU's SMs size the
+        grid: 66 on an H200)
 
 Pipeline
     ring         producer -> consumer                           stages  bytes/stage  full arrives        empty arrives
@@ -35,7 +36,8 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
         epilogue: per sub-tile: registers -> SMEM buffer -> bar.sync EPILOGUE_BARRIER_ID -> TMA
         store by EPILOGUE_WARP = 4
 
-Shapes: any M; N a multiple of 8, K of 16 (TMA needs 16-byte row strides). Tails are exact: TMA zero-fills loads past M, N and K, and the TMA store clips at the edges of C.
+Shapes: any M; N a multiple of 8, K of 16 (TMA needs 16-byte row strides). Tails are exact: TMA
+zero-fills loads past M, N and K, and the TMA store clips at the edges of C.
 
 Entry points: `gemm(a, b, c, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)` (torch
 tensors: checks and converts once, compiles once per process, returns a function that launches on

@@ -16,7 +16,8 @@ Parameters
     cluster: 1x1
     swap AB: no
     epilogue: f32 partials to a workspace; the reduce kernel sums them and stores C
-    scheduler: split-K over 3 CTAs per tile (grid of tiles x 3, no cluster), reduced by a second kernel
+    scheduler: split-K over 3 CTAs per tile (grid of tiles x 3, no cluster), reduced by a second
+        kernel
 
 Pipeline
     ring      producer -> consumer                          stages  bytes/stage  full arrives        empty arrives
@@ -45,12 +46,15 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
         wait_group(0) -> release the last stage; epilogue: f32 partial to the workspace; then the
         reduce kernel (REDUCE_THREADS = 128) sums the splits and stores C
 
-Shapes: any M; N and K multiples of 8 (TMA needs 16-byte row strides). Tails are exact: TMA zero-fills loads past M, N and K, and the direct epilogue predicates every store on M and N.
+Shapes: any M; N and K multiples of 8 (TMA needs 16-byte row strides). Tails are exact: TMA
+zero-fills loads past M, N and K, and the direct epilogue predicates every store on M and N.
 
-Entry points: `gemm(a, b, c, bias, workspace, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c, bias)`
-(torch tensors: checks and converts once, allocates the workspace, compiles once per process, returns a function
-that launches on the stream current at the call); `run(a, b, c=None, *, bias)` (allocates C if needed; bias, (M,) in C's dtype, is required); `compile_tvm_ffi()`
-(a function called on torch tensors directly, with the lowest host cost; what the cutegemm package calls).
+Entry points: `gemm(a, b, c, bias, workspace, stream)` (host `@cute.jit`, CuTe tensors);
+`launcher(a, b, c, bias)` (torch tensors: checks and converts once, allocates the workspace,
+compiles once per process, returns a function that launches on the stream current at the call);
+`run(a, b, c=None, *, bias)` (allocates C if needed; bias, (M,) in C's dtype, is required);
+`compile_tvm_ffi()` (a function called on torch tensors directly, with the lowest host cost; what
+the cutegemm package calls).
 """
 
 import cutlass
