@@ -17,7 +17,9 @@ Parameters
     swap AB: yes: the kernel computes C^T = B @ A^T (tile M runs along N, tile N along M)
     epilogue: direct store
     cluster: 2 x 1 for split-K: 2 CTAs share one output tile and split its K range
-    scheduler: persistent split-K over 2 CTAs: max_workers(sm_count) clusters (the GPU's SMs size the grid: 74 on a B200) walking tiles along M, rank 0 reducing the peers' partials through DSMEM and storing; 1 TMEM accumulator slot
+    scheduler: persistent split-K over 2 CTAs: max_workers(sm_count) clusters (the GPU's SMs size
+        the grid: 74 on a B200) walking tiles along M, rank 0 reducing the peers' partials through
+        DSMEM and storing; 1 TMEM accumulator slot
 
 Pipeline
     ring         producer -> consumer                     stages  bytes/stage   full arrives                      empty arrives
@@ -49,7 +51,9 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
         every peer; both arrive acc_empty[slot] after the last tcgen05.ld; tail: ranks 1.. wait
         consumed
 
-Shapes: M must be a multiple of 32 and N of 128 (the direct epilogue stores whole tiles without predication; swap AB: the 128-row tile runs along N, its N along M; run() rejects other shapes); K any multiple of 16 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
+Shapes: M must be a multiple of 32 and N of 128 (the direct epilogue stores whole tiles without
+predication; swap AB: the 128-row tile runs along N, its N along M; run() rejects other shapes); K
+any multiple of 16 (TMA needs 16-byte strides; the K tail is zero-filled by TMA).
 
 Entry points: `gemm(a, b, c, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)` (torch
 tensors: checks and converts once, compiles once per process, returns a function that launches on

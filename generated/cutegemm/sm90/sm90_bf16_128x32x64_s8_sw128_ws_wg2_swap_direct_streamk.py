@@ -16,7 +16,8 @@ Parameters
     cluster: 1x1
     swap AB: yes: the kernel computes C^T = B @ A^T
     epilogue: direct store
-    scheduler: stream-K: one CTA per SM of the GPU, at most 132, run equal shares of all tiles' k-tiles; the CTA that runs a tile's first k-tile finishes it
+    scheduler: stream-K: one CTA per SM of the GPU, at most 132, run equal shares of all tiles'
+        k-tiles; the CTA that runs a tile's first k-tile finishes it
 
 Pipeline
     ring      producer -> consumer                           stages  bytes/stage  full arrives        empty arrives
@@ -43,12 +44,14 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
         with later CTAs: acquire each flags[peer] -> bar.sync FIXUP_BARRIER_ID -> add its partial;
         epilogue (the tile's first k-tile): registers -> direct store of C
 
-Shapes: any M; N and K multiples of 8 (TMA needs 16-byte row strides). Tails are exact: TMA zero-fills loads past M, N and K, and the direct epilogue predicates every store on M and N.
+Shapes: any M; N and K multiples of 8 (TMA needs 16-byte row strides). Tails are exact: TMA
+zero-fills loads past M, N and K, and the direct epilogue predicates every store on M and N.
 
-Entry points: `gemm(a, b, c, workspace, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)`
-(torch tensors: checks and converts once, allocates the workspace, compiles once per process, returns a function
-that launches on the stream current at the call); `run(a, b, c=None)` (allocates C if needed); `compile_tvm_ffi()`
-(a function called on torch tensors directly, with the lowest host cost; what the cutegemm package calls).
+Entry points: `gemm(a, b, c, workspace, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b,
+c)` (torch tensors: checks and converts once, allocates the workspace, compiles once per process,
+returns a function that launches on the stream current at the call); `run(a, b, c=None)` (allocates
+C if needed); `compile_tvm_ffi()` (a function called on torch tensors directly, with the lowest host
+cost; what the cutegemm package calls).
 """
 
 import cutlass

@@ -16,7 +16,8 @@ Parameters
     cluster: 2x1 for split-K (2 CTAs share one output tile and split its K range)
     swap AB: yes: the kernel computes C^T = B @ A^T
     epilogue: direct store by cluster rank 0 after a DSMEM reduction
-    scheduler: persistent split-K over 2 CTAs, raster along M, max_workers(sm_count) clusters (66 on an H200)
+    scheduler: persistent split-K over 2 CTAs, raster along M, max_workers(sm_count) clusters (66 on
+        an H200)
 
 Pipeline
     ring      producer -> consumer                           stages  bytes/stage  full arrives                       empty arrives
@@ -45,7 +46,8 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
         peers' staging (DSMEM) -> arrive consumed on every peer; epilogue (rank 0): registers ->
         direct store of C
 
-Shapes: any M; N a multiple of 8, K of 16 (TMA needs 16-byte row strides). Tails are exact: TMA zero-fills loads past M, N and K, and the direct epilogue predicates every store on M and N.
+Shapes: any M; N a multiple of 8, K of 16 (TMA needs 16-byte row strides). Tails are exact: TMA
+zero-fills loads past M, N and K, and the direct epilogue predicates every store on M and N.
 
 Entry points: `gemm(a, b, c, stream)` (host `@cute.jit`, CuTe tensors); `launcher(a, b, c)` (torch
 tensors: checks and converts once, compiles once per process, returns a function that launches on
