@@ -308,3 +308,34 @@ def test_the_build_backend_empties_build_lib_beside_itself(tmp_path: Path, monke
     monkeypatch.setattr(backend._setuptools, "build_wheel", lambda *a: built.append(a) or "x.whl")
     assert backend.build_wheel("dist") == "x.whl"
     assert built == [("dist", None, None)] and not (tmp_path / "build" / "lib").exists()
+
+
+def test_a_gradient_it_cannot_compute_is_refused_never_dropped(rt) -> None:
+    """Inputs that require grad: FP8, a fused activation or out= raise GemmError (before any
+    device check, so on the CPU here) instead of returning a tensor without a grad_fn."""
+    import torch
+
+    a = torch.randn(4, 16, requires_grad=True)
+    b = torch.randn(8, 16)
+    a8 = a.detach().to(torch.float8_e4m3fn)
+    b8 = b.to(torch.float8_e4m3fn).requires_grad_(True)
+    cases = [
+        ((a8, b8), {}, "no FP8 backward"),
+        ((a, b), {"activation": "relu"}, "pre-activation"),
+        ((a, b), {"out": torch.empty(4, 8)}, "autograd needs a new output"),
+    ]
+    for args, kw, why in cases:
+        with pytest.raises(rt.GemmError, match=why):
+            rt.gemm(*args, **kw)
+    with torch.no_grad(), pytest.raises(rt.GemmError, match="one CUDA device"):
+        rt.gemm(a, b, activation="relu")  # no grad wanted: only the usual checks
+
+
+def test_leading_dimensions_of_a_are_flattened_like_f_linear(rt) -> None:
+    import torch
+
+    a, b = torch.randn(2, 3, 16), torch.randn(8, 16)
+    with pytest.raises(rt.GemmError, match="leading dimensions \\(2, 3\\)"):
+        rt.gemm(a, b, out=torch.empty(6, 8))
+    with pytest.raises(rt.GemmError, match="one CUDA device"):  # flattened, then checked as 2-D
+        rt.gemm(a, b)

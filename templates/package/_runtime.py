@@ -558,6 +558,59 @@ def _(a, b, c, bias, alpha, beta, activation, out_dtype):
     return a.new_empty((a.shape[0], b.shape[0]), dtype=out_dtype)
 
 
+def _needs_grad(*tensors) -> bool:
+    return torch.is_grad_enabled() and any(
+        isinstance(t, torch.Tensor) and t.requires_grad for t in tensors
+    )
+
+
+def _setup_context(ctx, inputs, output) -> None:
+    a, b, c, bias, alpha, beta, _, _ = inputs
+    ctx.save_for_backward(a, b)
+    ctx.alpha, ctx.beta = alpha, beta
+    ctx.bias_kind = None if bias is None else _bias_kind(bias, a.shape[0], b.shape[0])
+    ctx.has_c = c is not None
+
+
+def _backward(ctx, grad):
+    """dA = alpha dD B, dB = alpha dD^T A (each the cutegemm op on transposed copies: the
+    kernels take K-major operands only), dC = beta dD, dbias = the sum of dD over the other dim.
+    The op, not _eager, so that torch.compile traces the backward too."""
+    a, b = ctx.saved_tensors
+    g = grad.to(a.dtype).contiguous()
+    da = db = None
+    if ctx.needs_input_grad[0]:
+        da = _gemm_op(g, b.t().contiguous(), None, None, 1.0, 0.0, None, a.dtype)
+        da = da * ctx.alpha if ctx.alpha != 1.0 else da
+    if ctx.needs_input_grad[1]:
+        db = _gemm_op(g.t().contiguous(), a.t().contiguous(), None, None, 1.0, 0.0, None, b.dtype)
+        db = db * ctx.alpha if ctx.alpha != 1.0 else db
+    dc = grad * ctx.beta if ctx.has_c and ctx.needs_input_grad[2] else None
+    dbias = None
+    if ctx.bias_kind is not None and ctx.needs_input_grad[3]:
+        dbias = grad.sum(0 if ctx.bias_kind == "col" else 1)
+    return da, db, dc, dbias, None, None, None, None
+
+
+_gemm_op.register_autograd(_backward, setup_context=_setup_context)
+
+
+def _refuse_grad(a, b, out, bias, activation) -> None:
+    """The cases whose gradient cutegemm does not compute: refused, never silently dropped."""
+    if a.dtype == torch.float8_e4m3fn or b.dtype == torch.float8_e4m3fn:
+        raise GemmError("float8_e4m3fn inputs that require grad: cutegemm has no FP8 backward")
+    if activation is not None:
+        raise GemmError(
+            f"activation={activation!r} with inputs that require grad: the backward needs the "
+            "pre-activation, which the fused kernel does not keep; apply the activation in torch"
+        )
+    if out is not None:
+        raise GemmError(
+            "out= with inputs that require grad: autograd needs a new output tensor (drop out=, "
+            "or run under torch.no_grad())"
+        )
+
+
 def gemm(
     a: torch.Tensor,
     b: torch.Tensor,
@@ -571,15 +624,35 @@ def gemm(
 ) -> torch.Tensor:
     """D = activation(alpha * a @ b.T + beta * out + bias), by the kernel tuned for GPU and shape.
 
-    a (M, K) and b (N, K): CUDA tensors of one dtype (float16, bfloat16 or float8_e4m3fn), last
+    a (M, K) or (..., K) (leading dimensions flattened into M, as F.linear does; D then has them
+    too) and b (N, K): CUDA tensors of one dtype (float16, bfloat16 or float8_e4m3fn), last
     stride 1, 16-byte aligned rows. out (M, N): written (and read when beta != 0); allocated when
     None. bias: length N (per column, like nn.Linear) or M (per row), in the output dtype.
     out_dtype: float16, bfloat16 or float32 (default: the input dtype; bfloat16 for float8).
     alpha, beta, activation and bias must match a generated kernel (cutegemm.KERNELS).
+    Differentiable for f16/bf16 without activation or out= (dA and dB by cutegemm kernels on
+    transposed copies); the cases it cannot differentiate raise GemmError instead.
     Raises GemmError, before any launch, for bad input or a call no kernel serves.
     Under torch.compile this is the op torch.ops.cutegemm.gemm (no graph break).
     """
-    if torch.compiler.is_compiling():
+    if isinstance(a, torch.Tensor) and a.dim() > 2:
+        lead = a.shape[:-1]
+        if out is not None:
+            if out.shape[:-1] != lead:
+                raise GemmError(
+                    f"out must have a's leading dimensions {tuple(lead)}, got {tuple(out.shape)}"
+                )
+            flat = out.view(-1, out.shape[-1])
+            gemm(a.reshape(-1, a.shape[-1]), b, out=flat, bias=bias, alpha=alpha, beta=beta,
+                 activation=activation, out_dtype=out_dtype)  # fmt: skip
+            return out
+        d = gemm(a.reshape(-1, a.shape[-1]), b, bias=bias, alpha=alpha, beta=beta,
+                 activation=activation, out_dtype=out_dtype)  # fmt: skip
+        return d.view(*lead, d.shape[-1])
+    grad = _needs_grad(a, b, bias)
+    if grad:
+        _refuse_grad(a, b, out, bias, activation)
+    if grad or torch.compiler.is_compiling():
         d = _gemm_op(
             a,
             b,
