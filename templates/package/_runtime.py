@@ -572,18 +572,25 @@ def _setup_context(ctx, inputs, output) -> None:
     ctx.has_c = c is not None
 
 
+def _k_major(x: torch.Tensor) -> torch.Tensor:
+    """x as a backward operand: contiguous, its reduction (last) dimension zero-padded to a
+    multiple of 16 (what every kernel's K takes; zeros add nothing), e.g. M = 1 for dB."""
+    pad = -x.shape[-1] % 16
+    return torch.nn.functional.pad(x, (0, pad)) if pad else x.contiguous()
+
+
 def _backward(ctx, grad):
     """dA = alpha dD B, dB = alpha dD^T A (each the cutegemm op on transposed copies: the
     kernels take K-major operands only), dC = beta dD, dbias = the sum of dD over the other dim.
     The op, not _eager, so that torch.compile traces the backward too."""
     a, b = ctx.saved_tensors
-    g = grad.to(a.dtype).contiguous()
+    g = grad.to(a.dtype)
     da = db = None
     if ctx.needs_input_grad[0]:
-        da = _gemm_op(g, b.t().contiguous(), None, None, 1.0, 0.0, None, a.dtype)
+        da = _gemm_op(_k_major(g), _k_major(b.t()), None, None, 1.0, 0.0, None, a.dtype)
         da = da * ctx.alpha if ctx.alpha != 1.0 else da
     if ctx.needs_input_grad[1]:
-        db = _gemm_op(g.t().contiguous(), a.t().contiguous(), None, None, 1.0, 0.0, None, b.dtype)
+        db = _gemm_op(_k_major(g.t()), _k_major(a.t()), None, None, 1.0, 0.0, None, b.dtype)
         db = db * ctx.alpha if ctx.alpha != 1.0 else db
     dc = grad * ctx.beta if ctx.has_c and ctx.needs_input_grad[2] else None
     dbias = None
