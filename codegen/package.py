@@ -435,6 +435,7 @@ PACKAGE_SOURCES = (
     ("__init__.py.j2", f"{PKG}/__init__.py"),
     ("dispatch.py.j2", f"{PKG}/_dispatch.py"),
     ("_runtime.py", f"{PKG}/_runtime.py"),
+    ("nn.py", f"{PKG}/nn.py"),
     ("model.py.j2", f"{PKG}/_model.py"),
     ("tune.py.j2", f"{PKG}/_tune.py"),
     *(("arch_init.py.j2", f"{PKG}/{d}/__init__.py") for d in ARCH_DIR.values()),

@@ -248,3 +248,23 @@ def test_calibrate_puts_a_later_sweep_on_the_first_ones_clock(tmp_path: Path) ->
     assert cal[("bf16", "x", "up", 1)].times == pytest.approx({"old": 11.0, "new": 8.0})
     assert cal[("bf16", "x", "up", 1)].torch_us == pytest.approx(10.0)
     assert cal[("bf16", "x", "up", 8)].times == {"new": 30.0}
+
+
+def test_nn_linear_is_torch_linear_with_its_product_on_gemm(pkg) -> None:
+    """swap_linears turns every nn.Linear (not subclasses) into cutegemm's in place, the same
+    parameters; its forward is gemm's (here on the CPU: gemm's device refusal, not F.linear)."""
+    import torch
+
+    sys.path.insert(0, str(GENERATED))
+    try:
+        from cutegemm import nn as cnn
+    finally:
+        sys.path.remove(str(GENERATED))
+    model = torch.nn.Sequential(torch.nn.Linear(32, 16), torch.nn.ReLU(), torch.nn.Linear(16, 8))
+    weight = model[0].weight
+    assert cnn.swap_linears(model) is model
+    assert [type(m).__name__ for m in model] == ["Linear", "ReLU", "Linear"]
+    assert all(isinstance(m, cnn.Linear) for m in (model[0], model[2]))
+    assert model[0].weight is weight
+    with pytest.raises(pkg.runtime.GemmError, match="one CUDA device"):
+        model(torch.randn(4, 32))
