@@ -8,7 +8,7 @@ import re
 from conftest import ROOT, kernel_glob
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-COUNT = re.compile(r"\b(\d+) (?:(sm_90a|sm_100a) )?(?:kernels|variants|variant\(s\))\b")
+COUNT = re.compile(r"\b(\d+) (?:(sm_90a|sm_100a) )?(?:kernels\b|variants\b|variant\(s\))")
 
 
 def counts() -> dict[str | None, int]:
