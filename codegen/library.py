@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codegen.gpu import (
-    TOLERANCE,
     Shape,
     capture_graph,
     input_sets,
     reference,
     time_interleaved,
+    tolerance,
     torch_dtype,
 )
 
@@ -90,7 +90,7 @@ def check_class(pkg, cls: tuple, count: int, rng: random.Random) -> list[Check]:
 
     dtype, out, alpha, beta, activation, bias_kind = cls
     tin, tout = torch_dtype(dtype), torch_dtype(out)
-    tol = TOLERANCE[out]
+    tol = tolerance(dtype, out)
     epi = {"alpha": alpha, "beta": beta, "activation": activation or "none", "bias": bias_kind}
     label = f"{dtype}->{out} alpha={alpha:g} beta={beta:g} act={activation} bias={bias_kind}"
     checks = []

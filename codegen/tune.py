@@ -22,11 +22,11 @@ from pathlib import Path
 
 from codegen.build import load_module, read_spec
 from codegen.gpu import (
-    TOLERANCE,
     Shape,
     capture_graph,
     input_sets,
     time_interleaved,
+    tolerance,
     torch_dtype,
     workspace_fits,
 )
@@ -103,8 +103,9 @@ def tune_class(
             failed[name] = f"{type(e).__name__}: {e}"
             continue
         err = ((c.float() - ref).norm() / ref.norm()).item()
-        if not math.isfinite(err) or err > TOLERANCE[out]:
-            failed[name] = f"rel_err {err:.2e} > tol {TOLERANCE[out]:.0e}"
+        tol = tolerance(dtype, out)
+        if not math.isfinite(err) or err > tol:
+            failed[name] = f"rel_err {err:.2e} > tol {tol:.0e}"
             continue
         errors[name] = err
         if graph:

@@ -39,7 +39,7 @@ from . import KERNELS, Kernel
 from . import _runtime as rt
 
 CACHE_FORMAT = 1
-TOLERANCE = {"f16": 2e-3, "bf16": 1e-2, "f32": 2e-3}  # by output dtype
+TOLERANCE = {"f16": 2e-3, "bf16": 1e-2, "f32": 2e-3}  # by output dtype; e4m3 in: bf16's at least
 L2_BYTES = 50 << 20  # the H200's L2; inputs are rotated through copies that overflow it
 _MEMO: dict[str, dict] = {}  # cache file -> its entries, as last read or written by this process
 
@@ -220,6 +220,8 @@ def measure(
     torch_launch(a, b, c)()
     ref = a.float() @ b.float().T
     tol = TOLERANCE[rt._NAME[out_dtype]]
+    if dtype == torch.float8_e4m3fn:  # FP8 wgmma sums with fewer bits than f32: grows with K
+        tol = max(tol, TOLERANCE["bf16"])
     entries = {kern.name: (lambda x, y, z, kern=kern: kernel_launch(kern, arch, x, y, z))
                for kern in kernels}  # fmt: skip
     entries.update(extra or {})
