@@ -1,10 +1,7 @@
-"""Torch modules whose products run on cutegemm kernels: `Linear`, a drop-in for torch.nn.Linear.
-
-    from cutegemm.nn import Linear
-    layer = Linear(4096, 14336, device="cuda", dtype=torch.bfloat16)
-    y = layer(x)            # cutegemm.gemm(x, weight, bias=bias): forward, dA and dB on cutegemm
-
-Or swap the layers of an existing model in place: `cutegemm.nn.swap_linears(model)`.
+"""Torch modules whose products run on this package's kernels: `Linear`, a drop-in for
+torch.nn.Linear (`Linear(4096, 14336, device="cuda", dtype=torch.bfloat16)`; its forward is
+gemm(x, weight, bias=bias), and so are the products of its backward), and `swap_linears(model)`,
+which turns the torch.nn.Linear layers of an existing model into it in place.
 """
 
 from __future__ import annotations
