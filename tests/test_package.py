@@ -105,8 +105,8 @@ def test_the_package_installs_on_its_own(tmp_path: Path) -> None:
     )  # fmt: skip
     assert inst.returncode == 0, inst.stderr[-2000:]
     installed = sorted(p.name for p in (site / "cutegemm").rglob("*.py"))
-    # __init__, _dispatch, _model, _runtime, _tune, 2 arch inits
-    assert len(installed) == len(kernel_glob()) + 7
+    # __init__, _dispatch, _model, _runtime, _tune, nn, 2 arch inits
+    assert len(installed) == len(kernel_glob()) + 8
     assert not (site / "codegen").exists()
     proc = _run(
         "import cutegemm, cutegemm.sm90, cutegemm.sm100; print(cutegemm.__file__)",
@@ -158,8 +158,10 @@ def test_a_call_no_kernel_serves_names_why(runtime) -> None:
         runtime.GemmError, match=r"no sm_90a kernel computes bf16 -> bf16 with alpha=3"
     ):
         runtime._choose("NVIDIA H200", "sm_90a", ("bf16", "bf16", 3.0, 0.0, None, None), 8, 64, 64)
-    with pytest.raises(runtime.GemmError, match=r"out dtypes offered for f16: f16"):
-        runtime._choose("NVIDIA H200", "sm_90a", ("f16", "f32", 1.0, 0.0, None, None), 8, 64, 64)
+    with pytest.raises(
+        runtime.GemmError, match=r"f16 -> f32 kernels offer: alpha=1 beta=0 activation=None"
+    ):
+        runtime._choose("NVIDIA H200", "sm_90a", ("f16", "f32", 1.0, 0.0, "relu", None), 8, 64, 64)
     with pytest.raises(
         runtime.GemmError, match=r"takes M=16, N=8190.*N=8190 is not a multiple of 8"
     ):

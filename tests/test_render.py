@@ -135,6 +135,7 @@ PACKAGE_FILES = [
     "cutegemm/_model.py",
     "cutegemm/_runtime.py",
     "cutegemm/_tune.py",
+    "cutegemm/nn.py",
     "cutegemm/sm100/__init__.py",
     "cutegemm/sm90/__init__.py",
     "pyproject.toml",
@@ -148,7 +149,7 @@ def small_render(tmp_path: Path) -> Path:
     proc = run_cli("render", "spec.toml", "-o", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == (
-        "2 kernels: 2 written, 0 unchanged, 0 orphan(s) removed; package files 11 written; in out/\n"
+        "2 kernels: 2 written, 0 unchanged, 0 orphan(s) removed; package files 12 written; in out/\n"
     )
     assert sorted(read_dir(tmp_path / "out")) == sorted(
         PACKAGE_FILES + [K + "alpha.py", K + "beta.py"]
