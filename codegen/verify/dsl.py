@@ -210,7 +210,7 @@ class DType:
     is_int: bool = False
 
     def __call__(self, value: Any = 0) -> Any:
-        if isinstance(value, (Opaque, LaneVec, Probe)):
+        if isinstance(value, (Opaque, LaneVec, Probe, Val)):
             return value
         if self.name == "Boolean":
             return value if isinstance(value, bool) else bool(value)
@@ -697,19 +697,21 @@ class FakeTensor:
         part: tuple | None = None,
         g: Any = False,
         sub: tuple | None = None,
+        normalized: bool = False,
     ) -> FakeTensor:
-        return FakeTensor(
-            shape,
-            self.root,
-            self.slot if self.slot is not None else slot,
-            self.dtype,
-            self.tma_bytes,
-            self.piece,
-            self.part if self.part is not None else part,
-            self.g if g is False else g,
-            sub if sub is not None else self.sub,
-            self.wkey,
-        )
+        out = object.__new__(FakeTensor)
+        # a shape derived from this view's own (normalized) shape needs no normalizing again
+        out.shape = shape if normalized or shape is OPAQUE else _norm_shape(shape)
+        out.root = self.root
+        out.slot = self.slot if self.slot is not None else slot
+        out.dtype = self.dtype
+        out.tma_bytes = self.tma_bytes
+        out.piece = self.piece
+        out.part = self.part if self.part is not None else part
+        out.g = self.g if g is False else g
+        out.sub = sub if sub is not None else self.sub
+        out.wkey = self.wkey
+        return out
 
     @property
     def stride(self) -> Any:
@@ -747,7 +749,8 @@ class FakeTensor:
                     part = (("index", pos), frozenset(i.vals.values()))
                     break
             g = self.g.indexed(idx) if self.g is not None else None
-            out = self.view(shape, self._index_slot(idx), part, g, (idx, self.shape))
+            sub = (idx, self.shape) if self.shape is not OPAQUE else None
+            out = self.view(shape, self._index_slot(idx), part, g, sub, normalized=True)
             if self.wkey is None and self.root is not None and self.root.space == "gmem":
                 out.wkey = _reg_key(idx)
             return out
@@ -945,7 +948,21 @@ class TiledMma:
         if g is not None and self.cta_group == 2 and is_concrete(self.vid):
             # a CTA pair's MMA: this CTA holds its half of the A, B and C rows
             g = g.half(int(self.vid))
-        return t.view(part=self.part, g=g)
+        shape: Any = OPAQUE
+        s = t.shape
+        if (
+            self.kind == "wgmma"
+            and t.root is not None
+            and isinstance(s, tuple)
+            and len(s) == 3
+            and isinstance(t.dtype, DType)
+            and all(isinstance(x, int) for x in s)
+        ):
+            # (MMA, MMA_M, MMA_K, STAGES) over a (rows, TK, STAGES) SMEM ring: a wgmma takes
+            # 32 bytes of K (16 f16 / bf16, 32 e4m3), so MMA_K = TK / that
+            inst_k = max(1, 256 // t.dtype.width)
+            shape = (1, 1, max(1, s[1] // inst_k), s[2])
+        return t.view(shape, part=self.part, g=g)
 
     partition_B = partition_C = partition_A
 
@@ -1385,9 +1402,6 @@ class Recorder:
                 last = self.ops[j]
                 if last.kind == kind and last.args == args:
                     return
-            if kind == "data" and args[0] in ("store", "gstore") and self.ops:
-                if self.ops[-1].kind == "data" and self.ops[-1].args == args:
-                    return
             self.ops.append(Op(kind, args, threads, line, site))
             if len(self.ops) > self.max_ops:
                 raise NotModelled("the trace does not end (op budget exceeded)")
@@ -1459,7 +1473,19 @@ class Recorder:
         checker's canonical order; not part of the protocol."""
         if self.host or self.ctx is None:
             return
-        self.record("data", args, single=single)
+        act = self.active()
+        mine = (self.issuer() if not self._elect else bool(act)) if single else bool(act)
+        if not mine:
+            return
+        ops = self.ops
+        if args[0] in ("store", "gstore") and ops and ops[-1].kind == "data":
+            if ops[-1].args == args:
+                return  # the same store again (a loop over a fragment's elements)
+        # the source line only (no call-stack site: data ops are not protocol sites)
+        f = sys._getframe(1)
+        while f is not None and f.f_code.co_filename != self.filename:
+            f = f.f_back
+        ops.append(Op("data", args, 1, f.f_lineno if f is not None else 0, ()))
 
     def new_ref(self) -> int:
         self._refs += 1
@@ -1474,14 +1500,16 @@ class Recorder:
         """A thread's plain load of a global tensor (C for beta, a bias vector)."""
         if self.host or self.ctx is None:
             return OPAQUE
-        self.record("gaccess", (g.name, "read"))
+        if self.ctx.launch.pdl:  # only the PDL order is checked on it
+            self.record("gaccess", (g.name, "read"))
         return Val(((("term", g.term()), 1),))
 
     def global_write(self, g: GView, value: Any) -> None:
         """A thread's plain store to a global tensor (D)."""
         if self.host or self.ctx is None:
             return
-        self.record("gaccess", (g.name, "write"))
+        if self.ctx.launch.pdl:
+            self.record("gaccess", (g.name, "write"))
         self.data("gstore", g.term(), known(value))
 
     def mask_ctas(self, mask: Any) -> list[int]:
@@ -1681,10 +1709,14 @@ def _group_modes(t: Any, a: int, b: int) -> Any:
         return t.view(shape)
     if isinstance(t, FakeLayout):
         return t
+    if isinstance(t, RegTensor):
+        return RegTensor(OPAQUE, t.cell, t.key)
     return OPAQUE
 
 
 def _view(t: Any, *args: Any, **kwargs: Any) -> Any:
+    if isinstance(t, RegTensor):
+        return RegTensor(OPAQUE, t.cell, t.key)
     if not isinstance(t, FakeTensor):
         return OPAQUE
     return t.view(g=t.g.divided(1) if t.g is not None else None)
@@ -1692,6 +1724,8 @@ def _view(t: Any, *args: Any, **kwargs: Any) -> Any:
 
 def _flat_divide(t: Any, tiler: Any = None, *args: Any, **kwargs: Any) -> Any:
     """Like _view, but each mode of the tiler leaves its own rest mode (indexed separately)."""
+    if isinstance(t, RegTensor):
+        return RegTensor(OPAQUE, t.cell, t.key)
     if not isinstance(t, FakeTensor):
         return OPAQUE
     n = len(tiler) if isinstance(tiler, tuple) else 1
@@ -1859,13 +1893,6 @@ def _gemm(tiled_mma: Any, d: Any, a: Any, b: Any, c: Any = None, **kwargs: Any) 
     if tiled_mma.kind == "umma" and tiled_mma.cta_group == 2:
         ctas = [launch.cta_of_rank(rec.ctx.cta, launch.rank_of(rec.ctx.cta) ^ 1), rec.ctx.cta]
         ctas.sort()
-    reads = tuple(
-        rec.res(t, peer_rank=cta)
-        for t in (a, b)
-        if isinstance(t, FakeTensor) and t.root is not None
-        for cta in ctas
-    )
-    acc = rec.mma_acc.get(id(tiled_mma), False)
     operands = []
     for t in (a, b):
         if isinstance(t, FakeTensor) and t.root is not None:
@@ -1873,6 +1900,8 @@ def _gemm(tiled_mma: Any, d: Any, a: Any, b: Any, c: Any = None, **kwargs: Any) 
         else:
             operands.append(((), (0, 1)))
     (ra, ka), (rb, kb) = operands
+    reads = ra + rb
+    acc = rec.mma_acc.get(id(tiled_mma), False)
     n = rec.new_ref()
     if tiled_mma.kind == "umma":
         writes = tuple(
@@ -1890,12 +1919,25 @@ def _gemm(tiled_mma: Any, d: Any, a: Any, b: Any, c: Any = None, **kwargs: Any) 
             d.store(Val(((("ref", n), 1),)))
 
 
+_K_BLOCKS: dict = {}
+
+
 def _k_block(t: FakeTensor) -> tuple[int, int]:
     """(which, of how many) K blocks of its stage an MMA operand view is: the index of the
     first mode of extent > 1 fixed before the stage index (``tCrA[(None, None, kb, stage)]``)."""
     if t.sub is None:
         return (0, 1)
     idx, shape = t.sub
+    for i in idx:
+        if i is not None and type(i) is not int and type(i) is not DslInt:
+            return _k_block_of(idx, shape)  # a lane vector in the key would compare lane-wise
+    out = _K_BLOCKS.get(t.sub)
+    if out is None:
+        out = _K_BLOCKS[t.sub] = _k_block_of(idx, shape)
+    return out
+
+
+def _k_block_of(idx: tuple, shape: Any) -> tuple[int, int]:
     if not isinstance(shape, tuple) or len(shape) != len(idx):
         return (0, 1)
     for pos in range(len(idx) - 1):

@@ -90,6 +90,8 @@ class Replay:
         self.writes: list[tuple[Term, Content, str, int]] = []
         self.unknown: str | None = None
         self.whole = all(launch.full_grid for launch in model.launches)
+        self.shared: set[int] = set()  # ids of contents that more than one holder may see
+        self.chain: set[int] = set()  # ids of register MMA results (may grow in place)
 
     # buffers: SMEM / TMEM per launch and CTA; the global workspace across launches. An entry
     # holds what was written whole ("base": by slice of a multicast, None = all of it) and what
@@ -118,6 +120,8 @@ class Replay:
                 # written, if at all, by a CTA that is not modelled
                 return Counter({("unknown",): 1})
             return Counter({("uninit",): 1})
+        if len(entries) == 1:
+            return self._read_entry(entries[0], res.part)  # shared: callers do not mutate it
         out: Content = Counter()
         for e in entries:
             out.update(self._read_entry(e, res.part))
@@ -132,11 +136,13 @@ class Replay:
             # the whole, or a part of another partitioning (the reduce kernel's threads read
             # what the GEMM kernel's threads wrote): every part holds the tile's value
             first = next(iter(parts.values()))
-            if all(c == first for c in parts.values()):
+            if all(c is first or c == first for c in parts.values()):
                 return first  # every thread wrote the same tile value into its part
             return Counter({("unknown",): 1})
         if not e["base"]:
             return Counter({("uninit",): 1})
+        if len(e["base"]) == 1:
+            return next(iter(e["base"].values()))
         out: Content = Counter()
         for c in e["base"].values():
             out.update(c)
@@ -171,6 +177,12 @@ class Replay:
             e["base"][piece] = content
 
     def resolve(self, who: tuple, val) -> Content:
+        atoms = val.atoms
+        if len(atoms) == 1 and atoms[0][1] == 1 and atoms[0][0][0] == "ref":
+            c = self.refs.get(who, {}).get(atoms[0][0][1])
+            if c is not None:
+                self.shared.add(id(c))  # handed on as is: never changed in place again
+                return c
         out: Content = Counter()
         for atom, count in val.atoms:
             if atom[0] == "ref":
@@ -241,14 +253,28 @@ class Replay:
                     out[("prod", tb[2], ta[2], rb_k, ra_k)] += ca * cb
                 else:
                     out[("bad-operand", f"{ta[1]} x {tb[1]}")] += ca * cb
+        refs = self.refs.setdefault(who, {})
         if acc is None:
             out[("unknown",)] += 1
         elif acc:
             if dests:
                 out.update(self.read(launch_no, dests[0]))
             elif prev is not None:
-                out.update(self.resolve(who, prev))
-        self.refs.setdefault(who, {})[n] = out
+                atoms = prev.atoms
+                if len(atoms) == 1 and atoms[0][0][0] == "ref" and atoms[0][1] == 1:
+                    # a register accumulator chain (wgmma): the previous value is this
+                    # register's alone, so add to it in place
+                    old = refs.get(atoms[0][0][1])
+                    if old is not None and id(old) in self.chain and id(old) not in self.shared:
+                        old.update(out)
+                        out = old
+                    else:
+                        out.update(self.resolve(who, prev))
+                else:
+                    out.update(self.resolve(who, prev))
+        refs[n] = out
+        if not dests:
+            self.chain.add(id(out))  # an MMA's register result: only this register holds it
         for res in dests:
             self.write(launch_no, res, out)
 
