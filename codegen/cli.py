@@ -495,7 +495,10 @@ def report_markdown(results) -> str:
 
 @app.command("verify")
 def verify_cmd(
-    only: Annotated[str | None, typer.Option("--only", help="Glob on kernel names (with --mutations: on mutation names).")] = None,
+    only: Annotated[
+        str | None,
+        typer.Option("--only", help="Glob on kernel names (with --mutations: on mutation names)."),
+    ] = None,
     generated: Annotated[Path, typer.Option("--dir", help="Folder of generated kernels.")] = Path(
         "generated"
     ),

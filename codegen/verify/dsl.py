@@ -414,7 +414,9 @@ class GView:
                     return None
                 lo[d] += int(c) * size
                 hi[d] = lo[d] + size
-        return GView(self.name, self.perm, self.ext, tuple(lo), tuple(hi), tuple(groups), self.strides)
+        return GView(
+            self.name, self.perm, self.ext, tuple(lo), tuple(hi), tuple(groups), self.strides
+        )
 
     def half(self, which: int) -> GView:
         """Half `which` of the first view dimension (one CTA of a pair)."""
@@ -422,12 +424,19 @@ class GView:
         size = (hi[0] - lo[0]) // 2
         lo[0] += which * size
         hi[0] = lo[0] + size
-        return GView(self.name, self.perm, self.ext, tuple(lo), tuple(hi), self.groups, self.strides)
+        return GView(
+            self.name, self.perm, self.ext, tuple(lo), tuple(hi), self.groups, self.strides
+        )
 
     def divided(self, n: int) -> GView:
         return GView(
-            self.name, self.perm, self.ext, self.lo, self.hi,
-            self.groups + (("sub",),) * n, self.strides,
+            self.name,
+            self.perm,
+            self.ext,
+            self.lo,
+            self.hi,
+            self.groups + (("sub",),) * n,
+            self.strides,
         )
 
     def indexed(self, idx: tuple) -> GView | None:
@@ -449,7 +458,9 @@ class GView:
             _, d, size = g
             lo[d] += int(i) * size
             hi[d] += int(i) * size
-        return GView(self.name, self.perm, self.ext, tuple(lo), tuple(hi), tuple(keep), self.strides)
+        return GView(
+            self.name, self.perm, self.ext, tuple(lo), tuple(hi), tuple(keep), self.strides
+        )
 
     def term(self) -> tuple:
         """What a copy of this view holds: an operand tile of a or b (rows, k), else a tile of
@@ -1478,9 +1489,13 @@ class Recorder:
         if not mine:
             return
         ops = self.ops
-        if args[0] in ("store", "gstore") and ops and ops[-1].kind == "data":
-            if ops[-1].args == args:
-                return  # the same store again (a loop over a fragment's elements)
+        if (
+            args[0] in ("store", "gstore")
+            and ops
+            and ops[-1].kind == "data"
+            and ops[-1].args == args
+        ):
+            return  # the same store again (a loop over a fragment's elements)
         # the source line only (no call-stack site: data ops are not protocol sites)
         f = sys._getframe(1)
         while f is not None and f.f_code.co_filename != self.filename:
@@ -1793,7 +1808,15 @@ def _global_view(g: GView, shape: Any, layout: Any) -> GView | None:
     stride = getattr(layout, "stride", None) if isinstance(layout, FakeLayout) else None
     if not isinstance(stride, tuple) or len(stride) != len(shape):
         if tuple(shape) == tuple(g.ext):
-            return GView(g.name, tuple(range(len(shape))), g.ext, (0,) * len(shape), tuple(shape), (), g.strides)
+            return GView(
+                g.name,
+                tuple(range(len(shape))),
+                g.ext,
+                (0,) * len(shape),
+                tuple(shape),
+                (),
+                g.strides,
+            )
         return None
     perm: list[Any] = []
     for s in stride:
@@ -1944,7 +1967,12 @@ def _k_block_of(idx: tuple, shape: Any) -> tuple[int, int]:
         i, extent = idx[pos], shape[pos]
         if isinstance(extent, tuple):
             extent = shape_size(extent)
-        if isinstance(i, int) and not isinstance(i, bool) and isinstance(extent, int) and extent > 1:
+        if (
+            isinstance(i, int)
+            and not isinstance(i, bool)
+            and isinstance(extent, int)
+            and extent > 1
+        ):
             return (int(i), int(extent))
     return (0, 1)
 

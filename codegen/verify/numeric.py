@@ -33,6 +33,7 @@ whole tiles).
 from __future__ import annotations
 
 from collections import Counter
+from itertools import pairwise
 from dataclasses import dataclass
 
 from codegen.verify.check import Violation
@@ -220,9 +221,7 @@ class Replay:
             elif action in ("gstore", "tma_store"):
                 term, src = args
                 content = (
-                    self.resolve(who, src)
-                    if action == "gstore"
-                    else self.read(launch_no, src)
+                    self.resolve(who, src) if action == "gstore" else self.read(launch_no, src)
                 )
                 if term[0] != "c":
                     if term[0] in ("a", "b", "bias", "op", "unknown"):
@@ -297,7 +296,7 @@ def _coverage(ks: list[tuple[tuple, int]], k: int) -> str | None:
     """None if the K ranges (with counts) cover [0, k) exactly once, else what is wrong."""
     pts = sorted({0, k, *(x for r, _ in ks for x in r)})
     wrong = []
-    for lo, hi in zip(pts, pts[1:]):
+    for lo, hi in pairwise(pts):
         n = sum(c for (a, b), c in ks if a <= lo and hi <= b)
         if 0 <= lo and hi <= k:
             if n != 1:
@@ -339,11 +338,17 @@ def check_store(term: Term, content: Content, ex: Expect) -> str | None:
             r = (max(t[1][0], span[0]), min(t[1][1], span[1]))
             if r[0] < r[1]:
                 biases.append((r, c))
-    rb = _breaks(*rows, [p[0] for p in prods] + [c[0] for c in cs] + [b[0] for b in biases if ex.bias == "row"])
-    cb = _breaks(*cols, [p[1] for p in prods] + [c[1] for c in cs] + [b[0] for b in biases if ex.bias != "row"])
+    rb = _breaks(
+        *rows,
+        [p[0] for p in prods] + [c[0] for c in cs] + [b[0] for b in biases if ex.bias == "row"],
+    )
+    cb = _breaks(
+        *cols,
+        [p[1] for p in prods] + [c[1] for c in cs] + [b[0] for b in biases if ex.bias != "row"],
+    )
     problems: list[str] = []
-    for r0, r1 in zip(rb, rb[1:]):
-        for c0, c1 in zip(cb, cb[1:]):
+    for r0, r1 in pairwise(rb):
+        for c0, c1 in pairwise(cb):
             cell = f"C[{r0}:{r1}, {c0}:{c1}]"
             here = [
                 (ka, kb, n)
@@ -390,7 +395,10 @@ def emulate(model: KernelModel, order: list, ex: Expect) -> Outcome:
         if wrong is None:
             continue
         if "lost track" in wrong:
-            out.unknown = out.unknown or f"{who} (line {line}): the value stored to C[{_span(term[1])}, {_span(term[2])}]"
+            out.unknown = (
+                out.unknown
+                or f"{who} (line {line}): the value stored to C[{_span(term[1])}, {_span(term[2])}]"
+            )
             continue
         out.violations.append(
             Violation(
@@ -406,8 +414,8 @@ def emulate(model: KernelModel, order: list, ex: Expect) -> Outcome:
     if not out.violations and out.unknown is None and all(l.full_grid for l in model.launches):
         rb = _breaks(0, ex.m, [b[0] for b in boxes])
         cb = _breaks(0, ex.n, [b[1] for b in boxes])
-        for r0, r1 in zip(rb, rb[1:]):
-            for c0, c1 in zip(cb, cb[1:]):
+        for r0, r1 in pairwise(rb):
+            for c0, c1 in pairwise(cb):
                 if not any(
                     r[0] <= r0 and r1 <= r[1] and q[0] <= c0 and c1 <= q[1] for r, q in boxes
                 ):

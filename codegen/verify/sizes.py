@@ -44,9 +44,7 @@ def _units(ks: KernelSource) -> tuple[int, int, int]:
     return um, un, int(tile["k"])
 
 
-def _problem(
-    ks: KernelSource, tiles: int, k_tiles: int, n_tiles: int = 1, **kw: object
-) -> Problem:
+def _problem(ks: KernelSource, tiles: int, k_tiles: int, n_tiles: int = 1, **kw: object) -> Problem:
     um, un, uk = _units(ks)
     m, n = tiles * um, n_tiles * un
     if ks.spec.get("swap_ab"):
@@ -84,7 +82,8 @@ def cases(ks: KernelSource) -> list[Case]:
     ks_list = [*ks_list, 0]
     out: list[Case] = []
     # 2 x 2 tiles (clusters): the numeric emulation sees a load or store at another tile's
-    # coordinates (with one tile, or tiles along M only, every N coordinate is 0)
+    # coordinates (with one tile, or tiles along M only, every N coordinate is 0); grids of
+    # at most 8 CTAs are modelled whole (trace.MAX_FULL_GRID), larger ones by the first cluster
     k2 = 2 * splits if kinds.startswith("split_k") and isinstance(splits, int) else 2
     grid2 = Case(f"k={k2} tiles=2x2", _problem(ks, 2, k2, n_tiles=2), k2, 1)
     if kinds == "split_k_separate":
@@ -134,4 +133,7 @@ def cases(ks: KernelSource) -> list[Case]:
     w = _workers(ks)
     for k, t in combos:
         out.append(Case(f"k={k} t={t}", _problem(ks, w * (t - 1) + 1, k), k, t))
-    return [*out, grid2]
+    # W x 2 tiles: the first worker's second tile is in the second tile column (raster along
+    # M; along N it is elsewhere off the first row): its N coordinate is not 0
+    out.append(Case(f"k={k2} tiles={w}x2", _problem(ks, w, k2, n_tiles=2), k2, 2))
+    return out

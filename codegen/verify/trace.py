@@ -173,4 +173,6 @@ def _global(name: str, shape: Any) -> dsl.GView | None:
         strides.append(step)
         step *= max(1, int(extent))
     dims = tuple(range(len(shape)))
-    return dsl.GView(name, dims, tuple(shape), (0,) * len(shape), tuple(shape), (), tuple(reversed(strides)))
+    return dsl.GView(
+        name, dims, tuple(shape), (0,) * len(shape), tuple(shape), (), tuple(reversed(strides))
+    )
