@@ -33,8 +33,8 @@ whole tiles).
 from __future__ import annotations
 
 from collections import Counter
-from itertools import pairwise
 from dataclasses import dataclass
+from itertools import pairwise
 
 from codegen.verify.check import Violation
 from codegen.verify.model import KernelModel, Res
