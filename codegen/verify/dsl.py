@@ -296,7 +296,7 @@ class Val:
     __slots__ = ("atoms", "nl")
 
     def __init__(self, atoms: tuple = (), nl: bool = False):
-        self.atoms = tuple(sorted(atoms))  # ((atom, count), ...)
+        self.atoms = atoms if len(atoms) < 2 else tuple(sorted(atoms))  # ((atom, count), ...)
         self.nl = nl
 
     def __repr__(self) -> str:
@@ -750,15 +750,21 @@ class FakeTensor:
         idx = idx if isinstance(idx, tuple) else (idx,)
         if _has_none(idx):
             shape: Any = OPAQUE
-            if isinstance(self.shape, tuple) and len(idx) == len(self.shape):
-                kept = [s for s, i in zip(self.shape, idx) if i is None]
-                if all(i is None or is_concrete(i) for i in idx):
-                    shape = tuple(kept)
             part = None
+            own = self.shape
+            sized = type(own) is tuple and len(idx) == len(own)
+            kept = []
             for pos, i in enumerate(idx):
-                if isinstance(i, LaneVec):
-                    part = (("index", pos), frozenset(i.vals.values()))
-                    break
+                if i is None:
+                    if sized:
+                        kept.append(own[pos])
+                elif type(i) is not int and type(i) is not DslInt:
+                    if not is_concrete(i):
+                        sized = False
+                    if part is None and isinstance(i, LaneVec):
+                        part = (("index", pos), frozenset(i.vals.values()))
+            if sized:
+                shape = tuple(kept)
             g = self.g.indexed(idx) if self.g is not None else None
             sub = (idx, self.shape) if self.shape is not OPAQUE else None
             out = self.view(shape, self._index_slot(idx), part, g, sub, normalized=True)
@@ -1232,6 +1238,7 @@ class Recorder:
     _last_probe: tuple[int, int] | None = None
     _clc_reads: int = 0
     _refs: int = 0  # data reads of this actor run (Val atoms ("ref", n))
+    numeric: bool = True  # record data ops (off where the numeric check does not run)
     mma_acc: dict = field(default_factory=dict)  # id(tiled MMA) -> its ACCUMULATE field
     _lines: list[str] = field(default_factory=list)
     max_ops: int = 200_000
@@ -1482,7 +1489,7 @@ class Recorder:
     def data(self, *args: Any, single: bool = False) -> None:
         """A data op: what a copy, MMA or store moves, replayed by codegen.verify.numeric in the
         checker's canonical order; not part of the protocol."""
-        if self.host or self.ctx is None:
+        if self.host or self.ctx is None or not self.numeric:
             return
         act = self.active()
         mine = (self.issuer() if not self._elect else bool(act)) if single else bool(act)

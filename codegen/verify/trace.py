@@ -32,6 +32,7 @@ class Problem:
     k: int
     grid_cap: int | None = None
     clc_answers: tuple[bool, ...] = ()
+    numeric: bool = True  # record data ops for the numeric cross-check (codegen.verify.numeric)
 
 
 class KernelSource:
@@ -93,6 +94,7 @@ class KernelSource:
     # -- device -------------------------------------------------------------------------------
 
     def trace(self, problem: Problem) -> KernelModel:
+        self.rec.numeric = problem.numeric and problem.k > 0
         launches = []
         notes: list[str] = []
         for index, req in enumerate(self.host_launches(problem)):
