@@ -347,9 +347,9 @@ def test_persistent_sizes_cross_k_tiles_with_tiles_per_cta() -> None:
     todo = cases(KernelSource(path.read_text(), path.stem))
     got = {(c.k_tiles, c.tiles) for c in todo if "tiles=" not in c.label}
     assert got == {(k, t) for k in [*k_counts(4), 0] for t in (1, 2, 3)}
-    # and W x 2 tiles, so that the first worker's second tile has N coordinate 1 (numeric)
+    # and 2 x 2 tiles, so that a tile has N coordinate 1 (numeric)
     (extra,) = [c for c in todo if "tiles=" in c.label]
-    assert extra.problem.n == 2 * 256 and extra.tiles == 2
+    assert extra.label == "k=2 tiles=2x2" and extra.problem.n == 2 * 256
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)

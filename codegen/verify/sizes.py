@@ -137,7 +137,11 @@ def cases(ks: KernelSource) -> list[Case]:
         # protocol check needs it for the ring positions)
         p = _problem(ks, w * (t - 1) + 1, k, numeric=t < 3)
         out.append(Case(f"k={k} t={t}", p, k, t))
-    # W x 2 tiles: the first worker's second tile is in the second tile column (raster along
-    # M; along N it is elsewhere off the first row): its N coordinate is not 0
+    if kinds != "split_k":
+        # 2 x 2 tiles: a grid of at most 8 CTAs (clusters of up to 2) is modelled whole
+        return [*out, grid2]
+    # split-K over clusters of SPLITS CTAs: 2 x 2 tiles would be more than 8 CTAs, of which only
+    # the first cluster (tile 0) is modelled; with W x 2 tiles the first cluster's second tile
+    # is in the second tile column (the tiles are rastered along M): its N coordinate is not 0
     out.append(Case(f"k={k2} tiles={w}x2", _problem(ks, w, k2, n_tiles=2), k2, 2))
     return out
