@@ -11,6 +11,9 @@ copied on its own to a machine that has the built libraries::
 When ``NAME.json`` (written by the export) lies next to the library, the call checks dtypes and
 the shape multiples the kernel was compiled for before launching; the library checks the
 multiples again and returns cudaErrorInvalidValue rather than launching on a shape it cannot do.
+K = 0 is refused like the Python entry points refuse it: a ValueError here, and the library's
+own code for it (SHIM_ERROR_K_ZERO, -1, named by NAME_error_name / NAME_error_string) when it
+is called directly.
 """
 
 from __future__ import annotations
@@ -79,7 +82,8 @@ class AotKernel:
             return f"CUDA error {code}"
         name = (self._err_name(code) or b"?").decode()
         text = (self._err_string(code) or b"").decode() if self._err_string else ""
-        return f"CUDA error {code} ({name}: {text})" if text else f"CUDA error {code} ({name})"
+        kind = "error" if code < 0 else "CUDA error"  # negative: the shim's own (K = 0)
+        return f"{kind} {code} ({name}: {text})" if text else f"{kind} {code} ({name})"
 
     def check(self, a, b, c, bias=None) -> list[str]:
         """Why this call cannot run (empty when it can); also what the library would reject."""
@@ -115,7 +119,12 @@ class AotKernel:
             "ldb": b.stride(0),
             "ldc": c.stride(0),
         }
+        if k == 0:
+            # refused like cutegemm.gemm and the kernel file's launcher refuse it
+            problems.append(f"K=0: a ({m}, 0) and b ({n}, 0) have nothing to reduce")
         for v, x in values.items():
+            if v == "k" and x == 0:
+                continue
             if not 0 < x < 2**31:
                 problems.append(f"{v}={x} is out of range (1 .. 2^31-1)")
         for v, ld, extent in (("lda", "lda", k), ("ldb", "ldb", k), ("ldc", "ldc", n)):

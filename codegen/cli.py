@@ -495,7 +495,10 @@ def report_markdown(results) -> str:
 
 @app.command("verify")
 def verify_cmd(
-    only: Annotated[str | None, typer.Option("--only", help="Glob on kernel names.")] = None,
+    only: Annotated[
+        str | None,
+        typer.Option("--only", help="Glob on kernel names (with --mutations: on mutation names)."),
+    ] = None,
     generated: Annotated[Path, typer.Option("--dir", help="Folder of generated kernels.")] = Path(
         "generated"
     ),
@@ -532,7 +535,7 @@ def verify_cmd(
     """Check every generated kernel's mbarrier protocol in all interleavings of its warps, for
     small problem sizes (docs/verify.md); exit 1 on a violation or a kernel it cannot model."""
     if mutations:
-        _verify_mutations(jobs, limit)
+        _verify_mutations(jobs, limit, only)
         return
     import functools
     from concurrent.futures import ProcessPoolExecutor
@@ -622,10 +625,18 @@ def verify_rows(reports) -> tuple[list[str], list[list[str]]]:
     return ["kernel", "scheduler", "roles (modelled)", "sizes", "events", "s", "result"], rows
 
 
-def _verify_mutations(jobs: int, limit: int | None) -> None:
+def _verify_mutations(jobs: int, limit: int | None, only: str | None = None) -> None:
+    import fnmatch
+
     from codegen.verify import mutations as m
 
-    results = m.run(limit=limit, jobs=jobs, progress=lambda line: err.print(line, markup=False))
+    # with --mutations, --only picks mutations by name (e.g. "*drop-partial")
+    chosen = [x for x in m.CATALOGUE if only is None or fnmatch.fnmatch(x.name, only)]
+    if not chosen:
+        fail([f"no mutation matches {only!r}"])
+    results = m.run(
+        chosen, limit=limit, jobs=jobs, progress=lambda line: err.print(line, markup=False)
+    )
     console.print(m.markdown(results), markup=False, soft_wrap=True)
     missed = [r for r in results if not r.ok]
     if missed:

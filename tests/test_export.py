@@ -194,11 +194,14 @@ def test_shared_library_links_and_loads(exported: Path):
         fn.argtypes = [ctypes.c_void_p] * pointers + [ctypes.c_int] * 6 + [ctypes.c_void_p]
         # m = 0 launches nothing: either the module load fails (no GPU here: an error code) or
         # the shape check rejects it (cudaErrorInvalidValue); both are nonzero and harmless
-        rc = fn(*[None] * pointers, 0, 0, 0, 0, 0, 0, None)
+        rc = fn(*[None] * pointers, 0, 0, 8, 8, 8, 0, None)
         assert rc != 0
         err_name = lib[f"{name}_error_name"]
         err_name.restype = ctypes.c_char_p
         assert err_name(rc).startswith(b"cudaError")
+        # k = 0 is refused first, with the shim's own code, before the module is loaded
+        assert fn(*[None] * pointers, 128, 128, 0, 0, 0, 128, None) == -1
+        assert err_name(-1) == b"SHIM_ERROR_K_ZERO"
 
 
 # ---- the emitted text comes from templates/export/ (no DSL needed) ----------------------------
@@ -237,8 +240,10 @@ EXPECTED_SHIM = """\
 // Flat C entry point for k.o: C[M, N] = A[M, K] @ B[N, K]^T with a bias per column (length N), \
 row-major,
 // leading dimensions in elements. The kernel module is loaded once, on the first call.
-// Returns 0, cudaErrorInvalidValue for a shape, stride or pointer the kernel was not compiled
-// for, or the CUDA error of the module load or launch.
+// Returns 0; SHIM_ERROR_K_ZERO (-1) for k = 0, refused before anything is loaded or launched,
+// as cutegemm.gemm and the kernel file's launcher refuse it; cudaErrorInvalidValue for a shape,
+// stride or pointer the kernel was not compiled for; or the CUDA error of the module load or
+// launch. k_error_name / k_error_string name every one of them.
 #include <pthread.h>
 #include <stdint.h>
 #include <cuda_runtime.h>
@@ -254,6 +259,12 @@ static cudaError_t shim_load_error = cudaSuccess;
 // nothing here uses half types; skip cuda_fp16.h (it needs CCCL's <nv/target>)
 #define __CUDA_FP16_H__
 #include "k.h"
+
+// k = 0: A (M, 0) and B (N, 0) have nothing to reduce; a negative code, never a cudaError_t
+#define SHIM_ERROR_K_ZERO (-1)
+#define SHIM_K_ZERO_TEXT \\
+    "K = 0: a (M, 0) and b (N, 0) have nothing to reduce; k refuses it, as cutegemm.gemm does \
+(nothing was launched)"
 
 static k_Module_t shim_module;
 static pthread_once_t shim_once = PTHREAD_ONCE_INIT;
@@ -273,6 +284,7 @@ static void shim_load(void) {
 __attribute__((visibility("default"))) int k_gemm(
     void *a, void *b, void *c, void *bias, int m, int n, int k, int lda, int ldb, int ldc, \
 void *stream) {
+    if (k == 0) return SHIM_ERROR_K_ZERO;
     pthread_once(&shim_once, shim_load);
     if (shim_load_error != cudaSuccess) return (int)shim_load_error;
     if ((uintptr_t)a % 16u
@@ -313,10 +325,12 @@ void *stream) {
 }
 
 __attribute__((visibility("default"))) const char *k_error_name(int code) {
+    if (code == SHIM_ERROR_K_ZERO) return "SHIM_ERROR_K_ZERO";
     return cudaGetErrorName((cudaError_t)code);
 }
 
 __attribute__((visibility("default"))) const char *k_error_string(int code) {
+    if (code == SHIM_ERROR_K_ZERO) return SHIM_K_ZERO_TEXT;
     return cudaGetErrorString((cudaError_t)code);
 }
 """
@@ -417,3 +431,85 @@ def test_export_templates_ship_in_the_wheel():
     shipped = {p.relative_to(folder).as_posix() for pat in patterns for p in folder.glob(pat)}
     missing = [f for f in files if f not in shipped]
     assert not missing, f"not in the wheel's package data: {missing}"
+
+
+# a stand-in for the CUDA runtime and the DSL's k.h: enough for the shim to compile and run on
+# the CPU; k_Load records that the module was loaded, k_wrapper that a launch was asked for
+STUB_CUDA_RUNTIME = """\
+typedef int cudaError_t;
+typedef void *cudaStream_t;
+#define cudaSuccess 0
+#define cudaErrorInvalidValue 1
+static inline const char *cudaGetErrorName(cudaError_t e) {
+    return e == 0 ? "cudaSuccess" : "cudaErrorInvalidValue";
+}
+static inline const char *cudaGetErrorString(cudaError_t e) { return e == 0 ? "no error" : "invalid"; }
+static inline cudaError_t cudaMalloc(void **p, unsigned long n) { static char buf[4096]; *p = buf; return 0; }
+static inline cudaError_t cudaMemset(void *p, int v, unsigned long n) { return 0; }
+"""
+
+STUB_HEADER = """\
+#include <stdint.h>
+extern int loads, launches;
+typedef struct { int unused; } k_Module_t;
+static inline void k_Load(k_Module_t *m) { loads++; }
+#define TENSOR(t, ns, nt) typedef struct { void *data; int32_t dynamic_shapes[ns]; \\
+    int64_t dynamic_strides[nt]; } k_Tensor_##t##_t;
+TENSOR(a, 2, 1)
+TENSOR(b, 2, 1)
+TENSOR(c, 2, 1)
+typedef struct { void *data; int32_t dynamic_shapes[1]; } k_Tensor_bias_t;
+typedef struct { void *data; } k_Tensor_workspace_t;
+static inline int32_t k_wrapper(k_Module_t *m, k_Tensor_a_t *a, k_Tensor_b_t *b, k_Tensor_c_t *c,
+    k_Tensor_bias_t *bias, k_Tensor_workspace_t *w, cudaStream_t s) { launches++; return 0; }
+"""
+
+STUB_MAIN = """\
+#include <stdio.h>
+#include <string.h>
+int loads, launches;
+int k_gemm(void *a, void *b, void *c, void *bias, int m, int n, int k, int lda, int ldb, int ldc,
+           void *stream);
+const char *k_error_name(int code);
+const char *k_error_string(int code);
+static _Alignas(16) char buf[4][16];
+int main(void) {
+    int zero = k_gemm(buf[0], buf[1], buf[2], buf[3], 128, 64, 0, 0, 0, 64, 0);
+    printf("%d %d %d %s|%s\\n", zero, loads, launches, k_error_name(zero), k_error_string(zero));
+    int ok = k_gemm(buf[0], buf[1], buf[2], buf[3], 128, 64, 64, 64, 64, 64, 0);
+    printf("%d %d %d %s\\n", ok, loads, launches, k_error_name(ok));
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not found")
+def test_compiled_shim_refuses_k_zero_first(tmp_path: Path):
+    """The shim, compiled against stand-in headers and run on the CPU: k = 0 returns its own
+    code with a message naming K = 0, before the module is loaded or anything is launched (the
+    Python entry points raise ValueError for it); a good call loads once and launches."""
+    from codegen.export import render_shim
+
+    header, slots = _stream_k_bias_header()
+    shim = render_shim("k", header, slots, {"m": 128, "n": 1, "k": 8}, "col", 1024, None)
+    (tmp_path / "cuda_runtime.h").write_text(STUB_CUDA_RUNTIME)
+    (tmp_path / "k.h").write_text(STUB_HEADER)
+    (tmp_path / "k_shim.c").write_text(shim)
+    (tmp_path / "main.c").write_text(STUB_MAIN)
+    exe = tmp_path / "shim_test"
+    proc = subprocess.run(
+        ["gcc", "-std=c11", "-Wall", "-Werror", f"-I{tmp_path}", "-o", str(exe)]
+        + [str(tmp_path / "k_shim.c"), str(tmp_path / "main.c"), "-lpthread"],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
+    refused, good = out.splitlines()
+    code, loads, launches, rest = refused.split(" ", 3)
+    assert (code, loads, launches) == ("-1", "0", "0"), refused
+    name, text = rest.split("|")
+    assert name == "SHIM_ERROR_K_ZERO"
+    assert text.startswith("K = 0: a (M, 0) and b (N, 0) have nothing to reduce") and "k " in text
+    assert good == "0 1 1 cudaSuccess", good

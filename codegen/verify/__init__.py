@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codegen.verify import dsl
+from codegen.verify import dsl, numeric
 from codegen.verify.check import Violation, check
 from codegen.verify.model import Actor, KernelModel
 from codegen.verify.sizes import Case, cases, family
@@ -40,6 +40,8 @@ class CaseResult:
     not_modelled: str | None = None
     notes: list[str] = field(default_factory=list)
     model: KernelModel | None = None
+    stores: int = 0  # distinct stores to C the numeric emulation checked
+    numeric_unknown: str | None = None  # why the emulation could not follow a stored value
 
 
 @dataclass
@@ -117,6 +119,16 @@ def roles(model: KernelModel) -> str:
     return f"{len(launch.ctas)} CTA x [{per_cta}]"
 
 
+def expectation(ks: KernelSource, case: Case) -> numeric.Expect:
+    """The GEMM the kernel file claims (its SPEC's epilogue), at the case's sizes."""
+    epi = ks.spec.get("epilogue", {})
+    epi = epi if isinstance(epi, dict) else {}
+    p = case.problem
+    return numeric.Expect(
+        p.m, p.n, p.k, beta=bool(epi.get("beta") or 0.0), bias=epi.get("bias") or None
+    )
+
+
 def verify_text(text: str, name: str, arch: str = "", keep_models: bool = False) -> KernelReport:
     """Trace and check one kernel file's text for each of its problem sizes."""
     t0 = time.process_time()
@@ -163,6 +175,14 @@ def verify_text(text: str, name: str, arch: str = "", keep_models: bool = False)
                 cr.not_modelled = v.message
             else:
                 cr.violations.append(v)
+        if not result.violations and case.problem.k > 0 and case.problem.numeric:
+            # the data the protocol moved, against the GEMM the kernel claims (K = 0 is
+            # refused by every entry point: nothing to compare)
+            num = numeric.emulate(model, result.data_order, expectation(ks, case))
+            cr.violations.extend(num.violations)
+            cr.stores = num.stores
+            if num.unknown:
+                cr.numeric_unknown = num.unknown
         if keep_models:
             cr.model = model
         report.cases.append(cr)

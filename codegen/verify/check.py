@@ -71,6 +71,7 @@ class Violation:
 class Result:
     events: int
     violations: list[Violation]
+    data_order: list = field(default_factory=list)  # (launch, actor, data op), canonical order
 
     @property
     def ok(self) -> bool:
@@ -173,6 +174,9 @@ class Checker:
         # (event, word, store index, op, value) of every flag spin
         self.awaits: list[tuple[int, Word, int, str, int]] = []
         self.issue_of: dict[int, int] = {}  # asynchronous event -> the op event that issued it
+        # the data ops (codegen.verify.numeric) in the canonical run's order: (launch, actor, op)
+        self.data_order: list[tuple[int, int, Op]] = []
+        self.launch_no = -1
 
     # -- events -------------------------------------------------------------------------------
 
@@ -254,10 +258,11 @@ class Checker:
                         [self.text[last]],
                     )
         self.check_awaits()
-        return Result(len(self.anc), self.violations)
+        return Result(len(self.anc), self.violations, self.data_order)
 
     def run_launch(self, launch: LaunchModel, boundary: int | None) -> int | None:
         self.launch = launch
+        self.launch_no += 1
         self.bars: dict[Bar, BarState] = {}
         self.syncs: dict[Any, SyncState] = {}
         self.accesses: list[Access] = []
@@ -320,6 +325,13 @@ class Checker:
             self.finish_actor(st)
             return False
         op = st.op
+        if op.kind == "data":
+            # not part of the protocol: only where it falls in the canonical run matters
+            self.data_order.append((self.launch_no, st.index, op))
+            st.pc += 1
+            if st.pc >= len(st.actor.ops):
+                self.finish_actor(st)
+            return True
         handler = getattr(self, f"op_{op.kind}")
         if handler(st, op) is False:
             return False
@@ -795,6 +807,13 @@ class Checker:
         if res.space == "gmem":
             self.global_evs.append(ev)
         self.access(st, res, True, "generic", "write", ev, ev, self.text[ev])
+
+    def op_gaccess(self, st: ActorState, op: Op) -> None:
+        """A thread's plain load or store of a global tensor (C read for beta, a bias vector,
+        D stored by a direct epilogue): only the PDL order is checked on it."""
+        name, what = op.args
+        ev = self.own(st, op, f"global {'store to' if what == 'write' else 'load of'} {name}")
+        self.global_evs.append(ev)
 
     def op_fence_proxy(self, st: ActorState, op: Op) -> None:
         (kind,) = op.args

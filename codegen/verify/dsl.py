@@ -59,7 +59,10 @@ class Opaque:
     def __repr__(self) -> str:
         return "<opaque>"
 
-    def _same(self, *args: Any, **kwargs: Any) -> Opaque:
+    def _same(self, *args: Any, **kwargs: Any) -> Any:
+        # untracked arithmetic on a tracked data value (alpha * d, tanh(...) * d) keeps the value
+        if args and isinstance(args[0], Val):
+            return args[0].nonlinear()
         return OPAQUE
 
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _same
@@ -207,7 +210,7 @@ class DType:
     is_int: bool = False
 
     def __call__(self, value: Any = 0) -> Any:
-        if isinstance(value, (Opaque, LaneVec, Probe)):
+        if isinstance(value, (Opaque, LaneVec, Probe, Val)):
             return value
         if self.name == "Boolean":
             return value if isinstance(value, bool) else bool(value)
@@ -279,6 +282,317 @@ NEGATE = {"!=": "==", "==": "!=", ">=": "<", ">": "<=", "<": ">=", "<=": ">"}
 
 
 # ---------------------------------------------------------------------------------------------
+# data values (the numeric emulation, codegen/verify/numeric.py)
+
+
+class Val:
+    """A data value at the tile level: a multiset of atoms, each the content of a buffer read
+    by this actor (``("ref", n)``, resolved when the reads are replayed in a valid order) or a
+    tile of an input tensor read directly (``("c", rows, cols)``, ``("bias", ...)``). A sum of
+    values adds the multisets; once a product of two values or an untracked function of one
+    (an activation) is taken, coefficients are no longer counted (``nl``): multisets join by
+    their largest count, so gelu(d) still holds d once."""
+
+    __slots__ = ("atoms", "nl")
+
+    def __init__(self, atoms: tuple = (), nl: bool = False):
+        self.atoms = atoms if len(atoms) < 2 else tuple(sorted(atoms))  # ((atom, count), ...)
+        self.nl = nl
+
+    def __repr__(self) -> str:
+        return f"Val({self.atoms}{', nl' if self.nl else ''})"
+
+    def nonlinear(self) -> Val:
+        return self if self.nl else Val(self.atoms, True)
+
+    def _join(self, other: Val, add: bool) -> Val:
+        a, b = dict(self.atoms), dict(other.atoms)
+        nl = self.nl or other.nl or not add
+        out = dict(a)
+        for k, v in b.items():
+            out[k] = max(out.get(k, 0), v) if nl else out.get(k, 0) + v
+        return Val(tuple(out.items()), nl)
+
+    def _add(self, other: Any) -> Val:
+        return self._join(other, True) if isinstance(other, Val) else self
+
+    def _mul(self, other: Any) -> Val:
+        return self._join(other, False) if isinstance(other, Val) else self
+
+    def _keep(self, *args: Any, **kwargs: Any) -> Val:
+        return self
+
+    __add__ = __radd__ = __sub__ = __rsub__ = _add
+    __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _mul
+    __neg__ = __pos__ = __abs__ = _keep
+
+    def _cmp(self, other: Any) -> Val:
+        return self.nonlinear()
+
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = _cmp  # type: ignore[assignment]
+    __hash__ = object.__hash__
+
+    def to(self, dtype: Any) -> Val:
+        return self
+
+    def __bool__(self) -> bool:
+        return current().branch_on_opaque()
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return OPAQUE
+
+
+ZERO = Val()
+
+
+def as_val(x: Any) -> Val | None:
+    """The tracked value of `x`: a Val, zero for a number, None for an untracked value."""
+    if isinstance(x, Val):
+        return x
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return ZERO
+    return None
+
+
+def known(x: Any) -> Val:
+    """as_val, with a value the model lost track of marked unknown (never truth-tested: a Val
+    in a condition is data-dependent control flow)."""
+    v = as_val(x)
+    return _UNKNOWN if v is None else v
+
+
+def first_val(*args: Any) -> Any:
+    """The first tracked value among `args` (a function of it: nonlinear), else OPAQUE."""
+    for a in args:
+        if isinstance(a, Val):
+            return a.nonlinear()
+    return OPAQUE
+
+
+@dataclass(frozen=True)
+class GView:
+    """Which part of a global input or output tensor (a, b, c, bias) a view covers, at the tile
+    level. ``perm`` maps each view dimension to the tensor's own (None: a broadcast dimension,
+    stride 0); ``lo``/``hi`` bound each view dimension; ``groups`` are the modes not yet fixed by
+    an index, last first to be fixed: ("tile", dim, size) moves the box by a tile, ("sub", ...)
+    subdivides it (epilogue chunks, thread vectors: not tracked, the box stays the tile)."""
+
+    name: str
+    perm: tuple
+    ext: tuple  # the tensor's own extents
+    lo: tuple
+    hi: tuple
+    groups: tuple = ()
+    strides: tuple = ()
+
+    def box(self) -> tuple:
+        """((lo, hi) per dimension of the tensor itself), clipped to its extents."""
+        out: list[Any] = [(0, e) for e in self.ext]
+        for d, src in enumerate(self.perm):
+            if src is None:
+                continue
+            lo, hi = max(self.lo[d], 0), min(self.hi[d], self.ext[src])
+            out[src] = (lo, max(lo, hi))
+        return tuple(out)
+
+    def tiled(self, tiler: tuple, coord: tuple) -> GView | None:
+        if len(tiler) != len(self.perm) or len(coord) != len(self.perm):
+            return None
+        lo, hi, groups = list(self.lo), list(self.hi), list(self.groups)
+        for d, (size, c) in enumerate(zip(tiler, coord)):
+            size = uniform_value(size)
+            if not isinstance(size, int):
+                return None
+            if c is None:
+                hi[d] = lo[d] + size
+                groups.append(("tile", d, size))
+            else:
+                c = uniform_value(c)
+                if not isinstance(c, int):
+                    return None
+                lo[d] += int(c) * size
+                hi[d] = lo[d] + size
+        return GView(
+            self.name, self.perm, self.ext, tuple(lo), tuple(hi), tuple(groups), self.strides
+        )
+
+    def half(self, which: int) -> GView:
+        """Half `which` of the first view dimension (one CTA of a pair)."""
+        lo, hi = list(self.lo), list(self.hi)
+        size = (hi[0] - lo[0]) // 2
+        lo[0] += which * size
+        hi[0] = lo[0] + size
+        return GView(
+            self.name, self.perm, self.ext, tuple(lo), tuple(hi), self.groups, self.strides
+        )
+
+    def divided(self, n: int) -> GView:
+        return GView(
+            self.name,
+            self.perm,
+            self.ext,
+            self.lo,
+            self.hi,
+            self.groups + (("sub",),) * n,
+            self.strides,
+        )
+
+    def indexed(self, idx: tuple) -> GView | None:
+        """Fix the unbound groups with the trailing entries of `idx` (None keeps a group)."""
+        n = min(len(idx), len(self.groups))
+        if n == 0:
+            return self
+        lo, hi = list(self.lo), list(self.hi)
+        keep = list(self.groups[: len(self.groups) - n])
+        for g, i in zip(self.groups[len(self.groups) - n :], idx[len(idx) - n :]):
+            if i is None or _has_none(i):
+                keep.append(g)
+                continue
+            if g[0] != "tile":
+                continue
+            i = uniform_value(i) if not isinstance(i, tuple) else i
+            if not isinstance(i, int):
+                return None
+            _, d, size = g
+            lo[d] += int(i) * size
+            hi[d] += int(i) * size
+        return GView(
+            self.name, self.perm, self.ext, tuple(lo), tuple(hi), tuple(keep), self.strides
+        )
+
+    def term(self) -> tuple:
+        """What a copy of this view holds: an operand tile of a or b (rows, k), else a tile of
+        the tensor (c, bias)."""
+        box = self.box()
+        if self.name in ("a", "b"):
+            return ("op", self.name, box[0], box[1] if len(box) > 1 else (0, 0))
+        return (self.name, *box)
+
+
+@dataclass(frozen=True)
+class GPtr:
+    """The data pointer of a tracked global tensor (``c.iterator``): `make_tensor` over it is a
+    new view (a transposed C, a broadcast bias)."""
+
+    g: GView
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return OPAQUE
+
+
+class RegPtr:
+    """The register storage of a register tensor (``r_acc.iterator``): views share it."""
+
+    def __init__(self, cell: dict):
+        self.cell = cell
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return OPAQUE
+
+
+class RegTensor:
+    """A register fragment: its value (a Val, at the tile level: every element is the tile's
+    value) in storage that views over the same registers share. A view or element fixed by an
+    index (``r_vec[(None, j)]``, ``r[j]``) keeps its own value once written, so a loop adding a
+    peer's vector element by element adds it once per element, not once per iteration."""
+
+    def __init__(self, shape: Any, cell: dict | None = None, key: Any = None):
+        self.shape = _norm_shape(shape)
+        self.cell: dict = cell if cell is not None else {"whole": None, "subs": {}}
+        self.key = key
+
+    @property
+    def layout(self) -> FakeLayout:
+        return FakeLayout(self.shape)
+
+    @property
+    def iterator(self) -> RegPtr:
+        return RegPtr(self.cell)
+
+    def _whole(self) -> Any:
+        subs = self.cell["subs"]
+        if subs:
+            vals = list(subs.values())
+            if all(v is vals[0] or _same_val(v, vals[0]) for v in vals):
+                return vals[0]
+            # each element group computed on its own (a fix-up adding a peer's vector per
+            # group): at the tile level they must all hold the same data, checked on replay
+            alts = tuple(sorted({v.atoms for v in vals}))
+            return Val(((("same", alts), 1),))
+        return self.cell["whole"]
+
+    def load(self) -> Any:
+        if self.key is not None and self.key in self.cell["subs"]:
+            v = self.cell["subs"][self.key]
+        elif self.key is not None:
+            v = self.cell["whole"]
+        else:
+            v = self._whole()
+        return v if v is not None else Val(((("term", ("uninit",)), 1),))
+
+    def store(self, value: Any) -> None:
+        v = known(value)
+        if self.key is None:
+            self.cell["whole"] = v
+            self.cell["subs"] = {}
+        else:
+            if not self.cell["subs"] and self.cell["whole"] is None:
+                pass
+            self.cell["subs"][self.key] = v
+
+    def fill(self, value: Any) -> None:
+        self.store(value)
+
+    def _sub(self, idx: Any) -> RegTensor:
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        key = _reg_key(idx)
+        if self.key is not None and key is not None:
+            key = (self.key, key)
+        return RegTensor(OPAQUE, self.cell, key if key is not None else self.key)
+
+    def __getitem__(self, idx: Any) -> Any:
+        sub = self._sub(idx)
+        if _has_none(idx if isinstance(idx, tuple) else (idx,)):
+            return sub
+        return sub.load()
+
+    def __setitem__(self, idx: Any, value: Any) -> None:
+        self._sub(idx).store(value)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return OPAQUE
+
+
+def _reg_key(idx: tuple) -> Any:
+    """The concrete entries of an index (None when it fixes nothing)."""
+    out = []
+    for i in idx:
+        if isinstance(i, tuple):
+            k = _reg_key(i)
+            if k is not None:
+                out.append(k)
+        elif is_concrete(i):
+            out.append(int(i))
+    return tuple(out) if out else None
+
+
+def _same_val(a: Any, b: Any) -> bool:
+    return isinstance(a, Val) and isinstance(b, Val) and a.atoms == b.atoms
+
+
+# a register value the model lost track of (an untracked function produced it)
+_UNKNOWN = Val(((("term", ("unknown",)), 1),))
+
+
+# ---------------------------------------------------------------------------------------------
 # shapes, layouts, tensors, pointers
 
 
@@ -309,7 +623,7 @@ def shape_mode(shape: Any, mode: Any) -> Any:
 
 
 def shape_of(x: Any) -> Any:
-    if isinstance(x, (FakeTensor, FakeLayout)):
+    if isinstance(x, (FakeTensor, FakeLayout, RegTensor)):
         return x.shape
     if isinstance(x, (tuple, int)):
         return x
@@ -317,8 +631,9 @@ def shape_of(x: Any) -> Any:
 
 
 class FakeLayout:
-    def __init__(self, shape: Any):
+    def __init__(self, shape: Any, stride: Any = None):
         self.shape = _norm_shape(shape)
+        self.stride = stride
 
     @property
     def outer(self) -> FakeLayout:
@@ -369,6 +684,9 @@ class FakeTensor:
         tma_bytes: int | None = None,
         piece: int | None = None,
         part: tuple | None = None,
+        g: GView | None = None,
+        sub: tuple | None = None,
+        wkey: tuple | None = None,
     ):
         self.shape = _norm_shape(shape)
         self.root = root
@@ -377,19 +695,38 @@ class FakeTensor:
         self.tma_bytes = tma_bytes
         self.piece = piece
         self.part = part
+        self.g = g  # the part of a global tensor (a, b, c, bias) it covers, if it is one
+        self.sub = sub  # (index, shape) of the indexing that made this view (MMA K blocks)
+        # the concrete entries of the index that picked this view's slot (a workspace slot
+        # [tile][split], a stream-K partial [vector][chunk][CTA]): where its data lives
+        self.wkey = wkey
 
     def view(
-        self, shape: Any = OPAQUE, slot: int | None = None, part: tuple | None = None
+        self,
+        shape: Any = OPAQUE,
+        slot: int | None = None,
+        part: tuple | None = None,
+        g: Any = False,
+        sub: tuple | None = None,
+        normalized: bool = False,
     ) -> FakeTensor:
-        return FakeTensor(
-            shape,
-            self.root,
-            self.slot if self.slot is not None else slot,
-            self.dtype,
-            self.tma_bytes,
-            self.piece,
-            self.part if self.part is not None else part,
-        )
+        out = object.__new__(FakeTensor)
+        # a shape derived from this view's own (normalized) shape needs no normalizing again
+        out.shape = shape if normalized or shape is OPAQUE else _norm_shape(shape)
+        out.root = self.root
+        out.slot = self.slot if self.slot is not None else slot
+        out.dtype = self.dtype
+        out.tma_bytes = self.tma_bytes
+        out.piece = self.piece
+        out.part = self.part if self.part is not None else part
+        out.g = self.g if g is False else g
+        out.sub = sub if sub is not None else self.sub
+        out.wkey = self.wkey
+        return out
+
+    @property
+    def stride(self) -> Any:
+        return self.g.strides if self.g is not None and self.g.strides else OPAQUE
 
     @property
     def layout(self) -> FakeLayout:
@@ -402,7 +739,7 @@ class FakeTensor:
     @property
     def iterator(self) -> Any:
         if self.root is None:
-            return OPAQUE
+            return GPtr(self.g) if self.g is not None else OPAQUE
         return MemPtr(self.root, self.slot, 0, (self.dtype.width // 8) if self.dtype else 4)
 
     def _index_slot(self, idx: tuple) -> int | None:
@@ -413,33 +750,52 @@ class FakeTensor:
         idx = idx if isinstance(idx, tuple) else (idx,)
         if _has_none(idx):
             shape: Any = OPAQUE
-            if isinstance(self.shape, tuple) and len(idx) == len(self.shape):
-                kept = [s for s, i in zip(self.shape, idx) if i is None]
-                if all(i is None or is_concrete(i) for i in idx):
-                    shape = tuple(kept)
             part = None
+            own = self.shape
+            sized = type(own) is tuple and len(idx) == len(own)
+            kept = []
             for pos, i in enumerate(idx):
-                if isinstance(i, LaneVec):
-                    part = (("index", pos), frozenset(i.vals.values()))
-                    break
-            return self.view(shape, self._index_slot(idx), part)
+                if i is None:
+                    if sized:
+                        kept.append(own[pos])
+                elif type(i) is not int and type(i) is not DslInt:
+                    if not is_concrete(i):
+                        sized = False
+                    if part is None and isinstance(i, LaneVec):
+                        part = (("index", pos), frozenset(i.vals.values()))
+            if sized:
+                shape = tuple(kept)
+            g = self.g.indexed(idx) if self.g is not None else None
+            sub = (idx, self.shape) if self.shape is not OPAQUE else None
+            out = self.view(shape, self._index_slot(idx), part, g, sub, normalized=True)
+            if self.wkey is None and self.root is not None and self.root.space == "gmem":
+                out.wkey = _reg_key(idx)
+            return out
         if self.root is not None:
-            current().access("read", self, self._index_slot(idx))
+            return current().access("read", self, self._index_slot(idx))
+        if self.g is not None:
+            return current().global_read(self.g)
         return OPAQUE
 
     def __setitem__(self, idx: Any, value: Any) -> None:
         idx = idx if isinstance(idx, tuple) else (idx,)
         if self.root is not None:
-            current().access("write", self, self._index_slot(idx))
+            current().access("write", self, self._index_slot(idx), value)
+        elif self.g is not None:
+            current().global_write(self.g, value)
 
     def load(self) -> Any:
         if self.root is not None:
-            current().access("read", self, None)
+            return current().access("read", self, None)
+        if self.g is not None:
+            return current().global_read(self.g)
         return OPAQUE
 
     def store(self, value: Any) -> None:
         if self.root is not None:
-            current().access("write", self, None)
+            current().access("write", self, None, value)
+        elif self.g is not None:
+            current().global_write(self.g, value)
 
     def fill(self, value: Any) -> None:
         self.store(value)
@@ -550,11 +906,15 @@ class CopyKind:
         return CopyKind(self.kind, _thread_part(args[0]) if args else None)
 
     def partition_S(self, t: Any) -> Any:
+        if isinstance(t, RegTensor):
+            return RegTensor(OPAQUE, t.cell, t.key)
         return t.view(part=self.part) if isinstance(t, FakeTensor) else OPAQUE
 
     partition_D = partition_S
 
     def retile(self, t: Any) -> Any:
+        if isinstance(t, RegTensor):
+            return RegTensor(OPAQUE, t.cell, t.key)
         return t.view() if isinstance(t, FakeTensor) else OPAQUE
 
     def __getattr__(self, name: str) -> Any:
@@ -575,33 +935,61 @@ class MmaOp:
 
 
 class TiledMma:
-    def __init__(self, kind: str, op: MmaOp | None = None, part: tuple | None = None):
+    def __init__(
+        self, kind: str, op: MmaOp | None = None, part: tuple | None = None, vid: Any = None
+    ):
         self.kind = kind  # "umma" | "wgmma"
         self.op = op
         self.part = part
+        self.vid = vid  # the slice index (cta_group::2: which CTA of the pair)
 
     @property
     def cta_group(self) -> int:
         return self.op.cta_group if self.op else 1
 
     def set(self, *args: Any) -> None:
-        return None
+        if len(args) >= 2 and "ACCUMULATE" in repr(args[0]):
+            v = uniform_value(args[1])
+            current().mma_acc[id(self)] = bool(v) if is_concrete(v) else None
 
     def get_slice(self, *args: Any) -> TiledMma:
-        return TiledMma(self.kind, self.op, _thread_part(args[0]) if args else None)
+        vid = uniform_value(args[0]) if args and not isinstance(args[0], LaneVec) else None
+        return TiledMma(self.kind, self.op, _thread_part(args[0]) if args else None, vid)
 
     def partition_A(self, t: Any) -> Any:
-        return t.view(part=self.part) if isinstance(t, FakeTensor) else OPAQUE
+        if isinstance(t, RegTensor):
+            return RegTensor(OPAQUE, t.cell, t.key)
+        if not isinstance(t, FakeTensor):
+            return OPAQUE
+        g = t.g
+        if g is not None and self.cta_group == 2 and is_concrete(self.vid):
+            # a CTA pair's MMA: this CTA holds its half of the A, B and C rows
+            g = g.half(int(self.vid))
+        shape: Any = OPAQUE
+        s = t.shape
+        if (
+            self.kind == "wgmma"
+            and t.root is not None
+            and isinstance(s, tuple)
+            and len(s) == 3
+            and isinstance(t.dtype, DType)
+            and all(isinstance(x, int) for x in s)
+        ):
+            # (MMA, MMA_M, MMA_K, STAGES) over a (rows, TK, STAGES) SMEM ring: a wgmma takes
+            # 32 bytes of K (16 f16 / bf16, 32 e4m3), so MMA_K = TK / that
+            inst_k = max(1, 256 // t.dtype.width)
+            shape = (1, 1, max(1, s[1] // inst_k), s[2])
+        return t.view(shape, part=self.part, g=g)
 
     partition_B = partition_C = partition_A
 
     def make_fragment_A(self, t: Any) -> Any:
-        return t.view() if isinstance(t, FakeTensor) else OPAQUE
+        return t.view(t.shape) if isinstance(t, FakeTensor) else OPAQUE
 
     make_fragment_B = make_fragment_A
 
     def make_fragment_C(self, *args: Any) -> Any:
-        return OPAQUE
+        return RegTensor(OPAQUE)
 
     def partition_shape_C(self, *args: Any) -> Any:
         return OPAQUE
@@ -849,6 +1237,9 @@ class Recorder:
     _opaque_regions: list[tuple[Any, int, int]] = field(default_factory=list)
     _last_probe: tuple[int, int] | None = None
     _clc_reads: int = 0
+    _refs: int = 0  # data reads of this actor run (Val atoms ("ref", n))
+    numeric: bool = True  # record data ops (off where the numeric check does not run)
+    mma_acc: dict = field(default_factory=dict)  # id(tiled MMA) -> its ACCUMULATE field
     _lines: list[str] = field(default_factory=list)
     max_ops: int = 200_000
 
@@ -877,6 +1268,8 @@ class Recorder:
         self._opaque_regions = []
         self._last_probe = None
         self._clc_reads = 0
+        self._refs = 0
+        self.mma_acc = {}
 
     def active(self) -> tuple[int, ...]:
         assert self.ctx is not None
@@ -1007,7 +1400,7 @@ class Recorder:
             threads = 1 if self._elect else len(act)
         fr = self.frames()
         line = fr[0].f_lineno if fr else 0
-        if mine and kind not in ("read", "write"):
+        if mine and kind not in ("read", "write", "data", "gaccess"):
             if self._opaque_loops:
                 raise NotModelled(f"line {line}: {kind} inside a loop of unknown trip count")
             for f in fr:
@@ -1018,8 +1411,13 @@ class Recorder:
                         )
         if mine:
             site = (tuple(f.f_lineno for f in reversed(fr)), tuple(self._cx))
-            if kind in ("read", "write") and self.ops:
-                last = self.ops[-1]
+            if kind in ("read", "write", "gaccess") and self.ops:
+                # the same access again (a loop over a fragment's elements) is one op; data
+                # ops and plain global accesses in between do not count
+                j = len(self.ops) - 1
+                while j > 0 and self.ops[j].kind in ("data", "gaccess"):
+                    j -= 1
+                last = self.ops[j]
                 if last.kind == kind and last.args == args:
                     return
             self.ops.append(Op(kind, args, threads, line, site))
@@ -1073,10 +1471,68 @@ class Recorder:
             cta = self.cta_of(root.peer)
         return Res(cta, root.space, root.name, s, piece, part)
 
-    def access(self, kind: str, t: FakeTensor, slot: int | None) -> None:
+    def access(self, kind: str, t: FakeTensor, slot: int | None, value: Any = None) -> Any:
+        """A generic load or store of a tracked buffer; a load returns its data value, a store
+        records what it writes (the numeric emulation)."""
         if self.host or t.root is None:
+            return OPAQUE
+        res = self.res(t, slot)
+        self.record(kind, (res,))
+        wkey = t.wkey if res.space == "gmem" else None
+        if kind == "read":
+            return self.data_read(res, wkey=wkey)
+        self.data("store", res, known(value), wkey)
+        return None
+
+    # -- data (the numeric emulation) ------------------------------------------------------------
+
+    def data(self, *args: Any, single: bool = False) -> None:
+        """A data op: what a copy, MMA or store moves, replayed by codegen.verify.numeric in the
+        checker's canonical order; not part of the protocol."""
+        if self.host or self.ctx is None or not self.numeric:
             return
-        self.record(kind, (self.res(t, slot),))
+        act = self.active()
+        mine = (self.issuer() if not self._elect else bool(act)) if single else bool(act)
+        if not mine:
+            return
+        ops = self.ops
+        if (
+            args[0] in ("store", "gstore")
+            and ops
+            and ops[-1].kind == "data"
+            and ops[-1].args == args
+        ):
+            return  # the same store again (a loop over a fragment's elements)
+        # the source line only (no call-stack site: data ops are not protocol sites)
+        f = sys._getframe(1)
+        while f is not None and f.f_code.co_filename != self.filename:
+            f = f.f_back
+        ops.append(Op("data", args, 1, f.f_lineno if f is not None else 0, ()))
+
+    def new_ref(self) -> int:
+        self._refs += 1
+        return self._refs
+
+    def data_read(self, res: Res, single: bool = False, wkey: tuple | None = None) -> Val:
+        n = self.new_ref()
+        self.data("load", n, res, wkey, single=single)
+        return Val(((("ref", n), 1),))
+
+    def global_read(self, g: GView) -> Any:
+        """A thread's plain load of a global tensor (C for beta, a bias vector)."""
+        if self.host or self.ctx is None:
+            return OPAQUE
+        if self.ctx.launch.pdl:  # only the PDL order is checked on it
+            self.record("gaccess", (g.name, "read"))
+        return Val(((("term", g.term()), 1),))
+
+    def global_write(self, g: GView, value: Any) -> None:
+        """A thread's plain store to a global tensor (D)."""
+        if self.host or self.ctx is None:
+            return
+        if self.ctx.launch.pdl:
+            self.record("gaccess", (g.name, "write"))
+        self.data("gstore", g.term(), known(value))
 
     def mask_ctas(self, mask: Any) -> list[int]:
         assert self.ctx is not None
@@ -1263,7 +1719,8 @@ def _local_tile(t: Any, tiler: Any, coord: Any, proj: Any = None) -> Any:
             if c is None:
                 rest.append(_ceil_div(extent, tile))
         shape = (*tiler, *rest)
-    return FakeTensor(shape, t.root, t.slot, t.dtype)
+    g = t.g.tiled(tiler, coord) if t.g is not None else None
+    return FakeTensor(shape, t.root, t.slot, t.dtype, g=g)
 
 
 def _group_modes(t: Any, a: int, b: int) -> Any:
@@ -1274,15 +1731,31 @@ def _group_modes(t: Any, a: int, b: int) -> Any:
         return t.view(shape)
     if isinstance(t, FakeLayout):
         return t
+    if isinstance(t, RegTensor):
+        return RegTensor(OPAQUE, t.cell, t.key)
     return OPAQUE
 
 
 def _view(t: Any, *args: Any, **kwargs: Any) -> Any:
-    return t.view() if isinstance(t, FakeTensor) else OPAQUE
+    if isinstance(t, RegTensor):
+        return RegTensor(OPAQUE, t.cell, t.key)
+    if not isinstance(t, FakeTensor):
+        return OPAQUE
+    return t.view(g=t.g.divided(1) if t.g is not None else None)
+
+
+def _flat_divide(t: Any, tiler: Any = None, *args: Any, **kwargs: Any) -> Any:
+    """Like _view, but each mode of the tiler leaves its own rest mode (indexed separately)."""
+    if isinstance(t, RegTensor):
+        return RegTensor(OPAQUE, t.cell, t.key)
+    if not isinstance(t, FakeTensor):
+        return OPAQUE
+    n = len(tiler) if isinstance(tiler, tuple) else 1
+    return t.view(g=t.g.divided(n) if t.g is not None else None)
 
 
 def _make_layout(shape: Any, stride: Any = None) -> FakeLayout:
-    return FakeLayout(shape)
+    return FakeLayout(shape, stride)
 
 
 def _append(shape: Any, x: Any) -> Any:
@@ -1321,6 +1794,10 @@ def _size_in_bytes(dtype: Any, layout: Any) -> Any:
 
 def _make_tensor(ptr: Any, layout: Any, *args: Any, **kwargs: Any) -> Any:
     shape = shape_of(layout)
+    if isinstance(ptr, RegPtr):
+        return RegTensor(shape, ptr.cell)
+    if isinstance(ptr, GPtr):
+        return FakeTensor(shape, None, g=_global_view(ptr.g, shape, layout))
     if isinstance(ptr, MemPtr):
         return FakeTensor(shape, ptr.root, ptr.slot, None)
     if isinstance(ptr, TmemPtr):
@@ -1328,6 +1805,36 @@ def _make_tensor(ptr: Any, layout: Any, *args: Any, **kwargs: Any) -> Any:
     if ptr is OPAQUE or isinstance(ptr, Opaque):
         return FakeTensor(shape, None)
     return OPAQUE
+
+
+def _global_view(g: GView, shape: Any, layout: Any) -> GView | None:
+    """A new view over tensor `g.name` with `layout`: each dimension maps to the tensor's
+    dimension of the same stride (stride 0: broadcast), e.g. C^T or a bias as an (M, N) matrix."""
+    if not isinstance(shape, tuple) or not all(isinstance(s, int) for s in shape):
+        return None
+    stride = getattr(layout, "stride", None) if isinstance(layout, FakeLayout) else None
+    if not isinstance(stride, tuple) or len(stride) != len(shape):
+        if tuple(shape) == tuple(g.ext):
+            return GView(
+                g.name,
+                tuple(range(len(shape))),
+                g.ext,
+                (0,) * len(shape),
+                tuple(shape),
+                (),
+                g.strides,
+            )
+        return None
+    perm: list[Any] = []
+    for s in stride:
+        s = uniform_value(s)
+        if s == 0:
+            perm.append(None)
+        elif s in g.strides:
+            perm.append(g.strides.index(s))
+        else:
+            return None
+    return GView(g.name, tuple(perm), g.ext, (0,) * len(shape), tuple(shape), (), tuple(stride))
 
 
 def _recast_ptr(ptr: Any, swizzle_: Any = None, dtype: Any = None) -> Any:
@@ -1342,24 +1849,43 @@ def _copy(atom: Any, src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
         return
     if isinstance(atom, TmaAtom):
         if atom.op.direction == "load":
-            _tma_load(rec, atom, dst, kwargs.get("tma_bar_ptr"), kwargs.get("mcast_mask"))
+            _tma_load(rec, atom, dst, kwargs.get("tma_bar_ptr"), kwargs.get("mcast_mask"), src)
         else:
             if not (isinstance(src, FakeTensor) and src.root is not None):
                 raise NotModelled(f"line {rec.line()}: a TMA store from an untracked buffer")
-            rec.record("tma_store", (rec.res(src),), single=True)
+            res = rec.res(src)
+            rec.record("tma_store", (res,), single=True)
+            g = dst.g if isinstance(dst, FakeTensor) else None
+            rec.data("tma_store", g.term() if g is not None else ("unknown",), res, single=True)
         return
     kind = atom.kind if isinstance(atom, CopyKind) else "generic"
     if kind == "tmem_ld":
         if isinstance(src, FakeTensor) and src.root is not None:
-            rec.record("tmem_ld", (rec.res(src),), collective=True)
+            res = rec.res(src)
+            rec.record("tmem_ld", (res,), collective=True)
+            value = rec.data_read(res)
+            if isinstance(dst, RegTensor):
+                dst.store(value)
         return
-    if isinstance(src, FakeTensor) and src.root is not None:
-        rec.access("read", src, None)
+    # a generic copy: registers, SMEM, TMEM, the workspace, a global tensor
+    value: Any = None
+    if isinstance(src, RegTensor):
+        value = src.load()
+    elif isinstance(src, FakeTensor) and src.root is not None:
+        value = rec.access("read", src, None)
+    elif isinstance(src, FakeTensor) and src.g is not None:
+        value = rec.global_read(src.g)
     if isinstance(dst, FakeTensor) and dst.root is not None:
-        rec.access("write", dst, None)
+        rec.access("write", dst, None, value)
+    elif isinstance(dst, FakeTensor) and dst.g is not None:
+        rec.global_write(dst.g, value)
+    elif isinstance(dst, RegTensor):
+        dst.store(value)
 
 
-def _tma_load(rec: Recorder, atom: TmaAtom, dst: Any, bar_ptr: Any, mask: Any) -> None:
+def _tma_load(
+    rec: Recorder, atom: TmaAtom, dst: Any, bar_ptr: Any, mask: Any, src: Any = None
+) -> None:
     if not (
         isinstance(dst, FakeTensor) and dst.root is not None and isinstance(dst.tma_bytes, int)
     ):
@@ -1378,6 +1904,13 @@ def _tma_load(rec: Recorder, atom: TmaAtom, dst: Any, bar_ptr: Any, mask: Any) -
             target = launch.cta_of_rank(d, launch.rank_of(d) & ~1)
         bars.append(Bar(target, bar.name, bar.index))
     rec.record("tma_load", (tuple(res), tuple(bars), dst.tma_bytes), single=True)
+    # what lands: the source tile of a global tensor; one of `pieces` slices of it when the
+    # CTAs of a multicast each load a slice into every destination
+    g = src.g if isinstance(src, FakeTensor) else None
+    box = atom.box_bytes
+    pieces = box // dst.tma_bytes if isinstance(box, int) and dst.tma_bytes else 1
+    term = g.term() if g is not None else ("unknown",)
+    rec.data("fill", tuple(res), term, dst.piece, max(1, pieces), single=True)
 
 
 def _gemm(tiled_mma: Any, d: Any, a: Any, b: Any, c: Any = None, **kwargs: Any) -> None:
@@ -1390,12 +1923,16 @@ def _gemm(tiled_mma: Any, d: Any, a: Any, b: Any, c: Any = None, **kwargs: Any) 
     if tiled_mma.kind == "umma" and tiled_mma.cta_group == 2:
         ctas = [launch.cta_of_rank(rec.ctx.cta, launch.rank_of(rec.ctx.cta) ^ 1), rec.ctx.cta]
         ctas.sort()
-    reads = tuple(
-        rec.res(t, peer_rank=cta)
-        for t in (a, b)
-        if isinstance(t, FakeTensor) and t.root is not None
-        for cta in ctas
-    )
+    operands = []
+    for t in (a, b):
+        if isinstance(t, FakeTensor) and t.root is not None:
+            operands.append((tuple(rec.res(t, peer_rank=cta) for cta in ctas), _k_block(t)))
+        else:
+            operands.append(((), (0, 1)))
+    (ra, ka), (rb, kb) = operands
+    reads = ra + rb
+    acc = rec.mma_acc.get(id(tiled_mma), False)
+    n = rec.new_ref()
     if tiled_mma.kind == "umma":
         writes = tuple(
             rec.res(d, peer_rank=cta)
@@ -1403,8 +1940,48 @@ def _gemm(tiled_mma: Any, d: Any, a: Any, b: Any, c: Any = None, **kwargs: Any) 
             if isinstance(d, FakeTensor) and d.root is not None
         )
         rec.record("umma", (reads, writes), single=True)
+        rec.data("mma", ra, rb, ka, kb, writes, acc, n, None, single=True)
     else:
         rec.record("wgmma", (reads,), collective=True)
+        prev = c.load() if isinstance(c, RegTensor) else None
+        rec.data("mma", ra, rb, ka, kb, (), acc, n, prev)
+        if isinstance(d, RegTensor):
+            d.store(Val(((("ref", n), 1),)))
+
+
+_K_BLOCKS: dict = {}
+
+
+def _k_block(t: FakeTensor) -> tuple[int, int]:
+    """(which, of how many) K blocks of its stage an MMA operand view is: the index of the
+    first mode of extent > 1 fixed before the stage index (``tCrA[(None, None, kb, stage)]``)."""
+    if t.sub is None:
+        return (0, 1)
+    idx, shape = t.sub
+    for i in idx:
+        if i is not None and type(i) is not int and type(i) is not DslInt:
+            return _k_block_of(idx, shape)  # a lane vector in the key would compare lane-wise
+    out = _K_BLOCKS.get(t.sub)
+    if out is None:
+        out = _K_BLOCKS[t.sub] = _k_block_of(idx, shape)
+    return out
+
+
+def _k_block_of(idx: tuple, shape: Any) -> tuple[int, int]:
+    if not isinstance(shape, tuple) or len(shape) != len(idx):
+        return (0, 1)
+    for pos in range(len(idx) - 1):
+        i, extent = idx[pos], shape[pos]
+        if isinstance(extent, tuple):
+            extent = shape_size(extent)
+        if (
+            isinstance(i, int)
+            and not isinstance(i, bool)
+            and isinstance(extent, int)
+            and extent > 1
+        ):
+            return (int(i), int(extent))
+    return (0, 1)
 
 
 def _autovec_copy(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
@@ -1682,7 +2259,7 @@ def _arch_module() -> FakeModule:
 
 def _math_module() -> FakeModule:
     def f(*a: Any, **k: Any) -> Any:
-        return OPAQUE
+        return first_val(*a)
 
     return _module("cutlass.cute.math", exp=f, exp2=f, tanh=f, log=f, sqrt=f, rsqrt=f, erf=f)
 
@@ -1778,8 +2355,8 @@ def build_modules() -> dict[str, Any]:
         make_layout=_make_layout,
         make_ordered_layout=_make_layout,
         size=_size,
-        make_rmem_tensor=lambda *a, **k: OPAQUE,
-        make_fragment=lambda *a, **k: OPAQUE,
+        make_rmem_tensor=lambda shape=OPAQUE, *a, **k: RegTensor(shape_of(shape)),
+        make_fragment=lambda shape=OPAQUE, *a, **k: RegTensor(shape_of(shape)),
         copy=_copy,
         autovec_copy=_autovec_copy,
         # a TMA prefetch to L2 (pdl): a cache hint, it touches no SMEM, barrier or value
@@ -1787,7 +2364,7 @@ def build_modules() -> dict[str, Any]:
         make_copy_atom=_copy_atom,
         size_in_bytes=_size_in_bytes,
         zipped_divide=_view,
-        flat_divide=_view,
+        flat_divide=_flat_divide,
         logical_divide=_view,
         tiled_divide=_view,
         make_tensor=_make_tensor,
@@ -1805,7 +2382,7 @@ def build_modules() -> dict[str, Any]:
         make_tiled_copy_D=_tiled_copy,
         make_tiled_copy_C_atom=_tiled_copy,
         tile_to_shape=lambda atom, shape, order=None, **k: FakeLayout(shape_of(shape)),
-        where=lambda *a, **k: OPAQUE,
+        where=lambda cond=None, x=None, y=None, *a, **k: first_val(x, y),
         recast_ptr=_recast_ptr,
         sym_int32=_sym_int32,
         compile=lambda *a, **k: OPAQUE,

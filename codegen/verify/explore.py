@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from codegen.verify.model import WARPGROUP_WARPS, Bar, KernelModel, Res
 
@@ -46,7 +46,12 @@ class Explorer:
         if len(model.launches) != 1:
             raise ValueError("the explorer takes one launch")
         self.launch = model.launches[0]
-        self.actors = self.launch.actors
+        # data ops (the numeric emulation) and plain global accesses (checked for PDL order
+        # only) change no state the explorer tracks: leave them out, or they only add states
+        self.actors = [
+            replace(a, ops=[op for op in a.ops if op.kind not in ("data", "gaccess")])
+            for a in self.launch.actors
+        ]
         self.max_states = max_states
         self.bars = sorted({b for a in self.actors for op in a.ops for b in _bars(op)})
         self.bar_index = {b: i for i, b in enumerate(self.bars)}

@@ -44,9 +44,9 @@ def _units(ks: KernelSource) -> tuple[int, int, int]:
     return um, un, int(tile["k"])
 
 
-def _problem(ks: KernelSource, tiles: int, k_tiles: int, **kw: object) -> Problem:
+def _problem(ks: KernelSource, tiles: int, k_tiles: int, n_tiles: int = 1, **kw: object) -> Problem:
     um, un, uk = _units(ks)
-    m, n = tiles * um, un
+    m, n = tiles * um, n_tiles * un
     if ks.spec.get("swap_ab"):
         m, n = n, m
     return Problem(m, n, k_tiles * uk, **kw)  # type: ignore[arg-type]
@@ -81,10 +81,22 @@ def cases(ks: KernelSource) -> list[Case]:
     # stream-K host must not launch an empty grid
     ks_list = [*ks_list, 0]
     out: list[Case] = []
-    if kinds in ("grid", "split_k_separate"):
+    # 2 x 2 tiles (clusters): the numeric emulation sees a load or store at another tile's
+    # coordinates (with one tile, or tiles along M only, every N coordinate is 0); grids of
+    # at most 8 CTAs are modelled whole (trace.MAX_FULL_GRID), larger ones by the first cluster
+    k2 = 2 * splits if kinds.startswith("split_k") and isinstance(splits, int) else 2
+    grid2 = Case(f"k={k2} tiles=2x2", _problem(ks, 2, k2, n_tiles=2), k2, 1)
+    if kinds == "split_k_separate":
+        # (tiles x splits) CTAs: 2 x 1 and 1 x 2 tiles keep the grid whole for 4 splits
         for k in ks_list:
             out.append(Case(f"k={k}", _problem(ks, 1, k), k, 1))
+        out.append(Case(f"k={k2} tiles=2x1", _problem(ks, 2, k2), k2, 1))
+        out.append(Case(f"k={k2} tiles=1x2", _problem(ks, 1, k2, n_tiles=2), k2, 1))
         return out
+    if kinds == "grid":
+        for k in ks_list:
+            out.append(Case(f"k={k}", _problem(ks, 1, k), k, 1))
+        return [*out, grid2]
     if kinds == "stream_k":
         s = stages
         # (tiles, k-tiles, CTAs): the host's own grid for few iterations; uneven splits; CTAs
@@ -106,6 +118,7 @@ def cases(ks: KernelSource) -> list[Case]:
         for tiles, k, cap in plan:
             label = f"k={k} tiles={tiles}" + (f" ctas<={cap}" if cap else "")
             out.append(Case(label, _problem(ks, tiles, k, grid_cap=cap), k, tiles))
+        out.append(Case("k=2 tiles=2x2 ctas<=3", _problem(ks, 2, 2, 2, grid_cap=3), 2, 4))
         return out
     # every k-tile count with 1, 2 and 3 tiles for the first worker: where a ring position
     # depends on both (a ping-pong warpgroup skipping the other's k_tiles positions after its
@@ -114,10 +127,21 @@ def cases(ks: KernelSource) -> list[Case]:
     if kinds == "dynamic":
         for k, t in combos:
             answers = (True,) * (t - 1) + (False,)
-            out.append(Case(f"k={k} t={t}", _problem(ks, max(9, t), k, clc_answers=answers), k, t))
-        return out
+            p = _problem(ks, max(9, t), k, clc_answers=answers, numeric=t < 3)
+            out.append(Case(f"k={k} t={t}", p, k, t))
+        return [*out, grid2]
     # persistent schedulers (and split-K over clusters): W workers, the first gets t tiles
     w = _workers(ks)
     for k, t in combos:
-        out.append(Case(f"k={k} t={t}", _problem(ks, w * (t - 1) + 1, k), k, t))
+        # the numeric check on 1 and 2 tiles per worker (a third adds no data path; the
+        # protocol check needs it for the ring positions)
+        p = _problem(ks, w * (t - 1) + 1, k, numeric=t < 3)
+        out.append(Case(f"k={k} t={t}", p, k, t))
+    if kinds != "split_k":
+        # 2 x 2 tiles: a grid of at most 8 CTAs (clusters of up to 2) is modelled whole
+        return [*out, grid2]
+    # split-K over clusters of SPLITS CTAs: 2 x 2 tiles would be more than 8 CTAs, of which only
+    # the first cluster (tile 0) is modelled; with W x 2 tiles the first cluster's second tile
+    # is in the second tile column (the tiles are rastered along M): its N coordinate is not 0
+    out.append(Case(f"k={k2} tiles={w}x2", _problem(ks, w, k2, n_tiles=2), k2, 2))
     return out

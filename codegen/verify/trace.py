@@ -16,6 +16,9 @@ from typing import Any
 from codegen.verify import dsl
 from codegen.verify.model import Actor, KernelModel, LaunchModel, coords
 
+# the host gemm's tensors whose tiles the numeric emulation follows (codegen.verify.numeric)
+GLOBAL_TENSORS = ("a", "b", "c", "bias")
+
 MAX_FULL_GRID = 8  # grids of at most this many CTAs are modelled whole; larger: the first cluster
 
 
@@ -29,6 +32,7 @@ class Problem:
     k: int
     grid_cap: int | None = None
     clc_answers: tuple[bool, ...] = ()
+    numeric: bool = True  # record data ops for the numeric cross-check (codegen.verify.numeric)
 
 
 class KernelSource:
@@ -77,6 +81,10 @@ class KernelSource:
                 if p == "workspace" and isinstance(args[i], dsl.FakeTensor):
                     t = args[i]
                     args[i] = dsl.FakeTensor(t.shape, dsl.Root("gmem", "workspace"), None, t.dtype)
+                elif p in GLOBAL_TENSORS and isinstance(args[i], dsl.FakeTensor):
+                    # a global input or output: views of it know which tile they cover
+                    t = args[i]
+                    args[i] = dsl.FakeTensor(t.shape, None, None, t.dtype, g=_global(p, t.shape))
             try:
                 self.ns["gemm"](*args)
             except AssertionError as e:
@@ -86,6 +94,7 @@ class KernelSource:
     # -- device -------------------------------------------------------------------------------
 
     def trace(self, problem: Problem) -> KernelModel:
+        self.rec.numeric = problem.numeric and problem.k > 0
         launches = []
         notes: list[str] = []
         for index, req in enumerate(self.host_launches(problem)):
@@ -154,3 +163,18 @@ def _lanes(lanes: tuple[int, ...]) -> str:
     if lanes == tuple(range(lanes[0], lanes[-1] + 1)):
         return f"{lanes[0]}-{lanes[-1]}"
     return ",".join(map(str, lanes))
+
+
+def _global(name: str, shape: Any) -> dsl.GView | None:
+    """The whole of a row-major global tensor (compile_args makes them compact, stride order
+    (1, 0))."""
+    if not isinstance(shape, tuple) or not all(isinstance(s, int) for s in shape):
+        return None
+    strides, step = [], 1
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= max(1, int(extent))
+    dims = tuple(range(len(shape)))
+    return dsl.GView(
+        name, dims, tuple(shape), (0,) * len(shape), tuple(shape), (), tuple(reversed(strides))
+    )
