@@ -251,8 +251,7 @@ def gemm_kernel(
         # the ring's stage and phase run on across tiles
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            # raster along M: the tiles running at once share B tiles
-            tm, tn = t % tiles_m, t // tiles_m
+            tm, tn = tile_coords(t, tiles_m, tiles_n)
             for k in cutlass.range(k_tiles, unroll=1):
                 cute.arch.mbarrier_wait(empty + stage, phase)
                 if is_leader:  # the leader arms its full barrier with the bytes of both CTAs
@@ -316,8 +315,7 @@ def gemm_kernel(
         etidx = tidx % EPILOGUE_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            # raster along M: the tiles running at once share B tiles
-            tm, tn = t % tiles_m, t // tiles_m
+            tm, tn = tile_coords(t, tiles_m, tiles_n)
             acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): the tile's accumulator
             tCgC_t = tCgC[(None, None, None, tm, tn)]  # (MMA, MMA_M, MMA_N): the tile's C
             cute.arch.mbarrier_wait(acc_full + slot, slot_phase)  # the tile's MMAs have finished
@@ -396,6 +394,15 @@ def gemm_kernel(
             cute.arch.mbarrier_arrive(tmem_dealloc, rank ^ 1)  # tell the peer: done with TMEM
         cute.arch.mbarrier_wait(tmem_dealloc, 0)  # completes once, when the peer says the same
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS, is_two_cta=True)
+
+
+@cute.jit
+def tile_coords(t: cutlass.Int32, tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):
+    """The output tile (tm, tn) at tile loop index t of tiles_m x tiles_n tiles, for every role
+    that walks the tiles."""
+    # raster along M: the tiles running at once share B tiles
+    tm, tn = t % tiles_m, t // tiles_m
+    return tm, tn
 
 
 def max_workers(sm_count: int) -> int:

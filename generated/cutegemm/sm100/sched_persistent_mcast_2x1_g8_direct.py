@@ -251,13 +251,7 @@ def gemm_kernel(
         # the ring's stage and phase run on across tiles
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            # tile swizzle: bands of GROUP cluster tiles along M, walked along N
-            group_tiles = GROUP * clusters_n  # cluster tiles in one group
-            first = (t // group_tiles) * GROUP
-            width = cutlass.min(clusters_m - first, GROUP)  # the last group may be narrower
-            ctm, ctn = first + (t % group_tiles) % width, (t % group_tiles) // width
-            # this CTA's tile of the cluster tile
-            tm, tn = ctm * CLUSTER[0] + cm, ctn * CLUSTER[1] + cn
+            tm, tn = tile_coords(t, clusters_m, clusters_n, cm, cn)
             for k in cutlass.range(k_tiles, unroll=1):
                 cute.arch.mbarrier_wait(empty + stage, phase)
                 with cute.arch.elect_one():
@@ -330,13 +324,7 @@ def gemm_kernel(
         etidx = tidx % EPILOGUE_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            # tile swizzle: bands of GROUP cluster tiles along M, walked along N
-            group_tiles = GROUP * clusters_n  # cluster tiles in one group
-            first = (t // group_tiles) * GROUP
-            width = cutlass.min(clusters_m - first, GROUP)  # the last group may be narrower
-            ctm, ctn = first + (t % group_tiles) % width, (t % group_tiles) // width
-            # this CTA's tile of the cluster tile
-            tm, tn = ctm * CLUSTER[0] + cm, ctn * CLUSTER[1] + cn
+            tm, tn = tile_coords(t, clusters_m, clusters_n, cm, cn)
             acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): the tile's accumulator
             tCgC_t = tCgC[(None, None, None, tm, tn)]  # (MMA, MMA_M, MMA_N): the tile's C
             cute.arch.mbarrier_wait(acc_full + slot, slot_phase)  # the tile's MMAs have finished
@@ -370,6 +358,27 @@ def gemm_kernel(
     cute.arch.sync_threads()
     if warp_idx == TMA_WARP:
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS)
+
+
+@cute.jit
+def tile_coords(
+    t: cutlass.Int32,
+    clusters_m: cutlass.Int32,
+    clusters_n: cutlass.Int32,
+    cm: cutlass.Int32,
+    cn: cutlass.Int32,
+):
+    """The output tile (tm, tn) of CTA (cm, cn) of its cluster at tile loop index t, for every
+    role that walks the tiles: cluster tile t of clusters_m x clusters_n, then this CTA's tile
+    of it."""
+    # tile swizzle: bands of GROUP cluster tiles along M, walked along N
+    group_tiles = GROUP * clusters_n  # cluster tiles in one group
+    first = (t // group_tiles) * GROUP
+    width = cutlass.min(clusters_m - first, GROUP)  # the last group may be narrower
+    ctm, ctn = first + (t % group_tiles) % width, (t % group_tiles) // width
+    # this CTA's tile of the cluster tile
+    tm, tn = ctm * CLUSTER[0] + cm, ctn * CLUSTER[1] + cn
+    return tm, tn
 
 
 def max_workers(sm_count: int) -> int:

@@ -263,10 +263,7 @@ def gemm_kernel(
         # the ring's stage and phase run on across tiles
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            # raster along M: the cluster tiles running at once share B tiles
-            ctm, ctn = t % clusters_m, t // clusters_m
-            # this CTA's tile of the cluster tile
-            tm, tn = ctm * CLUSTER[0] + cm, ctn * CLUSTER[1] + cn
+            tm, tn = tile_coords(t, clusters_m, clusters_n, cm, cn)
             for k in cutlass.range(k_tiles, unroll=1):
                 cute.arch.mbarrier_wait(empty + stage, phase)
                 with cute.arch.elect_one():
@@ -339,10 +336,7 @@ def gemm_kernel(
         etidx = tidx % EPILOGUE_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            # raster along M: the cluster tiles running at once share B tiles
-            ctm, ctn = t % clusters_m, t // clusters_m
-            # this CTA's tile of the cluster tile
-            tm, tn = ctm * CLUSTER[0] + cm, ctn * CLUSTER[1] + cn
+            tm, tn = tile_coords(t, clusters_m, clusters_n, cm, cn)
             acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): the tile's accumulator
             tCgC_t = tCgC[(None, None, None, tm, tn)]  # (MMA, MMA_M, MMA_N): the tile's C
             cute.arch.mbarrier_wait(acc_full + slot, slot_phase)  # the tile's MMAs have finished
@@ -418,6 +412,24 @@ def gemm_kernel(
     cute.arch.sync_threads()
     if warp_idx == TMA_WARP:
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS)
+
+
+@cute.jit
+def tile_coords(
+    t: cutlass.Int32,
+    clusters_m: cutlass.Int32,
+    clusters_n: cutlass.Int32,
+    cm: cutlass.Int32,
+    cn: cutlass.Int32,
+):
+    """The output tile (tm, tn) of CTA (cm, cn) of its cluster at tile loop index t, for every
+    role that walks the tiles: cluster tile t of clusters_m x clusters_n, then this CTA's tile
+    of it."""
+    # raster along M: the cluster tiles running at once share B tiles
+    ctm, ctn = t % clusters_m, t // clusters_m
+    # this CTA's tile of the cluster tile
+    tm, tn = ctm * CLUSTER[0] + cm, ctn * CLUSTER[1] + cn
+    return tm, tn
 
 
 def max_workers(sm_count: int) -> int:
