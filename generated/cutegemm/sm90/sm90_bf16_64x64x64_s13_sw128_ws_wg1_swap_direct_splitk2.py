@@ -146,6 +146,14 @@ def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexp
     return index, phase
 
 
+@cute.jit
+def tile_coords(ct: cutlass.Int32, clusters_m: cutlass.Int32, clusters_n: cutlass.Int32):
+    """The output tile (tile_m, tile_n) at tile loop index ct of clusters_m x clusters_n tiles,
+    for the producer and the consumers."""
+    tile_m, tile_n = ct % clusters_m, ct // clusters_m
+    return tile_m, tile_n
+
+
 @cute.kernel
 def gemm_kernel(
     tiled_mma: cute.TiledMma,
@@ -224,7 +232,7 @@ def gemm_kernel(
         if warp_idx == TMA_WARP:
             stage, phase = cutlass.Int32(0), cutlass.Int32(0)
             for ct in cutlass.range(cluster_id, num_cluster_tiles, num_clusters, unroll=1):
-                tile_m, tile_n = ct % clusters_m, ct // clusters_m
+                tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
                 for k in cutlass.range(k_begin, k_end, unroll=1):
                     # wait until every reader of this slot (here and in peers) has released it
                     cute.arch.mbarrier_wait(empty + stage, phase)
@@ -271,7 +279,7 @@ def gemm_kernel(
 
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for ct in cutlass.range(cluster_id, num_cluster_tiles, num_clusters, unroll=1):
-            tile_m, tile_n = ct % clusters_m, ct // clusters_m
+            tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
             acc.fill(0.0)
             prev_stage = cutlass.Int32(0)
             for k in cutlass.range(k_begin, k_end, unroll=1):
