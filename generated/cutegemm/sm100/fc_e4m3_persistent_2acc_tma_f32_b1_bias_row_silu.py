@@ -86,6 +86,8 @@ ACC_DTYPE = cutlass.Float32
 MMA_INST = (128, 256, 32)
 # one CTA's output tile and the K depth of a stage
 TILER = (128, 256, 128)
+# k-blocks per stage: TK / 32, one MMA_INST (one tcgen05.mma) each
+K_BLOCKS = 4
 STAGES = 3
 # 6 warps: 0 = TMA producer, 1 = MMA issuer, 2-5 = epilogue
 THREADS = 192
@@ -281,8 +283,7 @@ def gemm_kernel(
             tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
             for k in cutlass.range(k_tiles, unroll=1):
                 cute.arch.mbarrier_wait(full + stage, phase)
-                # TK / 32 MMAs per stage
-                for kb in cutlass.range_constexpr(4):
+                for kb in cutlass.range_constexpr(K_BLOCKS):
                     cute.gemm(
                         tiled_mma,
                         acc_t,

@@ -82,6 +82,8 @@ ACC_DTYPE = cutlass.Float32
 MMA_INST = (64, 32, 16)
 # one CTA's output tile and the K depth of a stage
 TILER = (64, 32, 64)
+# k-blocks per stage: TK / 16, one MMA_INST (one tcgen05.mma) each
+K_BLOCKS = 4
 STAGES = 18
 # 6 warps: 0 = TMA producer, 1 = MMA issuer, 2-5 = epilogue
 THREADS = 192
@@ -104,6 +106,7 @@ TMEM_COLS = 32
 # A + B bytes one stage's TMA copies deliver to its full barrier
 TX_BYTES = 12288
 EPI_COLS = 32  # accumulator columns one tcgen05.ld moves per row pair (half per thread)
+EPI_CHUNKS = 1  # EPI_COLS-column chunks of a tile: TN / EPI_COLS
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
 # run() rejects other shapes (see the docstring)
 SHAPE_MULTIPLES = {"M": 32, "N": 64, "K": 8}
@@ -251,8 +254,7 @@ def gemm_kernel(
             tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
             for k in cutlass.range(k_tiles, unroll=1):
                 cute.arch.mbarrier_wait(full + stage, phase)
-                # TK / 16 MMAs per stage
-                for kb in cutlass.range_constexpr(4):
+                for kb in cutlass.range_constexpr(K_BLOCKS):
                     cute.gemm(
                         tiled_mma,
                         acc_t,
@@ -304,7 +306,7 @@ def gemm_kernel(
             r_bias = cute.make_rmem_tensor(dst[None, None, 0].shape, OUT_DTYPE)
             # a thread owns one row of the tile: one bias value for every chunk
             r_bias.fill(bias_src[0])
-            for i in cutlass.range_constexpr(1):  # TN / EPI_COLS chunks
+            for i in cutlass.range_constexpr(EPI_CHUNKS):
                 cute.copy(t2r, src[None, None, i], r_acc)
                 # the tile's last TMEM load: hand the slot back before converting and storing
                 if i == 0:

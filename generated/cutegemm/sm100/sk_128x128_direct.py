@@ -93,6 +93,8 @@ ACC_DTYPE = cutlass.Float32
 MMA_INST = (128, 128, 16)
 # one CTA's output tile and the K depth of a stage
 TILER = (128, 128, 64)
+# k-blocks per stage: TK / 16, one MMA_INST (one tcgen05.mma) each
+K_BLOCKS = 4
 STAGES = 7
 # 6 warps: 0 = TMA producer, 1 = MMA issuer, 2-5 = epilogue
 THREADS = 192
@@ -125,6 +127,7 @@ TMEM_COLS = 128
 # A + B bytes one stage's TMA copies deliver to its full barrier
 TX_BYTES = 32768
 EPI_COLS = 64  # accumulator columns one tcgen05.ld moves per thread
+EPI_CHUNKS = 2  # EPI_COLS-column chunks of a tile: TN / EPI_COLS
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
 # run() rejects other shapes (see the docstring)
 SHAPE_MULTIPLES = {"M": 128, "N": 128, "K": 8}
@@ -284,8 +287,7 @@ def gemm_kernel(
             tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
             for k in cutlass.range(k_begin, k_end, unroll=1):
                 cute.arch.mbarrier_wait(full + stage, phase)
-                # TK / 16 MMAs per stage
-                for kb in cutlass.range_constexpr(4):
+                for kb in cutlass.range_constexpr(K_BLOCKS):
                     cute.gemm(
                         tiled_mma,
                         acc_t,
@@ -391,7 +393,7 @@ def gemm_kernel(
                     cute.arch.barrier(
                         barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=EPILOGUE_THREADS
                     )
-                for i in cutlass.range_constexpr(2):  # TN / EPI_COLS chunks
+                for i in cutlass.range_constexpr(EPI_CHUNKS):
                     cute.copy(t2r, src[None, None, i], r_acc)
                     # the tile's last TMEM load: hand the slot back before converting and storing
                     if i == 1:

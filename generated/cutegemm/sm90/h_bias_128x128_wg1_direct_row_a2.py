@@ -76,6 +76,8 @@ ACC_DTYPE = cutlass.Float32
 # one CTA's output tile and the K depth of a stage
 TILER = (128, 128, 64)
 STAGES = 7
+# k-blocks per stage: TK / 16, one wgmma K deep each
+K_BLOCKS = 4
 # warpgroup PRODUCER_WG = TMA producer; warpgroups MMA_WG.. = wgmma consumers
 PRODUCER_WG, MMA_WG = 0, 1
 # the producer warp: issues the TMA loads (and initializes the barriers)
@@ -238,8 +240,7 @@ def gemm_kernel(
                 # this stage's TMA bytes have landed
                 cute.arch.mbarrier_wait(full + stage, phase)
                 warpgroup.fence()
-                # TK / 16 wgmma per stage
-                for kb in cutlass.range_constexpr(4):
+                for kb in cutlass.range_constexpr(K_BLOCKS):
                     cute.gemm(
                         tiled_mma,
                         acc,
@@ -266,13 +267,13 @@ def gemm_kernel(
             # (MMA_V, MMA_M, MMA_N)
             tCcB = thr_mma.partition_C(cute.make_identity_tensor((TILER[0], TILER[1])))
             for m in cutlass.range_constexpr(cute.size(acc, mode=[1])):
-                for h in cutlass.range_constexpr(2):
+                for h in cutlass.range_constexpr(cute.size(acc, mode=[0, 1])):
                     g = tile_m * TILER[0] + tCcB[((0, h, 0), m, 0)][0]
                     # rows past M are never stored
                     bias_v = ACC_DTYPE(mBias[cutlass.min(g, M - 1)])
                     for n in cutlass.range_constexpr(cute.size(acc, mode=[2])):
                         for cg in cutlass.range_constexpr(cute.size(acc, mode=[0, 2])):
-                            for p in cutlass.range_constexpr(2):
+                            for p in cutlass.range_constexpr(cute.size(acc, mode=[0, 0])):
                                 acc[((p, h, cg), m, n)] = acc[((p, h, cg), m, n)] * ALPHA + bias_v
             gC = cute.local_tile(mC, (TILER[0], TILER[1]), (tile_m, tile_n))  # (TM, TN)
             tCgC = thr_mma.partition_C(gC)  # (MMA_V, MMA_M, MMA_N)

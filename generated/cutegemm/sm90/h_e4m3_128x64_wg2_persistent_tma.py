@@ -79,6 +79,8 @@ ACC_DTYPE = cutlass.Float32
 # one CTA's output tile and the K depth of a stage
 TILER = (128, 64, 128)
 STAGES = 8
+# k-blocks per stage: TK / 32, one wgmma K deep each
+K_BLOCKS = 4
 # warpgroup PRODUCER_WG = TMA producer; warpgroups MMA_WG.. = wgmma consumers
 PRODUCER_WG, MMA_WG = 0, 1
 # the producer warp: issues the TMA loads (and initializes the barriers)
@@ -297,8 +299,7 @@ def gemm_kernel(
                 # this stage's TMA bytes have landed
                 cute.arch.mbarrier_wait(full + stage, phase)
                 warpgroup.fence()
-                # TK / 32 wgmma per stage
-                for kb in cutlass.range_constexpr(4):
+                for kb in cutlass.range_constexpr(K_BLOCKS):
                     cute.gemm(
                         tiled_mma,
                         acc,

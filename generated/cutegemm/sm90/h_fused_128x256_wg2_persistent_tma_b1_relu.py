@@ -79,6 +79,8 @@ ACC_DTYPE = cutlass.Float32
 # one CTA's output tile and the K depth of a stage
 TILER = (128, 256, 64)
 STAGES = 4
+# k-blocks per stage: TK / 16, one wgmma K deep each
+K_BLOCKS = 4
 # warpgroup PRODUCER_WG = TMA producer; warpgroups MMA_WG.. = wgmma consumers
 PRODUCER_WG, MMA_WG = 0, 1
 # the producer warp: issues the TMA loads (and initializes the barriers)
@@ -102,6 +104,8 @@ EMPTY_ARRIVES = 8
 BETA = 1.0
 # beta: one C sub-tile (EPI_M x EPI_N) TMA-loaded before D overwrites it
 C_TX_BYTES = 8192
+# C-load barriers (c_full): one
+C_FULL_BARRIERS = 1
 # one SMEM sub-tile: a 64-row wgmma atom per consumer warpgroup
 EPI_M, EPI_N = 128, 32
 # sub-tile buffers in flight: a TMA store may still read the others
@@ -122,7 +126,7 @@ class SharedStorage:
     full: cute.struct.MemRange[cutlass.Int64, STAGES]  # stage s holds fresh A/B bytes
     empty: cute.struct.MemRange[cutlass.Int64, STAGES]  # every reader has released stage s
     # beta: the C sub-tile has landed
-    c_full: cute.struct.MemRange[cutlass.Int64, 1]
+    c_full: cute.struct.MemRange[cutlass.Int64, C_FULL_BARRIERS]
     # (TM, TK, STAGES)
     sA: cute.struct.Align[cute.struct.MemRange[IO_DTYPE, 32768], 1024]
     # (TN, TK, STAGES)
@@ -190,7 +194,7 @@ def gemm_kernel(
                 cute.arch.mbarrier_init(empty + s, EMPTY_ARRIVES)
                 # pre-arm: phase 0 completes now, so the producer's first lap passes through
                 cute.arch.mbarrier_arrive(empty + s, arrive_count=EMPTY_ARRIVES)
-            for w in cutlass.range_constexpr(1):
+            for w in cutlass.range_constexpr(C_FULL_BARRIERS):
                 # the issuing warp's arrive + C_TX_BYTES
                 cute.arch.mbarrier_init(storage.c_full.data_ptr() + w, 1)
     cute.arch.mbarrier_init_fence()
@@ -291,8 +295,7 @@ def gemm_kernel(
                 # this stage's TMA bytes have landed
                 cute.arch.mbarrier_wait(full + stage, phase)
                 warpgroup.fence()
-                # TK / 16 wgmma per stage
-                for kb in cutlass.range_constexpr(4):
+                for kb in cutlass.range_constexpr(K_BLOCKS):
                     cute.gemm(
                         tiled_mma,
                         acc,
