@@ -237,7 +237,7 @@ def _knobs(spec) -> dict[str, str]:
         else:
             out[prefix] = "" if value is None else str(value)
 
-    walk("", spec.model_dump(exclude={"name"}))
+    walk("", spec.knobs())
     return out
 
 

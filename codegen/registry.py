@@ -38,7 +38,8 @@ def spec_knobs(spec: Spec) -> dict[str, object]:
     not another architecture's (those are at their defaults: the rules reject anything else, and
     reading SPEC back into a Spec restores them)."""
     keep = shared_knobs() | for_spec(spec).knobs
-    return {k: v for k, v in spec.model_dump().items() if k in keep}
+    # the name first, as Spec declares it
+    return {"name": spec.name} | {k: v for k, v in spec.knobs().items() if k in keep}
 
 
 def patterns() -> dict[str, str]:

@@ -403,9 +403,15 @@ class Spec(_Frozen):
         parts.append(sched)
         return "_".join(parts)
 
+    def knobs(self) -> dict[str, object]:
+        """Every knob except the name, as plain data: the one serialization of a spec. The spec
+        hash (canonical_json), the kernel's SPEC literal (registry.spec_knobs) and `codegen list`
+        (cli._knobs) derive from it; package.read_entry and build read SPEC back."""
+        return self.model_dump(exclude={"name"})
+
     def canonical_json(self) -> str:
         """Every knob except the name, in a stable order: what the spec hash covers."""
-        return json.dumps(self.model_dump(exclude={"name"}), sort_keys=True, separators=(",", ":"))
+        return json.dumps(self.knobs(), sort_keys=True, separators=(",", ":"))
 
     def spec_hash(self) -> str:
         return hashlib.sha256(self.canonical_json().encode()).hexdigest()[:12]

@@ -335,17 +335,13 @@ def test_tile_order_walks_bands() -> None:
 
 
 def _producer_tile_lines(path: Path) -> list[ast.stmt]:
-    """The assignments that open a tile loop of the kernel: the tile index -> coordinates."""
+    """The assignments of the kernel's tile_coords helper (every role's tile index ->
+    coordinates), run with the helper's parameters as names."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    for node in ast.walk(tree):
-        # sm_100a loops over num_tiles, sm_90a over num_cluster_tiles
-        if isinstance(node, ast.For) and "_tiles," in ast.unparse(node.iter):
-            body = []
-            for stmt in node.body:
-                if not isinstance(stmt, ast.Assign):
-                    return body
-                body.append(stmt)
-    raise AssertionError(f"{path.name}: no tile loop")
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "tile_coords":
+            return [stmt for stmt in node.body if isinstance(stmt, ast.Assign)]
+    raise AssertionError(f"{path.name}: no tile_coords helper")
 
 
 class _Cutlass:

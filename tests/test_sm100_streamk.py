@@ -207,7 +207,13 @@ def _unit_code(name: str) -> tuple[str, str, str]:
     """The kernel's per-CTA range lines, per-unit k-range lines and the finisher's last_cta line,
     with cutlass.max / min as Python's."""
     fn = _kernel(kernel_file(name))
-    got = _first_assignments(fn, (*UNIT_NAMES, "tile_iter0", "k_begin", "k_end", "last_cta"))
+    # the per-unit k range is the unit_k_range helper every role calls
+    tree = ast.parse(kernel_file(name).read_text(encoding="utf-8"))
+    helper = next(
+        n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "unit_k_range"
+    )
+    got = _first_assignments(helper, ("tile_iter0", "k_begin", "k_end"))
+    got |= _first_assignments(fn, (*UNIT_NAMES, "last_cta"))
     assert set(got) == {*UNIT_NAMES, "tile_iter0", "k_begin", "k_end", "last_cta"}, got
     # Python's integers: the widths are tests/test_streamk_math.py's
     fix = {

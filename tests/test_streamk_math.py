@@ -114,11 +114,16 @@ def partition_lines(path: Path) -> tuple[str, str, str, str]:
     """(per-CTA lines, per-unit lines, the finisher's last_cta line, the tile variable) of the
     kernel: the first assignment to each name in gemm_kernel, in source order."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "gemm_kernel")
+    fns = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    # the per-unit k range is the unit_k_range helper every role calls; the rest is the kernel's
     found: dict[str, str] = {}
-    for node in sorted(
-        (n for n in ast.walk(fn) if isinstance(n, ast.Assign)), key=lambda n: n.lineno
-    ):
+    for node in [
+        n
+        for fn in (fns["unit_k_range"], fns["gemm_kernel"])
+        for n in sorted(
+            (n for n in ast.walk(fn) if isinstance(n, ast.Assign)), key=lambda n: n.lineno
+        )
+    ]:
         for target in node.targets:
             names = target.elts if isinstance(target, ast.Tuple) else [target]
             for t in names:

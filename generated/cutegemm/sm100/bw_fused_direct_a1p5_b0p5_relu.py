@@ -79,6 +79,8 @@ ACC_DTYPE = cutlass.Float32
 MMA_INST = (128, 256, 16)
 # one CTA's output tile and the K depth of a stage
 TILER = (128, 256, 64)
+# k-blocks per stage: TK / 16, one MMA_INST (one tcgen05.mma) each
+K_BLOCKS = 4
 STAGES = 4
 # 4 warps: 0 = TMA producer, 1 = MMA issuer, all = epilogue
 THREADS = 128
@@ -91,6 +93,7 @@ TMEM_COLS = 256
 # A + B bytes one stage's TMA copies deliver to its full barrier
 TX_BYTES = 49152
 EPI_COLS = 64  # accumulator columns one tcgen05.ld moves per thread
+EPI_CHUNKS = 4  # EPI_COLS-column chunks of a tile: TN / EPI_COLS
 # D = ALPHA * A @ B^T ...
 ALPHA = 1.5
 # ... + BETA * C, C read in place before it is overwritten
@@ -218,8 +221,7 @@ def gemm_kernel(
         tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
         for k in cutlass.range(k_tiles, unroll=1):
             cute.arch.mbarrier_wait(full + stage, phase)
-            # TK / 16 MMAs per stage
-            for kb in cutlass.range_constexpr(4):
+            for kb in cutlass.range_constexpr(K_BLOCKS):
                 cute.gemm(
                     tiled_mma,
                     acc,
@@ -252,7 +254,7 @@ def gemm_kernel(
     r_out = cute.make_rmem_tensor(dst[None, None, 0].shape, OUT_DTYPE)
     # (T2R, T2R_M): this thread's chunk of C, read before it is stored over
     r_c = cute.make_rmem_tensor(dst[None, None, 0].shape, OUT_DTYPE)
-    for i in cutlass.range_constexpr(4):  # TN / EPI_COLS chunks
+    for i in cutlass.range_constexpr(EPI_CHUNKS):
         # global loads first: their latency overlaps the TMEM load
         # C in place: the chunk, before it is stored
         cute.autovec_copy(dst[None, None, i], r_c)

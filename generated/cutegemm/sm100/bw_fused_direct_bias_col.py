@@ -79,6 +79,8 @@ ACC_DTYPE = cutlass.Float32
 MMA_INST = (128, 256, 16)
 # one CTA's output tile and the K depth of a stage
 TILER = (128, 256, 64)
+# k-blocks per stage: TK / 16, one MMA_INST (one tcgen05.mma) each
+K_BLOCKS = 4
 STAGES = 4
 # 4 warps: 0 = TMA producer, 1 = MMA issuer, all = epilogue
 THREADS = 128
@@ -91,6 +93,7 @@ TMEM_COLS = 256
 # A + B bytes one stage's TMA copies deliver to its full barrier
 TX_BYTES = 49152
 EPI_COLS = 64  # accumulator columns one tcgen05.ld moves per thread
+EPI_CHUNKS = 4  # EPI_COLS-column chunks of a tile: TN / EPI_COLS
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
 # run() rejects other shapes (see the docstring)
 SHAPE_MULTIPLES = {"M": 128, "N": 256, "K": 8}
@@ -219,8 +222,7 @@ def gemm_kernel(
         tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
         for k in cutlass.range(k_tiles, unroll=1):
             cute.arch.mbarrier_wait(full + stage, phase)
-            # TK / 16 MMAs per stage
-            for kb in cutlass.range_constexpr(4):
+            for kb in cutlass.range_constexpr(K_BLOCKS):
                 cute.gemm(
                     tiled_mma,
                     acc,
@@ -254,7 +256,7 @@ def gemm_kernel(
     # (T2R, T2R_M, chunks): this thread's bias values, where its C values are
     bias_src = t2r_thr.partition_D(cute.zipped_divide(tCgBias, epi))
     r_bias = cute.make_rmem_tensor(dst[None, None, 0].shape, OUT_DTYPE)
-    for i in cutlass.range_constexpr(4):  # TN / EPI_COLS chunks
+    for i in cutlass.range_constexpr(EPI_CHUNKS):
         # global loads first: their latency overlaps the TMEM load
         cute.autovec_copy(bias_src[None, None, i], r_bias)  # the chunk's column biases
         cute.copy(t2r, src[None, None, i], r_acc)

@@ -79,6 +79,8 @@ ACC_DTYPE = cutlass.Float32
 MMA_INST = (128, 256, 16)
 # one CTA's output tile and the K depth of a stage
 TILER = (128, 256, 64)
+# k-blocks per stage: TK / 16, one MMA_INST (one tcgen05.mma) each
+K_BLOCKS = 4
 STAGES = 4
 # 4 warps: 0 = TMA producer, 1 = MMA issuer, all = epilogue
 THREADS = 128
@@ -91,6 +93,7 @@ TMEM_COLS = 256
 # A + B bytes one stage's TMA copies deliver to its full barrier
 TX_BYTES = 49152
 EPI_COLS = 64  # accumulator columns one tcgen05.ld moves per thread
+EPI_CHUNKS = 4  # EPI_COLS-column chunks of a tile: TN / EPI_COLS
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
 # run() rejects other shapes (see the docstring)
 SHAPE_MULTIPLES = {"M": 128, "N": 256, "K": 8}
@@ -219,8 +222,7 @@ def gemm_kernel(
         tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
         for k in cutlass.range(k_tiles, unroll=1):
             cute.arch.mbarrier_wait(full + stage, phase)
-            # TK / 16 MMAs per stage
-            for kb in cutlass.range_constexpr(4):
+            for kb in cutlass.range_constexpr(K_BLOCKS):
                 cute.gemm(
                     tiled_mma,
                     acc,
@@ -256,7 +258,7 @@ def gemm_kernel(
     r_bias = cute.make_rmem_tensor(dst[None, None, 0].shape, OUT_DTYPE)
     # a thread owns one row of the tile: one bias value for every chunk
     r_bias.fill(bias_src[0])
-    for i in cutlass.range_constexpr(4):  # TN / EPI_COLS chunks
+    for i in cutlass.range_constexpr(EPI_CHUNKS):
         cute.copy(t2r, src[None, None, i], r_acc)
         d = r_acc.load()  # (T2R, T2R_M) f32
         d = d + r_bias.load().to(ACC_DTYPE)  # + bias[row]: one value per row of C

@@ -82,6 +82,8 @@ ACC_DTYPE = cutlass.Float32
 MMA_INST = (128, 256, 16)
 # one CTA's output tile and the K depth of a stage
 TILER = (128, 256, 64)
+# k-blocks per stage: TK / 16, one MMA_INST (one tcgen05.mma) each
+K_BLOCKS = 4
 STAGES = 4
 # 6 warps: 0 = TMA producer, 1 = MMA issuer, 2-5 = epilogue
 THREADS = 192
@@ -104,6 +106,7 @@ TMEM_COLS = 512
 # A + B bytes one stage's TMA copies deliver to its full barrier
 TX_BYTES = 49152
 EPI_COLS = 64  # accumulator columns one tcgen05.ld moves per thread
+EPI_CHUNKS = 4  # EPI_COLS-column chunks of a tile: TN / EPI_COLS
 # D = ALPHA * A @ B^T ...
 ALPHA = 0.5
 # ... + BETA * C, C read in place before it is overwritten
@@ -228,8 +231,7 @@ def gemm_kernel(
         # the ring's stage and phase run on across tiles
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            # raster along M: the tiles running at once share B tiles
-            tm, tn = t % tiles_m, t // tiles_m
+            tm, tn = tile_coords(t, tiles_m, tiles_n)
             for k in cutlass.range(k_tiles, unroll=1):
                 cute.arch.mbarrier_wait(empty + stage, phase)
                 with cute.arch.elect_one():
@@ -256,8 +258,7 @@ def gemm_kernel(
             tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
             for k in cutlass.range(k_tiles, unroll=1):
                 cute.arch.mbarrier_wait(full + stage, phase)
-                # TK / 16 MMAs per stage
-                for kb in cutlass.range_constexpr(4):
+                for kb in cutlass.range_constexpr(K_BLOCKS):
                     cute.gemm(
                         tiled_mma,
                         acc_t,
@@ -286,8 +287,7 @@ def gemm_kernel(
         etidx = tidx % EPILOGUE_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            # raster along M: the tiles running at once share B tiles
-            tm, tn = t % tiles_m, t // tiles_m
+            tm, tn = tile_coords(t, tiles_m, tiles_n)
             acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): the tile's accumulator
             tCgC_t = tCgC[(None, None, None, tm, tn)]  # (MMA, MMA_M, MMA_N): the tile's C
             cute.arch.mbarrier_wait(acc_full + slot, slot_phase)  # the tile's MMAs have finished
@@ -312,7 +312,7 @@ def gemm_kernel(
             r_bias = cute.make_rmem_tensor(dst[None, None, 0].shape, OUT_DTYPE)
             # a thread owns one row of the tile: one bias value for every chunk
             r_bias.fill(bias_src[0])
-            for i in cutlass.range_constexpr(4):  # TN / EPI_COLS chunks
+            for i in cutlass.range_constexpr(EPI_CHUNKS):
                 # global loads first: their latency overlaps the TMEM load
                 # C in place: the chunk, before it is stored
                 cute.autovec_copy(dst[None, None, i], r_c)
@@ -338,6 +338,15 @@ def gemm_kernel(
     cute.arch.sync_threads()
     if warp_idx == TMA_WARP:
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS)
+
+
+@cute.jit
+def tile_coords(t: cutlass.Int32, tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):
+    """The output tile (tm, tn) at tile loop index t of tiles_m x tiles_n tiles, for every role
+    that walks the tiles."""
+    # raster along M: the tiles running at once share B tiles
+    tm, tn = t % tiles_m, t // tiles_m
+    return tm, tn
 
 
 def max_workers(sm_count: int) -> int:

@@ -92,6 +92,8 @@ ACC_DTYPE = cutlass.Float32
 MMA_INST = (256, 256, 16)
 # one CTA pair's output tile and the K depth of a stage
 TILER = (256, 256, 64)
+# k-blocks per stage: TK / 16, one MMA_INST (one tcgen05.mma) each
+K_BLOCKS = 4
 # the pair: cluster rank 0 (leader) and 1 (follower), adjacent along M
 CLUSTER = (2, 1, 1)
 # cluster ranks of the pair: a leader commit arrives in both CTAs
@@ -276,8 +278,7 @@ def gemm_kernel(
         # the ring's stage and phase run on across tiles
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            # raster along M: the tiles running at once share B tiles
-            tm, tn = t % tiles_m, t // tiles_m
+            tm, tn = tile_coords(t, tiles_m, tiles_n)
             for k in cutlass.range(k_tiles, unroll=1):
                 cute.arch.mbarrier_wait(empty + stage, phase)
                 if is_leader:  # the leader arms its full barrier with the bytes of both CTAs
@@ -309,8 +310,7 @@ def gemm_kernel(
             tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
             for k in cutlass.range(k_tiles, unroll=1):
                 cute.arch.mbarrier_wait(full + stage, phase)
-                # TK / 16 MMAs per stage
-                for kb in cutlass.range_constexpr(4):
+                for kb in cutlass.range_constexpr(K_BLOCKS):
                     cute.gemm(
                         tiled_mma,
                         acc_t,
@@ -341,8 +341,7 @@ def gemm_kernel(
         etidx = tidx % EPILOGUE_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            # raster along M: the tiles running at once share B tiles
-            tm, tn = t % tiles_m, t // tiles_m
+            tm, tn = tile_coords(t, tiles_m, tiles_n)
             acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): the tile's accumulator
             tCgC_t = tCgC[(None, None, None, tm, tn)]  # (MMA, MMA_M, MMA_N): the tile's C
             cute.arch.mbarrier_wait(acc_full + slot, slot_phase)  # the tile's MMAs have finished
@@ -465,6 +464,15 @@ def gemm_kernel(
             cute.arch.mbarrier_arrive(tmem_dealloc, rank ^ 1)  # tell the peer: done with TMEM
         cute.arch.mbarrier_wait(tmem_dealloc, 0)  # completes once, when the peer says the same
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS, is_two_cta=True)
+
+
+@cute.jit
+def tile_coords(t: cutlass.Int32, tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):
+    """The output tile (tm, tn) at tile loop index t of tiles_m x tiles_n tiles, for every role
+    that walks the tiles."""
+    # raster along M: the tiles running at once share B tiles
+    tm, tn = t % tiles_m, t // tiles_m
+    return tm, tn
 
 
 def max_workers(sm_count: int) -> int:

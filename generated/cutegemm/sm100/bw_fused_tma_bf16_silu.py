@@ -80,6 +80,8 @@ ACC_DTYPE = cutlass.Float32
 MMA_INST = (128, 256, 16)
 # one CTA's output tile and the K depth of a stage
 TILER = (128, 256, 64)
+# k-blocks per stage: TK / 16, one MMA_INST (one tcgen05.mma) each
+K_BLOCKS = 4
 STAGES = 4
 # 4 warps: 0 = TMA producer, 1 = MMA issuer, all = epilogue
 THREADS = 128
@@ -225,8 +227,7 @@ def gemm_kernel(
         tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
         for k in cutlass.range(k_tiles, unroll=1):
             cute.arch.mbarrier_wait(full + stage, phase)
-            # TK / 16 MMAs per stage
-            for kb in cutlass.range_constexpr(4):
+            for kb in cutlass.range_constexpr(K_BLOCKS):
                 cute.gemm(
                     tiled_mma,
                     acc,

@@ -81,6 +81,8 @@ ACC_DTYPE = cutlass.Float32
 MMA_INST = (64, 32, 32)
 # one CTA's output tile and the K depth of a stage
 TILER = (64, 32, 128)
+# k-blocks per stage: TK / 32, one MMA_INST (one tcgen05.mma) each
+K_BLOCKS = 4
 STAGES = 18
 # 4 warps: 0 = TMA producer, 1 = MMA issuer, all = epilogue
 THREADS = 128
@@ -93,6 +95,7 @@ TMEM_COLS = 32
 # A + B bytes one stage's TMA copies deliver to its full barrier
 TX_BYTES = 12288
 EPI_COLS = 32  # accumulator columns one tcgen05.ld moves per row pair (half per thread)
+EPI_CHUNKS = 1  # EPI_COLS-column chunks of a tile: TN / EPI_COLS
 # D = ALPHA * A @ B^T ...
 ALPHA = 2.0
 # ... + BETA * C, C read in place before it is overwritten
@@ -225,8 +228,7 @@ def gemm_kernel(
         tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
         for k in cutlass.range(k_tiles, unroll=1):
             cute.arch.mbarrier_wait(full + stage, phase)
-            # TK / 32 MMAs per stage
-            for kb in cutlass.range_constexpr(4):
+            for kb in cutlass.range_constexpr(K_BLOCKS):
                 cute.gemm(
                     tiled_mma,
                     acc,
@@ -262,7 +264,7 @@ def gemm_kernel(
     # (T2R, T2R_M, chunks): this thread's bias values, where its C values are
     bias_src = t2r_thr.partition_D(cute.zipped_divide(tCgBias, epi))
     r_bias = cute.make_rmem_tensor(dst[None, None, 0].shape, OUT_DTYPE)
-    for i in cutlass.range_constexpr(1):  # TN / EPI_COLS chunks
+    for i in cutlass.range_constexpr(EPI_CHUNKS):
         # global loads first: their latency overlaps the TMEM load
         # C in place: the chunk, before it is stored
         cute.autovec_copy(dst[None, None, i], r_c)

@@ -80,6 +80,8 @@ ACC_DTYPE = cutlass.Float32
 MMA_INST = (64, 128, 16)
 # one CTA's output tile and the K depth of a stage
 TILER = (64, 128, 64)
+# k-blocks per stage: TK / 16, one MMA_INST (one tcgen05.mma) each
+K_BLOCKS = 4
 STAGES = 9
 # 4 warps: 0 = TMA producer, 1 = MMA issuer, all = epilogue
 THREADS = 128
@@ -92,6 +94,7 @@ TMEM_COLS = 128
 # A + B bytes one stage's TMA copies deliver to its full barrier
 TX_BYTES = 24576
 EPI_COLS = 64  # accumulator columns one tcgen05.ld moves per row pair (half per thread)
+EPI_CHUNKS = 2  # EPI_COLS-column chunks of a tile: TN / EPI_COLS
 # ... + BETA * C, C read in place before it is overwritten
 BETA = 1.0
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
@@ -222,8 +225,7 @@ def gemm_kernel(
         tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
         for k in cutlass.range(k_tiles, unroll=1):
             cute.arch.mbarrier_wait(full + stage, phase)
-            # TK / 16 MMAs per stage
-            for kb in cutlass.range_constexpr(4):
+            for kb in cutlass.range_constexpr(K_BLOCKS):
                 cute.gemm(
                     tiled_mma,
                     acc,
@@ -259,7 +261,7 @@ def gemm_kernel(
     # (T2R, T2R_M, chunks): this thread's bias values, where its C values are
     bias_src = t2r_thr.partition_D(cute.zipped_divide(tCgBias, epi))
     r_bias = cute.make_rmem_tensor(dst[None, None, 0].shape, OUT_DTYPE)
-    for i in cutlass.range_constexpr(2):  # TN / EPI_COLS chunks
+    for i in cutlass.range_constexpr(EPI_CHUNKS):
         # global loads first: their latency overlaps the TMEM load
         # C in place: the chunk, before it is stored
         cute.autovec_copy(dst[None, None, i], r_c)

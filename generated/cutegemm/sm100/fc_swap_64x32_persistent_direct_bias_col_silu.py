@@ -82,6 +82,8 @@ ACC_DTYPE = cutlass.Float32
 MMA_INST = (64, 32, 16)
 # one CTA's output tile and the K depth of a stage
 TILER = (64, 32, 64)
+# k-blocks per stage: TK / 16, one MMA_INST (one tcgen05.mma) each
+K_BLOCKS = 4
 STAGES = 18
 # 6 warps: 0 = TMA producer, 1 = MMA issuer, 2-5 = epilogue
 THREADS = 192
@@ -104,6 +106,7 @@ TMEM_COLS = 32
 # A + B bytes one stage's TMA copies deliver to its full barrier
 TX_BYTES = 12288
 EPI_COLS = 32  # accumulator columns one tcgen05.ld moves per row pair (half per thread)
+EPI_CHUNKS = 1  # EPI_COLS-column chunks of a tile: TN / EPI_COLS
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
 # run() rejects other shapes (see the docstring)
 SHAPE_MULTIPLES = {"M": 32, "N": 64, "K": 8}
@@ -224,8 +227,7 @@ def gemm_kernel(
         # the ring's stage and phase run on across tiles
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            # raster along M: the tiles running at once share B tiles
-            tm, tn = t % tiles_m, t // tiles_m
+            tm, tn = tile_coords(t, tiles_m, tiles_n)
             for k in cutlass.range(k_tiles, unroll=1):
                 cute.arch.mbarrier_wait(empty + stage, phase)
                 with cute.arch.elect_one():
@@ -252,8 +254,7 @@ def gemm_kernel(
             tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
             for k in cutlass.range(k_tiles, unroll=1):
                 cute.arch.mbarrier_wait(full + stage, phase)
-                # TK / 16 MMAs per stage
-                for kb in cutlass.range_constexpr(4):
+                for kb in cutlass.range_constexpr(K_BLOCKS):
                     cute.gemm(
                         tiled_mma,
                         acc_t,
@@ -282,8 +283,7 @@ def gemm_kernel(
         etidx = tidx % EPILOGUE_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            # raster along M: the tiles running at once share B tiles
-            tm, tn = t % tiles_m, t // tiles_m
+            tm, tn = tile_coords(t, tiles_m, tiles_n)
             acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): the tile's accumulator
             tCgC_t = tCgC[(None, None, None, tm, tn)]  # (MMA, MMA_M, MMA_N): the tile's C
             cute.arch.mbarrier_wait(acc_full + slot, slot_phase)  # the tile's MMAs have finished
@@ -306,7 +306,7 @@ def gemm_kernel(
             r_bias = cute.make_rmem_tensor(dst[None, None, 0].shape, OUT_DTYPE)
             # a thread owns one row of the tile: one bias value for every chunk
             r_bias.fill(bias_src[0])
-            for i in cutlass.range_constexpr(1):  # TN / EPI_COLS chunks
+            for i in cutlass.range_constexpr(EPI_CHUNKS):
                 cute.copy(t2r, src[None, None, i], r_acc)
                 # the tile's last TMEM load: hand the slot back before converting and storing
                 if i == 0:
@@ -327,6 +327,15 @@ def gemm_kernel(
     cute.arch.sync_threads()
     if warp_idx == TMA_WARP:
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS)
+
+
+@cute.jit
+def tile_coords(t: cutlass.Int32, tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):
+    """The output tile (tm, tn) at tile loop index t of tiles_m x tiles_n tiles, for every role
+    that walks the tiles."""
+    # raster along M: the tiles running at once share B tiles
+    tm, tn = t % tiles_m, t // tiles_m
+    return tm, tn
 
 
 def max_workers(sm_count: int) -> int:

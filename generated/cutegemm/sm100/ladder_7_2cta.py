@@ -84,6 +84,8 @@ ACC_DTYPE = cutlass.Float32
 MMA_INST = (256, 256, 16)
 # one CTA pair's output tile and the K depth of a stage
 TILER = (256, 256, 64)
+# k-blocks per stage: TK / 16, one MMA_INST (one tcgen05.mma) each
+K_BLOCKS = 4
 # the pair: cluster rank 0 (leader) and 1 (follower), adjacent along M
 CLUSTER = (2, 1, 1)
 # cluster ranks of the pair: a leader commit arrives in both CTAs
@@ -247,8 +249,7 @@ def gemm_kernel(
         tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
         for k in cutlass.range(k_tiles, unroll=1):
             cute.arch.mbarrier_wait(full + stage, phase)
-            # TK / 16 MMAs per stage
-            for kb in cutlass.range_constexpr(4):
+            for kb in cutlass.range_constexpr(K_BLOCKS):
                 cute.gemm(
                     tiled_mma,
                     acc,

@@ -84,6 +84,8 @@ ACC_DTYPE = cutlass.Float32
 MMA_INST = (128, 128, 16)
 # one CTA's output tile and the K depth of a stage
 TILER = (128, 128, 64)
+# k-blocks per stage: TK / 16, one MMA_INST (one tcgen05.mma) each
+K_BLOCKS = 4
 # CTAs (cm, cn) per cluster; cluster rank = cm + 2 * cn
 CLUSTER = (2, 1, 1)
 # ranks (0, cn) for every cn, shifted by cm: the CTAs sharing an A tile
@@ -117,6 +119,7 @@ TMEM_COLS = 256
 # A + B bytes landing in EACH CTA per stage: own slices + peers' multicast
 TX_BYTES = 32768
 EPI_COLS = 64  # accumulator columns one tcgen05.ld moves per thread
+EPI_CHUNKS = 2  # EPI_COLS-column chunks of a tile: TN / EPI_COLS
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
 # run() rejects other shapes (see the docstring)
 SHAPE_MULTIPLES = {"M": 256, "N": 128, "K": 8}
@@ -251,13 +254,7 @@ def gemm_kernel(
         # the ring's stage and phase run on across tiles
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            # tile swizzle: bands of GROUP cluster tiles along M, walked along N
-            group_tiles = GROUP * clusters_n  # cluster tiles in one group
-            first = (t // group_tiles) * GROUP
-            width = cutlass.min(clusters_m - first, GROUP)  # the last group may be narrower
-            ctm, ctn = first + (t % group_tiles) % width, (t % group_tiles) // width
-            # this CTA's tile of the cluster tile
-            tm, tn = ctm * CLUSTER[0] + cm, ctn * CLUSTER[1] + cn
+            tm, tn = tile_coords(t, clusters_m, clusters_n, cm, cn)
             for k in cutlass.range(k_tiles, unroll=1):
                 cute.arch.mbarrier_wait(empty + stage, phase)
                 with cute.arch.elect_one():
@@ -298,8 +295,7 @@ def gemm_kernel(
             tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
             for k in cutlass.range(k_tiles, unroll=1):
                 cute.arch.mbarrier_wait(full + stage, phase)
-                # TK / 16 MMAs per stage
-                for kb in cutlass.range_constexpr(4):
+                for kb in cutlass.range_constexpr(K_BLOCKS):
                     cute.gemm(
                         tiled_mma,
                         acc_t,
@@ -330,13 +326,7 @@ def gemm_kernel(
         etidx = tidx % EPILOGUE_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            # tile swizzle: bands of GROUP cluster tiles along M, walked along N
-            group_tiles = GROUP * clusters_n  # cluster tiles in one group
-            first = (t // group_tiles) * GROUP
-            width = cutlass.min(clusters_m - first, GROUP)  # the last group may be narrower
-            ctm, ctn = first + (t % group_tiles) % width, (t % group_tiles) // width
-            # this CTA's tile of the cluster tile
-            tm, tn = ctm * CLUSTER[0] + cm, ctn * CLUSTER[1] + cn
+            tm, tn = tile_coords(t, clusters_m, clusters_n, cm, cn)
             acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): the tile's accumulator
             tCgC_t = tCgC[(None, None, None, tm, tn)]  # (MMA, MMA_M, MMA_N): the tile's C
             cute.arch.mbarrier_wait(acc_full + slot, slot_phase)  # the tile's MMAs have finished
@@ -352,7 +342,7 @@ def gemm_kernel(
             dst = t2r_thr.partition_D(gC_epi)  # (T2R, T2R_M, chunks)
             r_acc = cute.make_rmem_tensor(dst[None, None, 0].shape, ACC_DTYPE)
             r_out = cute.make_rmem_tensor(dst[None, None, 0].shape, IO_DTYPE)
-            for i in cutlass.range_constexpr(2):  # TN / EPI_COLS chunks
+            for i in cutlass.range_constexpr(EPI_CHUNKS):
                 cute.copy(t2r, src[None, None, i], r_acc)
                 # the tile's last TMEM load: hand the slot back before converting and storing
                 if i == 1:
@@ -370,6 +360,27 @@ def gemm_kernel(
     cute.arch.sync_threads()
     if warp_idx == TMA_WARP:
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS)
+
+
+@cute.jit
+def tile_coords(
+    t: cutlass.Int32,
+    clusters_m: cutlass.Int32,
+    clusters_n: cutlass.Int32,
+    cm: cutlass.Int32,
+    cn: cutlass.Int32,
+):
+    """The output tile (tm, tn) of CTA (cm, cn) of its cluster at tile loop index t, for every
+    role that walks the tiles: cluster tile t of clusters_m x clusters_n, then this CTA's tile
+    of it."""
+    # tile swizzle: bands of GROUP cluster tiles along M, walked along N
+    group_tiles = GROUP * clusters_n  # cluster tiles in one group
+    first = (t // group_tiles) * GROUP
+    width = cutlass.min(clusters_m - first, GROUP)  # the last group may be narrower
+    ctm, ctn = first + (t % group_tiles) % width, (t % group_tiles) // width
+    # this CTA's tile of the cluster tile
+    tm, tn = ctm * CLUSTER[0] + cm, ctn * CLUSTER[1] + cn
+    return tm, tn
 
 
 def max_workers(sm_count: int) -> int:

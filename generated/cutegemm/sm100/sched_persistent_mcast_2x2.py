@@ -87,6 +87,8 @@ ACC_DTYPE = cutlass.Float32
 MMA_INST = (128, 256, 16)
 # one CTA's output tile and the K depth of a stage
 TILER = (128, 256, 64)
+# k-blocks per stage: TK / 16, one MMA_INST (one tcgen05.mma) each
+K_BLOCKS = 4
 # CTAs (cm, cn) per cluster; cluster rank = cm + 2 * cn
 CLUSTER = (2, 2, 1)
 # ranks (0, cn) for every cn, shifted by cm: the CTAs sharing an A tile
@@ -263,10 +265,7 @@ def gemm_kernel(
         # the ring's stage and phase run on across tiles
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            # raster along M: the cluster tiles running at once share B tiles
-            ctm, ctn = t % clusters_m, t // clusters_m
-            # this CTA's tile of the cluster tile
-            tm, tn = ctm * CLUSTER[0] + cm, ctn * CLUSTER[1] + cn
+            tm, tn = tile_coords(t, clusters_m, clusters_n, cm, cn)
             for k in cutlass.range(k_tiles, unroll=1):
                 cute.arch.mbarrier_wait(empty + stage, phase)
                 with cute.arch.elect_one():
@@ -307,8 +306,7 @@ def gemm_kernel(
             tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
             for k in cutlass.range(k_tiles, unroll=1):
                 cute.arch.mbarrier_wait(full + stage, phase)
-                # TK / 16 MMAs per stage
-                for kb in cutlass.range_constexpr(4):
+                for kb in cutlass.range_constexpr(K_BLOCKS):
                     cute.gemm(
                         tiled_mma,
                         acc_t,
@@ -339,10 +337,7 @@ def gemm_kernel(
         etidx = tidx % EPILOGUE_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            # raster along M: the cluster tiles running at once share B tiles
-            ctm, ctn = t % clusters_m, t // clusters_m
-            # this CTA's tile of the cluster tile
-            tm, tn = ctm * CLUSTER[0] + cm, ctn * CLUSTER[1] + cn
+            tm, tn = tile_coords(t, clusters_m, clusters_n, cm, cn)
             acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): the tile's accumulator
             tCgC_t = tCgC[(None, None, None, tm, tn)]  # (MMA, MMA_M, MMA_N): the tile's C
             cute.arch.mbarrier_wait(acc_full + slot, slot_phase)  # the tile's MMAs have finished
@@ -418,6 +413,24 @@ def gemm_kernel(
     cute.arch.sync_threads()
     if warp_idx == TMA_WARP:
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS)
+
+
+@cute.jit
+def tile_coords(
+    t: cutlass.Int32,
+    clusters_m: cutlass.Int32,
+    clusters_n: cutlass.Int32,
+    cm: cutlass.Int32,
+    cn: cutlass.Int32,
+):
+    """The output tile (tm, tn) of CTA (cm, cn) of its cluster at tile loop index t, for every
+    role that walks the tiles: cluster tile t of clusters_m x clusters_n, then this CTA's tile
+    of it."""
+    # raster along M: the cluster tiles running at once share B tiles
+    ctm, ctn = t % clusters_m, t // clusters_m
+    # this CTA's tile of the cluster tile
+    tm, tn = ctm * CLUSTER[0] + cm, ctn * CLUSTER[1] + cn
+    return tm, tn
 
 
 def max_workers(sm_count: int) -> int:

@@ -92,6 +92,8 @@ ACC_DTYPE = cutlass.Float32
 MMA_INST = (128, 64, 16)
 # one CTA's output tile and the K depth of a stage
 TILER = (128, 64, 64)
+# k-blocks per stage: TK / 16, one MMA_INST (one tcgen05.mma) each
+K_BLOCKS = 4
 STAGES = 9
 # 6 warps: 0 = TMA producer, 1 = MMA issuer, 2-5 = epilogue
 THREADS = 192
@@ -136,6 +138,7 @@ TMEM_COLS = 64
 # A + B bytes one stage's TMA copies deliver to its full barrier
 TX_BYTES = 24576
 EPI_COLS = 64  # accumulator columns one tcgen05.ld moves per thread
+EPI_CHUNKS = 1  # EPI_COLS-column chunks of a tile: TN / EPI_COLS
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
 # run() rejects other shapes (see the docstring)
 SHAPE_MULTIPLES = {"M": 128, "N": 64, "K": 8}
@@ -283,8 +286,7 @@ def gemm_kernel(
             tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
             for k in cutlass.range(k_begin, k_end, unroll=1):
                 cute.arch.mbarrier_wait(full + stage, phase)
-                # TK / 16 MMAs per stage
-                for kb in cutlass.range_constexpr(4):
+                for kb in cutlass.range_constexpr(K_BLOCKS):
                     cute.gemm(
                         tiled_mma,
                         acc_t,
@@ -331,7 +333,7 @@ def gemm_kernel(
         src = t2r_thr.partition_S(acc_epi)  # (T2R, T2R_M, chunks)
         dst = t2r_thr.partition_D(gW_epi)  # (T2R, T2R_M, chunks): this thread's row of the slot
         r_acc = cute.make_rmem_tensor(dst[None, None, 0].shape, ACC_DTYPE)
-        for i in cutlass.range_constexpr(1):  # TN / EPI_COLS chunks
+        for i in cutlass.range_constexpr(EPI_CHUNKS):
             cute.copy(t2r, src[None, None, i], r_acc)
             # the tile's last TMEM load: hand the slot back before converting and storing
             if i == 0:

@@ -93,6 +93,8 @@ ACC_DTYPE = cutlass.Float32
 MMA_INST = (128, 128, 16)
 # one CTA's output tile and the K depth of a stage
 TILER = (128, 128, 64)
+# k-blocks per stage: TK / 16, one MMA_INST (one tcgen05.mma) each
+K_BLOCKS = 4
 STAGES = 7
 # 6 warps: 0 = TMA producer, 1 = MMA issuer, 2-5 = epilogue
 THREADS = 192
@@ -125,6 +127,7 @@ TMEM_COLS = 128
 # A + B bytes one stage's TMA copies deliver to its full barrier
 TX_BYTES = 32768
 EPI_COLS = 64  # accumulator columns one tcgen05.ld moves per thread
+EPI_CHUNKS = 2  # EPI_COLS-column chunks of a tile: TN / EPI_COLS
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
 # run() rejects other shapes (see the docstring)
 SHAPE_MULTIPLES = {"M": 128, "N": 128, "K": 8}
@@ -251,12 +254,9 @@ def gemm_kernel(
         # the ring's stage and phase run on across tiles
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(first_tile, last_tile + 1, unroll=1):
-            tm, tn = t % tiles_m, t // tiles_m  # tiles walked along M
-            # this CTA's k-tiles of tile t: [k_begin, k_end), from the tile's first MAC iteration
-            # (64-bit)
-            tile_iter0 = cutlass.Int64(t) * k_tiles
-            k_begin = cutlass.Int32(cutlass.max(it_begin - tile_iter0, 0))
-            k_end = cutlass.Int32(cutlass.min(it_end - tile_iter0, k_tiles))
+            tm, tn = tile_coords(t, tiles_m, tiles_n)
+            # this CTA's k-tiles of tile t: [k_begin, k_end)
+            k_begin, k_end = unit_k_range(t, it_begin, it_end, k_tiles)
             for k in cutlass.range(k_begin, k_end, unroll=1):
                 cute.arch.mbarrier_wait(empty + stage, phase)
                 with cute.arch.elect_one():
@@ -279,19 +279,15 @@ def gemm_kernel(
         # one unit per accumulator slot: the ACCUMULATE reset below makes each unit's first k-tile
         # overwrite the slot, so a unit holds only its own k-tiles' partial sum
         for t in cutlass.range(first_tile, last_tile + 1, unroll=1):
-            # this CTA's k-tiles of tile t: [k_begin, k_end), from the tile's first MAC iteration
-            # (64-bit)
-            tile_iter0 = cutlass.Int64(t) * k_tiles
-            k_begin = cutlass.Int32(cutlass.max(it_begin - tile_iter0, 0))
-            k_end = cutlass.Int32(cutlass.min(it_end - tile_iter0, k_tiles))
+            # this CTA's k-tiles of tile t: [k_begin, k_end)
+            k_begin, k_end = unit_k_range(t, it_begin, it_end, k_tiles)
             cute.arch.mbarrier_wait(acc_empty + slot, slot_phase)  # the epilogue drained the slot
             acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): this tile's accumulator
             # TMEM is not zeroed: the first MMA of each tile overwrites, every later one adds
             tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
             for k in cutlass.range(k_begin, k_end, unroll=1):
                 cute.arch.mbarrier_wait(full + stage, phase)
-                # TK / 16 MMAs per stage
-                for kb in cutlass.range_constexpr(4):
+                for kb in cutlass.range_constexpr(K_BLOCKS):
                     cute.gemm(
                         tiled_mma,
                         acc_t,
@@ -338,12 +334,9 @@ def gemm_kernel(
         peer_vec = cute.make_rmem_tensor((4,), ACC_DTYPE)
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(first_tile, last_tile + 1, unroll=1):
-            tm, tn = t % tiles_m, t // tiles_m  # tiles walked along M
-            # this CTA's k-tiles of tile t: [k_begin, k_end), from the tile's first MAC iteration
-            # (64-bit)
-            tile_iter0 = cutlass.Int64(t) * k_tiles
-            k_begin = cutlass.Int32(cutlass.max(it_begin - tile_iter0, 0))
-            k_end = cutlass.Int32(cutlass.min(it_end - tile_iter0, k_tiles))
+            tm, tn = tile_coords(t, tiles_m, tiles_n)
+            # this CTA's k-tiles of tile t: [k_begin, k_end)
+            k_begin, k_end = unit_k_range(t, it_begin, it_end, k_tiles)
             acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): the unit's partial
             tCgC_t = tCgC[(None, None, None, tm, tn)]  # (MMA, MMA_M, MMA_N): the tile's C
             cute.arch.mbarrier_wait(acc_full + slot, slot_phase)  # the unit's MMAs have finished
@@ -400,7 +393,7 @@ def gemm_kernel(
                     cute.arch.barrier(
                         barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=EPILOGUE_THREADS
                     )
-                for i in cutlass.range_constexpr(2):  # TN / EPI_COLS chunks
+                for i in cutlass.range_constexpr(EPI_CHUNKS):
                     cute.copy(t2r, src[None, None, i], r_acc)
                     # the tile's last TMEM load: hand the slot back before converting and storing
                     if i == 1:
@@ -425,6 +418,25 @@ def gemm_kernel(
     cute.arch.sync_threads()
     if warp_idx == TMA_WARP:
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS)
+
+
+@cute.jit
+def tile_coords(t: cutlass.Int32, tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):
+    """The output tile (tm, tn) of unit tile t of tiles_m x tiles_n tiles, for every role that
+    walks the units: tiles walked along M."""
+    return t % tiles_m, t // tiles_m
+
+
+@cute.jit
+def unit_k_range(
+    t: cutlass.Int32, it_begin: cutlass.Int64, it_end: cutlass.Int64, k_tiles: cutlass.Int32
+):
+    """This CTA's k-tiles [k_begin, k_end) of tile t, for every role that walks the units: its
+    MAC iterations [it_begin, it_end) from the tile's first one (64-bit), clamped to the tile."""
+    tile_iter0 = cutlass.Int64(t) * k_tiles
+    k_begin = cutlass.Int32(cutlass.max(it_begin - tile_iter0, 0))
+    k_end = cutlass.Int32(cutlass.min(it_end - tile_iter0, k_tiles))
+    return k_begin, k_end
 
 
 @cute.jit

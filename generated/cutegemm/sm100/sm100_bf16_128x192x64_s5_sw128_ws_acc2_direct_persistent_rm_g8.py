@@ -80,6 +80,8 @@ ACC_DTYPE = cutlass.Float32
 MMA_INST = (128, 192, 16)
 # one CTA's output tile and the K depth of a stage
 TILER = (128, 192, 64)
+# k-blocks per stage: TK / 16, one MMA_INST (one tcgen05.mma) each
+K_BLOCKS = 4
 STAGES = 5
 # 6 warps: 0 = TMA producer, 1 = MMA issuer, 2-5 = epilogue
 THREADS = 192
@@ -105,6 +107,7 @@ TMEM_COLS = 512
 # A + B bytes one stage's TMA copies deliver to its full barrier
 TX_BYTES = 40960
 EPI_COLS = 64  # accumulator columns one tcgen05.ld moves per thread
+EPI_CHUNKS = 3  # EPI_COLS-column chunks of a tile: TN / EPI_COLS
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
 # run() rejects other shapes (see the docstring)
 SHAPE_MULTIPLES = {"M": 128, "N": 192, "K": 8}
@@ -220,11 +223,7 @@ def gemm_kernel(
         # the ring's stage and phase run on across tiles
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            # tile swizzle: bands of GROUP tiles along M, walked along N
-            group_tiles = GROUP * tiles_n  # tiles in one group
-            first = (t // group_tiles) * GROUP
-            width = cutlass.min(tiles_m - first, GROUP)  # the last group may be narrower
-            tm, tn = first + (t % group_tiles) % width, (t % group_tiles) // width
+            tm, tn = tile_coords(t, tiles_m, tiles_n)
             for k in cutlass.range(k_tiles, unroll=1):
                 cute.arch.mbarrier_wait(empty + stage, phase)
                 with cute.arch.elect_one():
@@ -251,8 +250,7 @@ def gemm_kernel(
             tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
             for k in cutlass.range(k_tiles, unroll=1):
                 cute.arch.mbarrier_wait(full + stage, phase)
-                # TK / 16 MMAs per stage
-                for kb in cutlass.range_constexpr(4):
+                for kb in cutlass.range_constexpr(K_BLOCKS):
                     cute.gemm(
                         tiled_mma,
                         acc_t,
@@ -281,11 +279,7 @@ def gemm_kernel(
         etidx = tidx % EPILOGUE_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            # tile swizzle: bands of GROUP tiles along M, walked along N
-            group_tiles = GROUP * tiles_n  # tiles in one group
-            first = (t // group_tiles) * GROUP
-            width = cutlass.min(tiles_m - first, GROUP)  # the last group may be narrower
-            tm, tn = first + (t % group_tiles) % width, (t % group_tiles) // width
+            tm, tn = tile_coords(t, tiles_m, tiles_n)
             acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): the tile's accumulator
             tCgC_t = tCgC[(None, None, None, tm, tn)]  # (MMA, MMA_M, MMA_N): the tile's C
             cute.arch.mbarrier_wait(acc_full + slot, slot_phase)  # the tile's MMAs have finished
@@ -301,7 +295,7 @@ def gemm_kernel(
             dst = t2r_thr.partition_D(gC_epi)  # (T2R, T2R_M, chunks)
             r_acc = cute.make_rmem_tensor(dst[None, None, 0].shape, ACC_DTYPE)
             r_out = cute.make_rmem_tensor(dst[None, None, 0].shape, IO_DTYPE)
-            for i in cutlass.range_constexpr(3):  # TN / EPI_COLS chunks
+            for i in cutlass.range_constexpr(EPI_CHUNKS):
                 cute.copy(t2r, src[None, None, i], r_acc)
                 # the tile's last TMEM load: hand the slot back before converting and storing
                 if i == 2:
@@ -319,6 +313,18 @@ def gemm_kernel(
     cute.arch.sync_threads()
     if warp_idx == TMA_WARP:
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS)
+
+
+@cute.jit
+def tile_coords(t: cutlass.Int32, tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):
+    """The output tile (tm, tn) at tile loop index t of tiles_m x tiles_n tiles, for every role
+    that walks the tiles."""
+    # tile swizzle: bands of GROUP tiles along M, walked along N
+    group_tiles = GROUP * tiles_n  # tiles in one group
+    first = (t // group_tiles) * GROUP
+    width = cutlass.min(tiles_m - first, GROUP)  # the last group may be narrower
+    tm, tn = first + (t % group_tiles) % width, (t % group_tiles) // width
+    return tm, tn
 
 
 def max_workers(sm_count: int) -> int:

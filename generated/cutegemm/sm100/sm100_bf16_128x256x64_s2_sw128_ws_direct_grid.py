@@ -77,6 +77,8 @@ ACC_DTYPE = cutlass.Float32
 MMA_INST = (128, 256, 16)
 # one CTA's output tile and the K depth of a stage
 TILER = (128, 256, 64)
+# k-blocks per stage: TK / 16, one MMA_INST (one tcgen05.mma) each
+K_BLOCKS = 4
 STAGES = 2
 # 4 warps: 0 = TMA producer, 1 = MMA issuer, all = epilogue
 THREADS = 128
@@ -89,6 +91,7 @@ TMEM_COLS = 256
 # A + B bytes one stage's TMA copies deliver to its full barrier
 TX_BYTES = 49152
 EPI_COLS = 64  # accumulator columns one tcgen05.ld moves per thread
+EPI_CHUNKS = 4  # EPI_COLS-column chunks of a tile: TN / EPI_COLS
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
 # run() rejects other shapes (see the docstring)
 SHAPE_MULTIPLES = {"M": 128, "N": 256, "K": 8}
@@ -212,8 +215,7 @@ def gemm_kernel(
         tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
         for k in cutlass.range(k_tiles, unroll=1):
             cute.arch.mbarrier_wait(full + stage, phase)
-            # TK / 16 MMAs per stage
-            for kb in cutlass.range_constexpr(4):
+            for kb in cutlass.range_constexpr(K_BLOCKS):
                 cute.gemm(
                     tiled_mma,
                     acc,
@@ -244,7 +246,7 @@ def gemm_kernel(
     dst = t2r_thr.partition_D(gC_epi)  # (T2R, T2R_M, chunks)
     r_acc = cute.make_rmem_tensor(dst[None, None, 0].shape, ACC_DTYPE)
     r_out = cute.make_rmem_tensor(dst[None, None, 0].shape, IO_DTYPE)
-    for i in cutlass.range_constexpr(4):  # TN / EPI_COLS chunks
+    for i in cutlass.range_constexpr(EPI_CHUNKS):
         cute.copy(t2r, src[None, None, i], r_acc)
         r_out.store(r_acc.load().to(IO_DTYPE))
         cute.autovec_copy(r_out, dst[None, None, i])

@@ -89,6 +89,8 @@ ACC_DTYPE = cutlass.Float32
 # one CTA's output tile and the K depth of a stage
 TILER = (64, 32, 128)
 STAGES = 18
+# k-blocks per stage: TK / 32, one wgmma K deep each
+K_BLOCKS = 4
 # warpgroup PRODUCER_WG = TMA producer; warpgroups MMA_WG.. = wgmma consumers
 PRODUCER_WG, MMA_WG = 0, 1
 # the producer warp: issues the TMA loads (and initializes the barriers)
@@ -141,6 +143,26 @@ def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexp
         index = cutlass.Int32(0)
         phase ^= 1
     return index, phase
+
+
+@cute.jit
+def tile_coords(ct: cutlass.Int32, clusters_m: cutlass.Int32, clusters_n: cutlass.Int32):
+    """The output tile (tile_m, tile_n) at tile loop index ct of clusters_m x clusters_n tiles,
+    for the producer and the consumers."""
+    tile_m, tile_n = ct % clusters_m, ct // clusters_m
+    return tile_m, tile_n
+
+
+@cute.jit
+def unit_k_range(
+    ct: cutlass.Int32, it_begin: cutlass.Int64, it_end: cutlass.Int64, k_tiles: cutlass.Int32
+):
+    """This CTA's k-tiles [k_begin, k_end) of tile ct, for the producer and the consumers: its
+    MAC iterations [it_begin, it_end) from the tile's first one (64-bit), clamped to the tile."""
+    tile_iter0 = cutlass.Int64(ct) * k_tiles
+    k_begin = cutlass.Int32(cutlass.max(it_begin - tile_iter0, 0))
+    k_end = cutlass.Int32(cutlass.min(it_end - tile_iter0, k_tiles))
+    return k_begin, k_end
 
 
 @cute.kernel
@@ -229,12 +251,9 @@ def gemm_kernel(
             # 1 until this warp has waited for the previous kernel (programmatic dependent launch)
             pdl_pending = cutlass.Int32(1)
             for ct in cutlass.range(first_tile, last_tile + 1, 1, unroll=1):
-                tile_m, tile_n = ct % clusters_m, ct // clusters_m
-                # this CTA's k-tiles of tile ct: [k_begin, k_end), from the tile's first MAC
-                # iteration (64-bit)
-                tile_iter0 = cutlass.Int64(ct) * k_tiles
-                k_begin = cutlass.Int32(cutlass.max(it_begin - tile_iter0, 0))
-                k_end = cutlass.Int32(cutlass.min(it_end - tile_iter0, k_tiles))
+                tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
+                # this CTA's k-tiles of tile ct: [k_begin, k_end)
+                k_begin, k_end = unit_k_range(ct, it_begin, it_end, k_tiles)
                 if pdl_pending == 1:
                     # programmatic dependent launch: the previous kernel may still be running.
                     # Stream this unit's first k-blocks (up to STAGES) from HBM into L2 under its
@@ -308,20 +327,16 @@ def gemm_kernel(
 
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for ct in cutlass.range(first_tile, last_tile + 1, 1, unroll=1):
-            tile_m, tile_n = ct % clusters_m, ct // clusters_m
-            # this CTA's k-tiles of tile ct: [k_begin, k_end), from the tile's first MAC
-            # iteration (64-bit)
-            tile_iter0 = cutlass.Int64(ct) * k_tiles
-            k_begin = cutlass.Int32(cutlass.max(it_begin - tile_iter0, 0))
-            k_end = cutlass.Int32(cutlass.min(it_end - tile_iter0, k_tiles))
+            tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
+            # this CTA's k-tiles of tile ct: [k_begin, k_end)
+            k_begin, k_end = unit_k_range(ct, it_begin, it_end, k_tiles)
             acc.fill(0.0)
             prev_stage = cutlass.Int32(0)
             for k in cutlass.range(k_begin, k_end, unroll=1):
                 # this stage's TMA bytes have landed
                 cute.arch.mbarrier_wait(full + stage, phase)
                 warpgroup.fence()
-                # TK / 32 wgmma per stage
-                for kb in cutlass.range_constexpr(4):
+                for kb in cutlass.range_constexpr(K_BLOCKS):
                     cute.gemm(
                         tiled_mma,
                         acc,

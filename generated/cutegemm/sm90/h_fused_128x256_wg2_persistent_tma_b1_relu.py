@@ -79,6 +79,8 @@ ACC_DTYPE = cutlass.Float32
 # one CTA's output tile and the K depth of a stage
 TILER = (128, 256, 64)
 STAGES = 4
+# k-blocks per stage: TK / 16, one wgmma K deep each
+K_BLOCKS = 4
 # warpgroup PRODUCER_WG = TMA producer; warpgroups MMA_WG.. = wgmma consumers
 PRODUCER_WG, MMA_WG = 0, 1
 # the producer warp: issues the TMA loads (and initializes the barriers)
@@ -102,6 +104,8 @@ EMPTY_ARRIVES = 8
 BETA = 1.0
 # beta: one C sub-tile (EPI_M x EPI_N) TMA-loaded before D overwrites it
 C_TX_BYTES = 8192
+# C-load barriers (c_full): one
+C_FULL_BARRIERS = 1
 # one SMEM sub-tile: a 64-row wgmma atom per consumer warpgroup
 EPI_M, EPI_N = 128, 32
 # sub-tile buffers in flight: a TMA store may still read the others
@@ -122,7 +126,7 @@ class SharedStorage:
     full: cute.struct.MemRange[cutlass.Int64, STAGES]  # stage s holds fresh A/B bytes
     empty: cute.struct.MemRange[cutlass.Int64, STAGES]  # every reader has released stage s
     # beta: the C sub-tile has landed
-    c_full: cute.struct.MemRange[cutlass.Int64, 1]
+    c_full: cute.struct.MemRange[cutlass.Int64, C_FULL_BARRIERS]
     # (TM, TK, STAGES)
     sA: cute.struct.Align[cute.struct.MemRange[IO_DTYPE, 32768], 1024]
     # (TN, TK, STAGES)
@@ -140,6 +144,14 @@ def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexp
         index = cutlass.Int32(0)
         phase ^= 1
     return index, phase
+
+
+@cute.jit
+def tile_coords(ct: cutlass.Int32, clusters_m: cutlass.Int32, clusters_n: cutlass.Int32):
+    """The output tile (tile_m, tile_n) at tile loop index ct of clusters_m x clusters_n tiles,
+    for the producer and the consumers."""
+    tile_m, tile_n = ct % clusters_m, ct // clusters_m
+    return tile_m, tile_n
 
 
 @cute.kernel
@@ -182,7 +194,7 @@ def gemm_kernel(
                 cute.arch.mbarrier_init(empty + s, EMPTY_ARRIVES)
                 # pre-arm: phase 0 completes now, so the producer's first lap passes through
                 cute.arch.mbarrier_arrive(empty + s, arrive_count=EMPTY_ARRIVES)
-            for w in cutlass.range_constexpr(1):
+            for w in cutlass.range_constexpr(C_FULL_BARRIERS):
                 # the issuing warp's arrive + C_TX_BYTES
                 cute.arch.mbarrier_init(storage.c_full.data_ptr() + w, 1)
     cute.arch.mbarrier_init_fence()
@@ -216,7 +228,7 @@ def gemm_kernel(
         if warp_idx == TMA_WARP:
             stage, phase = cutlass.Int32(0), cutlass.Int32(0)
             for ct in cutlass.range(cluster_id, num_cluster_tiles, num_clusters, unroll=1):
-                tile_m, tile_n = ct % clusters_m, ct // clusters_m
+                tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
                 for k in cutlass.range(k_tiles, unroll=1):
                     # wait until every reader of this slot (here and in peers) has released it
                     cute.arch.mbarrier_wait(empty + stage, phase)
@@ -276,15 +288,14 @@ def gemm_kernel(
 
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for ct in cutlass.range(cluster_id, num_cluster_tiles, num_clusters, unroll=1):
-            tile_m, tile_n = ct % clusters_m, ct // clusters_m
+            tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
             acc.fill(0.0)
             prev_stage = cutlass.Int32(0)
             for k in cutlass.range(k_tiles, unroll=1):
                 # this stage's TMA bytes have landed
                 cute.arch.mbarrier_wait(full + stage, phase)
                 warpgroup.fence()
-                # TK / 16 wgmma per stage
-                for kb in cutlass.range_constexpr(4):
+                for kb in cutlass.range_constexpr(K_BLOCKS):
                     cute.gemm(
                         tiled_mma,
                         acc,

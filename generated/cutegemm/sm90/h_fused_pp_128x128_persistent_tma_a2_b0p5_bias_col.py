@@ -94,6 +94,8 @@ ACC_DTYPE = cutlass.Float32
 # one CTA's output tile and the K depth of a stage
 TILER = (128, 128, 64)
 STAGES = 6
+# k-blocks per stage: TK / 16, one wgmma K deep each
+K_BLOCKS = 4
 # warpgroup PRODUCER_WG = TMA producer; warpgroups MMA_WG.. = wgmma consumers
 PRODUCER_WG, MMA_WG = 0, 1
 # the producer warp: issues the TMA loads (and initializes the barriers)
@@ -119,6 +121,8 @@ ALPHA = 2.0
 BETA = 0.5
 # beta: one C sub-tile (EPI_M x EPI_N) TMA-loaded before D overwrites it
 C_TX_BYTES = 4096
+# C-load barriers (c_full): one per consumer warpgroup
+C_FULL_BARRIERS = 2
 # one SMEM sub-tile: one 64-row wgmma atom of a warpgroup's tile
 EPI_M, EPI_N = 64, 32
 # sub-tile buffers in flight per warpgroup: a TMA store may still read the others
@@ -140,7 +144,7 @@ class SharedStorage:
     full: cute.struct.MemRange[cutlass.Int64, STAGES]  # stage s holds fresh A/B bytes
     empty: cute.struct.MemRange[cutlass.Int64, STAGES]  # every reader has released stage s
     # beta: the C sub-tile has landed (one per warpgroup)
-    c_full: cute.struct.MemRange[cutlass.Int64, 2]
+    c_full: cute.struct.MemRange[cutlass.Int64, C_FULL_BARRIERS]
     # (TM, TK, STAGES)
     sA: cute.struct.Align[cute.struct.MemRange[IO_DTYPE, 49152], 1024]
     # (TN, TK, STAGES)
@@ -158,6 +162,14 @@ def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexp
         index = cutlass.Int32(0)
         phase ^= 1
     return index, phase
+
+
+@cute.jit
+def tile_coords(ct: cutlass.Int32, clusters_m: cutlass.Int32, clusters_n: cutlass.Int32):
+    """The output tile (tile_m, tile_n) at tile loop index ct of clusters_m x clusters_n tiles,
+    for the producer and the consumers."""
+    tile_m, tile_n = ct % clusters_m, ct // clusters_m
+    return tile_m, tile_n
 
 
 @cute.kernel
@@ -201,7 +213,7 @@ def gemm_kernel(
                 cute.arch.mbarrier_init(empty + s, EMPTY_ARRIVES)
                 # pre-arm: phase 0 completes now, so the producer's first lap passes through
                 cute.arch.mbarrier_arrive(empty + s, arrive_count=EMPTY_ARRIVES)
-            for w in cutlass.range_constexpr(2):
+            for w in cutlass.range_constexpr(C_FULL_BARRIERS):
                 # the issuing warp's arrive + C_TX_BYTES
                 cute.arch.mbarrier_init(storage.c_full.data_ptr() + w, 1)
     cute.arch.mbarrier_init_fence()
@@ -235,7 +247,7 @@ def gemm_kernel(
         if warp_idx == TMA_WARP:
             stage, phase = cutlass.Int32(0), cutlass.Int32(0)
             for ct in cutlass.range(cluster_id, num_cluster_tiles, num_clusters, unroll=1):
-                tile_m, tile_n = ct % clusters_m, ct // clusters_m
+                tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
                 for k in cutlass.range(k_tiles, unroll=1):
                     # wait until every reader of this slot (here and in peers) has released it
                     cute.arch.mbarrier_wait(empty + stage, phase)
@@ -304,7 +316,7 @@ def gemm_kernel(
         for ct in cutlass.range(
             cluster_id + consumer * num_clusters, num_cluster_tiles, 2 * num_clusters, unroll=1
         ):
-            tile_m, tile_n = ct % clusters_m, ct // clusters_m
+            tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
             # turnstile (named barriers TURN_BARRIER_ID + w, TURN_THREADS = both warpgroups):
             # barrier TURN_BARRIER_ID + w is "warpgroup w's turn". A warpgroup waits on its own
             # (bar.sync, 128 threads) before every mainloop but the CTA's first tile; after its
@@ -321,8 +333,7 @@ def gemm_kernel(
                 # this stage's TMA bytes have landed
                 cute.arch.mbarrier_wait(full + stage, phase)
                 warpgroup.fence()
-                # TK / 16 wgmma per stage
-                for kb in cutlass.range_constexpr(4):
+                for kb in cutlass.range_constexpr(K_BLOCKS):
                     cute.gemm(
                         tiled_mma,
                         acc,
@@ -357,12 +368,12 @@ def gemm_kernel(
             tCcB = thr_mma.partition_C(cute.make_identity_tensor((TILER[0], TILER[1])))
             for n in cutlass.range_constexpr(cute.size(acc, mode=[2])):
                 for cg in cutlass.range_constexpr(cute.size(acc, mode=[0, 2])):
-                    for p in cutlass.range_constexpr(2):
+                    for p in cutlass.range_constexpr(cute.size(acc, mode=[0, 0])):
                         g = tile_n * TILER[1] + tCcB[((p, 0, cg), 0, n)][1]
                         # columns past N are never stored
                         bias_v = ACC_DTYPE(mBias[cutlass.min(g, N - 1)])
                         for m in cutlass.range_constexpr(cute.size(acc, mode=[1])):
-                            for h in cutlass.range_constexpr(2):
+                            for h in cutlass.range_constexpr(cute.size(acc, mode=[0, 1])):
                                 acc[((p, h, cg), m, n)] = acc[((p, h, cg), m, n)] * ALPHA + bias_v
             gC = cute.local_tile(mC_tma, (TILER[0], TILER[1]), (tile_m, tile_n))  # (TM, TN)
             gC_epi = cute.zipped_divide(gC, (EPI_M, EPI_N))  # ((EPI_M, EPI_N), EPI_SUBTILES)
