@@ -97,6 +97,8 @@ ACC_DTYPE = cutlass.Float32
 MMA_INST = (128, 16, 16)
 # one CTA's output tile and the K depth of a stage
 TILER = (128, 16, 64)
+# k-blocks per stage: TK / 16, one MMA_INST (one tcgen05.mma) each
+K_BLOCKS = 4
 CLUSTER = (2, 1, 1)  # split-K: the CTAs sharing one output tile; rank r takes K share r
 STAGES = 8
 # 6 warps: 0 = TMA producer, 1 = MMA issuer, 2-5 = epilogue
@@ -124,6 +126,7 @@ TMEM_COLS = 32
 # A + B bytes one stage's TMA copies deliver to its full barrier
 TX_BYTES = 18432
 EPI_COLS = 16  # accumulator columns one tcgen05.ld moves per thread
+EPI_CHUNKS = 1  # EPI_COLS-column chunks of a tile: TN / EPI_COLS
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
 # run() rejects other shapes (see the docstring)
 SHAPE_MULTIPLES = {"M": 16, "N": 128, "K": 8}
@@ -264,8 +267,7 @@ def gemm_kernel(
         # the ring's stage and phase run on across tiles
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            # raster along M: the tiles running at once share B tiles
-            tm, tn = t % tiles_m, t // tiles_m
+            tm, tn = tile_coords(t, tiles_m, tiles_n)
             for k in cutlass.range(k_begin, k_end, unroll=1):
                 cute.arch.mbarrier_wait(empty + stage, phase)
                 with cute.arch.elect_one():
@@ -292,8 +294,7 @@ def gemm_kernel(
             tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
             for k in cutlass.range(k_begin, k_end, unroll=1):
                 cute.arch.mbarrier_wait(full + stage, phase)
-                # TK / 16 MMAs per stage
-                for kb in cutlass.range_constexpr(4):
+                for kb in cutlass.range_constexpr(K_BLOCKS):
                     cute.gemm(
                         tiled_mma,
                         acc_t,
@@ -326,8 +327,7 @@ def gemm_kernel(
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
         tile_count = cutlass.Int32(0)  # tiles done: the parity of the staged / consumed barriers
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            # raster along M: the tiles running at once share B tiles
-            tm, tn = t % tiles_m, t // tiles_m
+            tm, tn = tile_coords(t, tiles_m, tiles_n)
             acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): the tile's partial
             tCgC_t = tCgC[(None, None, None, tm, tn)]  # (MMA, MMA_M, MMA_N): the tile's C
             cute.arch.mbarrier_wait(acc_full + slot, slot_phase)  # this rank's MMAs have finished
@@ -351,7 +351,7 @@ def gemm_kernel(
                 if tile_count > 0:
                     # rank 0 has read the previous tile's partial out of my staging
                     wait_cluster_acquire(consumed, (tile_count - 1) % 2)
-                for i in cutlass.range_constexpr(1):  # TN / EPI_COLS chunks
+                for i in cutlass.range_constexpr(EPI_CHUNKS):
                     cute.copy(t2r, src[None, None, i], r_acc)
                     # the tile's last TMEM load: hand the slot back before converting and storing
                     if i == 0:
@@ -372,7 +372,7 @@ def gemm_kernel(
             else:
                 # every peer's partial of this tile is staged (acquire: their stores are visible)
                 wait_cluster_acquire(staged, tile_count % 2)
-                for i in cutlass.range_constexpr(1):  # TN / EPI_COLS chunks
+                for i in cutlass.range_constexpr(EPI_CHUNKS):
                     cute.copy(t2r, src[None, None, i], r_acc)
                     # the tile's last TMEM load: hand the slot back before converting and storing
                     if i == 0:
@@ -414,6 +414,15 @@ def gemm_kernel(
     cute.arch.sync_threads()
     if warp_idx == TMA_WARP:
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS)
+
+
+@cute.jit
+def tile_coords(t: cutlass.Int32, tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):
+    """The output tile (tm, tn) at tile loop index t of tiles_m x tiles_n tiles, for every role
+    that walks the tiles."""
+    # raster along M: the tiles running at once share B tiles
+    tm, tn = t % tiles_m, t // tiles_m
+    return tm, tn
 
 
 @cute.jit

@@ -82,6 +82,8 @@ ACC_DTYPE = cutlass.Float32
 MMA_INST = (128, 256, 16)
 # one CTA's output tile and the K depth of a stage
 TILER = (128, 256, 64)
+# k-blocks per stage: TK / 16, one MMA_INST (one tcgen05.mma) each
+K_BLOCKS = 4
 STAGES = 4
 # 6 warps: 0 = TMA producer, 1 = MMA issuer, 2-5 = epilogue
 THREADS = 192
@@ -234,11 +236,7 @@ def gemm_kernel(
         # the ring's stage and phase run on across tiles
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            # tile swizzle: bands of GROUP tiles along M, walked along N
-            group_tiles = GROUP * tiles_n  # tiles in one group
-            first = (t // group_tiles) * GROUP
-            width = cutlass.min(tiles_m - first, GROUP)  # the last group may be narrower
-            tm, tn = first + (t % group_tiles) % width, (t % group_tiles) // width
+            tm, tn = tile_coords(t, tiles_m, tiles_n)
             for k in cutlass.range(k_tiles, unroll=1):
                 cute.arch.mbarrier_wait(empty + stage, phase)
                 with cute.arch.elect_one():
@@ -265,8 +263,7 @@ def gemm_kernel(
             tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
             for k in cutlass.range(k_tiles, unroll=1):
                 cute.arch.mbarrier_wait(full + stage, phase)
-                # TK / 16 MMAs per stage
-                for kb in cutlass.range_constexpr(4):
+                for kb in cutlass.range_constexpr(K_BLOCKS):
                     cute.gemm(
                         tiled_mma,
                         acc_t,
@@ -295,11 +292,7 @@ def gemm_kernel(
         etidx = tidx % EPILOGUE_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
         for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            # tile swizzle: bands of GROUP tiles along M, walked along N
-            group_tiles = GROUP * tiles_n  # tiles in one group
-            first = (t // group_tiles) * GROUP
-            width = cutlass.min(tiles_m - first, GROUP)  # the last group may be narrower
-            tm, tn = first + (t % group_tiles) % width, (t % group_tiles) // width
+            tm, tn = tile_coords(t, tiles_m, tiles_n)
             acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): the tile's accumulator
             tCgC_t = tCgC[(None, None, None, tm, tn)]  # (MMA, MMA_M, MMA_N): the tile's C
             cute.arch.mbarrier_wait(acc_full + slot, slot_phase)  # the tile's MMAs have finished
@@ -375,6 +368,18 @@ def gemm_kernel(
     cute.arch.sync_threads()
     if warp_idx == TMA_WARP:
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS)
+
+
+@cute.jit
+def tile_coords(t: cutlass.Int32, tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):
+    """The output tile (tm, tn) at tile loop index t of tiles_m x tiles_n tiles, for every role
+    that walks the tiles."""
+    # tile swizzle: bands of GROUP tiles along M, walked along N
+    group_tiles = GROUP * tiles_n  # tiles in one group
+    first = (t // group_tiles) * GROUP
+    width = cutlass.min(tiles_m - first, GROUP)  # the last group may be narrower
+    tm, tn = first + (t % group_tiles) % width, (t % group_tiles) // width
+    return tm, tn
 
 
 def max_workers(sm_count: int) -> int:

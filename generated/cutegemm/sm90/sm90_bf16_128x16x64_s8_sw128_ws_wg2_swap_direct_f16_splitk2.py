@@ -91,6 +91,8 @@ ACC_DTYPE = cutlass.Float32
 # one CTA's output tile and the K depth of a stage
 TILER = (128, 16, 64)
 STAGES = 8
+# k-blocks per stage: TK / 16, one wgmma K deep each
+K_BLOCKS = 4
 # warpgroup PRODUCER_WG = TMA producer; warpgroups MMA_WG.. = wgmma consumers
 PRODUCER_WG, MMA_WG = 0, 1
 # the producer warp: issues the TMA loads (and initializes the barriers)
@@ -145,6 +147,14 @@ def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexp
         index = cutlass.Int32(0)
         phase ^= 1
     return index, phase
+
+
+@cute.jit
+def tile_coords(ct: cutlass.Int32, clusters_m: cutlass.Int32, clusters_n: cutlass.Int32):
+    """The output tile (tile_m, tile_n) at tile loop index ct of clusters_m x clusters_n tiles,
+    for the producer and the consumers."""
+    tile_m, tile_n = ct % clusters_m, ct // clusters_m
+    return tile_m, tile_n
 
 
 @cute.kernel
@@ -225,7 +235,7 @@ def gemm_kernel(
         if warp_idx == TMA_WARP:
             stage, phase = cutlass.Int32(0), cutlass.Int32(0)
             for ct in cutlass.range(cluster_id, num_cluster_tiles, num_clusters, unroll=1):
-                tile_m, tile_n = ct % clusters_m, ct // clusters_m
+                tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
                 for k in cutlass.range(k_begin, k_end, unroll=1):
                     # wait until every reader of this slot (here and in peers) has released it
                     cute.arch.mbarrier_wait(empty + stage, phase)
@@ -272,15 +282,14 @@ def gemm_kernel(
 
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         for ct in cutlass.range(cluster_id, num_cluster_tiles, num_clusters, unroll=1):
-            tile_m, tile_n = ct % clusters_m, ct // clusters_m
+            tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
             acc.fill(0.0)
             prev_stage = cutlass.Int32(0)
             for k in cutlass.range(k_begin, k_end, unroll=1):
                 # this stage's TMA bytes have landed
                 cute.arch.mbarrier_wait(full + stage, phase)
                 warpgroup.fence()
-                # TK / 16 wgmma per stage
-                for kb in cutlass.range_constexpr(4):
+                for kb in cutlass.range_constexpr(K_BLOCKS):
                     cute.gemm(
                         tiled_mma,
                         acc,
