@@ -4,6 +4,10 @@ beside torch as CUDA graphs of launches cycling weights past L2, printed as TB/s
 activations + output bytes over the time per launch), best kernels first.
 
     python tools/decode_probe.py PACKAGE_DIR [OUT.jsonl]   (on a GPU; PYTHONPATH as .ci/gpu sets)
+
+The variants measured for specs/sm90/decode.toml (BENCHMARKS.md) are tools/decode_probe_specs/:
+`codegen render specs/ tools/decode_probe_specs/round1.toml --out PROBE --skip-illegal` (a machine
+with ruff), then this script on PROBE (round 2 likewise).
 """
 
 from __future__ import annotations
