@@ -24,6 +24,14 @@ SplitOpt = Annotated[
 ]
 DEFAULT_SPLIT = Path("specs/shapes/models.toml")
 GeneratedOpt = Annotated[Path, typer.Option("--dir", help="Folder of generated kernels.")]
+CalibrateOpt = Annotated[
+    bool,
+    typer.Option(
+        "--calibrate",
+        help="Put each later sweep file on the first one's clock by the torch times both "
+        "measured (per dtype and M): for rows of new kernels timed on another day or machine.",
+    ),
+]
 
 
 def _split(path: Path) -> gen.Split:
@@ -113,14 +121,7 @@ def fit_cmd(
         typer.Option("-o", "--out", help="Cost model (default specs/tuning/<gpu>.model.toml)."),
     ] = None,
     generated: GeneratedOpt = Path("generated"),
-    calibrate: Annotated[
-        bool,
-        typer.Option(
-            "--calibrate",
-            help="Put each later sweep file on the first one's clock by the torch times both "
-            "measured (per dtype and M): for rows of new kernels timed on another day or machine.",
-        ),
-    ] = False,
+    calibrate: CalibrateOpt = False,
 ) -> None:
     """Fit the cost model on the tune part's measurements only (CPU) and write it for render."""
     from codegen import costmodel, package, tune
@@ -184,14 +185,7 @@ def report_cmd(
     runs: Annotated[list[Path], typer.Argument(help="Sweep files (JSON lines).")],
     split: SplitOpt = DEFAULT_SPLIT,
     generated: GeneratedOpt = Path("generated"),
-    calibrate: Annotated[
-        bool,
-        typer.Option(
-            "--calibrate",
-            help="Put each later sweep file on the first one's clock (as `codegen fit "
-            "--calibrate`); the table then mixes two processes: say so where it is quoted.",
-        ),
-    ] = False,
+    calibrate: CalibrateOpt = False,
     markdown: Annotated[bool, typer.Option("--markdown", help="Markdown tables.")] = False,
     rows_out: Annotated[
         bool, typer.Option("--rows", help="Also one row per product (unseen part).")

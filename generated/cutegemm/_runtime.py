@@ -603,7 +603,7 @@ def _backward(ctx, grad):
 _gemm_op.register_autograd(_backward, setup_context=_setup_context)
 
 
-def _refuse_grad(a, b, out, bias, activation) -> None:
+def _refuse_grad(a, b, out, activation) -> None:
     """The cases whose gradient cutegemm does not compute: refused, never silently dropped."""
     if a.dtype == torch.float8_e4m3fn or b.dtype == torch.float8_e4m3fn:
         raise GemmError("float8_e4m3fn inputs that require grad: cutegemm has no FP8 backward")
@@ -645,21 +645,17 @@ def gemm(
     """
     if isinstance(a, torch.Tensor) and a.dim() > 2:
         lead = a.shape[:-1]
-        if out is not None:
-            if out.shape[:-1] != lead:
-                raise GemmError(
-                    f"out must have a's leading dimensions {tuple(lead)}, got {tuple(out.shape)}"
-                )
-            flat = out.view(-1, out.shape[-1])
-            gemm(a.reshape(-1, a.shape[-1]), b, out=flat, bias=bias, alpha=alpha, beta=beta,
+        if out is not None and out.shape[:-1] != lead:
+            raise GemmError(
+                f"out must have a's leading dimensions {tuple(lead)}, got {tuple(out.shape)}"
+            )
+        flat = None if out is None else out.view(-1, out.shape[-1])
+        d = gemm(a.reshape(-1, a.shape[-1]), b, out=flat, bias=bias, alpha=alpha, beta=beta,
                  activation=activation, out_dtype=out_dtype)  # fmt: skip
-            return out
-        d = gemm(a.reshape(-1, a.shape[-1]), b, bias=bias, alpha=alpha, beta=beta,
-                 activation=activation, out_dtype=out_dtype)  # fmt: skip
-        return d.view(*lead, d.shape[-1])
+        return out if out is not None else d.view(*lead, d.shape[-1])
     grad = _needs_grad(a, b, bias)
     if grad:
-        _refuse_grad(a, b, out, bias, activation)
+        _refuse_grad(a, b, out, activation)
     if grad or torch.compiler.is_compiling():
         d = _gemm_op(
             a,
