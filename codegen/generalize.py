@@ -303,13 +303,13 @@ def read_runs(paths: list[Path], calibrate: bool = False) -> tuple[dict, dict[tu
 
 def _clock_ratio(base_torch: dict[tuple, float], rows: list[dict]) -> dict[tuple, float]:
     """{(dtype, M): geomean of the first file's torch µs / these rows' torch µs}."""
-    logs: dict[tuple, list[float]] = {}
+    ratios: dict[tuple, list[float]] = {}
     for row in rows:
         if row["kind"] == "torch":
             first = base_torch.get((row["dtype"], row["model"], row["proj"], row["m"]))
             if first and row["us"] > 0:
-                logs.setdefault((row["dtype"], row["m"]), []).append(math.log(first / row["us"]))
-    return {key: math.exp(sum(v) / len(v)) for key, v in logs.items()}
+                ratios.setdefault((row["dtype"], row["m"]), []).append(first / row["us"])
+    return {key: geomean(v) for key, v in ratios.items()}
 
 
 def geomean(xs: list[float]) -> float:
