@@ -29,6 +29,8 @@ def tolerance(dtype: str, out_dtype: str) -> float:
     error grows with K past f16/f32 output rounding (2.1e-3 at K = 8192 on the H200)."""
     tol = TOLERANCE[out_dtype]
     return max(tol, TOLERANCE["bf16"]) if dtype == "e4m3" else tol
+
+
 FIXED_K = (64, 192, 1024, 8192)
 ARCH_OF_CAPABILITY = {a.capability: a.name for a in registry.ARCHES.values()}
 GPU_NAME_OF_ARCH = {a.name: a.gpu_family for a in registry.ARCHES.values()}
