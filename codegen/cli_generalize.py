@@ -58,6 +58,19 @@ def _dtypes(text: str) -> list[str]:
     return got
 
 
+def _ms(text: str, sp: gen.Split) -> set[int]:
+    """--ms: M values the split has (decode_m and prefill_m), or a clear refusal."""
+    legal = (*sp.decode_m, *sp.prefill_m)
+    try:
+        got = {int(x) for x in text.split(",") if x.strip()}
+    except ValueError:
+        got = set()
+    bad = sorted(got - set(legal))
+    if bad or not got:
+        fail([f"--ms {text!r}: use M values of {sp.path.name}: {', '.join(map(str, legal))}"])
+    return got
+
+
 @app.command("sweep")
 def sweep_cmd(
     part: Annotated[str, typer.Option("--part", help="tune or unseen.")] = "unseen",
@@ -68,6 +81,10 @@ def sweep_cmd(
     ),
     decode: Annotated[bool, typer.Option("--decode/--no-decode", help="Decode M.")] = True,
     prefill: Annotated[bool, typer.Option("--prefill/--no-prefill", help="Prefill M.")] = True,
+    ms: Annotated[
+        str | None,
+        typer.Option("--ms", help="Only these M values of the split, comma-separated (e.g. 128,777)."),
+    ] = None,
     pick_only: Annotated[
         bool, typer.Option("--pick-only", help="Time only gemm() and torch (no oracle).")
     ] = False,
@@ -96,6 +113,8 @@ def sweep_cmd(
 
     sp = _split(split)
     prods = gen.products(sp, _part(part), decode, prefill)
+    if ms:
+        prods = [p for p in prods if p.m in _ms(ms, sp)]
     arch, here = gpu.gpu_arch()
     if arch is None:
         fail([f"nothing to time here ({here}): `codegen sweep` needs a GPU and torch."])

@@ -124,9 +124,13 @@ def submodules(pkg):
     )
 
 
+PREFILL_SWAP_ROWS = 96  # the narrowest swap-AB activation tile a prefill sweep times
+
+
 def sweep_candidates(pkg, arch: str, dtype: str, out: str, prod: Product) -> list:
     """Every plain kernel of `arch` for (dtype, out) that takes the product; prefill leaves out
-    swap-AB and cluster split-K kernels."""
+    cluster split-K kernels and the swap-AB kernels whose tile gives M fewer than
+    PREFILL_SWAP_ROWS rows (decode tiles: at prefill M they run many times more tiles)."""
     _, rt = submodules(pkg)
     kernels = rt._BY_CLASS.get((arch, dtype, out, 1.0, 0.0, None, None), [])
     keep = []
@@ -134,7 +138,8 @@ def sweep_candidates(pkg, arch: str, dtype: str, out: str, prod: Product) -> lis
         if rt._refusal(kern, prod.m, prod.n, prod.k) is not None:
             continue
         if not prod.decode and (
-            kern.swap_ab or (kern.scheduler == "split_k" and not kern.max_tiles)
+            (kern.swap_ab and kern.tile[1] < PREFILL_SWAP_ROWS)
+            or (kern.scheduler == "split_k" and not kern.max_tiles)
         ):
             continue
         keep.append(kern)

@@ -361,7 +361,7 @@ def epilogue_chunks(spec: Spec) -> tuple[int, int]:
     or direct-store chunks of at most EPI_MAX_COLS columns."""
     if is_tma_store(spec):
         return EPI_TILE[1], epi_subtiles(spec)
-    cols = min(EPI_MAX_COLS, spec.tile.n)
+    cols = direct_chunk_cols(spec.tile.n)
     return cols, spec.tile.n // cols
 
 
@@ -568,10 +568,19 @@ def multicast_violations(spec: Spec) -> list[Violation]:
     return out
 
 
+def direct_chunk_cols(n: int) -> int:
+    """Columns per direct-epilogue chunk: the largest power of two up to EPI_MAX_COLS that
+    divides N (64 for N = 128, 192, 256; 16 for N = 112 or 208, so 7 or 13 chunks)."""
+    cols = EPI_MAX_COLS
+    while n % cols:
+        cols //= 2
+    return cols
+
+
 def direct_epilogue_covers(n: int) -> bool:
-    """Whether N columns split into whole chunks of min(64, N), each a tcgen05.ld repetition."""
-    cols = min(64, n)
-    return n % cols == 0 and cols & (cols - 1) == 0
+    """Whether N columns split into whole power-of-two chunks of at least min(16, N) columns,
+    each one tcgen05.ld repetition."""
+    return direct_chunk_cols(n) >= min(16, n)
 
 
 def epilogue_violations(spec: Spec) -> list[Violation]:
@@ -586,9 +595,9 @@ def epilogue_violations(spec: Spec) -> list[Violation]:
         out.append(
             Violation(
                 "tile",
-                f"the direct epilogue reads TMEM in chunks of min(64, N) columns with one "
-                f"power-of-two tcgen05.ld; tile N={n} does not split into such chunks; legal: N a "
-                "power of two up to 64, or a multiple of 64",
+                f"the direct epilogue reads TMEM in power-of-two chunks of 16-64 columns, one "
+                f"tcgen05.ld each; tile N={n} does not split into such chunks; legal: N a "
+                "power of two up to 64, or a multiple of 16",
             )
         )
     if isinstance(spec.epilogue, TmaStoreEpilogue) and spec.tile.n % EPI_TILE[1]:
