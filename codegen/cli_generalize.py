@@ -83,7 +83,9 @@ def sweep_cmd(
     prefill: Annotated[bool, typer.Option("--prefill/--no-prefill", help="Prefill M.")] = True,
     ms: Annotated[
         str | None,
-        typer.Option("--ms", help="Only these M values of the split, comma-separated (e.g. 128,777)."),
+        typer.Option(
+            "--ms", help="Only these M values of the split, comma-separated (e.g. 128,777)."
+        ),
     ] = None,
     pick_only: Annotated[
         bool, typer.Option("--pick-only", help="Time only gemm() and torch (no oracle).")

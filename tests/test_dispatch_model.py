@@ -268,3 +268,28 @@ def test_nn_linear_is_torch_linear_with_its_product_on_gemm(pkg) -> None:
     assert model[0].weight is weight
     with pytest.raises(pkg.runtime.GemmError, match="one CUDA device"):
         model(torch.randn(4, 32))
+
+
+def test_sweep_refuses_an_m_the_split_does_not_have() -> None:
+    """`codegen sweep --ms` names the split's M values when given another, before any GPU work."""
+    from conftest import run_cli
+
+    proc = run_cli("sweep", "--ms", "128,500", cwd=ROOT)
+    assert proc.returncode != 0
+    assert "--ms '128,500'" in proc.stderr + proc.stdout
+    assert "1, 8, 32, 128, 256, 777, 3001, 8192" in proc.stderr + proc.stdout
+
+
+def test_prefill_sweeps_time_wide_swap_tiles_only(pkg) -> None:
+    """At prefill M a sweep times swap-AB kernels whose tile gives M at least PREFILL_SWAP_ROWS
+    rows (the mid-M 128x200 tiles) and none of the narrow decode tiles or cluster split-K."""
+    prod = generalize.Product("x", "up", 777, 8192, 8192)
+    got = generalize.sweep_candidates(pkg.cutegemm, "sm_90a", "bf16", "bf16", prod)
+    swaps = [k for k in got if k.swap_ab]
+    assert any(k.tile[1] == 200 for k in swaps)
+    assert all(k.tile[1] >= generalize.PREFILL_SWAP_ROWS for k in swaps)
+    assert not [k for k in got if k.scheduler == "split_k" and k.max_tiles is None]
+    decode = generalize.sweep_candidates(
+        pkg.cutegemm, "sm_90a", "bf16", "bf16", generalize.Product("x", "up", 8, 8192, 8192)
+    )
+    assert any(k.swap_ab and k.tile[1] < generalize.PREFILL_SWAP_ROWS for k in decode)
