@@ -160,6 +160,39 @@ def tile_order(
     return (fast, slow) if raster == "m" else (slow, fast)
 
 
+def stream_k_share(
+    bidx: int, ctas: int, bands: int, band_tiles: int, k_tiles: int
+) -> tuple[int, int, int, int, int, int]:
+    """Stream-K CTA `bidx` of `ctas` over `bands` bands of `band_tiles` tiles (a band: the tiles
+    that read the same weight tiles) of k_tiles k-tiles each: (its group's first CTA, the group's
+    CTAs, its first MAC iteration, its iterations, this CTA's [it_begin, it_end)). The CTAs split
+    into min(bands, ctas) groups, each on consecutive bands, each group's iterations into equal
+    contiguous shares. The Python reference of what both architectures' stream-K kernels compute
+    (templates/common/stream_k.py.j2)."""
+    groups = min(bands, ctas)
+    group = ((bidx + 1) * groups - 1) // ctas
+    cta0 = group * ctas // groups
+    group_ctas = (group + 1) * ctas // groups - cta0
+    tile0 = group * bands // groups * band_tiles
+    iter0 = tile0 * k_tiles
+    iters = ((group + 1) * bands // groups * band_tiles - tile0) * k_tiles
+    rank = bidx - cta0
+    return (
+        cta0,
+        group_ctas,
+        iter0,
+        iters,
+        iter0 + rank * iters // group_ctas,
+        iter0 + (rank + 1) * iters // group_ctas,
+    )
+
+
+def stream_k_last_cta(tile: int, cta0: int, ctas: int, iter0: int, iters: int, k_tiles: int) -> int:
+    """The CTA of a stream-K group (stream_k_share's first four values) that runs the last k-tile
+    of tile `tile`: the finisher waits for CTAs up to it."""
+    return cta0 + (((tile + 1) * k_tiles - iter0) * ctas - 1) // iters
+
+
 def fusion_note(spec: Spec) -> str:
     """The fused epilogue as a formula, or nothing when it is a plain store."""
     epi = spec.epilogue

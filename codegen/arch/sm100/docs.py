@@ -208,8 +208,11 @@ def pipeline_lines(spec: Spec) -> list[str]:
         ws_bytes = rules_sm100.streamk_workspace_elems(spec) * shared.ACC_BYTES
         slot_kib = rules_common.kib(shared.streamk_tile_elems(spec) * shared.ACC_BYTES)
         notes.append(
-            "Stream-K: CTA b runs MAC iterations [b * T // CTAS, (b + 1) * T // CTAS) of the T = "
-            "tiles x k_tiles, tile after tile (tiles along M); each unit (tile, [k_begin, k_end)) "
+            "Stream-K in bands (a band: a row of tiles, which read the same B tiles): the CTAS "
+            "CTAs split into min(rows, CTAS) groups, each on whole rows; CTA r of a group of C "
+            "runs MAC iterations [r * T // C, (r + 1) * T // C) of its rows' T = tiles x k_tiles, "
+            "tile after tile (tiles along N), so the groups read each B k-tile at about the same "
+            "time (one DRAM read, L2 hits after); each unit (tile, [k_begin, k_end)) "
             "fills one TMEM slot, its first k-tile overwriting it. A CTA that does not run a "
             "tile's first k-tile (only its first unit can be such) copies its f32 partial TMEM -> "
             "registers -> its workspace slot, 16-byte vectors per epilogue thread, hands the TMEM "
@@ -321,8 +324,8 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
     elif shared.is_stream_k(spec):
         scheduler = (
             "stream-K: one CTA per SM of the GPU, at most "
-            f"{rules_sm100.streamk_ctas(spec)} (the workspace's slots), run equal "
-            "shares of all tiles' k-tiles (tiles along M); the CTA that runs a tile's first "
+            f"{rules_sm100.streamk_ctas(spec)} (the workspace's slots), in groups, "
+            "one per row of tiles, run equal shares of their rows' k-tiles (tiles along N); the CTA that runs a tile's first "
             "k-tile finishes it; "
             f"{plural(spec.accumulators, 'TMEM accumulator slot')}, one per unit"
         )

@@ -74,8 +74,8 @@ def scheduler_note(spec: Spec) -> str:
     if shared.is_stream_k(spec):
         return (
             "stream-K: one CTA per SM of the GPU, at most "
-            f"{rules_sm90.streamk_ctas(spec)}, run equal shares of all tiles' "
-            "k-tiles; the CTA that runs a tile's first k-tile finishes it"
+            f"{rules_sm90.streamk_ctas(spec)}, in groups, one per band of tiles that "
+            "read the same weight tiles, run equal shares of their band's k-tiles; the CTA that runs a tile's first k-tile finishes it"
         )
     if shared.is_split_k_cluster(spec):
         return (
@@ -361,20 +361,22 @@ def streamk_lines(spec: Spec) -> list[str]:
     acc = shared.ACC_BYTES
     ws_bytes = rules_sm90.streamk_workspace_elems(spec) * acc
     slot_kib = rules_common.kib(shared.streamk_tile_elems(spec) * acc)
-    return [
-        "",
-        "Stream-K: CTA b runs MAC iterations [b * T // CTAS, (b + 1) * T // CTAS) of the",
-        "T = tiles x k_tiles, tile after tile (tiles along M). A CTA that does not run a",
-        "tile's first k-tile (only its first unit can be such) stores its f32 partial in its",
-        "workspace slot, as 16-byte vectors per consumer thread, then thread 0 stores its flag",
-        "(st.release.gpu) after a named barrier. The finisher (its last unit) has thread 0 wait",
-        "on each such CTA's flag (ld.acquire.gpu), lowest CTA first; after a named barrier every",
-        "consumer adds that partial (fixed order: deterministic) and thread 0 clears the flag for the",
-        (
-            f"next launch. Workspace: {ws_bytes} B of global memory ({rules_sm90.streamk_ctas(spec)} x "
-            f"{slot_kib} KiB slots + flags)."
-        ),
-    ]
+    band = "a column of tiles: swap AB" if spec.swap_ab else "a row of tiles"
+    text = (
+        f"Stream-K in bands (a band: the tiles that read the same weight tiles, {band}): the "
+        "CTAs split into min(bands, CTAS) groups, each on whole bands; CTA r of a group of C "
+        "runs MAC iterations [r * T // C, (r + 1) * T // C) of its bands' T = tiles x k_tiles, "
+        "tile after tile, so the groups read each weight k-tile at about the same time (one DRAM "
+        "read, L2 hits after). A CTA that does not run a tile's first k-tile (only its first "
+        "unit can be such) stores its f32 partial in its workspace slot, as 16-byte vectors per "
+        "consumer thread, then thread 0 stores its flag (st.release.gpu) after a named barrier. "
+        "The finisher (its last unit) has thread 0 wait on each such CTA's flag (ld.acquire.gpu), "
+        "lowest CTA first; after a named barrier every consumer adds that partial (fixed order: "
+        "deterministic) and thread 0 clears the flag for the next launch. Workspace: "
+        f"{ws_bytes} B of global memory ({rules_sm90.streamk_ctas(spec)} x {slot_kib} KiB slots "
+        "+ flags)."
+    )
+    return [""] + wrap_words(text, 92)
 
 
 def pipeline_lines(spec: Spec) -> list[str]:

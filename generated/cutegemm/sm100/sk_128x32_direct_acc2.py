@@ -15,24 +15,27 @@ Parameters
     swizzle: 128B
     mainloop: warp-specialized
     epilogue: direct store
-    scheduler: stream-K: one CTA per SM of the GPU, at most 148 (the workspace's slots), run equal
-        shares of all tiles' k-tiles (tiles along M); the CTA that runs a tile's first k-tile
-        finishes it; 2 TMEM accumulator slots, one per unit
+    scheduler: stream-K: one CTA per SM of the GPU, at most 148 (the workspace's slots), in groups,
+        one per row of tiles, run equal shares of their rows' k-tiles (tiles along N); the CTA that
+        runs a tile's first k-tile finishes it; 2 TMEM accumulator slots, one per unit
 
 Pipeline
     ring         producer -> consumer                  stages   bytes/stage   full arrives        empty arrives
     A/B SMEM     TMA (warp 0) -> MMA (warp 1)          11       20480         1 + 20480 tx bytes  1 (tcgen05.commit)
     accumulator  MMA (warp 1) -> epilogue (warps 2-5)  2 slots  32 TMEM cols  1 (tcgen05.commit)  4 (one per epilogue warp)
 
-    Stream-K: CTA b runs MAC iterations [b * T // CTAS, (b + 1) * T // CTAS) of the T = tiles x
-    k_tiles, tile after tile (tiles along M); each unit (tile, [k_begin, k_end)) fills one TMEM
-    slot, its first k-tile overwriting it. A CTA that does not run a tile's first k-tile (only its
-    first unit can be such) copies its f32 partial TMEM -> registers -> its workspace slot, 16-byte
-    vectors per epilogue thread, hands the TMEM slot back, and after a named barrier thread 0 stores
-    its flag (st.release.gpu). The finisher (its last unit) has thread 0 wait on each such CTA's
-    flag (ld.acquire.gpu), lowest CTA first, and clear it for the next launch; after a named barrier
-    every epilogue thread adds those partials (fixed order: deterministic) to each chunk it loads
-    from TMEM, then stores C. Workspace: 2425424 B of global memory (148 x 16 KiB slots + flags).
+    Stream-K in bands (a band: a row of tiles, which read the same B tiles): the CTAS CTAs split
+    into min(rows, CTAS) groups, each on whole rows; CTA r of a group of C runs MAC iterations [r *
+    T // C, (r + 1) * T // C) of its rows' T = tiles x k_tiles, tile after tile (tiles along N), so
+    the groups read each B k-tile at about the same time (one DRAM read, L2 hits after); each unit
+    (tile, [k_begin, k_end)) fills one TMEM slot, its first k-tile overwriting it. A CTA that does
+    not run a tile's first k-tile (only its first unit can be such) copies its f32 partial TMEM ->
+    registers -> its workspace slot, 16-byte vectors per epilogue thread, hands the TMEM slot back,
+    and after a named barrier thread 0 stores its flag (st.release.gpu). The finisher (its last
+    unit) has thread 0 wait on each such CTA's flag (ld.acquire.gpu), lowest CTA first, and clear it
+    for the next launch; after a named barrier every epilogue thread adds those partials (fixed
+    order: deterministic) to each chunk it loads from TMEM, then stores C. Workspace: 2425424 B of
+    global memory (148 x 16 KiB slots + flags).
     SMEM 226304 B of 232448 (11 x 20 KiB ring + 1 KiB barriers and alignment); TMEM 64 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
@@ -237,14 +240,12 @@ def gemm_kernel(
         tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 3), cute.group_modes(tCgB, 0, 3)
     )
     k_tiles = cute.size(gA, mode=[3])
-    # stream-K: CTA b runs MAC iterations [it_begin, it_end) of the num_tiles * k_tiles
-    # (tile-major); rounding both ends down spreads the remainder, and the host launches no more
-    # CTAs than iterations, so no share is empty; its units are tiles first_tile .. last_tile.
-    # Iteration counts are 64-bit: b * total_iters passes 2^31 once total_iters passes 2^31 / CTAs,
-    # and total_iters itself can; tile and k-tile indices fit in 32 bits
-    total_iters = cutlass.Int64(num_tiles) * k_tiles
-    it_begin = bidx * total_iters // gdimx
-    it_end = (bidx + 1) * total_iters // gdimx
+    # stream-K in bands: CTA b runs MAC iterations [it_begin, it_end) of its group's rows of
+    # tiles (tile-major, tiles walked along N); the host launches no more CTAs than iterations,
+    # so no share is empty; its units are tiles first_tile .. last_tile
+    sk_cta0, sk_ctas, sk_iter0, sk_iters, it_begin, it_end = stream_k_share(
+        bidx, gdimx, tiles_m, tiles_n, k_tiles
+    )
     # K = 0: no iteration, so no tile (first_tile > last_tile), and no division by zero
     first_tile = cutlass.Int32(it_begin // cutlass.max(k_tiles, 1))
     last_tile = cutlass.Int32((it_end - 1) // cutlass.max(k_tiles, 1))
@@ -378,9 +379,9 @@ def gemm_kernel(
             else:
                 # I ran the tile's first k-tile, so I store it. CTAs bidx + 1 .. last_cta ran its
                 # k-tiles [k_end, k_tiles) (last_cta ran the last one; last_cta == bidx when I did)
-                # (64-bit like it_end, whose rounding this inverts)
-                last_cta = cutlass.Int32(
-                    (cutlass.Int64(t + 1) * k_tiles * gdimx - 1) // total_iters
+                # (of my group; 64-bit like it_end, whose rounding this inverts)
+                last_cta = sk_cta0 + cutlass.Int32(
+                    ((cutlass.Int64(t + 1) * k_tiles - sk_iter0) * sk_ctas - 1) // sk_iters
                 )
                 if last_cta > bidx:
                     # they ran those k-tiles first (their first unit), so these waits are short
@@ -421,10 +422,37 @@ def gemm_kernel(
 
 
 @cute.jit
+def stream_k_share(
+    bidx: cutlass.Int32,
+    ctas: cutlass.Int32,
+    bands: cutlass.Int32,
+    band_tiles: cutlass.Int32,
+    k_tiles: cutlass.Int32,
+):
+    """CTA bidx of `ctas` stream-K CTAs over `bands` bands of `band_tiles` tiles of k_tiles
+    k-tiles: its group's first CTA, CTA count, first MAC iteration and iteration count, and its
+    own MAC iterations [it_begin, it_end). Group g is CTAs [g * ctas // groups, (g + 1) * ctas //
+    groups) on bands [g * bands // groups, (g + 1) * bands // groups); rounding both ends down
+    spreads the remainders. Iterations are 64-bit (tiles x k-tiles can pass 2^31)."""
+    groups = cutlass.min(bands, ctas)
+    # the group whose CTA range holds bidx (inverts the rounding of its first CTA)
+    group = ((bidx + 1) * groups - 1) // ctas
+    group_cta0 = group * ctas // groups
+    group_ctas = (group + 1) * ctas // groups - group_cta0
+    tile0 = group * bands // groups * band_tiles
+    group_iter0 = cutlass.Int64(tile0) * k_tiles
+    group_iters = cutlass.Int64((group + 1) * bands // groups * band_tiles - tile0) * k_tiles
+    rank = cutlass.Int64(bidx - group_cta0)
+    it_begin = group_iter0 + rank * group_iters // group_ctas
+    it_end = group_iter0 + (rank + 1) * group_iters // group_ctas
+    return group_cta0, group_ctas, group_iter0, group_iters, it_begin, it_end
+
+
+@cute.jit
 def tile_coords(t: cutlass.Int32, tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):
     """The output tile (tm, tn) of unit tile t of tiles_m x tiles_n tiles, for every role that
-    walks the units: tiles walked along M."""
-    return t % tiles_m, t // tiles_m
+    walks the units: a band (row of tiles) after another, tiles walked along N."""
+    return t // tiles_n, t % tiles_n
 
 
 @cute.jit

@@ -16,8 +16,9 @@ Parameters
     cluster: 1x1
     swap AB: yes: the kernel computes C^T = B @ A^T
     epilogue: direct store
-    scheduler: stream-K: one CTA per SM of the GPU, at most 132, run equal shares of all tiles'
-        k-tiles; the CTA that runs a tile's first k-tile finishes it
+    scheduler: stream-K: one CTA per SM of the GPU, at most 132, in groups, one per band of tiles
+        that read the same weight tiles, run equal shares of their band's k-tiles; the CTA that runs
+        a tile's first k-tile finishes it
 
 Pipeline
     ring      producer -> consumer                          stages  bytes/stage  full arrives        empty arrives
@@ -25,14 +26,17 @@ Pipeline
 
     SMEM 123904 B of 232448 (12 x 10 KiB ring + barriers and alignment); accumulators in registers: 8 f32 per consumer thread
 
-    Stream-K: CTA b runs MAC iterations [b * T // CTAS, (b + 1) * T // CTAS) of the
-    T = tiles x k_tiles, tile after tile (tiles along M). A CTA that does not run a
-    tile's first k-tile (only its first unit can be such) stores its f32 partial in its
-    workspace slot, as 16-byte vectors per consumer thread, then thread 0 stores its flag
-    (st.release.gpu) after a named barrier. The finisher (its last unit) has thread 0 wait
-    on each such CTA's flag (ld.acquire.gpu), lowest CTA first; after a named barrier every
-    consumer adds that partial (fixed order: deterministic) and thread 0 clears the flag for the
-    next launch. Workspace: 541200 B of global memory (132 x 4 KiB slots + flags).
+    Stream-K in bands (a band: the tiles that read the same weight tiles, a column of tiles:
+    swap AB): the CTAs split into min(bands, CTAS) groups, each on whole bands; CTA r of a group
+    of C runs MAC iterations [r * T // C, (r + 1) * T // C) of its bands' T = tiles x k_tiles,
+    tile after tile, so the groups read each weight k-tile at about the same time (one DRAM
+    read, L2 hits after). A CTA that does not run a tile's first k-tile (only its first unit can
+    be such) stores its f32 partial in its workspace slot, as 16-byte vectors per consumer
+    thread, then thread 0 stores its flag (st.release.gpu) after a named barrier. The finisher
+    (its last unit) has thread 0 wait on each such CTA's flag (ld.acquire.gpu), lowest CTA
+    first; after a named barrier every consumer adds that partial (fixed order: deterministic)
+    and thread 0 clears the flag for the next launch. Workspace: 541200 B of global memory (132
+    x 4 KiB slots + flags).
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     producer warpgroup (PRODUCER_WG = 0), its warp TMA_WARP = 0: per unit (tile, [k_begin, k_end)):
@@ -153,6 +157,33 @@ def tile_coords(ct: cutlass.Int32, clusters_m: cutlass.Int32, clusters_n: cutlas
 
 
 @cute.jit
+def stream_k_share(
+    bidx: cutlass.Int32,
+    ctas: cutlass.Int32,
+    bands: cutlass.Int32,
+    band_tiles: cutlass.Int32,
+    k_tiles: cutlass.Int32,
+):
+    """CTA bidx of `ctas` stream-K CTAs over `bands` bands of `band_tiles` tiles of k_tiles
+    k-tiles: its group's first CTA, CTA count, first MAC iteration and iteration count, and its
+    own MAC iterations [it_begin, it_end). Group g is CTAs [g * ctas // groups, (g + 1) * ctas //
+    groups) on bands [g * bands // groups, (g + 1) * bands // groups); rounding both ends down
+    spreads the remainders. Iterations are 64-bit (tiles x k-tiles can pass 2^31)."""
+    groups = cutlass.min(bands, ctas)
+    # the group whose CTA range holds bidx (inverts the rounding of its first CTA)
+    group = ((bidx + 1) * groups - 1) // ctas
+    group_cta0 = group * ctas // groups
+    group_ctas = (group + 1) * ctas // groups - group_cta0
+    tile0 = group * bands // groups * band_tiles
+    group_iter0 = cutlass.Int64(tile0) * k_tiles
+    group_iters = cutlass.Int64((group + 1) * bands // groups * band_tiles - tile0) * k_tiles
+    rank = cutlass.Int64(bidx - group_cta0)
+    it_begin = group_iter0 + rank * group_iters // group_ctas
+    it_end = group_iter0 + (rank + 1) * group_iters // group_ctas
+    return group_cta0, group_ctas, group_iter0, group_iters, it_begin, it_end
+
+
+@cute.jit
 def unit_k_range(
     ct: cutlass.Int32, it_begin: cutlass.Int64, it_end: cutlass.Int64, k_tiles: cutlass.Int32
 ):
@@ -216,20 +247,18 @@ def gemm_kernel(
         tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2)
     )
 
-    # static tile order, stream-K: each CTA runs an equal share of all tiles' k-tiles, tile after
-    # tile, tiles walked along M
+    # static tile order, stream-K in bands: a band is a column of tiles (one tile of the
+    # activations, which ride in N with swap AB); each group of CTAs runs an equal share of its
+    # band's k-tiles, tile after tile, tiles walked along M
     M, N = mC.shape
     clusters_m = (M + CLUSTER_TILE[0] - 1) // CLUSTER_TILE[0]
     clusters_n = (N + CLUSTER_TILE[1] - 1) // CLUSTER_TILE[1]
     num_cluster_tiles = clusters_m * clusters_n
-    # stream-K: CTA b runs MAC iterations [it_begin, it_end) of the num_cluster_tiles * k_tiles
-    # (tile-major); rounding both ends down spreads the remainder, and the host launches no more
-    # CTAs than iterations, so no share is empty. Iteration counts are 64-bit: b * total_iters
-    # passes 2^31 once total_iters passes 2^31 / CTAs (16384^3 in 64x32x64 tiles), and
-    # total_iters itself can; tile and k-tile indices fit in 32 bits
-    total_iters = cutlass.Int64(num_cluster_tiles) * k_tiles
-    it_begin = bidx * total_iters // gdimx
-    it_end = (bidx + 1) * total_iters // gdimx
+    # stream-K: CTA b runs MAC iterations [it_begin, it_end) of its group's bands (tile-major);
+    # the host launches no more CTAs than iterations, so no share is empty
+    sk_cta0, sk_ctas, sk_iter0, sk_iters, it_begin, it_end = stream_k_share(
+        bidx, gdimx, clusters_n, clusters_m, k_tiles
+    )
     # K = 0: no iteration, so no tile (first_tile > last_tile), and no division by zero
     first_tile = cutlass.Int32(it_begin // cutlass.max(k_tiles, 1))
     last_tile = cutlass.Int32((it_end - 1) // cutlass.max(k_tiles, 1))
@@ -341,9 +370,9 @@ def gemm_kernel(
                 # I finish this tile (this is my last unit): add the partials of the CTAs that ran
                 # its k-tiles [k_end, k_tiles), lowest CTA first (a fixed order: deterministic
                 # sums); they ran them first thing, so these waits are short
-                # ran its last k-tile; 64-bit like it_end, whose rounding this inverts
-                last_cta = cutlass.Int32(
-                    (cutlass.Int64(ct + 1) * k_tiles * gdimx - 1) // total_iters
+                # ran its last k-tile (of my group); 64-bit like it_end, whose rounding this inverts
+                last_cta = sk_cta0 + cutlass.Int32(
+                    ((cutlass.Int64(ct + 1) * k_tiles - sk_iter0) * sk_ctas - 1) // sk_iters
                 )
                 for peer in cutlass.range(bidx + 1, last_cta + 1, unroll=1):
                     if ctidx == 0:

@@ -1,0 +1,131 @@
+"""Stream-K in bands (templates/common/stream_k.py.j2): the Python reference
+``codegen.plan_common.stream_k_share`` splits every MAC iteration exactly once, each group on whole
+bands, and the generated kernels of both architectures run the same integer arithmetic (their own
+``stream_k_share`` helper, the finisher's ``last_cta`` line and the tile order, executed here)."""
+
+from __future__ import annotations
+
+import ast
+import itertools
+
+import pytest
+from conftest import kernel_file
+
+from codegen.plan_common import stream_k_last_cta, stream_k_share
+
+CASES = [
+    (ctas, bands, band_tiles, k_tiles)
+    for ctas, bands, band_tiles, k_tiles in itertools.product(
+        [1, 2, 3, 4, 7, 18, 132], [1, 2, 3, 7, 24, 200], [1, 2, 5, 28], [1, 3, 64]
+    )
+    if ctas <= bands * band_tiles * k_tiles  # the host launches no more CTAs than iterations
+]
+
+
+@pytest.mark.parametrize(("ctas", "bands", "band_tiles", "k_tiles"), CASES[::7])
+def test_shares_cover_every_iteration_once_inside_whole_bands(
+    ctas: int, bands: int, band_tiles: int, k_tiles: int
+) -> None:
+    shares = [stream_k_share(b, ctas, bands, band_tiles, k_tiles) for b in range(ctas)]
+    begins_ends = sorted((s[4], s[5]) for s in shares)
+    # contiguous, non-empty, every iteration of every tile once
+    assert begins_ends[0][0] == 0 and begins_ends[-1][1] == bands * band_tiles * k_tiles
+    assert all(e > b for b, e in begins_ends)
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(begins_ends))
+    band_iters = band_tiles * k_tiles
+    for cta0, group_ctas, iter0, iters, it_begin, it_end in shares:
+        # a group starts and ends on a band boundary and holds its share
+        assert iter0 % band_iters == 0 and iters % band_iters == 0 and iters > 0
+        assert iter0 <= it_begin < it_end <= iter0 + iters
+        assert 1 <= group_ctas and 0 <= cta0 < ctas
+    # groups: min(bands, ctas), sizes differing by at most one
+    groups = {(s[0], s[1]) for s in shares}
+    assert len(groups) == min(bands, ctas)
+    assert max(g[1] for g in groups) - min(g[1] for g in groups) <= 1
+
+
+@pytest.mark.parametrize(("ctas", "bands", "band_tiles", "k_tiles"), CASES[::11])
+def test_last_cta_is_the_cta_that_runs_the_tiles_last_k_tile(
+    ctas: int, bands: int, band_tiles: int, k_tiles: int
+) -> None:
+    shares = [stream_k_share(b, ctas, bands, band_tiles, k_tiles) for b in range(ctas)]
+    for b, (cta0, group_ctas, iter0, iters, it_begin, it_end) in enumerate(shares):
+        for tile in range(it_begin // k_tiles, (it_end - 1) // k_tiles + 1):
+            last = (tile + 1) * k_tiles - 1
+            owner = next(c for c, s in enumerate(shares) if s[4] <= last < s[5])
+            assert stream_k_last_cta(tile, cta0, group_ctas, iter0, iters, k_tiles) == owner, b
+
+
+def test_bands_are_read_at_the_same_pace() -> None:
+    # M = 777 in 128-row tiles (7 bands) x 28 tiles x 296 k-tiles on 132 SMs: every group starts
+    # its band at its first tile, so the CTA of each band that reads weight tile (n, k) first does
+    # so at the same point of its share (what lets L2 serve the other bands)
+    shares = [stream_k_share(b, 132, 7, 28, 296) for b in range(132)]
+    firsts = {s[0] for s in shares}
+    assert len(firsts) == 7
+    starts = [s for s in shares if s[4] == s[2]]  # each group's first CTA
+    assert len(starts) == 7 and all((s[2] // 296) % 28 == 0 for s in starts)
+
+
+class _Cutlass:
+    min = staticmethod(min)
+    max = staticmethod(max)
+    Int64 = Int32 = int
+
+
+def _helper(tree: ast.Module, name: str):
+    """The kernel file's @cute.jit helper `name` as a plain Python function on ints."""
+    node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+    node.decorator_list = []
+    scope: dict[str, object] = {"cutlass": _Cutlass}
+    exec(compile(ast.Module(body=[node], type_ignores=[]), name, "exec"), scope)  # noqa: S102
+    return scope[name]
+
+
+def _last_cta(tree: ast.Module, names: dict[str, int]) -> int:
+    """The finisher's last_cta line of the kernel, run on `names`."""
+    kernel = next(
+        n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "gemm_kernel"
+    )
+    line = next(
+        n
+        for n in ast.walk(kernel)
+        if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "last_cta"
+    )
+    scope: dict[str, object] = {"cutlass": _Cutlass, **names}
+    exec(compile(ast.Module(body=[line], type_ignores=[]), "last_cta", "exec"), scope)  # noqa: S102
+    return scope["last_cta"]
+
+
+@pytest.mark.parametrize(
+    ("name", "swapped"),
+    [
+        ("h_128x128_wg2_streamk_tma", False),
+        ("sm90_bf16_128x200x64_s5_sw128_ws_wg2_swap_direct_streamk", True),
+        ("sk_128x128_direct", False),  # sm_100a
+    ],
+)
+def test_generated_share_and_finisher_are_the_reference(name: str, swapped: bool) -> None:
+    source = kernel_file(name).read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    share = _helper(tree, "stream_k_share")
+    for ctas, bands, band_tiles, k_tiles in CASES[::13]:
+        for b in range(ctas):
+            ref = stream_k_share(b, ctas, bands, band_tiles, k_tiles)
+            assert share(b, ctas, bands, band_tiles, k_tiles) == ref, (name, b, ctas, bands)
+            cta0, group_ctas, iter0, iters, it_begin, _ = ref
+            tile = it_begin // k_tiles
+            names = {"sk_cta0": cta0, "sk_ctas": group_ctas, "sk_iter0": iter0}
+            names |= {"sk_iters": iters, "k_tiles": k_tiles, "ct": tile, "t": tile}
+            want = stream_k_last_cta(tile, cta0, group_ctas, iter0, iters, k_tiles)
+            assert _last_cta(ast.parse(source), names) == want
+    # the kernel passes (bands, band tiles) = (activation tiles, weight tiles): rows of tiles, or
+    # columns with swap AB, and its tile order walks a band's tiles one after another
+    counts = ("tiles_m", "tiles_n") if name.startswith("sk_") else ("clusters_m", "clusters_n")
+    bands, tiles = (counts[1], counts[0]) if swapped else counts
+    assert f"stream_k_share(bidx, gdimx, {bands}, {tiles}, k_tiles)" in ast.unparse(tree)
+    coords = _helper(tree, "tile_coords")
+    seen = [coords(t, 3, 4) for t in range(12)]
+    band = [n if swapped else m for m, n in seen]
+    assert band == sorted(band), seen  # band after band
+    assert sorted(seen) == list(itertools.product(range(3), range(4)))
