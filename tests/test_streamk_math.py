@@ -22,6 +22,7 @@ from conftest import kernel_glob
 
 from codegen import build, plan
 from codegen.arch.shared import STREAMK_WIDE_DIVS
+from codegen.plan_common import stream_k_last_cta, stream_k_share
 
 STREAMK = [p for p in kernel_glob() if "stream_k" in build.read_spec(p).scheduler.kind]
 SK_NAMES = [p.stem for p in STREAMK]
@@ -106,15 +107,17 @@ class _Cutlass:
     max, min = max, min  # they return one of their operands, as the DSL's do
 
 
-PER_CTA = ("total_iters", "it_begin", "it_end", "first_tile", "last_tile")
+PER_CTA = ("first_tile", "last_tile")
 PER_UNIT = ("tile_iter0", "k_begin", "k_end")
 
 
-def partition_lines(path: Path) -> tuple[str, str, str, str]:
-    """(per-CTA lines, per-unit lines, the finisher's last_cta line, the tile variable) of the
-    kernel: the first assignment to each name in gemm_kernel, in source order."""
+def partition_lines(path: Path) -> tuple[str, str, str, str, str]:
+    """(the stream_k_share helper, the kernel's per-CTA lines from its call on, per-unit lines,
+    the finisher's last_cta line, the tile variable): the first assignment to each name."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     fns = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    share = fns["stream_k_share"]
+    share.decorator_list = []
     # the per-unit k range is the unit_k_range helper every role calls; the rest is the kernel's
     found: dict[str, str] = {}
     for node in [
@@ -129,11 +132,13 @@ def partition_lines(path: Path) -> tuple[str, str, str, str]:
             for t in names:
                 if isinstance(t, ast.Name) and t.id not in found:
                     found[t.id] = ast.unparse(node)
-    wanted = (*PER_CTA, *PER_UNIT, "last_cta")
+    wanted = ("it_begin", *PER_CTA, *PER_UNIT, "last_cta")
     assert set(wanted) <= set(found), (path.name, set(wanted) - set(found))
+    assert "stream_k_share(" in found["it_begin"], path.name
     tile = "ct" if "Int64(ct)" in found["tile_iter0"] else "t"
     return (
-        "\n".join(found[n] for n in PER_CTA),
+        ast.unparse(share),
+        "\n".join(found[n] for n in ("it_begin", *PER_CTA)),
         "\n".join(found[n] for n in PER_UNIT),
         found["last_cta"],
         tile,
@@ -141,37 +146,45 @@ def partition_lines(path: Path) -> tuple[str, str, str, str]:
 
 
 def run_partition(
-    lines: tuple[str, str, str, str], tiles: int, k_tiles: int, ctas: int, bidx: int
+    lines: tuple[str, str, str, str, str],
+    tiles: tuple[int, int],
+    k_tiles: int,
+    ctas: int,
+    bidx: int,
 ) -> dict[str, int]:
     """One CTA's range, and its first and last unit, as the kernel computes them."""
-    per_cta, per_unit, last_cta, tile = lines
-    tiles_name = "num_cluster_tiles" if "num_cluster_tiles" in per_cta else "num_tiles"
+    share, per_cta, per_unit, last_cta, tile = lines
+    prefix = "clusters" if "clusters_m" in per_cta else "tiles"
     env: dict = {
         "cutlass": _Cutlass,
         "bidx": Int32(bidx),
         "gdimx": Int32(ctas),
-        tiles_name: Int32(tiles),
+        f"{prefix}_m": Int32(tiles[0]),
+        f"{prefix}_n": Int32(tiles[1]),
         "k_tiles": Int32(k_tiles),
     }
-    exec(per_cta, {}, env)  # noqa: S102 - the generated kernel's own integer arithmetic
+    exec(share, env)  # noqa: S102 - the generated kernel's own integer arithmetic
+    exec(per_cta, env)  # noqa: S102
     out = {n: int(env[n]) for n in ("it_begin", "it_end", "first_tile", "last_tile")}
     for which in ("first_tile", "last_tile"):
         env[tile] = Int32(out[which])
-        exec(per_unit, {}, env)  # noqa: S102
-        exec(last_cta, {}, env)  # noqa: S102
+        exec(per_unit, env)  # noqa: S102
+        exec(last_cta, env)  # noqa: S102
         out[f"{which}.k"] = (int(env["k_begin"]), int(env["k_end"]), int(env["last_cta"]))
     return out
 
 
-def exact(tiles: int, k_tiles: int, ctas: int, bidx: int) -> dict[str, int]:
-    """The same quantities in Python's unbounded integers."""
-    total = tiles * k_tiles
-    begin, end = bidx * total // ctas, (bidx + 1) * total // ctas
+def exact(
+    tiles: tuple[int, int], k_tiles: int, ctas: int, bidx: int, swapped: bool = False
+) -> dict[str, int]:
+    """The same quantities in Python's unbounded integers (codegen.plan_common's reference)."""
+    bands, band_tiles = (tiles[1], tiles[0]) if swapped else tiles
+    cta0, n, iter0, iters, begin, end = stream_k_share(bidx, ctas, bands, band_tiles, k_tiles)
     out = {"it_begin": begin, "it_end": end, "first_tile": begin // k_tiles}
     out["last_tile"] = (end - 1) // k_tiles
     for which in ("first_tile", "last_tile"):
         t = out[which]
-        last = ((t + 1) * k_tiles * ctas - 1) // total
+        last = stream_k_last_cta(t, cta0, n, iter0, iters, k_tiles)
         out[f"{which}.k"] = (max(begin - t * k_tiles, 0), min(end - t * k_tiles, k_tiles), last)
     return out
 
@@ -180,11 +193,13 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-# (tiles, k_tiles): the H200 failures, and a problem past 2^31 iterations (65536^3 in 64x16x64)
+# ((tiles along M, along N), k_tiles): the H200 failures, a problem past 2^31 iterations (65536^3
+# in 64x16x64), and one band (decode: one row of tiles) past 2^31
 PROBLEMS = {
-    "16384^3, 64x32x64 (hung)": (cdiv(16384, 64) * cdiv(16384, 32), cdiv(16384, 64)),
-    "32768^3, 128x128x64 (illegal address)": (cdiv(32768, 128) ** 2, cdiv(32768, 64)),
-    "65536^3, 64x16x64 (2^32 iterations)": (cdiv(65536, 64) * cdiv(65536, 16), cdiv(65536, 64)),
+    "16384^3, 64x32x64 (hung)": ((cdiv(16384, 64), cdiv(16384, 32)), cdiv(16384, 64)),
+    "32768^3, 128x128x64 (illegal address)": ((cdiv(32768, 128),) * 2, cdiv(32768, 64)),
+    "65536^3, 64x16x64 (2^32 iterations)": ((cdiv(65536, 64), cdiv(65536, 16)), cdiv(65536, 64)),
+    "1 band of 65536 x 65536, 64x16x64": ((1, cdiv(65536, 16) * 1024), cdiv(65536, 64)),
 }
 CTAS = (132, 148)
 
@@ -197,20 +212,31 @@ def test_the_family_is_every_stream_k_kernel() -> None:
 @pytest.mark.parametrize("name", SK_NAMES)
 @pytest.mark.parametrize("problem", list(PROBLEMS))
 def test_partition_is_exact_past_2_31(name: str, problem: str) -> None:
-    lines = partition_lines(next(p for p in STREAMK if p.stem == name))
+    path = next(p for p in STREAMK if p.stem == name)
+    lines = partition_lines(path)
+    swapped = build.read_spec(path).swap_ab
     tiles, k_tiles = PROBLEMS[problem]
     for ctas in CTAS:
         for bidx in (0, 1, 62, 63, 64, ctas // 2, ctas - 1):
             got = run_partition(lines, tiles, k_tiles, ctas, bidx)
-            assert got == exact(tiles, k_tiles, ctas, bidx), (name, problem, ctas, bidx)
+            want = exact(tiles, k_tiles, ctas, bidx, swapped)
+            assert got == want, (name, problem, ctas, bidx)
 
 
 def test_the_emulation_catches_the_32_bit_lines() -> None:
     """The lines the kernels had before: the emulation reproduces the H200 failures."""
+    share = """
+def stream_k_share(bidx, ctas, bands, band_tiles, k_tiles):
+    total_iters = bands * band_tiles * k_tiles
+    it_begin = bidx * total_iters // ctas
+    it_end = (bidx + 1) * total_iters // ctas
+    return 0, ctas, 0, total_iters, it_begin, it_end
+"""
     per_cta = [
-        "total_iters = num_tiles * k_tiles",
-        "it_begin = bidx * total_iters // gdimx",
-        "it_end = (bidx + 1) * total_iters // gdimx",
+        (
+            "sk_cta0, sk_ctas, sk_iter0, sk_iters, it_begin, it_end = stream_k_share("
+            "bidx, gdimx, tiles_m, tiles_n, k_tiles)"
+        ),
         "first_tile, last_tile = (it_begin // k_tiles, (it_end - 1) // k_tiles)",
     ]
     per_unit = [
@@ -218,16 +244,18 @@ def test_the_emulation_catches_the_32_bit_lines() -> None:
         "k_begin = cutlass.max(it_begin - t * k_tiles, 0)",
         "k_end = cutlass.min(it_end - t * k_tiles, k_tiles)",
     ]
-    last_cta = "last_cta = ((t + 1) * k_tiles * gdimx - 1) // total_iters"
-    old = ("\n".join(per_cta), "\n".join(per_unit), last_cta, "t")
+    last_cta = "last_cta = ((t + 1) * k_tiles * gdimx - 1) // sk_iters"
+    old = (share, "\n".join(per_cta), "\n".join(per_unit), last_cta, "t")
     for problem in list(PROBLEMS)[:2]:
-        tiles, k_tiles = PROBLEMS[problem]
-        assert tiles * k_tiles == 2**25
-        # CTA 62's products stay under 2^31; CTA 63's range ends wrapped, CTA 64's begins so
-        assert run_partition(old, tiles, k_tiles, 132, 62) == exact(tiles, k_tiles, 132, 62)
-        got = run_partition(old, tiles, k_tiles, 132, 63)
-        assert got["it_end"] < 0 and got != exact(tiles, k_tiles, 132, 63), problem
-        assert run_partition(old, tiles, k_tiles, 132, 64)["it_begin"] < 0, problem
+        (tm, tn), k_tiles = PROBLEMS[problem]
+        assert tm * tn * k_tiles == 2**25
+        # one band, as one share of all tiles was: CTA 62's products stay under 2^31; CTA 63's
+        # range ends wrapped, CTA 64's begins so
+        one_band = (1, tm * tn)
+        assert run_partition(old, one_band, k_tiles, 132, 62) == exact(one_band, k_tiles, 132, 62)
+        got = run_partition(old, one_band, k_tiles, 132, 63)
+        assert got["it_end"] < 0 and got != exact(one_band, k_tiles, 132, 63), problem
+        assert run_partition(old, one_band, k_tiles, 132, 64)["it_begin"] < 0, problem
 
 
 @pytest.mark.parametrize("name", SK_NAMES)
