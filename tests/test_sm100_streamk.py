@@ -176,7 +176,7 @@ def test_m64_hands_over_half_rows() -> None:
 
 # ---- the generated kernel's units, run in Python ------------------------------------------------
 
-UNIT_NAMES = ("total_iters", "it_begin", "it_end", "first_tile", "last_tile")
+UNIT_NAMES = ("it_begin", "first_tile", "last_tile")  # it_begin: the stream_k_share call
 
 
 def _kernel(path: Path) -> ast.FunctionDef:
@@ -204,8 +204,8 @@ def _first_assignments(fn: ast.FunctionDef, names: tuple[str, ...]) -> dict[str,
 
 
 def _unit_code(name: str) -> tuple[str, str, str]:
-    """The kernel's per-CTA range lines, per-unit k-range lines and the finisher's last_cta line,
-    with cutlass.max / min as Python's."""
+    """The kernel's per-CTA range lines (after its stream_k_share helper), per-unit k-range lines
+    and the finisher's last_cta line, with cutlass.max / min as Python's."""
     fn = _kernel(kernel_file(name))
     # the per-unit k range is the unit_k_range helper every role calls
     tree = ast.parse(kernel_file(name).read_text(encoding="utf-8"))
@@ -228,31 +228,39 @@ def _unit_code(name: str) -> tuple[str, str, str]:
             src = src.replace(a, b)
         return src
 
-    per_cta = "\n".join(py(got[n]) for n in UNIT_NAMES)
+    share = next(
+        n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "stream_k_share"
+    )
+    share.decorator_list, share.args.args = [], [ast.arg(a.arg) for a in share.args.args]
+    per_cta = "\n".join([py(ast.unparse(share)), *(py(got[n]) for n in UNIT_NAMES)])
     per_unit = "\n".join(py(got[n]) for n in ("tile_iter0", "k_begin", "k_end"))
     return per_cta, per_unit, py(got["last_cta"])
 
 
-def _simulate(name: str, num_tiles: int, k_tiles: int, ctas: int) -> dict[int, list[tuple]]:
+def _simulate(name: str, tiles: tuple[int, int], k_tiles: int, ctas: int) -> dict[int, list[tuple]]:
     per_cta, per_unit, last_cta = _unit_code(name)
     units: dict[int, list[tuple]] = {}
     for bidx in range(ctas):
-        env = {"bidx": bidx, "gdimx": ctas, "num_tiles": num_tiles, "k_tiles": k_tiles}
-        exec(per_cta, {}, env)  # noqa: S102 - the generated kernel's own integer arithmetic
+        env = {"bidx": bidx, "gdimx": ctas, "tiles_m": tiles[0], "tiles_n": tiles[1]}
+        env["k_tiles"] = k_tiles
+        exec(per_cta, env)  # noqa: S102 - the generated kernel's own integer arithmetic
         units[bidx] = []
         for t in range(env["first_tile"], env["last_tile"] + 1):
             env["t"] = t
-            exec(per_unit, {}, env)  # noqa: S102
-            exec(last_cta, {}, env)  # noqa: S102
+            exec(per_unit, env)  # noqa: S102
+            exec(last_cta, env)  # noqa: S102
             units[bidx].append((t, env["k_begin"], env["k_end"], env["last_cta"]))
     return units
 
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_units_cover_every_iteration_and_the_first_k_tile_finishes(name: str) -> None:
-    for num_tiles, k_tiles, sms in itertools.product((1, 3, 7, 40), (1, 2, 5, 64), (1, 4, 148)):
+    for tiles, k_tiles, sms in itertools.product(
+        ((1, 1), (3, 1), (1, 7), (7, 3), (5, 8)), (1, 2, 5, 64), (1, 4, 148)
+    ):
+        num_tiles = tiles[0] * tiles[1]
         ctas = min(num_tiles * k_tiles, sms)  # what the host launches
-        units = _simulate(name, num_tiles, k_tiles, ctas)
+        units = _simulate(name, tiles, k_tiles, ctas)
         owner: dict[tuple[int, int], int] = {}
         for bidx, us in units.items():
             assert us, (name, bidx)  # no empty share
@@ -296,8 +304,8 @@ def test_the_epilogue_branches_on_the_first_k_tile(shipped: dict[str, Spec]) -> 
         assert "flags + bidx, cutlass.Int32(1), sem='release', scope='gpu'" in handover
         # the finisher waits on the later CTAs in order, adds them, and alone stores C
         assert (
-            "last_cta = cutlass.Int32((cutlass.Int64(t + 1) * k_tiles * gdimx - 1) // total_iters)"
-            in finisher
+            "last_cta = sk_cta0 + cutlass.Int32(((cutlass.Int64(t + 1) * k_tiles - sk_iter0) * "
+            "sk_ctas - 1) // sk_iters)" in finisher
         )
         assert finisher.count("cutlass.range(bidx + 1, last_cta + 1, unroll=1)") == 2
         assert "wait_flag_acquire(flags + peer)" in finisher
