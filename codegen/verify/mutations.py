@@ -207,6 +207,20 @@ CATALOGUE: tuple[Mutation, ...] = (
         "cute.arch.store(flags + peer, cutlass.Int32(1))",
     ),
     Mutation(
+        "sk-band-finisher-cta",
+        "stream-K finisher outside its group",
+        "common/stream_k.py.j2",
+        "{% macro last_cta(t) %}sk_cta0 + cutlass.Int32(",
+        "{% macro last_cta(t) %}cutlass.Int32(",
+    ),
+    Mutation(
+        "sk-band-share-offset",
+        "stream-K share outside its band",
+        "common/stream_k.py.j2",
+        "it_begin = group_iter0 + rank",
+        "it_begin = rank",
+    ),
+    Mutation(
         "sm90-sk-plain-flag",
         "flag without release",
         "sm90/reduce/stream_k.py.j2",

@@ -119,6 +119,11 @@ def cases(ks: KernelSource) -> list[Case]:
             label = f"k={k} tiles={tiles}" + (f" ctas<={cap}" if cap else "")
             out.append(Case(label, _problem(ks, tiles, k, grid_cap=cap), k, tiles))
         out.append(Case("k=2 tiles=2x2 ctas<=3", _problem(ks, 2, 2, 2, grid_cap=3), 2, 4))
+        # two bands (rows of tiles; columns with swap AB) of 3 tiles on 3 CTAs: groups of 1 and
+        # 2 CTAs, the second splitting a tile, so a share or finisher outside its group shows
+        rows, cols = (3, 2) if ks.spec.get("swap_ab") else (2, 3)
+        label = f"k=2 tiles={rows}x{cols} ctas<=3"
+        out.append(Case(label, _problem(ks, rows, 2, cols, grid_cap=3), 2, 6))
         return out
     # every k-tile count with 1, 2 and 3 tiles for the first worker: where a ring position
     # depends on both (a ping-pong warpgroup skipping the other's k_tiles positions after its
