@@ -974,27 +974,38 @@ class Checker:
         by_root: dict[tuple, list[Access]] = {}
         for a in self.accesses:
             by_root.setdefault((a.res.cta, a.res.space, a.res.root), []).append(a)
+        anc = self.anc
         for group in by_root.values():
             if not any(a.write for a in group):
                 continue
             # candidate partners by slot (a whole-buffer access overlaps every slot), visited in
-            # the group's order: the same pairs, in the same order, as all pairs of the group
+            # the group's order: the same pairs, in the same order, as all pairs of the group.
+            # A read's partners are only the writes (two reads never race): the pairs skipped
+            # are ones the test below would skip, so the reported pairs keep their order.
             by_slot: dict[int | None, list[int]] = {}
+            by_slot_w: dict[int | None, list[int]] = {}
             for j, a in enumerate(group):
                 by_slot.setdefault(a.res.slot, []).append(j)
-            wide = by_slot.get(None, [])
-            everyone = range(len(group))
+                if a.write:
+                    by_slot_w.setdefault(a.res.slot, []).append(j)
+            everyone = list(range(len(group)))
+            all_writes = [j for j, a in enumerate(group) if a.write]
+            ends = [a.end_ev() for a in group]
             for i, a in enumerate(group):
+                slots = by_slot if a.write else by_slot_w
                 if a.res.slot is None:
-                    later: Iterable[int] = everyone[i + 1 :]
+                    pool = everyone if a.write else all_writes
+                    later: list[int] = pool[bisect.bisect_right(pool, i) :]
                 else:
-                    same = by_slot[a.res.slot]
+                    same = slots.get(a.res.slot, [])
                     later = same[bisect.bisect_right(same, i) :]
+                    wide = slots.get(None)
                     if wide:
                         later = sorted([*later, *wide[bisect.bisect_right(wide, i) :]])
+                ea = ends[i]
                 for j in later:
                     b = group[j]
-                    if not (a.write or b.write) or not a.res.overlaps(b.res):
+                    if not a.res.overlaps(b.res):
                         continue
                     if a.proxy == "generic" and b.proxy == "generic":
                         if a.write and b.write or a.actor == b.actor:
@@ -1008,7 +1019,12 @@ class Checker:
                         and a.kind in ("umma", "wgmma", "tma_store")
                     ):
                         continue
-                    if self.ordered(a, b) or self.ordered(b, a):
+                    # ordered(a, b) or ordered(b, a): one's end happens before (or is) the
+                    # other's start
+                    if ea is not None and (ea == b.start or (anc[b.start] >> ea) & 1):
+                        continue
+                    eb = ends[j]
+                    if eb is not None and (eb == a.start or (anc[a.start] >> eb) & 1):
                         continue
                     self.report_race(a, b)
 
