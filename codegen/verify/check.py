@@ -143,6 +143,7 @@ class ActorState:
     observed: dict[Bar, int] = field(default_factory=dict)
     sync_pending: tuple[Any, int, int] | None = None  # (key, generation, arrival event)
     wait_phase: int | None = None  # the phase the blocked wait at pc is for
+    blocked_on: BarState | None = None  # the barrier of that wait, while it is blocked
     cluster_gen: int = 0
     umma_open: list[Access] = field(default_factory=list)
     cc_prev: Token | None = None
@@ -177,6 +178,7 @@ class Checker:
         # the data ops (codegen.verify.numeric) in the canonical run's order: (launch, actor, op)
         self.data_order: list[tuple[int, int, Op]] = []
         self.launch_no = -1
+        self._handlers: dict[str, Any] = {}  # op kind -> bound op_* method
 
     # -- events -------------------------------------------------------------------------------
 
@@ -297,6 +299,13 @@ class Checker:
         while True:
             progressed = False
             for st in self.states:
+                blocked = st.blocked_on
+                if blocked is not None:
+                    # blocked on an mbarrier wait whose phase has not completed: stepping it
+                    # again would return False with no effect (op_wait), so skip it
+                    if len(blocked.completions) <= st.wait_phase:
+                        continue
+                    st.blocked_on = None
                 while not st.done and self.step(st):
                     progressed = True
             if progressed:
@@ -332,7 +341,9 @@ class Checker:
             if st.pc >= len(st.actor.ops):
                 self.finish_actor(st)
             return True
-        handler = getattr(self, f"op_{op.kind}")
+        handler = self._handlers.get(op.kind)
+        if handler is None:
+            handler = self._handlers[op.kind] = getattr(self, f"op_{op.kind}")
         if handler(st, op) is False:
             return False
         st.pc += 1
@@ -453,6 +464,8 @@ class Checker:
         n = self.awaited(st, bar, parity)
         b = self.bars.get(bar)
         if n is None or b is None or n >= len(b.completions):
+            if n is not None and b is not None:
+                st.blocked_on = b
             return False
         st.wait_phase = None
         src = b.completions[n] if n >= 0 else b.init_ev
@@ -961,27 +974,38 @@ class Checker:
         by_root: dict[tuple, list[Access]] = {}
         for a in self.accesses:
             by_root.setdefault((a.res.cta, a.res.space, a.res.root), []).append(a)
+        anc = self.anc
         for group in by_root.values():
             if not any(a.write for a in group):
                 continue
             # candidate partners by slot (a whole-buffer access overlaps every slot), visited in
-            # the group's order: the same pairs, in the same order, as all pairs of the group
+            # the group's order: the same pairs, in the same order, as all pairs of the group.
+            # A read's partners are only the writes (two reads never race): the pairs skipped
+            # are ones the test below would skip, so the reported pairs keep their order.
             by_slot: dict[int | None, list[int]] = {}
+            by_slot_w: dict[int | None, list[int]] = {}
             for j, a in enumerate(group):
                 by_slot.setdefault(a.res.slot, []).append(j)
-            wide = by_slot.get(None, [])
-            everyone = range(len(group))
+                if a.write:
+                    by_slot_w.setdefault(a.res.slot, []).append(j)
+            everyone = list(range(len(group)))
+            all_writes = [j for j, a in enumerate(group) if a.write]
+            ends = [a.end_ev() for a in group]
             for i, a in enumerate(group):
+                slots = by_slot if a.write else by_slot_w
                 if a.res.slot is None:
-                    later: Iterable[int] = everyone[i + 1 :]
+                    pool = everyone if a.write else all_writes
+                    later: list[int] = pool[bisect.bisect_right(pool, i) :]
                 else:
-                    same = by_slot[a.res.slot]
+                    same = slots.get(a.res.slot, [])
                     later = same[bisect.bisect_right(same, i) :]
+                    wide = slots.get(None)
                     if wide:
                         later = sorted([*later, *wide[bisect.bisect_right(wide, i) :]])
+                ea = ends[i]
                 for j in later:
                     b = group[j]
-                    if not (a.write or b.write) or not a.res.overlaps(b.res):
+                    if not a.res.overlaps(b.res):
                         continue
                     if a.proxy == "generic" and b.proxy == "generic":
                         if a.write and b.write or a.actor == b.actor:
@@ -995,7 +1019,12 @@ class Checker:
                         and a.kind in ("umma", "wgmma", "tma_store")
                     ):
                         continue
-                    if self.ordered(a, b) or self.ordered(b, a):
+                    # ordered(a, b) or ordered(b, a): one's end happens before (or is) the
+                    # other's start
+                    if ea is not None and (ea == b.start or (anc[b.start] >> ea) & 1):
+                        continue
+                    eb = ends[j]
+                    if eb is not None and (eb == a.start or (anc[a.start] >> eb) & 1):
                         continue
                     self.report_race(a, b)
 
@@ -1136,8 +1165,17 @@ class Checker:
                 )
 
     def check_exits(self, finals: dict[int, list[int]]) -> None:
+        # the events each CTA's exit waits for: the union of its actors' final events and
+        # their ancestors (ev happens before some final event iff its bit is set)
+        exit_anc: dict[int, int] = {}
+        for cta, evs in finals.items():
+            mask = 0
+            for f in evs:
+                mask |= self.anc[f] | (1 << f)
+            exit_anc[cta] = mask
+
         def before_exit(ev: int | None, cta: int) -> bool:
-            return ev is not None and any(self.hb(ev, f) for f in finals.get(cta, []))
+            return ev is not None and bool((exit_anc.get(cta, 0) >> ev) & 1)
 
         def schedule(cta: int, pending: int, issue: int | None, what: str) -> list[str]:
             """The issue of what is pending, then every actor of the CTA finishing without it."""

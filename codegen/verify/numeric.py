@@ -295,9 +295,17 @@ def _span(r: tuple) -> str:
 def _coverage(ks: list[tuple[tuple, int]], k: int) -> str | None:
     """None if the K ranges (with counts) cover [0, k) exactly once, else what is wrong."""
     pts = sorted({0, k, *(x for r, _ in ks for x in r)})
+    # a range (a, b) covers the elementary interval [lo, hi) of consecutive points iff
+    # a <= lo < b: one sweep of +c at a, -c at b gives each interval's count
+    delta: dict[int, int] = {}
+    for (a, b), c in ks:
+        if a < b:
+            delta[a] = delta.get(a, 0) + c
+            delta[b] = delta.get(b, 0) - c
     wrong = []
+    n = 0
     for lo, hi in pairwise(pts):
-        n = sum(c for (a, b), c in ks if a <= lo and hi <= b)
+        n += delta.get(lo, 0)
         if 0 <= lo and hi <= k:
             if n != 1:
                 wrong.append(f"k {lo}:{hi} {'missing' if n == 0 else f'counted {n} times'}")
