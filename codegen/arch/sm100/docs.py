@@ -325,8 +325,8 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
         scheduler = (
             "stream-K: one CTA per SM of the GPU, at most "
             f"{rules_sm100.streamk_ctas(spec)} (the workspace's slots), in groups, "
-            "one per row of tiles, run equal shares of their rows' k-tiles (tiles along N); the CTA that runs a tile's first "
-            "k-tile finishes it; "
+            "one per row of tiles, run equal shares of their rows' k-tiles (tiles along N); "
+            "the CTA that runs a tile's first k-tile finishes it; "
             f"{plural(spec.accumulators, 'TMEM accumulator slot')}, one per unit"
         )
         rows.append(("scheduler", scheduler))

@@ -75,7 +75,8 @@ def scheduler_note(spec: Spec) -> str:
         return (
             "stream-K: one CTA per SM of the GPU, at most "
             f"{rules_sm90.streamk_ctas(spec)}, in groups, one per band of tiles that "
-            "read the same weight tiles, run equal shares of their band's k-tiles; the CTA that runs a tile's first k-tile finishes it"
+            "read the same weight tiles, run equal shares of their band's k-tiles; the CTA "
+            "that runs a tile's first k-tile finishes it"
         )
     if shared.is_split_k_cluster(spec):
         return (

@@ -114,6 +114,9 @@ class Sm90Values(shared.SeparateReduceValues):
     sk_ctas: int
     sk_tile_elems: int
     sk_workspace_elems: int
+    # stream-K's bands: the tile axis of the activations (m; n with swap AB) and the other one
+    sk_band: str
+    sk_across: str
     # the tensors after C
     launch_tensors: list[str]
     # split-K separate
@@ -282,6 +285,8 @@ def scheduler_values(spec: Spec) -> dict[str, object]:
         "sk_ctas": rules_sm90.streamk_ctas(spec),
         "sk_tile_elems": shared.streamk_tile_elems(spec),
         "sk_workspace_elems": rules_sm90.streamk_workspace_elems(spec),
+        "sk_band": "n" if spec.swap_ab else "m",
+        "sk_across": "m" if spec.swap_ab else "n",
     }
 
 

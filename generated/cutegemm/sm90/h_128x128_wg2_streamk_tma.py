@@ -263,9 +263,9 @@ def gemm_kernel(
         tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2)
     )
 
-    # static tile order, stream-K in bands: a band is a row of tiles (one tile of A's rows, the
-    # activations); each group of CTAs runs an equal share of its band's k-tiles, tile after
-    # tile, tiles walked along N
+    # static tile order, stream-K in bands: a band is the tiles along N of one tile of the
+    # activations along M; each group of CTAs runs an equal share of its band's k-tiles,
+    # tile after tile, tiles walked along N
     M, N = mC.shape
     clusters_m = (M + CLUSTER_TILE[0] - 1) // CLUSTER_TILE[0]
     clusters_n = (N + CLUSTER_TILE[1] - 1) // CLUSTER_TILE[1]
