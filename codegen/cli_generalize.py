@@ -143,6 +143,15 @@ def fit_cmd(
     ] = None,
     generated: GeneratedOpt = Path("generated"),
     calibrate: CalibrateOpt = False,
+    cv: Annotated[
+        bool,
+        typer.Option(
+            "--cv",
+            help="Only cross-validate: fit on all tune models but one, rank on the one left "
+            "out, for each in turn; print the pick vs the best measured kernel (writes nothing).",
+        ),
+    ] = False,
+    jobs: Annotated[int, typer.Option("-j", "--jobs", help="Processes for --cv.")] = 2,
 ) -> None:
     """Fit the cost model on the tune part's measurements only (CPU) and write it for render."""
     from codegen import costmodel, package, tune
@@ -162,6 +171,9 @@ def fit_cmd(
                 points.setdefault(name, []).append((rec.prod.m, rec.prod.n, rec.prod.k, us))
     if not points:
         fail([f"no measurement of a tune-part model ({', '.join(sp.tune)}) in the sweep files"])
+    if cv:
+        _cross_validate(sp, got, rows, meta, jobs)
+        return
     fits = costmodel.fit(rows, points, meta["sm_count"], meta["bandwidth"])
     command = (
         "codegen fit "
@@ -181,6 +193,27 @@ def fit_cmd(
                       f"{f.params[1] / 1e6:.2f}", f"{f.params[2] / 1e3:.0f}")  # fmt: skip
     console.print(table)
     console.print(f"cost model: {path} ({len(fits)} kernels); `codegen render` makes it dispatch")
+
+
+def _cross_validate(sp: gen.Split, got: dict, rows: dict, meta: dict, jobs: int) -> None:
+    from codegen import costmodel
+
+    prods = [(r.prod.model, r.prod.m, r.prod.n, r.prod.k, r.dtype, r.times)
+             for r in got.values() if r.prod.model in sp.tune and r.times]  # fmt: skip
+    console.print(f"cross-validating: {len(sp.tune)} fits, one per tune model left out "
+                  f"({jobs} processes)")  # fmt: skip
+    held = costmodel.cross_validate(rows, prods, meta["sm_count"], meta["bandwidth"], jobs)
+    table = Table("dtype", "regime", "products", "pick/best (geomean)", "within 3%", "worst")
+    for dtype in ("bf16", "e4m3"):
+        for regime, sel in (("decode", True), ("prefill", False), ("all", None)):
+            hs = [h for h in held if h.dtype == dtype and (sel is None or (h.m <= 256) == sel)]
+            if hs:
+                vs = [h.best_us / h.pick_us for h in hs]
+                worst = min(zip(vs, hs), key=lambda x: x[0])
+                table.add_row(dtype, regime, str(len(hs)), f"{gen.geomean(vs):.3f}",
+                              f"{sum(v >= 1 / 1.03 for v in vs) / len(vs):.0%}",
+                              f"{worst[0]:.2f} ({worst[1].model} M={worst[1].m})")  # fmt: skip
+    console.print(table)
 
 
 def _entries(generated: Path) -> list:

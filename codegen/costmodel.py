@@ -7,7 +7,8 @@ load bytes/µs, epilogue µs) that minimize the squared log error of its predict
 measured products, by Nelder-Mead in log space with a weak pull towards a prior (so a term no
 measurement exercises stays plausible). The result is a reviewable TOML file,
 `specs/tuning/GPU.model.toml`, that `codegen render` reads (codegen.package.load_models) and
-turns into `cutegemm._dispatch.MODELS`.
+turns into `cutegemm._dispatch.MODELS`. With each kernel's parameters it keeps the kernel's
+errors on the products it ran fast on (the model's local correction).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from dataclasses import dataclass
 from codegen.package import MODEL_PARAMS as PARAMS
 
 MIN_POINTS = 3  # a kernel measured on fewer products gets no parameters of its own
+KEEP = 1.3  # a product's error is kept for the local correction where the kernel ran this close
+# to the fastest kernel measured on it (the others are never picked: their errors only weigh)
 PRIOR_WEIGHT = 0.02  # pull of each log-parameter towards its prior, against the data's errors
 # priors per input dtype: fixed µs, flop/µs and bytes/µs of one CTA, epilogue µs per tile, share
 # of the copy bandwidth reached
@@ -90,12 +93,19 @@ class Fit:
     points: int
     rms_log_error: float  # of the model without the M correction
     m_correction: tuple[tuple[int, float], ...] = ()  # (M, mean log(measured / predicted))
+    # (M, N, K, log(measured / predicted)) after the M correction, where the kernel ran fast
+    residuals: tuple[tuple[int, int, int, float], ...] = ()
 
 
 def fit_kernel(
-    kern, points: list[tuple[int, int, int, float]], sm_count: int, bandwidth: float
+    kern,
+    points: list[tuple[int, int, int, float]],
+    sm_count: int,
+    bandwidth: float,
+    fastest: dict[tuple[int, int, int], float] | None = None,
 ) -> Fit:
-    """The parameters of one kernel from its measured (M, N, K, µs) points."""
+    """The parameters of one kernel from its measured (M, N, K, µs) points; `fastest`: the best
+    µs any kernel of its dtype measured per (M, N, K) (default: these points' own)."""
     mod = model_module()
     prior = [math.log(p) for p in PRIORS[kern.dtype]]
 
@@ -117,17 +127,31 @@ def fit_kernel(
         logs.setdefault(m, []).append(-err)
     rms = math.sqrt(statistics.fmean(x * x for v in logs.values() for x in v))
     corr = tuple((m, round(statistics.fmean(v), 4)) for m, v in sorted(logs.items()))
-    return Fit(kern.name, params, len(points), rms, corr)
+    model = {"sm_count": sm_count, "bandwidth": bandwidth,
+             "kernels": {kern.name: (params, corr, ())}}  # fmt: skip
+    residuals = tuple(
+        (m, n, k, round(-mod.log_error(mod.estimate(kern, m, n, k, model), us), 2))
+        for m, n, k, us in sorted(points)
+        if us <= KEEP * (fastest or {}).get((m, n, k), us)
+    )
+    return Fit(kern.name, params, len(points), rms, corr, residuals)
 
 
 def fit(
     rows: dict[str, dict], points: dict[str, list], sm_count: int, bandwidth: float
 ) -> list[Fit]:
     """Fits for every kernel with at least MIN_POINTS points (rows: registry rows by name)."""
+    fastest: dict[tuple[str, int, int, int], float] = {}
+    for name, pts in points.items():
+        for m, n, k, us in pts if name in rows else ():
+            key = (rows[name]["dtype"], m, n, k)
+            fastest[key] = min(us, fastest.get(key, us))
     out = []
     for name in sorted(points):
         if name in rows and len(points[name]) >= MIN_POINTS:
-            out.append(fit_kernel(kernel_view(rows[name]), points[name], sm_count, bandwidth))
+            kern = kernel_view(rows[name])
+            own = {key[1:]: us for key, us in fastest.items() if key[0] == kern.dtype}
+            out.append(fit_kernel(kern, points[name], sm_count, bandwidth, own))
     return out
 
 
@@ -138,7 +162,9 @@ def model_text(fits: list[Fit], gpu: str, arch: str, sm_count: int, bandwidth: f
         "# fixed µs, one CTA's MMA flop/µs and load bytes/µs, epilogue µs per tile, share of the",
         "# copy bandwidth reached when the whole GPU streams; `m_correction`: (M, mean log of",
         "# measured / predicted time at that M), applied in between by interpolation; `points`",
-        "# products measured, `rms_log_error` the fit's error on them before the correction.",
+        "# products measured, `rms_log_error` the fit's error on them before the correction;",
+        "# `residuals`: (M, N, K, log of measured / predicted after it) where the kernel ran",
+        f"# within {KEEP}x of the fastest kernel: the local correction.",
         "# `codegen render` turns this file into cutegemm._dispatch.MODELS.",
         f'gpu = "{gpu}"',
         f'arch = "{arch}"',
@@ -155,8 +181,73 @@ def model_text(fits: list[Fit], gpu: str, arch: str, sm_count: int, bandwidth: f
             f'name = "{f.name}"',
             *(f"{key} = {value:.4g}" for key, value in zip(PARAMS, f.params)),
             "m_correction = [" + ", ".join(f"[{m}, {r}]" for m, r in f.m_correction) + "]",
+            *_residual_lines(f.residuals),
             f"points = {f.points}",
             f"rms_log_error = {f.rms_log_error:.3f}",
             "",
         ]
     return "\n".join(lines)
+
+
+def _residual_lines(residuals: tuple, per_line: int = 4) -> list[str]:
+    if not residuals:
+        return ["residuals = []"]
+    items = [f"[{m}, {n}, {k}, {r}]," for m, n, k, r in residuals]
+    rows = [" ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
+    return ["residuals = [", *(f"    {row}" for row in rows), "]"]
+
+
+# ---- how well the model ranks on a model it was not fitted on ----------------------------------
+
+
+@dataclass(frozen=True)
+class Held:
+    """One held-out product: the kernel the model ranks first and the fastest one measured."""
+
+    dtype: str
+    model: str
+    m: int
+    pick_us: float
+    best_us: float
+
+
+def _fold(args: tuple) -> list[Held]:
+    rows, train, held, sm_count, bandwidth = args
+    points: dict[str, list] = {}
+    for model, m, n, k, dtype, times in train:
+        for name, us in times.items():
+            points.setdefault(name, []).append((m, n, k, us))
+    fitted = {f.name: (f.params, f.m_correction, f.residuals)
+              for f in fit(rows, points, sm_count, bandwidth)}  # fmt: skip
+    model = {"sm_count": sm_count, "bandwidth": bandwidth, "kernels": fitted}
+    mod = model_module()
+    out = []
+    for name, m, n, k, dtype, times in held:
+        kerns = [kernel_view(rows[x]) for x in times if x in rows]
+        ranked = mod.rank(kerns, m, n, k, model)
+        if ranked:
+            out.append(Held(dtype, name, m, times[ranked[0].name], min(times.values())))
+    return out
+
+
+def cross_validate(
+    rows: dict[str, dict],
+    products: list[tuple[str, int, int, int, str, dict[str, float]]],
+    sm_count: int,
+    bandwidth: float,
+    jobs: int = 1,
+) -> list[Held]:
+    """Leave one model out: for each model among `products` ((model, M, N, K, dtype, {kernel:
+    µs})), fit on the others' products and rank the kernels measured on its own."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    models = sorted({p[0] for p in products})
+    folds = [
+        (rows, [p for p in products if p[0] != x], [p for p in products if p[0] == x],
+         sm_count, bandwidth)
+        for x in models
+    ]  # fmt: skip
+    if jobs <= 1:
+        return [h for f in folds for h in _fold(f)]
+    with ProcessPoolExecutor(jobs) as ex:
+        return [h for got in ex.map(_fold, folds) for h in got]

@@ -390,7 +390,7 @@ class Model:
     arch: str
     sm_count: int
     bandwidth: float
-    kernels: tuple[tuple[str, tuple], ...]  # name, (params, m_correction)
+    kernels: tuple[tuple[str, tuple], ...]  # name, (params, m_correction, residuals)
 
 
 def load_models(folder: Path, names: set[str], display: str) -> list[Model]:
@@ -405,15 +405,20 @@ def load_models(folder: Path, names: set[str], display: str) -> list[Model]:
             for i, k in enumerate(doc.get("kernel", [])):
                 params = tuple(float(k[x]) for x in MODEL_PARAMS)
                 corr = tuple(sorted((int(m), float(r)) for m, r in k.get("m_correction", [])))
-                finite = all(math.isfinite(p) and p > 0 for p in params) and all(
-                    m > 0 and math.isfinite(r) for m, r in corr
+                near = tuple(
+                    (int(m), int(n), int(kk), float(r)) for m, n, kk, r in k.get("residuals", [])
+                )
+                finite = (
+                    all(math.isfinite(p) and p > 0 for p in params)
+                    and all(m > 0 and math.isfinite(r) for m, r in corr)
+                    and all(min(x[:3]) > 0 and math.isfinite(x[3]) for x in near)
                 )
                 if not finite:
                     raise TuningError(
                         f"{where} [kernel {i + 1}]: parameters must be finite and > 0"
                     )
                 if k["name"] in names:
-                    kernels.append((k["name"], (params, corr)))
+                    kernels.append((k["name"], (params, corr, near)))
             model = Model(where, doc["gpu"], doc["arch"], int(doc["sm_count"]),
                           float(doc["bandwidth"]), tuple(sorted(kernels)))  # fmt: skip
         except (tomllib.TOMLDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as e:

@@ -61,6 +61,36 @@ def test_correction_interpolates_in_log_m_and_holds_its_ends() -> None:
     assert mod.correction(7, ()) == 1.0
 
 
+def test_local_correction_weighs_the_kernels_errors_near_the_shape() -> None:
+    mod = costmodel.model_module()
+    one = ((128, 4096, 4096, math.log(2.0)),)
+    # on the measured product: half the error (one neighbour against SHRINK = 1 of no error)
+    assert mod.SHRINK == 1.0
+    assert mod.local(128, 4096, 4096, one) == pytest.approx(math.sqrt(2.0))
+    # a factor 4 away in N or 16 in M: nothing of it left
+    assert mod.local(128, 16384, 4096, one) == pytest.approx(1.0, abs=1e-3)
+    assert mod.local(8, 4096, 4096, one) == pytest.approx(1.0, abs=1e-3)
+    assert mod.local(128, 4096, 4096, ()) == 1.0
+    # many neighbours agreeing: close to their error; disagreeing: their weighted mean
+    many = tuple((128, 4096, 4096, math.log(2.0)) for _ in range(19))
+    assert mod.local(128, 4096, 4096, many) == pytest.approx(2.0 ** (19 / 20))
+    mixed = ((128, 4096, 4096, 0.2), (128, 4096, 4096, -0.2))
+    assert mod.local(128, 4096, 4096, mixed) == pytest.approx(1.0)
+
+
+def test_the_fit_keeps_errors_only_where_the_kernel_ran_near_the_fastest() -> None:
+    mod = costmodel.model_module()
+    k = kern()
+    truth = (3.0, 5e6, 30e3, 0.5, 0.9)
+    shapes = [(m, n, kk) for m in (1, 8) for n, kk in ((2048, 2048), (4096, 14336), (6144, 4096))]
+    points = [(m, n, kk, mod.predict(k, m, n, kk, truth, 132, 4.0e6)) for m, n, kk in shapes]
+    fastest = {(m, n, kk): us for m, n, kk, us in points}
+    fastest[shapes[0]] = points[0][3] / 2  # another kernel ran twice as fast there
+    fit = costmodel.fit_kernel(k, points, 132, 4.0e6, fastest)
+    assert [r[:3] for r in fit.residuals] == sorted(shapes[1:])
+    assert all(abs(r[3]) <= 0.05 for r in fit.residuals)  # the model fits its own truth
+
+
 def test_the_fit_recovers_the_parameters_it_was_given() -> None:
     mod = costmodel.model_module()
     k = kern()
@@ -77,13 +107,14 @@ def test_the_fit_recovers_the_parameters_it_was_given() -> None:
 
 
 def test_a_model_file_round_trips_and_bad_parameters_are_refused(tmp_path: Path) -> None:
-    fit = costmodel.Fit("a", (3.0, 5e6, 3e4, 0.5, 0.8), 9, 0.05, ((1, 0.1), (256, -0.2)))
+    res = tuple((m, 4096, 1024 * m, 0.01 * m) for m in range(1, 7))
+    fit = costmodel.Fit("a", (3.0, 5e6, 3e4, 0.5, 0.8), 9, 0.05, ((1, 0.1), (256, -0.2)), res)
     other = costmodel.Fit("gone", (3.0, 5e6, 3e4, 0.5, 0.8), 9, 0.05, ())
     text = costmodel.model_text([fit, other], "NVIDIA H200", "sm_90a", 132, 4.1e6, ["x"], "cmd")
     (tmp_path / f"h200{package.MODEL_SUFFIX}").write_text(text)
     (model,) = package.load_models(tmp_path, {"a"}, "specs/tuning")
     assert model.gpu == "NVIDIA H200" and model.sm_count == 132
-    assert model.kernels == (("a", ((3.0, 5e6, 3e4, 0.5, 0.8), ((1, 0.1), (256, -0.2)))),)
+    assert model.kernels == (("a", ((3.0, 5e6, 3e4, 0.5, 0.8), ((1, 0.1), (256, -0.2)), res)),)
     # a table loader skips the model file; a broken one is one line naming the file
     assert package.load_tables(tmp_path, {"a"}, "specs/tuning") == []
     (tmp_path / f"h200{package.MODEL_SUFFIX}").write_text(text.replace("0.5", "nan", 1))

@@ -17,7 +17,14 @@ A kernel's time on (M, N, K) is predicted from what its tile and scheduler make 
   the products measured at each M (`codegen fit`), interpolated in log M between them (the end
   values beyond). The model's form misses what changes with the batch (how a tile fills with M
   rows, which limit binds); the measured products share their M values with any model's
-  projections, so the correction carries to N and K it never saw.
+  projections, so the correction carries to N and K it never saw;
+- then times a local correction: the kernel's own errors on the measured products near (M, N, K)
+  (log of measured / predicted, after the M correction), averaged with weights that fall off
+  with the distance in log M, log N and log K and shrunk towards no correction where few
+  products are near. The analytic form ranks the kernels; the local term fixes what it gets
+  wrong about one kernel on shapes like those it was measured on (a tile that splits N badly, a
+  stream-K share that rounds up). Only the products where the kernel ran within 1.3x of the
+  fastest kernel are kept (`codegen fit`, KEEP): those are where a ranking can go wrong.
 
 Pure Python, no torch: `kernel_for(..., gpu=...)` ranks on a machine without a GPU.
 """
@@ -28,6 +35,12 @@ import math
 
 REACH = 2  # how far beyond the M range it was measured on the model ranks a kernel
 OVERLAP = 4  # the p of the p-norm that combines the three limits (p -> infinity: their max)
+# the local correction: widths of its neighbourhood in log M and in log N, log K (a factor of
+# e**0.35 = 1.4 in M, 1.6 in N or K), and the weight of "no correction" against the neighbours';
+# chosen by leaving each tune-part model out of the fit in turn (docs/dispatch.md)
+NEAR_M = 0.35
+NEAR_NK = 0.5
+SHRINK = 1.0
 # bytes per element of each dtype name
 ELEMENT_BYTES = {"f16": 2, "bf16": 2, "e4m3": 1, "f32": 4}
 
@@ -77,6 +90,22 @@ def correction(m: int, points: tuple) -> float:
     return math.exp(points[-1][1])
 
 
+def local(m: int, n: int, k: int, residuals: tuple) -> float:
+    """The factor at (M, N, K) from the kernel's ((M, N, K, log error), ...) measured nearby."""
+    if not residuals:
+        return 1.0
+    lm, ln, lk = math.log(max(m, 1)), math.log(max(n, 1)), math.log(max(k, 1))
+    weight = total = 0.0
+    for pm, pn, pk, err in residuals:
+        d = ((math.log(pm) - lm) / NEAR_M) ** 2
+        d += ((math.log(pn) - ln) / NEAR_NK) ** 2 + ((math.log(pk) - lk) / NEAR_NK) ** 2
+        if d < 30.0:  # e**-30: nothing
+            w = math.exp(-d)
+            weight += w
+            total += w * err
+    return math.exp(total / (weight + SHRINK))
+
+
 def predict(kern, m: int, n: int, k: int, params: tuple, sm_count: int, bandwidth: float) -> float:
     """Predicted µs of `kern` on (M, N, K) before the M correction: params = (fixed µs, F flop/µs,
     B bytes/µs, E µs, U), bandwidth: the GPU's copy bandwidth in bytes/µs."""
@@ -114,10 +143,10 @@ def rank(kernels, m: int, n: int, k: int, model: dict) -> list:
 
 
 def estimate(kern, m: int, n: int, k: int, model: dict) -> float:
-    """The model's µs for `kern` on (M, N, K), its M correction applied."""
-    params, points = model["kernels"][kern.name]
+    """The model's µs for `kern` on (M, N, K), its M correction and local correction applied."""
+    params, points, residuals = model["kernels"][kern.name]
     us = predict(kern, m, n, k, params, model["sm_count"], model["bandwidth"])
-    return us * correction(m, points)
+    return us * correction(m, points) * local(m, n, k, residuals)
 
 
 def log_error(pred: float, measured: float) -> float:
