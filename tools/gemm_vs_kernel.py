@@ -33,13 +33,15 @@ def main() -> None:
     args = ap.parse_args()
     sp = gen.load_split(args.split)
     prods = gen.spread(gen.products(sp, args.part), args.count)
-    gpu, arch = rt._device(0)
+    _, arch = rt._device(0)
     tune.warm_clocks(3.0)
     for dtype in ("bf16", "e4m3"):
         tin, tout = rt._TORCH[dtype], torch.bfloat16
         ratios: dict[str, list[float]] = {"direct first": [], "gemm first": []}
-        print(f"\n{dtype}: product | pick | direct µs | gemm() µs | torch µs (direct first; "
-              "gemm first)")
+        print(
+            f"\n{dtype}: product | pick | direct µs | gemm() µs | torch µs (direct first; "
+            "gemm first)"
+        )
         for prod in prods:
             kern = cutegemm.kernel_for(prod.m, prod.n, prod.k, dtype=tin, out_dtype=tout)
             sets = tune.input_sets(prod.m, prod.n, prod.k, tin, tout)
