@@ -331,3 +331,22 @@ def test_prefill_sweeps_time_wide_swap_tiles_only(pkg) -> None:
         pkg.cutegemm, "sm_90a", "bf16", "bf16", generalize.Product("x", "up", 8, 8192, 8192)
     )
     assert any(k.swap_ab and k.tile[1] < generalize.PREFILL_SWAP_ROWS for k in decode)
+
+
+def test_cross_validation_ranks_each_left_out_model_with_the_others_fit() -> None:
+    mod = costmodel.model_module()
+    fast = kern(name="fast", splits=4)
+    slow = kern(name="slow", splits=2)
+    truth = {"fast": (2.0, 5e6, 30e3, 0.5, 0.9), "slow": (6.0, 5e6, 30e3, 0.5, 0.9)}
+    rows = {k.name: vars(k) for k in (fast, slow)}
+    prods = []
+    for model, shapes in (("a", ((2048, 2048), (4096, 4096))), ("b", ((6144, 4096), (8192, 2048))),
+                          ("c", ((3072, 3072), (5120, 4096)))):  # fmt: skip
+        for m in (1, 8):
+            for n, k in shapes:
+                times = {x.name: mod.predict(x, m, n, k, truth[x.name], 132, 4e6)
+                         for x in (fast, slow)}  # fmt: skip
+                prods.append((model, m, n, k, "bf16", times))
+    held = costmodel.cross_validate(rows, prods, 132, 4e6)
+    assert sorted({h.model for h in held}) == ["a", "b", "c"] and len(held) == len(prods)
+    assert all(h.pick_us == h.best_us for h in held)  # the fast kernel, fitted without its model

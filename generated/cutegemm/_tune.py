@@ -25,6 +25,7 @@ import hashlib
 import json
 import math
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -174,19 +175,25 @@ def graph_of(launches: list[Callable[[], object]]) -> torch.cuda.CUDAGraph:
 
 
 def time_graphs(graphs: dict[str, tuple[torch.cuda.CUDAGraph, int]], rounds: int) -> dict:
-    """Median µs per launch of each (graph, launches in it), the graphs replayed in turn."""
+    """Median µs per launch of each (graph, launches in it), the graphs replayed in turn, in a new
+    order each round (the same orders every call): a graph that always followed the same one
+    would carry that one's after-effects (clocks after a power-hungry kernel, cache contents)."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     samples: dict[str, list[float]] = {name: [] for name in graphs}
     for graph, _ in graphs.values():
         graph.replay()
     torch.cuda.synchronize()
+    shuffle = random.Random(len(graphs)).shuffle
+    order = list(graphs)
     for _ in range(rounds):
-        for name, (graph, launches) in graphs.items():
+        for name in order:
+            graph, launches = graphs[name]
             start.record()
             graph.replay()
             end.record()
             end.synchronize()
             samples[name].append(start.elapsed_time(end) * 1000.0 / launches)
+        shuffle(order)
     return {name: statistics.median(v) for name, v in samples.items()}
 
 
