@@ -37,7 +37,7 @@ REACH = 2  # how far beyond the M range it was measured on the model ranks a ker
 OVERLAP = 4  # the p of the p-norm that combines the three limits (p -> infinity: their max)
 # the local correction: widths of its neighbourhood in log M and in log N, log K (a factor of
 # e**0.35 = 1.4 in M, 1.6 in N or K), and the weight of "no correction" against the neighbours';
-# chosen by leaving each tune-part model out of the fit in turn (docs/dispatch.md)
+# chosen by leaving each tune-part model out of the fit in turn (`codegen fit --cv`)
 NEAR_M = 0.35
 NEAR_NK = 0.5
 SHRINK = 1.0
