@@ -121,13 +121,14 @@ def pipeline_lines(spec: Spec) -> list[str]:
     if shared.is_split_k_cluster(spec):
         n = shared.splits(spec)
         peers = f"ranks 1..{n - 1}" if n > 2 else "rank 1"
+        staged_from = f"{plural(n - 1, 'peer CTA')} x {EPILOGUE_WARPS} epilogue warps"
         rows += [
             (
                 "staged",
                 f"{peers} epilogue -> rank 0 epilogue",
                 "1",
                 str(rules_sm100.splitk_staging_bytes(spec)),
-                f"{rules_sm100.staged_arrives(spec)} ({n - 1} peer(s) x {EPILOGUE_WARPS} epilogue warps)",
+                f"{rules_sm100.staged_arrives(spec)} ({staged_from})",
                 "-",
             ),
             (
