@@ -432,7 +432,7 @@ def _is_kernel(path: Path) -> bool:
 
 
 def header(path: Path) -> tuple[str, str]:
-    """(source, spec hash) from a generated file's header: "specs/x.toml [variant]", "abc123"."""
+    """(source, spec hash) from a generated file's header: "specs/NAME.toml [variant]", "abc123"."""
     source = spec_hash = ""
     with path.open(encoding="utf-8", errors="replace") as f:
         for _, line in zip(range(6), f, strict=False):
