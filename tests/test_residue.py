@@ -201,10 +201,7 @@ PLACEHOLDERS = ("NAME", "GPU")
 # Docstring and comment lines over MAX_LINE columns not wrapped yet, by kind; any other long line
 # fails. Remove a kind once its lines are wrapped.
 LONG_LINES_LEFT = {
-    "pipeline": "a kernel docstring's Pipeline section: one row per ring, and the SMEM budget",
-    "title": "a kernel docstring's first line",
-    "formula": "a kernel docstring's C[M, N] = ... line",
-    "launch": 'a split-K kernel\'s """Launch on `stream`: ...""" docstring',
+    "pipeline": "a kernel docstring's Pipeline table: one row per ring (the lines below it wrap)",
 }
 # Paragraphs a kernel repeats on purpose: each stands above the same step in another role
 # (producer, MMA, epilogue compute their k-tile range, slot and tile each at their own call site,
@@ -273,19 +270,15 @@ def _long_line_kind(path: Path, text: str) -> dict[int, str]:
     kinds: dict[int, str] = {}
     first = ast.parse(text).body[0]
     if ast.get_docstring(ast.parse(text)) is not None and path.parent.name in ARCH_DIRS:
-        kinds[first.lineno] = "title"
         section = ""
         for no in range(first.lineno, first.end_lineno + 1):
             line = lines[no - 1]
             if line and not line.startswith(" "):
                 section = line.split()[0]
+            elif not line.strip():
+                section = ""  # the table ends at the first blank line
             if section == "Pipeline":
                 kinds[no] = "pipeline"
-            elif line.startswith("    C[M, N] = "):
-                kinds[no] = "formula"
-    for no, line in enumerate(lines, 1):
-        if line.lstrip().startswith('"""Launch on `stream`:'):
-            kinds[no] = "launch"
     return kinds
 
 

@@ -33,12 +33,13 @@ from codegen.spec import Spec
 DOC_WIDTH = 96  # wrap the docstring's budget line here
 
 
-def _wrap(text: str, width: int = 100) -> list[str]:
-    """Split the budget line at "; " when it is wider than the docstring."""
+def _wrap(text: str, width: int = DOC_WIDTH) -> list[str]:
+    """Split the budget line at "; " when it is wider than the docstring (and a part still wider
+    between words)."""
     if len(text) <= width or "; " not in text:
-        return [text]
+        return wrap_words(text, width)
     head, tail = text.split("; ", 1)
-    return [head + ";", tail]
+    return [*wrap_words(head + ";", width), *wrap_words(tail, width)]
 
 
 def pipeline_lines(spec: Spec) -> list[str]:

@@ -2,9 +2,11 @@
 # spec: specs/sm100/fusion_combos.toml [fc_splitk4_acc2_direct_f32_bias_row_relu]
 # template: sm100/gemm.py.j2
 # spec hash: c6abdd93a2ad
-"""Blackwell (sm_100a) bf16 GEMM, 128x64x64 tile, 8-stage ring, split-K over 4-CTA clusters, persistent with 2 TMEM accumulator slots, warp-specialized.
+"""Blackwell (sm_100a) bf16 GEMM, 128x64x64 tile, 8-stage ring, split-K over 4-CTA clusters,
+persistent with 2 TMEM accumulator slots, warp-specialized.
 
-    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, f32 out; D = relu(A @ B^T + bias[row]))
+    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, f32 out;
+        D = relu(A @ B^T + bias[row]))
 
 Parameters
     arch: sm_100a
@@ -35,7 +37,8 @@ Pipeline
     DSMEM (ld.shared::cluster) in rank order 1, 2, ... to its own partial, stores C and arrives on
     every peer's `consumed` barrier, which a peer waits on before it restages and before it exits.
     Fixed summation order: deterministic.
-    SMEM 230400 B of 232448 (8 x 24 KiB ring + 32 KiB split-K staging + 1 KiB barriers and alignment);
+    SMEM 230400 B of 232448 (8 x 24 KiB ring + 32 KiB split-K staging + 1 KiB barriers and
+    alignment);
     TMEM 128 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)

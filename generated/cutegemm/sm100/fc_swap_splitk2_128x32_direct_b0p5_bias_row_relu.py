@@ -2,9 +2,11 @@
 # spec: specs/sm100/fusion_combos.toml [fc_swap_splitk2_128x32_direct_b0p5_bias_row_relu]
 # template: sm100/gemm.py.j2
 # spec hash: b53cf76215c3
-"""Blackwell (sm_100a) f16 GEMM, 128x32x64 tile, 10-stage ring, split-K over 2-CTA clusters, persistent with 1 TMEM accumulator slot, swap AB (C^T = B @ A^T), warp-specialized.
+"""Blackwell (sm_100a) f16 GEMM, 128x32x64 tile, 10-stage ring, split-K over 2-CTA clusters,
+persistent with 1 TMEM accumulator slot, swap AB (C^T = B @ A^T), warp-specialized.
 
-    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; f16 in, f32 accumulate, f16 out; D = relu(A @ B^T + 0.5 * C + bias[row]))
+    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; f16 in, f32 accumulate, f16 out;
+        D = relu(A @ B^T + 0.5 * C + bias[row]))
 
 Parameters
     arch: sm_100a
@@ -37,7 +39,8 @@ Pipeline
     DSMEM (ld.shared::cluster) in rank order 1, 2, ... to its own partial, stores C and arrives on
     every peer's `consumed` barrier, which a peer waits on before it restages and before it exits.
     Fixed summation order: deterministic.
-    SMEM 222208 B of 232448 (10 x 20 KiB ring + 16 KiB split-K staging + 1 KiB barriers and alignment);
+    SMEM 222208 B of 232448 (10 x 20 KiB ring + 16 KiB split-K staging + 1 KiB barriers and
+    alignment);
     TMEM 32 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)

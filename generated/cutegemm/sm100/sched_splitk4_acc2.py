@@ -2,7 +2,8 @@
 # spec: specs/sm100/schedulers.toml [sched_splitk4_acc2]
 # template: sm100/gemm.py.j2
 # spec hash: 2fd5b7e03115
-"""Blackwell (sm_100a) f16 GEMM, 128x64x64 tile, 8-stage ring, split-K over 4-CTA clusters, persistent with 2 TMEM accumulator slots, warp-specialized.
+"""Blackwell (sm_100a) f16 GEMM, 128x64x64 tile, 8-stage ring, split-K over 4-CTA clusters,
+persistent with 2 TMEM accumulator slots, warp-specialized.
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; f16 in, f32 accumulate, f16 out)
 
@@ -34,7 +35,8 @@ Pipeline
     DSMEM (ld.shared::cluster) in rank order 1, 2, ... to its own partial, stores C and arrives on
     every peer's `consumed` barrier, which a peer waits on before it restages and before it exits.
     Fixed summation order: deterministic.
-    SMEM 230400 B of 232448 (8 x 24 KiB ring + 32 KiB split-K staging + 1 KiB barriers and alignment);
+    SMEM 230400 B of 232448 (8 x 24 KiB ring + 32 KiB split-K staging + 1 KiB barriers and
+    alignment);
     TMEM 128 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)

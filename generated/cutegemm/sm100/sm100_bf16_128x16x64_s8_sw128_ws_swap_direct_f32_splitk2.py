@@ -2,7 +2,8 @@
 # spec: specs/sm100/outs.toml [sm100_bf16_128x16x64_s8_sw128_ws_swap_direct_f32_splitk2]
 # template: sm100/gemm.py.j2
 # spec hash: 8d97a88b7b38
-"""Blackwell (sm_100a) bf16 GEMM, 128x16x64 tile, 8-stage ring, split-K over 2-CTA clusters, persistent with 1 TMEM accumulator slot, swap AB (C^T = B @ A^T), warp-specialized.
+"""Blackwell (sm_100a) bf16 GEMM, 128x16x64 tile, 8-stage ring, split-K over 2-CTA clusters,
+persistent with 1 TMEM accumulator slot, swap AB (C^T = B @ A^T), warp-specialized.
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, f32 out)
 
@@ -35,7 +36,8 @@ Pipeline
     DSMEM (ld.shared::cluster) in rank order 1, 2, ... to its own partial, stores C and arrives on
     every peer's `consumed` barrier, which a peer waits on before it restages and before it exits.
     Fixed summation order: deterministic.
-    SMEM 156672 B of 232448 (8 x 18 KiB ring + 8 KiB split-K staging + 1 KiB barriers and alignment);
+    SMEM 156672 B of 232448 (8 x 18 KiB ring + 8 KiB split-K staging + 1 KiB barriers and
+    alignment);
     TMEM 32 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
