@@ -1,4 +1,5 @@
-"""The `codegen` command line: render, list, build, verify (and the GPU stages: test, bench, export)."""
+"""The `codegen` command line: render, list, build, verify (and the GPU stages: test, bench,
+export)."""
 
 from __future__ import annotations
 

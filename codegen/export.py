@@ -168,7 +168,8 @@ def _file_digest(path: Path) -> str:
 
 
 def runtime_shared_library(cache_dir: Path = RUNTIME_CACHE) -> Path:
-    """A shared library made from the DSL's runtime archive, linked to the wheel's libcudart (cached)."""
+    """A shared library made from the DSL's runtime archive, linked to the wheel's libcudart
+    (cached)."""
     archive = runtime_archive()
     cudart = find_cudart()
     if cudart is None:

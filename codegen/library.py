@@ -1,7 +1,7 @@
 """The GPU stages of the kernels package, as a user calls it: `cutegemm.gemm` checked against a
-float32 torch reference for every epilogue the registry offers on this GPU, its errors, torch.compile
-and CUDA-graph use, the first call with a warm disk cache; and the dispatcher's pick timed beside
-torch in the same process, with host µs per call.
+float32 torch reference for every epilogue the registry offers on this GPU, its errors,
+torch.compile and CUDA-graph use, the first call with a warm disk cache; and the dispatcher's
+pick timed beside torch in the same process, with host µs per call.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 `codegen render` writes one installable Python package under the output folder:
 
-    generated/pyproject.toml            the package's own build file (DSL, torch, apache-tvm-ffi pins)
+    generated/pyproject.toml            its build file (DSL, torch, apache-tvm-ffi pins)
     generated/_build_backend.py         its build backend: setuptools, from a clean build/lib
     generated/MANIFEST                  one line per kernel: path, spec hash, source
     generated/cutegemm/__init__.py      KERNELS, the registry (imports nothing heavy)

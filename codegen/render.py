@@ -84,6 +84,22 @@ def wrap_prose(text: str, first: str = "", rest: str | None = None) -> str:
     )
 
 
+def wrap_clauses(text: str, first: str = "", rest: str | None = None, sep: str = "; ") -> str:
+    """Like `wrap_prose`, but lines break only after `sep`, so no clause (a formula) is split: a
+    clause goes to the next line, indented by `rest` (default: `first`), when it would pass
+    LINE_LENGTH columns."""
+    rest = first if rest is None else rest
+    head, *clauses = text.split(sep)
+    lines, line = [], first + head
+    for clause in clauses:
+        if len(line) + len(sep) + len(clause) <= LINE_LENGTH:
+            line += sep + clause
+        else:
+            lines.append(line + sep.rstrip())
+            line = rest + clause
+    return "\n".join([*lines, line])
+
+
 def environment() -> jinja2.Environment:
     """The one Jinja environment: strict about undefined names, whitespace-tidy blocks."""
     env = jinja2.Environment(
@@ -96,6 +112,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters["indent_lines"] = indent_lines
     env.filters["wrap"] = wrap_prose
+    env.filters["wrap_clauses"] = wrap_clauses
     env.filters["pyrepr"] = repr
     env.filters["groupby_class"] = _groupby_class
     return env
@@ -432,7 +449,7 @@ def _is_kernel(path: Path) -> bool:
 
 
 def header(path: Path) -> tuple[str, str]:
-    """(source, spec hash) from a generated file's header: "specs/x.toml [variant]", "abc123"."""
+    """(source, spec hash) from a generated file's header: "specs/NAME.toml [variant]", "abc123"."""
     source = spec_hash = ""
     with path.open(encoding="utf-8", errors="replace") as f:
         for _, line in zip(range(6), f, strict=False):

@@ -13,6 +13,7 @@ import fnmatch
 import io
 import os
 import re
+import sys
 import tokenize
 from pathlib import Path
 
@@ -191,14 +192,16 @@ GENERATED = ROOT / "generated"
 TEMPLATES = ROOT / "templates"
 # every Python file of the package: kernels, registry, runtime, build backend (not a build/ copy)
 PACKAGE_PY = sorted([*GENERATED.glob("*.py"), *(GENERATED / "cutegemm").rglob("*.py")])
+# the generator's own Python, and the package's plain modules that render copies as they are
+SOURCE_PY = sorted([*(ROOT / "codegen").rglob("*.py"), *(TEMPLATES / "package").glob("*.py")])
+# a comment that is a tool's pragma, not prose: the line it ends is as long as its code
+PRAGMA = re.compile(r"#\s*(?:fmt:|type:|noqa\b|pragma:)")
+# stand-ins for any name in a file a comment names: cutegemm/sm90/NAME.py, GPU.model.toml
+PLACEHOLDERS = ("NAME", "GPU")
 # Docstring and comment lines over MAX_LINE columns not wrapped yet, by kind; any other long line
 # fails. Remove a kind once its lines are wrapped.
 LONG_LINES_LEFT = {
-    "pipeline": "a kernel docstring's Pipeline section: one row per ring, and the SMEM budget",
-    "title": "a kernel docstring's first line",
-    "formula": "a kernel docstring's C[M, N] = ... line",
-    "launch": 'a split-K kernel\'s """Launch on `stream`: ...""" docstring',
-    "tune": "_tune.py (from templates/package/tune.py.j2, being reworked elsewhere)",
+    "pipeline": "a kernel docstring's Pipeline table: one row per ring (the lines below it wrap)",
 }
 # Paragraphs a kernel repeats on purpose: each stands above the same step in another role
 # (producer, MMA, epilogue compute their k-tile range, slot and tile each at their own call site,
@@ -231,7 +234,7 @@ def _prose(text: str) -> list[tuple[int, str, str]]:
                 lines = text.splitlines()[first.lineno - 1 : first.end_lineno]
                 out += [(first.lineno + i, "doc", s) for i, s in enumerate(lines)]
     for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-        if tok.type == tokenize.COMMENT:
+        if tok.type == tokenize.COMMENT and not PRAGMA.match(tok.string):
             out.append((tok.start[0], "comment", tok.line.rstrip("\n")))
     return out
 
@@ -264,22 +267,18 @@ def _paragraphs(text: str) -> list[tuple[int, str]]:
 def _long_line_kind(path: Path, text: str) -> dict[int, str]:
     """Line -> its LONG_LINES_LEFT kind, for the lines of `path` that have one."""
     lines = text.splitlines()
-    kinds = {no: "tune" for no in range(1, len(lines) + 1) if path.name == "_tune.py"}
+    kinds: dict[int, str] = {}
     first = ast.parse(text).body[0]
     if ast.get_docstring(ast.parse(text)) is not None and path.parent.name in ARCH_DIRS:
-        kinds[first.lineno] = "title"
         section = ""
         for no in range(first.lineno, first.end_lineno + 1):
             line = lines[no - 1]
             if line and not line.startswith(" "):
                 section = line.split()[0]
+            elif not line.strip():
+                section = ""  # the table ends at the first blank line
             if section == "Pipeline":
                 kinds[no] = "pipeline"
-            elif line.startswith("    C[M, N] = "):
-                kinds[no] = "formula"
-    for no, line in enumerate(lines, 1):
-        if line.lstrip().startswith('"""Launch on `stream`:'):
-            kinds[no] = "launch"
     return kinds
 
 
@@ -306,6 +305,21 @@ def test_docstrings_and_comments_within_line_length() -> None:
     )
 
 
+def test_source_docstrings_and_comments_within_line_length() -> None:
+    """codegen/ and the package's plain modules: no docstring or comment line over MAX_LINE
+    columns (a comment that is only a pragma, `# fmt: skip`, counts as code)."""
+    hits = [
+        f"{_rel(path)}:{no}: {kind} line of {len(line)} columns"
+        for path in SOURCE_PY
+        for no, kind, line in _prose(path.read_text(encoding="utf-8"))
+        if len(line) > MAX_LINE
+    ]
+    assert not hits, (
+        f"{len(hits)} docstring or comment line(s) over {MAX_LINE} columns:\n"
+        + "\n".join(hits[:40])
+    )
+
+
 def _project_files() -> list[str]:
     skip = {".git", ".venv", "build", "__pycache__", ".hypothesis", ".pytest_cache", "scratch"}
     found = []
@@ -317,18 +331,24 @@ def _project_files() -> list[str]:
 
 
 def test_no_reference_to_a_file_that_does_not_exist() -> None:
-    """A file named in a generated docstring or comment, or anywhere in a template, exists: as a
-    path from the project root, or as the tail of one (`sm100/gemm.py.j2`, a template's own
-    folder's `_contract.py.j2`); NAME stands for any name."""
+    """A file named in a docstring or comment of a generated or codegen/ file, or anywhere in a
+    template, exists: as a path from the project root, or as the tail of one (`sm100/gemm.py.j2`,
+    a template's own folder's `_contract.py.j2`); NAME and GPU stand for any name, and a bare
+    `functools.py` is the standard library's."""
     files = _project_files()
 
     def exists(ref: str) -> bool:
-        pattern = ref.replace("NAME", "*")
+        if "/" not in ref and ref.removesuffix(".py") in sys.stdlib_module_names:
+            return True
+        pattern = ref
+        for name in PLACEHOLDERS:
+            pattern = pattern.replace(name, "*")
         return any(
             f == ref or f.endswith("/" + ref) or fnmatch.fnmatch(f, f"*{pattern}") for f in files
         )
 
-    texts = [(p, [s for _, _, s in _prose(p.read_text(encoding="utf-8"))]) for p in PACKAGE_PY]
+    prose = [*PACKAGE_PY, *SOURCE_PY]
+    texts = [(p, [s for _, _, s in _prose(p.read_text(encoding="utf-8"))]) for p in prose]
     texts += [(p, p.read_text(encoding="utf-8").splitlines()) for p in TEMPLATES.rglob("*.j2")]
     hits = [
         f"{_rel(path)}: {m.group(1)}"
@@ -365,6 +385,7 @@ def test_the_prose_rules_catch_their_example() -> None:
     paras = [p for _, p in _paragraphs(text) if len(p) >= MIN_PARAGRAPH]
     assert len(paras) == 3 and paras[0] == paras[1]
     assert [k for _, k, s in _prose(text) if len(s) > MAX_LINE] == ["comment"]
+    assert _prose("x = 1  # fmt: skip\ny = 2  # type: ignore[misc]\n") == []
     assert FILE_REF.findall("(templates/sm90/nothing.py.j2) and specs/a.toml") == [
         "templates/sm90/nothing.py.j2",
         "specs/a.toml",

@@ -297,7 +297,7 @@ def test_split_k_plan(shipped: dict[str, Spec]) -> None:
     assert (v4["acc_slots"], v4["tmem_cols"]) == (2, 128)
     table = "\n".join(v4["pipeline_table"])
     assert "staged       ranks 1..3 epilogue -> rank 0 epilogue" in table
-    assert "12 (3 peer(s) x 4 epilogue warps)" in table and "32768 " in table  # 128 x 64 f32
+    assert "12 (3 peer CTAs x 4 epilogue warps)" in table and "32768 " in table  # 128 x 64 f32
     assert "Fixed summation order: deterministic." in " ".join(v4["pipeline_table"])
     c = plan.expected_counts(shipped["sched_splitk4_acc2"])
     # 3 peers: one mapa per peer staging chunk (1 chunk), per peer consumed, and rank 0's staged

@@ -33,12 +33,13 @@ from codegen.spec import Spec
 DOC_WIDTH = 96  # wrap the docstring's budget line here
 
 
-def _wrap(text: str, width: int = 100) -> list[str]:
-    """Split the budget line at "; " when it is wider than the docstring."""
+def _wrap(text: str, width: int = DOC_WIDTH) -> list[str]:
+    """Split the budget line at "; " when it is wider than the docstring (and a part still wider
+    between words)."""
     if len(text) <= width or "; " not in text:
-        return [text]
+        return wrap_words(text, width)
     head, tail = text.split("; ", 1)
-    return [head + ";", tail]
+    return [*wrap_words(head + ";", width), *wrap_words(tail, width)]
 
 
 def pipeline_lines(spec: Spec) -> list[str]:
@@ -121,13 +122,14 @@ def pipeline_lines(spec: Spec) -> list[str]:
     if shared.is_split_k_cluster(spec):
         n = shared.splits(spec)
         peers = f"ranks 1..{n - 1}" if n > 2 else "rank 1"
+        staged_from = f"{plural(n - 1, 'peer CTA')} x {EPILOGUE_WARPS} epilogue warps"
         rows += [
             (
                 "staged",
                 f"{peers} epilogue -> rank 0 epilogue",
                 "1",
                 str(rules_sm100.splitk_staging_bytes(spec)),
-                f"{rules_sm100.staged_arrives(spec)} ({n - 1} peer(s) x {EPILOGUE_WARPS} epilogue warps)",
+                f"{rules_sm100.staged_arrives(spec)} ({staged_from})",
                 "-",
             ),
             (

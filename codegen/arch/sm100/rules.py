@@ -341,7 +341,7 @@ def shape_multiples(spec: Spec) -> dict[str, int]:
     return {"M": rows, "N": cols, "K": k}
 
 
-# ---- the epilogue's geometry ----------------------------------------------------------------------
+# ---- the epilogue's geometry ---------------------------------------------------------------------
 
 EPI_MAX_COLS = 64  # widest tcgen05.ld repetition the direct epilogue uses per chunk
 

@@ -38,8 +38,9 @@ DSMEM_VECTOR_BYTES = 16  # ld.shared::cluster.v4.b32: a thread's staged f32 run 
 
 def epilogue_loads(spec: Spec) -> int:
     """Global loads of the epilogue (unrolled over a thread's accumulator): with beta in the
-    direct epilogue, one per store vector of C (the TMA-store epilogue TMA-loads C instead); with a bias, one per distinct row (2 per 64-row wgmma atom: rows r and
-    r + 8) or column (TN / 4: 2 adjacent columns per 8-column group) of a thread's fragment."""
+    direct epilogue, one per store vector of C (the TMA-store epilogue TMA-loads C instead); with
+    a bias, one per distinct row (2 per 64-row wgmma atom: rows r and r + 8) or column (TN / 4: 2
+    adjacent columns per 8-column group) of a thread's fragment."""
     loads = 0
     if spec.epilogue.beta != 0.0 and not rules_sm90.tma_loads_c(spec):
         loads += rules_sm90.accumulator_regs(spec) // (1 if spec.swap_ab else 2)

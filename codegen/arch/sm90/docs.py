@@ -384,7 +384,8 @@ def pipeline_lines(spec: Spec) -> list[str]:
     """The docstring's pipeline table, budget line and the notes of the variant's mechanisms."""
     return (
         table(ring_rows(spec))
-        + ["", budget_line(spec)]
+        + [""]
+        + wrap_words(budget_line(spec), 96)
         + occupancy_lines(spec)
         + pingpong_lines(spec)
         + splitk_lines(spec)

@@ -4,7 +4,8 @@
 # spec hash: 0e3f69bda9c1
 """Blackwell (sm_100a) f16 GEMM, 128x256x64 tile, 4-stage ring, warp-specialized.
 
-    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; f16 in, f32 accumulate, f16 out; D = relu(1.5 * A @ B^T + 0.5 * C))
+    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; f16 in, f32 accumulate, f16 out;
+        D = relu(1.5 * A @ B^T + 0.5 * C))
 
 Parameters
     arch: sm_100a
@@ -24,7 +25,8 @@ Pipeline
     A/B SMEM     TMA (warp 0) -> MMA (warp 1)        4       49152        1 + 49152 tx bytes  1 (tcgen05.commit)
     accumulator  MMA (warp 1) -> epilogue (4 warps)  1       -            1 (tcgen05.commit)  -
 
-    SMEM 197632 B of 232448 (4 x 48 KiB ring + 1 KiB barriers and alignment); TMEM 256 of 512 columns
+    SMEM 197632 B of 232448 (4 x 48 KiB ring + 1 KiB barriers and alignment);
+    TMEM 256 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     TMA warp (TMA_WARP = 0): per k-tile: wait empty[s] -> arm full[s] (TX_BYTES) -> TMA A, B into s;

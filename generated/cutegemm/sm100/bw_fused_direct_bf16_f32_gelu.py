@@ -4,7 +4,8 @@
 # spec hash: 0af718931998
 """Blackwell (sm_100a) bf16 GEMM, 128x128x64 tile, 7-stage ring, warp-specialized.
 
-    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, f32 out; D = gelu_tanh(A @ B^T))
+    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, f32 out;
+        D = gelu_tanh(A @ B^T))
 
 Parameters
     arch: sm_100a
@@ -23,7 +24,8 @@ Pipeline
     A/B SMEM     TMA (warp 0) -> MMA (warp 1)        7       32768        1 + 32768 tx bytes  1 (tcgen05.commit)
     accumulator  MMA (warp 1) -> epilogue (4 warps)  1       -            1 (tcgen05.commit)  -
 
-    SMEM 230400 B of 232448 (7 x 32 KiB ring + 1 KiB barriers and alignment); TMEM 128 of 512 columns
+    SMEM 230400 B of 232448 (7 x 32 KiB ring + 1 KiB barriers and alignment);
+    TMEM 128 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     TMA warp (TMA_WARP = 0): per k-tile: wait empty[s] -> arm full[s] (TX_BYTES) -> TMA A, B into s;

@@ -2,9 +2,11 @@
 # spec: specs/sm100/fusion.toml [bw_fused_persistent_2acc_direct_a0p5_b2_bias_row_silu]
 # template: sm100/gemm.py.j2
 # spec hash: adf493be207f
-"""Blackwell (sm_100a) f16 GEMM, 128x256x64 tile, 4-stage ring, persistent with 2 TMEM accumulator slots, warp-specialized.
+"""Blackwell (sm_100a) f16 GEMM, 128x256x64 tile, 4-stage ring, persistent with 2 TMEM accumulator
+slots, warp-specialized.
 
-    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; f16 in, f32 accumulate, f16 out; D = silu(0.5 * A @ B^T + 2 * C + bias[row]))
+    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; f16 in, f32 accumulate, f16 out;
+        D = silu(0.5 * A @ B^T + 2 * C + bias[row]))
 
 Parameters
     arch: sm_100a
@@ -25,7 +27,8 @@ Pipeline
     A/B SMEM     TMA (warp 0) -> MMA (warp 1)          4        49152          1 + 49152 tx bytes  1 (tcgen05.commit)
     accumulator  MMA (warp 1) -> epilogue (warps 2-5)  2 slots  256 TMEM cols  1 (tcgen05.commit)  4 (one per epilogue warp)
 
-    SMEM 197632 B of 232448 (4 x 48 KiB ring + 1 KiB barriers and alignment); TMEM 512 of 512 columns
+    SMEM 197632 B of 232448 (4 x 48 KiB ring + 1 KiB barriers and alignment);
+    TMEM 512 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     TMA warp (TMA_WARP = 0): per tile: per k-tile: wait empty[s] -> arm full[s] (TX_BYTES) -> TMA A,

@@ -2,9 +2,11 @@
 # spec: specs/sm100/fusion.toml [bw_fused_persistent_2acc_tma_b0p5_bias_col_gelu]
 # template: sm100/gemm.py.j2
 # spec hash: 909d5f44a8fb
-"""Blackwell (sm_100a) f16 GEMM, 2-CTA 256x256x64 tile (128x256 per CTA), 6-stage ring, persistent with 2 TMEM accumulator slots, warp-specialized.
+"""Blackwell (sm_100a) f16 GEMM, 2-CTA 256x256x64 tile (128x256 per CTA), 6-stage ring, persistent
+with 2 TMEM accumulator slots, warp-specialized.
 
-    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; f16 in, f32 accumulate, f16 out; D = gelu_tanh(A @ B^T + 0.5 * C + bias[column]))
+    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; f16 in, f32 accumulate, f16 out;
+        D = gelu_tanh(A @ B^T + 0.5 * C + bias[column]))
 
 Parameters
     arch: sm_100a
@@ -33,7 +35,8 @@ Pipeline
 
     Only the leader's full barriers are used: its producer arms them with both CTAs' bytes (2 x
     32768), and the follower's cta_group::2 loads complete_tx on them.
-    SMEM per CTA 230400 B of 232448 (6 x 32 KiB ring + 2 x 16 KiB C sub-tiles + 1 KiB barriers and alignment);
+    SMEM per CTA 230400 B of 232448 (6 x 32 KiB ring + 2 x 16 KiB C sub-tiles + 1 KiB barriers and
+    alignment);
     TMEM 512 of 512 columns per CTA
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)

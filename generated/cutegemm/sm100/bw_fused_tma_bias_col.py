@@ -4,7 +4,8 @@
 # spec hash: 560d6999056f
 """Blackwell (sm_100a) f16 GEMM, 128x256x64 tile, 4-stage ring, warp-specialized.
 
-    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; f16 in, f32 accumulate, f16 out; D = A @ B^T + bias[column])
+    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; f16 in, f32 accumulate, f16 out;
+        D = A @ B^T + bias[column])
 
 Parameters
     arch: sm_100a
@@ -25,7 +26,8 @@ Pipeline
     accumulator  MMA (warp 1) -> epilogue (4 warps)  1       -            1 (tcgen05.commit)  -
     C sub-tiles  epilogue (4 warps) -> TMA store     2       16384        bulk async-group    wait_group.read
 
-    SMEM 230400 B of 232448 (4 x 48 KiB ring + 2 x 16 KiB C sub-tiles + 1 KiB barriers and alignment);
+    SMEM 230400 B of 232448 (4 x 48 KiB ring + 2 x 16 KiB C sub-tiles + 1 KiB barriers and
+    alignment);
     TMEM 256 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)

@@ -2,9 +2,11 @@
 # spec: specs/sm100/fusion_combos.toml [fc_dynamic_tma_b0p5_bias_col_gelu]
 # template: sm100/gemm.py.j2
 # spec hash: 11473b6bc391
-"""Blackwell (sm_100a) f16 GEMM, 128x256x64 tile, 4-stage ring, dynamic persistent (cluster launch control) with 2 TMEM accumulator slots, warp-specialized.
+"""Blackwell (sm_100a) f16 GEMM, 128x256x64 tile, 4-stage ring, dynamic persistent (cluster launch
+control) with 2 TMEM accumulator slots, warp-specialized.
 
-    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; f16 in, f32 accumulate, f16 out; D = gelu_tanh(A @ B^T + 0.5 * C + bias[column]))
+    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; f16 in, f32 accumulate, f16 out;
+        D = gelu_tanh(A @ B^T + 0.5 * C + bias[column]))
 
 Parameters
     arch: sm_100a
@@ -30,7 +32,8 @@ Pipeline
     C sub-tiles  epilogue (warps 2-5) -> TMA store     2               16384          bulk async-group             wait_group.read
     C in (beta)  TMA -> epilogue (warps 2-5)           1 per sub-tile  16384          1 + 16384 tx bytes (c_full)  - (into the sub-tile's buffer)
 
-    SMEM 230400 B of 232448 (4 x 48 KiB ring + 2 x 16 KiB C sub-tiles + 1 KiB barriers and alignment);
+    SMEM 230400 B of 232448 (4 x 48 KiB ring + 2 x 16 KiB C sub-tiles + 1 KiB barriers and
+    alignment);
     TMEM 512 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)

@@ -2,9 +2,11 @@
 # spec: specs/sm100/fusion_combos.toml [fc_e4m3_persistent_2acc_tma_f32_b1_bias_row_silu]
 # template: sm100/gemm.py.j2
 # spec hash: d77fde4f0aa8
-"""Blackwell (sm_100a) e4m3 GEMM, 128x256x128 tile, 3-stage ring, persistent with 2 TMEM accumulator slots, warp-specialized.
+"""Blackwell (sm_100a) e4m3 GEMM, 128x256x128 tile, 3-stage ring, persistent with 2 TMEM accumulator
+slots, warp-specialized.
 
-    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; e4m3 in, f32 accumulate, f32 out; D = silu(A @ B^T + 1 * C + bias[row]))
+    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; e4m3 in, f32 accumulate, f32 out;
+        D = silu(A @ B^T + 1 * C + bias[row]))
 
 Parameters
     arch: sm_100a
@@ -28,7 +30,8 @@ Pipeline
     C sub-tiles  epilogue (warps 2-5) -> TMA store     2               32768          bulk async-group             wait_group.read
     C in (beta)  TMA -> epilogue (warps 2-5)           1 per sub-tile  32768          1 + 32768 tx bytes (c_full)  - (into the sub-tile's buffer)
 
-    SMEM 214016 B of 232448 (3 x 48 KiB ring + 2 x 32 KiB C sub-tiles + 1 KiB barriers and alignment);
+    SMEM 214016 B of 232448 (3 x 48 KiB ring + 2 x 32 KiB C sub-tiles + 1 KiB barriers and
+    alignment);
     TMEM 512 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)

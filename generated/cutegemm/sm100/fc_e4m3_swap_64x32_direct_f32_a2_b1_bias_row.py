@@ -2,9 +2,11 @@
 # spec: specs/sm100/fusion_combos.toml [fc_e4m3_swap_64x32_direct_f32_a2_b1_bias_row]
 # template: sm100/gemm.py.j2
 # spec hash: d8be8e6178a1
-"""Blackwell (sm_100a) e4m3 GEMM, 64x32x128 tile, 18-stage ring, swap AB (C^T = B @ A^T), warp-specialized.
+"""Blackwell (sm_100a) e4m3 GEMM, 64x32x128 tile, 18-stage ring, swap AB (C^T = B @ A^T),
+warp-specialized.
 
-    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; e4m3 in, f32 accumulate, f32 out; D = 2 * A @ B^T + 1 * C + bias[row])
+    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; e4m3 in, f32 accumulate, f32 out;
+        D = 2 * A @ B^T + 1 * C + bias[row])
 
 Parameters
     arch: sm_100a
@@ -25,7 +27,8 @@ Pipeline
     A/B SMEM     TMA (warp 0) -> MMA (warp 1)        18      12288        1 + 12288 tx bytes  1 (tcgen05.commit)
     accumulator  MMA (warp 1) -> epilogue (4 warps)  1       -            1 (tcgen05.commit)  -
 
-    SMEM 222208 B of 232448 (18 x 12 KiB ring + 1 KiB barriers and alignment); TMEM 32 of 512 columns
+    SMEM 222208 B of 232448 (18 x 12 KiB ring + 1 KiB barriers and alignment);
+    TMEM 32 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     TMA warp (TMA_WARP = 0): per k-tile: wait empty[s] -> arm full[s] (TX_BYTES) -> TMA A, B into s;

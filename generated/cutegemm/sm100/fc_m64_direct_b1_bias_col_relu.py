@@ -4,7 +4,8 @@
 # spec hash: 59aadf4a7480
 """Blackwell (sm_100a) bf16 GEMM, 64x128x64 tile, 9-stage ring, warp-specialized.
 
-    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out; D = relu(A @ B^T + 1 * C + bias[column]))
+    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out;
+        D = relu(A @ B^T + 1 * C + bias[column]))
 
 Parameters
     arch: sm_100a
@@ -24,7 +25,8 @@ Pipeline
     A/B SMEM     TMA (warp 0) -> MMA (warp 1)        9       24576        1 + 24576 tx bytes  1 (tcgen05.commit)
     accumulator  MMA (warp 1) -> epilogue (4 warps)  1       -            1 (tcgen05.commit)  -
 
-    SMEM 222208 B of 232448 (9 x 24 KiB ring + 1 KiB barriers and alignment); TMEM 128 of 512 columns
+    SMEM 222208 B of 232448 (9 x 24 KiB ring + 1 KiB barriers and alignment);
+    TMEM 128 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     TMA warp (TMA_WARP = 0): per k-tile: wait empty[s] -> arm full[s] (TX_BYTES) -> TMA A, B into s;

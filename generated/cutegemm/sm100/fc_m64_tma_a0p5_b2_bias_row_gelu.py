@@ -4,7 +4,8 @@
 # spec hash: 46feb5f0cbca
 """Blackwell (sm_100a) f16 GEMM, 64x128x64 tile, 8-stage ring, warp-specialized.
 
-    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; f16 in, f32 accumulate, f16 out; D = gelu_tanh(0.5 * A @ B^T + 2 * C + bias[row]))
+    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; f16 in, f32 accumulate, f16 out;
+        D = gelu_tanh(0.5 * A @ B^T + 2 * C + bias[row]))
 
 Parameters
     arch: sm_100a
@@ -26,7 +27,8 @@ Pipeline
     C sub-tiles  epilogue (4 warps) -> TMA store     2               8192         bulk async-group            wait_group.read
     C in (beta)  TMA -> epilogue (4 warps)           1 per sub-tile  8192         1 + 8192 tx bytes (c_full)  - (into the sub-tile's buffer)
 
-    SMEM 214016 B of 232448 (8 x 24 KiB ring + 2 x 8 KiB C sub-tiles + 1 KiB barriers and alignment);
+    SMEM 214016 B of 232448 (8 x 24 KiB ring + 2 x 8 KiB C sub-tiles + 1 KiB barriers and
+    alignment);
     TMEM 128 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)

@@ -4,7 +4,8 @@
 # spec hash: dd7f9248d3dc
 """Blackwell (sm_100a) bf16 GEMM, 64x128x64 tile, 8-stage ring, warp-specialized.
 
-    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out; D = silu(A @ B^T + bias[column]))
+    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out;
+        D = silu(A @ B^T + bias[column]))
 
 Parameters
     arch: sm_100a
@@ -24,7 +25,8 @@ Pipeline
     accumulator  MMA (warp 1) -> epilogue (4 warps)  1       -            1 (tcgen05.commit)  -
     C sub-tiles  epilogue (4 warps) -> TMA store     2       8192         bulk async-group    wait_group.read
 
-    SMEM 214016 B of 232448 (8 x 24 KiB ring + 2 x 8 KiB C sub-tiles + 1 KiB barriers and alignment);
+    SMEM 214016 B of 232448 (8 x 24 KiB ring + 2 x 8 KiB C sub-tiles + 1 KiB barriers and
+    alignment);
     TMEM 128 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)

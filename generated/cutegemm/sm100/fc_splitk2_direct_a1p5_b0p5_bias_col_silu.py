@@ -2,9 +2,11 @@
 # spec: specs/sm100/fusion_combos.toml [fc_splitk2_direct_a1p5_b0p5_bias_col_silu]
 # template: sm100/gemm.py.j2
 # spec hash: 727b9263c06a
-"""Blackwell (sm_100a) f16 GEMM, 128x128x64 tile, 5-stage ring, split-K over 2-CTA clusters, persistent with 1 TMEM accumulator slot, warp-specialized.
+"""Blackwell (sm_100a) f16 GEMM, 128x128x64 tile, 5-stage ring, split-K over 2-CTA clusters,
+persistent with 1 TMEM accumulator slot, warp-specialized.
 
-    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; f16 in, f32 accumulate, f16 out; D = silu(1.5 * A @ B^T + 0.5 * C + bias[column]))
+    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; f16 in, f32 accumulate, f16 out;
+        D = silu(1.5 * A @ B^T + 0.5 * C + bias[column]))
 
 Parameters
     arch: sm_100a
@@ -23,11 +25,11 @@ Parameters
         DSMEM and storing; 1 TMEM accumulator slot
 
 Pipeline
-    ring         producer -> consumer                     stages  bytes/stage    full arrives                      empty arrives
-    A/B SMEM     TMA (warp 0) -> MMA (warp 1)             5       32768          1 + 32768 tx bytes                1 (tcgen05.commit)
-    accumulator  MMA (warp 1) -> epilogue (warps 2-5)     1 slot  128 TMEM cols  1 (tcgen05.commit)                4 (one per epilogue warp)
-    staged       rank 1 epilogue -> rank 0 epilogue       1       65536          4 (1 peer(s) x 4 epilogue warps)  -
-    consumed     rank 0 epilogue -> each peer's epilogue  1       -              4 (rank 0's 4 epilogue warps)     -
+    ring         producer -> consumer                     stages  bytes/stage    full arrives                       empty arrives
+    A/B SMEM     TMA (warp 0) -> MMA (warp 1)             5       32768          1 + 32768 tx bytes                 1 (tcgen05.commit)
+    accumulator  MMA (warp 1) -> epilogue (warps 2-5)     1 slot  128 TMEM cols  1 (tcgen05.commit)                 4 (one per epilogue warp)
+    staged       rank 1 epilogue -> rank 0 epilogue       1       65536          4 (1 peer CTA x 4 epilogue warps)  -
+    consumed     rank 0 epilogue -> each peer's epilogue  1       -              4 (rank 0's 4 epilogue warps)      -
 
     Split K: cluster rank r accumulates k-tiles [r * k_tiles // SPLITS, (r + 1) * k_tiles // SPLITS)
     of the cluster's tile in its TMEM (an empty share contributes zeros). Ranks 1.. copy their f32
@@ -36,7 +38,8 @@ Pipeline
     DSMEM (ld.shared::cluster) in rank order 1, 2, ... to its own partial, stores C and arrives on
     every peer's `consumed` barrier, which a peer waits on before it restages and before it exits.
     Fixed summation order: deterministic.
-    SMEM 230400 B of 232448 (5 x 32 KiB ring + 64 KiB split-K staging + 1 KiB barriers and alignment);
+    SMEM 230400 B of 232448 (5 x 32 KiB ring + 64 KiB split-K staging + 1 KiB barriers and
+    alignment);
     TMEM 128 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)

@@ -2,9 +2,11 @@
 # spec: specs/sm100/fusion_combos.toml [fc_splitk4_acc2_direct_f32_bias_row_relu]
 # template: sm100/gemm.py.j2
 # spec hash: c6abdd93a2ad
-"""Blackwell (sm_100a) bf16 GEMM, 128x64x64 tile, 8-stage ring, split-K over 4-CTA clusters, persistent with 2 TMEM accumulator slots, warp-specialized.
+"""Blackwell (sm_100a) bf16 GEMM, 128x64x64 tile, 8-stage ring, split-K over 4-CTA clusters,
+persistent with 2 TMEM accumulator slots, warp-specialized.
 
-    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, f32 out; D = relu(A @ B^T + bias[row]))
+    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, f32 out;
+        D = relu(A @ B^T + bias[row]))
 
 Parameters
     arch: sm_100a
@@ -22,11 +24,11 @@ Parameters
         DSMEM and storing; 2 TMEM accumulator slots
 
 Pipeline
-    ring         producer -> consumer                     stages   bytes/stage   full arrives                       empty arrives
-    A/B SMEM     TMA (warp 0) -> MMA (warp 1)             8        24576         1 + 24576 tx bytes                 1 (tcgen05.commit)
-    accumulator  MMA (warp 1) -> epilogue (warps 2-5)     2 slots  64 TMEM cols  1 (tcgen05.commit)                 4 (one per epilogue warp)
-    staged       ranks 1..3 epilogue -> rank 0 epilogue   1        32768         12 (3 peer(s) x 4 epilogue warps)  -
-    consumed     rank 0 epilogue -> each peer's epilogue  1        -             4 (rank 0's 4 epilogue warps)      -
+    ring         producer -> consumer                     stages   bytes/stage   full arrives                         empty arrives
+    A/B SMEM     TMA (warp 0) -> MMA (warp 1)             8        24576         1 + 24576 tx bytes                   1 (tcgen05.commit)
+    accumulator  MMA (warp 1) -> epilogue (warps 2-5)     2 slots  64 TMEM cols  1 (tcgen05.commit)                   4 (one per epilogue warp)
+    staged       ranks 1..3 epilogue -> rank 0 epilogue   1        32768         12 (3 peer CTAs x 4 epilogue warps)  -
+    consumed     rank 0 epilogue -> each peer's epilogue  1        -             4 (rank 0's 4 epilogue warps)        -
 
     Split K: cluster rank r accumulates k-tiles [r * k_tiles // SPLITS, (r + 1) * k_tiles // SPLITS)
     of the cluster's tile in its TMEM (an empty share contributes zeros). Ranks 1.. copy their f32
@@ -35,7 +37,8 @@ Pipeline
     DSMEM (ld.shared::cluster) in rank order 1, 2, ... to its own partial, stores C and arrives on
     every peer's `consumed` barrier, which a peer waits on before it restages and before it exits.
     Fixed summation order: deterministic.
-    SMEM 230400 B of 232448 (8 x 24 KiB ring + 32 KiB split-K staging + 1 KiB barriers and alignment);
+    SMEM 230400 B of 232448 (8 x 24 KiB ring + 32 KiB split-K staging + 1 KiB barriers and
+    alignment);
     TMEM 128 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)

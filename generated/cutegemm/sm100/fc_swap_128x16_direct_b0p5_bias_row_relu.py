@@ -2,9 +2,11 @@
 # spec: specs/sm100/fusion_combos.toml [fc_swap_128x16_direct_b0p5_bias_row_relu]
 # template: sm100/gemm.py.j2
 # spec hash: a5da421ca187
-"""Blackwell (sm_100a) bf16 GEMM, 128x16x64 tile, 12-stage ring, swap AB (C^T = B @ A^T), warp-specialized.
+"""Blackwell (sm_100a) bf16 GEMM, 128x16x64 tile, 12-stage ring, swap AB (C^T = B @ A^T),
+warp-specialized.
 
-    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out; D = relu(A @ B^T + 0.5 * C + bias[row]))
+    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out;
+        D = relu(A @ B^T + 0.5 * C + bias[row]))
 
 Parameters
     arch: sm_100a
@@ -25,7 +27,8 @@ Pipeline
     A/B SMEM     TMA (warp 0) -> MMA (warp 1)        12      18432        1 + 18432 tx bytes  1 (tcgen05.commit)
     accumulator  MMA (warp 1) -> epilogue (4 warps)  1       -            1 (tcgen05.commit)  -
 
-    SMEM 222208 B of 232448 (12 x 18 KiB ring + 1 KiB barriers and alignment); TMEM 32 of 512 columns
+    SMEM 222208 B of 232448 (12 x 18 KiB ring + 1 KiB barriers and alignment);
+    TMEM 32 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     TMA warp (TMA_WARP = 0): per k-tile: wait empty[s] -> arm full[s] (TX_BYTES) -> TMA A, B into s;

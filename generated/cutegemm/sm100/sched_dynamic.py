@@ -2,7 +2,8 @@
 # spec: specs/sm100/schedulers.toml [sched_dynamic]
 # template: sm100/gemm.py.j2
 # spec hash: 568d06a752ad
-"""Blackwell (sm_100a) f16 GEMM, 128x256x64 tile, 4-stage ring, dynamic persistent (cluster launch control) with 2 TMEM accumulator slots, warp-specialized.
+"""Blackwell (sm_100a) f16 GEMM, 128x256x64 tile, 4-stage ring, dynamic persistent (cluster launch
+control) with 2 TMEM accumulator slots, warp-specialized.
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; f16 in, f32 accumulate, f16 out)
 
@@ -27,7 +28,8 @@ Pipeline
     tile answer  try_cancel (warp 0) -> every warp     1        16             1 + 16 tx bytes     6 (one per reading warp)
     C sub-tiles  epilogue (warps 2-5) -> TMA store     2        16384          bulk async-group    wait_group.read
 
-    SMEM 230400 B of 232448 (4 x 48 KiB ring + 2 x 16 KiB C sub-tiles + 1 KiB barriers and alignment);
+    SMEM 230400 B of 232448 (4 x 48 KiB ring + 2 x 16 KiB C sub-tiles + 1 KiB barriers and
+    alignment);
     TMEM 512 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)

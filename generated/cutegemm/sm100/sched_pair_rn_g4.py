@@ -2,7 +2,8 @@
 # spec: specs/sm100/schedulers.toml [sched_pair_rn_g4]
 # template: sm100/gemm.py.j2
 # spec hash: 7579aa491afc
-"""Blackwell (sm_100a) f16 GEMM, 2-CTA 256x256x64 tile (128x256 per CTA), 6-stage ring, persistent with 2 TMEM accumulator slots, warp-specialized.
+"""Blackwell (sm_100a) f16 GEMM, 2-CTA 256x256x64 tile (128x256 per CTA), 6-stage ring, persistent
+with 2 TMEM accumulator slots, warp-specialized.
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; f16 in, f32 accumulate, f16 out)
 
@@ -30,7 +31,8 @@ Pipeline
 
     Only the leader's full barriers are used: its producer arms them with both CTAs' bytes (2 x
     32768), and the follower's cta_group::2 loads complete_tx on them.
-    SMEM per CTA 230400 B of 232448 (6 x 32 KiB ring + 2 x 16 KiB C sub-tiles + 1 KiB barriers and alignment);
+    SMEM per CTA 230400 B of 232448 (6 x 32 KiB ring + 2 x 16 KiB C sub-tiles + 1 KiB barriers and
+    alignment);
     TMEM 512 of 512 columns per CTA
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)

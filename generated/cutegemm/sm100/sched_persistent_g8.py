@@ -2,7 +2,8 @@
 # spec: specs/sm100/schedulers.toml [sched_persistent_g8]
 # template: sm100/gemm.py.j2
 # spec hash: b9d5a4e4483a
-"""Blackwell (sm_100a) f16 GEMM, 128x256x64 tile, 4-stage ring, persistent with 2 TMEM accumulator slots, warp-specialized.
+"""Blackwell (sm_100a) f16 GEMM, 128x256x64 tile, 4-stage ring, persistent with 2 TMEM accumulator
+slots, warp-specialized.
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; f16 in, f32 accumulate, f16 out)
 
@@ -26,7 +27,8 @@ Pipeline
     accumulator  MMA (warp 1) -> epilogue (warps 2-5)  2 slots  256 TMEM cols  1 (tcgen05.commit)  4 (one per epilogue warp)
     C sub-tiles  epilogue (warps 2-5) -> TMA store     2        16384          bulk async-group    wait_group.read
 
-    SMEM 230400 B of 232448 (4 x 48 KiB ring + 2 x 16 KiB C sub-tiles + 1 KiB barriers and alignment);
+    SMEM 230400 B of 232448 (4 x 48 KiB ring + 2 x 16 KiB C sub-tiles + 1 KiB barriers and
+    alignment);
     TMEM 512 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)

@@ -2,7 +2,8 @@
 # spec: specs/sm100/schedulers.toml [sched_persistent_mcast_2x1_g8_direct]
 # template: sm100/gemm.py.j2
 # spec hash: 9086c2b4c751
-"""Blackwell (sm_100a) f16 GEMM, 128x128x64 tile, 7-stage ring, 2x1 cluster with TMA multicast, persistent with 2 TMEM accumulator slots, warp-specialized.
+"""Blackwell (sm_100a) f16 GEMM, 128x128x64 tile, 7-stage ring, 2x1 cluster with TMA multicast,
+persistent with 2 TMEM accumulator slots, warp-specialized.
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; f16 in, f32 accumulate, f16 out)
 
@@ -27,7 +28,8 @@ Pipeline
 
     Each CTA loads 1/1 of the A tile (multicast to its cluster row) and 1/2 of the B tile (to its
     column); its full barrier expects the whole stage.
-    SMEM 230400 B of 232448 (7 x 32 KiB ring + 1 KiB barriers and alignment); TMEM 256 of 512 columns
+    SMEM 230400 B of 232448 (7 x 32 KiB ring + 1 KiB barriers and alignment);
+    TMEM 256 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     TMA warp (TMA_WARP = 0): per tile: per k-tile: wait empty[s] -> arm full[s] (TX_BYTES) -> TMA A

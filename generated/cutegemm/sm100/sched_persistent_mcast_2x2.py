@@ -2,7 +2,8 @@
 # spec: specs/sm100/schedulers.toml [sched_persistent_mcast_2x2]
 # template: sm100/gemm.py.j2
 # spec hash: 96237af09c27
-"""Blackwell (sm_100a) f16 GEMM, 128x256x64 tile, 4-stage ring, 2x2 cluster with TMA multicast, persistent with 2 TMEM accumulator slots, warp-specialized.
+"""Blackwell (sm_100a) f16 GEMM, 128x256x64 tile, 4-stage ring, 2x2 cluster with TMA multicast,
+persistent with 2 TMEM accumulator slots, warp-specialized.
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; f16 in, f32 accumulate, f16 out)
 
@@ -30,7 +31,8 @@ Pipeline
 
     Each CTA loads 1/2 of the A tile (multicast to its cluster row) and 1/2 of the B tile (to its
     column); its full barrier expects the whole stage.
-    SMEM 230400 B of 232448 (4 x 48 KiB ring + 2 x 16 KiB C sub-tiles + 1 KiB barriers and alignment);
+    SMEM 230400 B of 232448 (4 x 48 KiB ring + 2 x 16 KiB C sub-tiles + 1 KiB barriers and
+    alignment);
     TMEM 512 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)

@@ -2,9 +2,11 @@
 # spec: specs/sm100/splitk_separate.toml [sep_128x64_s4_bias]
 # template: sm100/gemm.py.j2
 # spec hash: 8faa8bc14205
-"""Blackwell (sm_100a) bf16 GEMM, 128x64x64 tile, 9-stage ring, split-K over 4 CTAs per tile and a separate reduce kernel, one tile per CTA with 1 TMEM accumulator slot, warp-specialized.
+"""Blackwell (sm_100a) bf16 GEMM, 128x64x64 tile, 9-stage ring, split-K over 4 CTAs per tile and a
+separate reduce kernel, one tile per CTA with 1 TMEM accumulator slot, warp-specialized.
 
-    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out; D = A @ B^T + bias[column])
+    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out;
+        D = A @ B^T + bias[column])
 
 Parameters
     arch: sm_100a
@@ -414,7 +416,9 @@ def gemm(
     workspace: cute.Tensor,
     stream,
 ):
-    """Launch on `stream`: a (M, K), b (N, K), c (M, N), bias (N,), workspace (WORKSPACE_ELEMS,) f32 (any contents: every slot read is written first); M, N, K may be dynamic."""
+    """Launch on `stream`: a (M, K), b (N, K), c (M, N), bias (N,), workspace (WORKSPACE_ELEMS,) f32
+    (any contents: every slot read is written first);
+    M, N, K may be dynamic."""
     op = tcgen05.MmaF16BF16Op(
         IO_DTYPE,
         ACC_DTYPE,

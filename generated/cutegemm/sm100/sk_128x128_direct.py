@@ -2,7 +2,8 @@
 # spec: specs/sm100/streamk.toml [sk_128x128_direct]
 # template: sm100/gemm.py.j2
 # spec hash: 42c07dd03823
-"""Blackwell (sm_100a) bf16 GEMM, 128x128x64 tile, 7-stage ring, stream-K, persistent with 1 TMEM accumulator slot, warp-specialized.
+"""Blackwell (sm_100a) bf16 GEMM, 128x128x64 tile, 7-stage ring, stream-K, persistent with 1 TMEM
+accumulator slot, warp-specialized.
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out)
 
@@ -36,7 +37,8 @@ Pipeline
     for the next launch; after a named barrier every epilogue thread adds those partials (fixed
     order: deterministic) to each chunk it loads from TMEM, then stores C. Workspace: 9699920 B of
     global memory (148 x 64 KiB slots + flags).
-    SMEM 230400 B of 232448 (7 x 32 KiB ring + 1 KiB barriers and alignment); TMEM 128 of 512 columns
+    SMEM 230400 B of 232448 (7 x 32 KiB ring + 1 KiB barriers and alignment);
+    TMEM 128 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     TMA warp (TMA_WARP = 0): per unit (tile, [k_begin, k_end)): per k-tile of the unit: wait
@@ -491,7 +493,8 @@ def gemm(
     stream,
     sm_count: cutlass.Constexpr = DEFAULT_SM_COUNT,
 ):
-    """Launch on `stream`: a (M, K), b (N, K), c (M, N), workspace (WORKSPACE_ELEMS,) f32 zeros; M, N, K may be dynamic.
+    """Launch on `stream`: a (M, K), b (N, K), c (M, N), workspace (WORKSPACE_ELEMS,) f32 zeros;
+    M, N, K may be dynamic.
     sm_count (compile-time): the SMs of the GPU it will run on, which size the persistent grid
     (max_workers); launcher and compile_tvm_ffi pass the current device's.
     """

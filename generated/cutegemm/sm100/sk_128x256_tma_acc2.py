@@ -2,7 +2,8 @@
 # spec: specs/sm100/streamk.toml [sk_128x256_tma_acc2]
 # template: sm100/gemm.py.j2
 # spec hash: d87b3a05a94c
-"""Blackwell (sm_100a) bf16 GEMM, 128x256x64 tile, 4-stage ring, stream-K, persistent with 2 TMEM accumulator slots, warp-specialized.
+"""Blackwell (sm_100a) bf16 GEMM, 128x256x64 tile, 4-stage ring, stream-K, persistent with 2 TMEM
+accumulator slots, warp-specialized.
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out)
 
@@ -38,7 +39,8 @@ Pipeline
     for the next launch; after a named barrier every epilogue thread adds those partials (fixed
     order: deterministic) to each chunk it loads from TMEM, then stores C. Workspace: 19399248 B of
     global memory (148 x 128 KiB slots + flags).
-    SMEM 230400 B of 232448 (4 x 48 KiB ring + 2 x 16 KiB C sub-tiles + 1 KiB barriers and alignment);
+    SMEM 230400 B of 232448 (4 x 48 KiB ring + 2 x 16 KiB C sub-tiles + 1 KiB barriers and
+    alignment);
     TMEM 512 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
@@ -545,7 +547,8 @@ def gemm(
     stream,
     sm_count: cutlass.Constexpr = DEFAULT_SM_COUNT,
 ):
-    """Launch on `stream`: a (M, K), b (N, K), c (M, N), workspace (WORKSPACE_ELEMS,) f32 zeros; M, N, K may be dynamic.
+    """Launch on `stream`: a (M, K), b (N, K), c (M, N), workspace (WORKSPACE_ELEMS,) f32 zeros;
+    M, N, K may be dynamic.
     sm_count (compile-time): the SMs of the GPU it will run on, which size the persistent grid
     (max_workers); launcher and compile_tvm_ffi pass the current device's.
     """

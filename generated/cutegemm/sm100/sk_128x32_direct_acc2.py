@@ -2,7 +2,8 @@
 # spec: specs/sm100/streamk.toml [sk_128x32_direct_acc2]
 # template: sm100/gemm.py.j2
 # spec hash: 38daff1d3f3e
-"""Blackwell (sm_100a) bf16 GEMM, 128x32x64 tile, 11-stage ring, stream-K, persistent with 2 TMEM accumulator slots, warp-specialized.
+"""Blackwell (sm_100a) bf16 GEMM, 128x32x64 tile, 11-stage ring, stream-K, persistent with 2 TMEM
+accumulator slots, warp-specialized.
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out)
 
@@ -36,7 +37,8 @@ Pipeline
     for the next launch; after a named barrier every epilogue thread adds those partials (fixed
     order: deterministic) to each chunk it loads from TMEM, then stores C. Workspace: 2425424 B of
     global memory (148 x 16 KiB slots + flags).
-    SMEM 226304 B of 232448 (11 x 20 KiB ring + 1 KiB barriers and alignment); TMEM 64 of 512 columns
+    SMEM 226304 B of 232448 (11 x 20 KiB ring + 1 KiB barriers and alignment);
+    TMEM 64 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     TMA warp (TMA_WARP = 0): per unit (tile, [k_begin, k_end)): per k-tile of the unit: wait
@@ -491,7 +493,8 @@ def gemm(
     stream,
     sm_count: cutlass.Constexpr = DEFAULT_SM_COUNT,
 ):
-    """Launch on `stream`: a (M, K), b (N, K), c (M, N), workspace (WORKSPACE_ELEMS,) f32 zeros; M, N, K may be dynamic.
+    """Launch on `stream`: a (M, K), b (N, K), c (M, N), workspace (WORKSPACE_ELEMS,) f32 zeros;
+    M, N, K may be dynamic.
     sm_count (compile-time): the SMs of the GPU it will run on, which size the persistent grid
     (max_workers); launcher and compile_tvm_ffi pass the current device's.
     """

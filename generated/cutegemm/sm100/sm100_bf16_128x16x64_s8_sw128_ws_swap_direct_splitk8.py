@@ -2,7 +2,8 @@
 # spec: specs/sm100/gaps.toml [sm100_bf16_128x16x64_s8_sw128_ws_swap_direct_splitk8]
 # template: sm100/gemm.py.j2
 # spec hash: 3cc78d9d0753
-"""Blackwell (sm_100a) bf16 GEMM, 128x16x64 tile, 8-stage ring, split-K over 8-CTA clusters, persistent with 1 TMEM accumulator slot, swap AB (C^T = B @ A^T), warp-specialized.
+"""Blackwell (sm_100a) bf16 GEMM, 128x16x64 tile, 8-stage ring, split-K over 8-CTA clusters,
+persistent with 1 TMEM accumulator slot, swap AB (C^T = B @ A^T), warp-specialized.
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out)
 
@@ -22,11 +23,11 @@ Parameters
         DSMEM and storing; 1 TMEM accumulator slot
 
 Pipeline
-    ring         producer -> consumer                     stages  bytes/stage   full arrives                       empty arrives
-    A/B SMEM     TMA (warp 0) -> MMA (warp 1)             8       18432         1 + 18432 tx bytes                 1 (tcgen05.commit)
-    accumulator  MMA (warp 1) -> epilogue (warps 2-5)     1 slot  16 TMEM cols  1 (tcgen05.commit)                 4 (one per epilogue warp)
-    staged       ranks 1..7 epilogue -> rank 0 epilogue   1       8192          28 (7 peer(s) x 4 epilogue warps)  -
-    consumed     rank 0 epilogue -> each peer's epilogue  1       -             4 (rank 0's 4 epilogue warps)      -
+    ring         producer -> consumer                     stages  bytes/stage   full arrives                         empty arrives
+    A/B SMEM     TMA (warp 0) -> MMA (warp 1)             8       18432         1 + 18432 tx bytes                   1 (tcgen05.commit)
+    accumulator  MMA (warp 1) -> epilogue (warps 2-5)     1 slot  16 TMEM cols  1 (tcgen05.commit)                   4 (one per epilogue warp)
+    staged       ranks 1..7 epilogue -> rank 0 epilogue   1       8192          28 (7 peer CTAs x 4 epilogue warps)  -
+    consumed     rank 0 epilogue -> each peer's epilogue  1       -             4 (rank 0's 4 epilogue warps)        -
 
     Split K: cluster rank r accumulates k-tiles [r * k_tiles // SPLITS, (r + 1) * k_tiles // SPLITS)
     of the cluster's tile in its TMEM (an empty share contributes zeros). Ranks 1.. copy their f32
@@ -35,7 +36,8 @@ Pipeline
     DSMEM (ld.shared::cluster) in rank order 1, 2, ... to its own partial, stores C and arrives on
     every peer's `consumed` barrier, which a peer waits on before it restages and before it exits.
     Fixed summation order: deterministic.
-    SMEM 156672 B of 232448 (8 x 18 KiB ring + 8 KiB split-K staging + 1 KiB barriers and alignment);
+    SMEM 156672 B of 232448 (8 x 18 KiB ring + 8 KiB split-K staging + 1 KiB barriers and
+    alignment);
     TMEM 32 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)

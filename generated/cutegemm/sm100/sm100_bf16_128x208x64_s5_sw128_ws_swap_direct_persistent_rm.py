@@ -2,7 +2,8 @@
 # spec: specs/sm100/midm.toml [sm100_bf16_128x208x64_s5_sw128_ws_swap_direct_persistent_rm]
 # template: sm100/gemm.py.j2
 # spec hash: 98a4b4a873eb
-"""Blackwell (sm_100a) bf16 GEMM, 128x208x64 tile, 5-stage ring, persistent with 1 TMEM accumulator slot, swap AB (C^T = B @ A^T), warp-specialized.
+"""Blackwell (sm_100a) bf16 GEMM, 128x208x64 tile, 5-stage ring, persistent with 1 TMEM accumulator
+slot, swap AB (C^T = B @ A^T), warp-specialized.
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out)
 
@@ -24,7 +25,8 @@ Pipeline
     A/B SMEM     TMA (warp 0) -> MMA (warp 1)          5       43008          1 + 43008 tx bytes  1 (tcgen05.commit)
     accumulator  MMA (warp 1) -> epilogue (warps 2-5)  1 slot  208 TMEM cols  1 (tcgen05.commit)  4 (one per epilogue warp)
 
-    SMEM 216064 B of 232448 (5 x 42 KiB ring + 1 KiB barriers and alignment); TMEM 256 of 512 columns
+    SMEM 216064 B of 232448 (5 x 42 KiB ring + 1 KiB barriers and alignment);
+    TMEM 256 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     TMA warp (TMA_WARP = 0): per tile: per k-tile: wait empty[s] -> arm full[s] (TX_BYTES) -> TMA A,

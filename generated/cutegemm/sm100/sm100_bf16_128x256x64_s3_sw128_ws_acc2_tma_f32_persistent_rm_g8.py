@@ -2,7 +2,8 @@
 # spec: specs/sm100/outs.toml [sm100_bf16_128x256x64_s3_sw128_ws_acc2_tma_f32_persistent_rm_g8]
 # template: sm100/gemm.py.j2
 # spec hash: 12ecca716544
-"""Blackwell (sm_100a) bf16 GEMM, 128x256x64 tile, 3-stage ring, persistent with 2 TMEM accumulator slots, warp-specialized.
+"""Blackwell (sm_100a) bf16 GEMM, 128x256x64 tile, 3-stage ring, persistent with 2 TMEM accumulator
+slots, warp-specialized.
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, f32 out)
 
@@ -26,7 +27,8 @@ Pipeline
     accumulator  MMA (warp 1) -> epilogue (warps 2-5)  2 slots  256 TMEM cols  1 (tcgen05.commit)  4 (one per epilogue warp)
     C sub-tiles  epilogue (warps 2-5) -> TMA store     2        32768          bulk async-group    wait_group.read
 
-    SMEM 214016 B of 232448 (3 x 48 KiB ring + 2 x 32 KiB C sub-tiles + 1 KiB barriers and alignment);
+    SMEM 214016 B of 232448 (3 x 48 KiB ring + 2 x 32 KiB C sub-tiles + 1 KiB barriers and
+    alignment);
     TMEM 512 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)

@@ -2,7 +2,8 @@
 # spec: specs/sm100/midm.toml [sm100_e4m3_128x112x128_s7_sw128_ws_swap_direct_bf16_persistent_rm]
 # template: sm100/gemm.py.j2
 # spec hash: b4f0a70539cb
-"""Blackwell (sm_100a) e4m3 GEMM, 128x112x128 tile, 7-stage ring, persistent with 1 TMEM accumulator slot, swap AB (C^T = B @ A^T), warp-specialized.
+"""Blackwell (sm_100a) e4m3 GEMM, 128x112x128 tile, 7-stage ring, persistent with 1 TMEM accumulator
+slot, swap AB (C^T = B @ A^T), warp-specialized.
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; e4m3 in, f32 accumulate, bf16 out)
 
@@ -24,7 +25,8 @@ Pipeline
     A/B SMEM     TMA (warp 0) -> MMA (warp 1)          7       30720          1 + 30720 tx bytes  1 (tcgen05.commit)
     accumulator  MMA (warp 1) -> epilogue (warps 2-5)  1 slot  112 TMEM cols  1 (tcgen05.commit)  4 (one per epilogue warp)
 
-    SMEM 216064 B of 232448 (7 x 30 KiB ring + 1 KiB barriers and alignment); TMEM 128 of 512 columns
+    SMEM 216064 B of 232448 (7 x 30 KiB ring + 1 KiB barriers and alignment);
+    TMEM 128 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     TMA warp (TMA_WARP = 0): per tile: per k-tile: wait empty[s] -> arm full[s] (TX_BYTES) -> TMA A,

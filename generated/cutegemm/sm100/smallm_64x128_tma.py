@@ -23,7 +23,8 @@ Pipeline
     accumulator  MMA (warp 1) -> epilogue (4 warps)  1       -            1 (tcgen05.commit)  -
     C sub-tiles  epilogue (4 warps) -> TMA store     2       8192         bulk async-group    wait_group.read
 
-    SMEM 214016 B of 232448 (8 x 24 KiB ring + 2 x 8 KiB C sub-tiles + 1 KiB barriers and alignment);
+    SMEM 214016 B of 232448 (8 x 24 KiB ring + 2 x 8 KiB C sub-tiles + 1 KiB barriers and
+    alignment);
     TMEM 128 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)

@@ -2,7 +2,8 @@
 # spec: specs/sm100/smallm.toml [smallm_64x16_swap]
 # template: sm100/gemm.py.j2
 # spec hash: 60e7f98e57c6
-"""Blackwell (sm_100a) bf16 GEMM, 64x16x64 tile, 22-stage ring, swap AB (C^T = B @ A^T), warp-specialized.
+"""Blackwell (sm_100a) bf16 GEMM, 64x16x64 tile, 22-stage ring, swap AB (C^T = B @ A^T),
+warp-specialized.
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out)
 
@@ -23,7 +24,8 @@ Pipeline
     A/B SMEM     TMA (warp 0) -> MMA (warp 1)        22      10240        1 + 10240 tx bytes  1 (tcgen05.commit)
     accumulator  MMA (warp 1) -> epilogue (4 warps)  1       -            1 (tcgen05.commit)  -
 
-    SMEM 226304 B of 232448 (22 x 10 KiB ring + 1 KiB barriers and alignment); TMEM 32 of 512 columns
+    SMEM 226304 B of 232448 (22 x 10 KiB ring + 1 KiB barriers and alignment);
+    TMEM 32 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     TMA warp (TMA_WARP = 0): per k-tile: wait empty[s] -> arm full[s] (TX_BYTES) -> TMA A, B into s;

@@ -2,7 +2,8 @@
 # spec: specs/sm100/smallm.toml [smallm_64x32_swap_persistent]
 # template: sm100/gemm.py.j2
 # spec hash: ea0a4ecea16f
-"""Blackwell (sm_100a) bf16 GEMM, 64x32x64 tile, 18-stage ring, persistent with 1 TMEM accumulator slot, swap AB (C^T = B @ A^T), warp-specialized.
+"""Blackwell (sm_100a) bf16 GEMM, 64x32x64 tile, 18-stage ring, persistent with 1 TMEM accumulator
+slot, swap AB (C^T = B @ A^T), warp-specialized.
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out)
 
@@ -24,7 +25,8 @@ Pipeline
     A/B SMEM     TMA (warp 0) -> MMA (warp 1)          18      12288         1 + 12288 tx bytes  1 (tcgen05.commit)
     accumulator  MMA (warp 1) -> epilogue (warps 2-5)  1 slot  32 TMEM cols  1 (tcgen05.commit)  4 (one per epilogue warp)
 
-    SMEM 222208 B of 232448 (18 x 12 KiB ring + 1 KiB barriers and alignment); TMEM 32 of 512 columns
+    SMEM 222208 B of 232448 (18 x 12 KiB ring + 1 KiB barriers and alignment);
+    TMEM 32 of 512 columns
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     TMA warp (TMA_WARP = 0): per tile: per k-tile: wait empty[s] -> arm full[s] (TX_BYTES) -> TMA A,

@@ -2,7 +2,8 @@
 # spec: specs/sm90/persistent_wg2.toml [h_128x128_wg2_c2x1_persistent_tma]
 # template: sm90/gemm.py.j2
 # spec hash: c75feb841a4d
-"""Hopper (sm_90a) bf16 GEMM, 128x128x64 tile, 6-stage ring, 2 consumer warpgroups, cluster 2x1 with TMA multicast.
+"""Hopper (sm_90a) bf16 GEMM, 128x128x64 tile, 6-stage ring, 2 consumer warpgroups, cluster 2x1 with
+TMA multicast.
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out)
 
@@ -24,7 +25,8 @@ Pipeline
     A/B SMEM     TMA (warp 0) -> wgmma (2 consumer warpgroups)  6       32768        1 + 32768 tx bytes  4 (2 CTAs x 2 consumer warpgroups)
     C sub-tiles  consumers (stmatrix) -> TMA store              4       8192         named barrier       bulk wait_group
 
-    SMEM 230400 B of 232448 (6 x 32 KiB ring + 32 KiB C sub-tiles + barriers and alignment); accumulators in registers: 64 f32 per consumer thread
+    SMEM 230400 B of 232448 (6 x 32 KiB ring + 32 KiB C sub-tiles + barriers and alignment);
+    accumulators in registers: 64 f32 per consumer thread
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     producer warpgroup (PRODUCER_WG = 0), its warp TMA_WARP = 0: per tile: per k-tile: wait empty[s]

@@ -2,7 +2,8 @@
 # spec: specs/sm90/family.toml [h_64x128_wg1_c1x2_grid_tma]
 # template: sm90/gemm.py.j2
 # spec hash: fd44d9d07b04
-"""Hopper (sm_90a) bf16 GEMM, 64x128x64 tile, 8-stage ring, 1 consumer warpgroup, cluster 1x2 with TMA multicast.
+"""Hopper (sm_90a) bf16 GEMM, 64x128x64 tile, 8-stage ring, 1 consumer warpgroup, cluster 1x2 with
+TMA multicast.
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out)
 
@@ -23,7 +24,8 @@ Pipeline
     A/B SMEM     TMA (warp 0) -> wgmma (1 consumer warpgroup)  8       24576        1 + 24576 tx bytes  2 (2 CTAs x 1 consumer warpgroup)
     C sub-tiles  consumers (stmatrix) -> TMA store             4       4096         named barrier       bulk wait_group
 
-    SMEM 214016 B of 232448 (8 x 24 KiB ring + 16 KiB C sub-tiles + barriers and alignment); accumulators in registers: 64 f32 per consumer thread
+    SMEM 214016 B of 232448 (8 x 24 KiB ring + 16 KiB C sub-tiles + barriers and alignment);
+    accumulators in registers: 64 f32 per consumer thread
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     producer warpgroup (PRODUCER_WG = 0), its warp TMA_WARP = 0: its tile: per k-tile: wait empty[s]

@@ -4,7 +4,8 @@
 # spec hash: 25fbeeb18e25
 """Hopper (sm_90a) bf16 GEMM, 128x128x64 tile, 7-stage ring, 1 consumer warpgroup.
 
-    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out; D = 2 * A @ B^T + bias[row])
+    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out;
+        D = 2 * A @ B^T + bias[row])
 
 Parameters
     arch: sm_90a
@@ -22,7 +23,8 @@ Pipeline
     ring      producer -> consumer                          stages  bytes/stage  full arrives        empty arrives
     A/B SMEM  TMA (warp 0) -> wgmma (1 consumer warpgroup)  7       32768        1 + 32768 tx bytes  4 (1 CTA x 4 consumer warps)
 
-    SMEM 230400 B of 232448 (7 x 32 KiB ring + barriers and alignment); accumulators in registers: 128 f32 per consumer thread
+    SMEM 230400 B of 232448 (7 x 32 KiB ring + barriers and alignment); accumulators in registers:
+    128 f32 per consumer thread
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     producer warpgroup (PRODUCER_WG = 0), its warp TMA_WARP = 0: its tile: per k-tile: wait empty[s]

@@ -2,9 +2,11 @@
 # spec: specs/sm90/family.toml [h_bias_swap_64x16_wg1_splitk2_separate_col_relu]
 # template: sm90/gemm.py.j2
 # spec hash: ff8ccab25cc7
-"""Hopper (sm_90a) bf16 GEMM, 64x16x64 tile, 22-stage ring, 1 consumer warpgroup, swap AB (C^T = B @ A^T), split-K over 2 CTAs with a separate reduce kernel.
+"""Hopper (sm_90a) bf16 GEMM, 64x16x64 tile, 22-stage ring, 1 consumer warpgroup, swap AB (C^T = B @
+A^T), split-K over 2 CTAs with a separate reduce kernel.
 
-    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out; D = relu(2 * A @ B^T + bias[column]))
+    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out;
+        D = relu(2 * A @ B^T + bias[column]))
 
 Parameters
     arch: sm_90a
@@ -23,7 +25,8 @@ Pipeline
     ring      producer -> consumer                          stages  bytes/stage  full arrives        empty arrives
     A/B SMEM  TMA (warp 0) -> wgmma (1 consumer warpgroup)  22      10240        1 + 10240 tx bytes  4 (1 CTA x 4 consumer warps)
 
-    SMEM 226304 B of 232448 (22 x 10 KiB ring + barriers and alignment); accumulators in registers: 8 f32 per consumer thread
+    SMEM 226304 B of 232448 (22 x 10 KiB ring + barriers and alignment); accumulators in registers:
+    8 f32 per consumer thread
 
     Split K, separate reduce: the GEMM kernel runs one CTA per (tile, K share), no cluster:
     CTA b accumulates k-tiles [s * k_tiles // SPLITS, (s + 1) * k_tiles // SPLITS) of tile
@@ -395,7 +398,9 @@ def gemm(
     workspace: cute.Tensor,
     stream,
 ):
-    """Launch on `stream`: a (M, K), b (N, K), c (M, N), bias (N,), workspace (WORKSPACE_ELEMS,) f32 (any contents: every slot read is written first); M, N, K may be dynamic."""
+    """Launch on `stream`: a (M, K), b (N, K), c (M, N), bias (N,), workspace (WORKSPACE_ELEMS,) f32
+    (any contents: every slot read is written first);
+    M, N, K may be dynamic."""
     # swap AB: compute C^T (N, M) = B (N, K) @ A (M, K)^T, so the many rows of B fill the 64-row
     # wgmma M and the few rows of A ride in its N; C^T is a column-major view of C
     a, b = b, a

@@ -2,9 +2,11 @@
 # spec: specs/sm90/family.toml [h_bias_swap_64x32_wg1_splitk_col]
 # template: sm90/gemm.py.j2
 # spec hash: d69f78d10e98
-"""Hopper (sm_90a) bf16 GEMM, 64x32x64 tile, 18-stage ring, 1 consumer warpgroup, swap AB (C^T = B @ A^T), split-K over 2-CTA clusters.
+"""Hopper (sm_90a) bf16 GEMM, 64x32x64 tile, 18-stage ring, 1 consumer warpgroup, swap AB (C^T = B @
+A^T), split-K over 2-CTA clusters.
 
-    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out; D = A @ B^T + bias[column])
+    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out;
+        D = A @ B^T + bias[column])
 
 Parameters
     arch: sm_90a
@@ -25,7 +27,8 @@ Pipeline
     staged    rank 1 consumers -> rank 0 consumers          1       8192         4 (1 peer CTA x 4 consumer warps)  -
     consumed  rank 0 consumers -> each peer's consumers     1       -            4 (rank 0's 4 consumer warps)      -
 
-    SMEM 230400 B of 232448 (18 x 12 KiB ring + 8 KiB split-K staging + barriers and alignment); accumulators in registers: 16 f32 per consumer thread
+    SMEM 230400 B of 232448 (18 x 12 KiB ring + 8 KiB split-K staging + barriers and alignment);
+    accumulators in registers: 16 f32 per consumer thread
 
     Split K: CTA rank r of a cluster accumulates k-tiles [r * k_tiles // SPLITS,
     (r + 1) * k_tiles // SPLITS) of the cluster's output tile (an empty range contributes

@@ -24,7 +24,8 @@ Pipeline
     ring      producer -> consumer                           stages  bytes/stage  full arrives        empty arrives
     A/B SMEM  TMA (warp 0) -> wgmma (2 consumer warpgroups)  7       32768        1 + 32768 tx bytes  8 (1 CTA x 8 consumer warps)
 
-    SMEM 230400 B of 232448 (7 x 32 KiB ring + barriers and alignment); accumulators in registers: 64 f32 per consumer thread
+    SMEM 230400 B of 232448 (7 x 32 KiB ring + barriers and alignment); accumulators in registers:
+    64 f32 per consumer thread
 
     Stream-K in bands (a band: the tiles that read the same weight tiles, a row of tiles): the
     CTAs split into min(bands, CTAS) groups, each on whole bands; CTA r of a group of C runs MAC
@@ -464,7 +465,8 @@ def gemm(
     stream,
     sm_count: cutlass.Constexpr = DEFAULT_SM_COUNT,
 ):
-    """Launch on `stream`: a (M, K), b (N, K), c (M, N), workspace (WORKSPACE_ELEMS,) f32 zeros; M, N, K may be dynamic.
+    """Launch on `stream`: a (M, K), b (N, K), c (M, N), workspace (WORKSPACE_ELEMS,) f32 zeros;
+    M, N, K may be dynamic.
     sm_count (compile-time): the SMs of the GPU it will run on, which size the persistent grid
     (max_workers); launcher and compile_tvm_ffi pass the current device's.
     """

@@ -24,7 +24,8 @@ Pipeline
     A/B SMEM     TMA (warp 0) -> wgmma (2 consumer warpgroups)  4       40960        1 + 40960 tx bytes  8 (1 CTA x 8 consumer warps)
     C sub-tiles  consumers (stmatrix) -> TMA store              4       8192         named barrier       bulk wait_group
 
-    SMEM 197632 B of 232448 (4 x 40 KiB ring + 32 KiB C sub-tiles + barriers and alignment); accumulators in registers: 96 f32 per consumer thread
+    SMEM 197632 B of 232448 (4 x 40 KiB ring + 32 KiB C sub-tiles + barriers and alignment);
+    accumulators in registers: 96 f32 per consumer thread
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     producer warpgroup (PRODUCER_WG = 0), its warp TMA_WARP = 0: per tile: per k-tile: wait empty[s]

@@ -2,7 +2,8 @@
 # spec: specs/sm90/e4m3_smallm.toml [h_e4m3_swap_64x16_splitk2]
 # template: sm90/gemm.py.j2
 # spec hash: 5630a77c06fa
-"""Hopper (sm_90a) e4m3 GEMM, 64x16x128 tile, 22-stage ring, 1 consumer warpgroup, swap AB (C^T = B @ A^T), split-K over 2-CTA clusters.
+"""Hopper (sm_90a) e4m3 GEMM, 64x16x128 tile, 22-stage ring, 1 consumer warpgroup, swap AB (C^T = B
+@ A^T), split-K over 2-CTA clusters.
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; e4m3 in, f32 accumulate, bf16 out)
 
@@ -25,7 +26,8 @@ Pipeline
     staged    rank 1 consumers -> rank 0 consumers          1       4096         4 (1 peer CTA x 4 consumer warps)  -
     consumed  rank 0 consumers -> each peer's consumers     1       -            4 (rank 0's 4 consumer warps)      -
 
-    SMEM 230400 B of 232448 (22 x 10 KiB ring + 4 KiB split-K staging + barriers and alignment); accumulators in registers: 8 f32 per consumer thread
+    SMEM 230400 B of 232448 (22 x 10 KiB ring + 4 KiB split-K staging + barriers and alignment);
+    accumulators in registers: 8 f32 per consumer thread
 
     Split K: CTA rank r of a cluster accumulates k-tiles [r * k_tiles // SPLITS,
     (r + 1) * k_tiles // SPLITS) of the cluster's output tile (an empty range contributes

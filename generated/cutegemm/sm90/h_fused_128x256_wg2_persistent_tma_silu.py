@@ -4,7 +4,8 @@
 # spec hash: f9b7c9e482e5
 """Hopper (sm_90a) bf16 GEMM, 128x256x64 tile, 4-stage ring, 2 consumer warpgroups.
 
-    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out; D = silu(0.5 * A @ B^T))
+    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out;
+        D = silu(0.5 * A @ B^T))
 
 Parameters
     arch: sm_90a
@@ -24,7 +25,8 @@ Pipeline
     A/B SMEM     TMA (warp 0) -> wgmma (2 consumer warpgroups)  4       49152        1 + 49152 tx bytes  8 (1 CTA x 8 consumer warps)
     C sub-tiles  consumers (stmatrix) -> TMA store              4       8192         named barrier       bulk wait_group
 
-    SMEM 230400 B of 232448 (4 x 48 KiB ring + 32 KiB C sub-tiles + barriers and alignment); accumulators in registers: 128 f32 per consumer thread
+    SMEM 230400 B of 232448 (4 x 48 KiB ring + 32 KiB C sub-tiles + barriers and alignment);
+    accumulators in registers: 128 f32 per consumer thread
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     producer warpgroup (PRODUCER_WG = 0), its warp TMA_WARP = 0: per tile: per k-tile: wait empty[s]

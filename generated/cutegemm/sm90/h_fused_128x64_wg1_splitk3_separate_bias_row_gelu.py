@@ -2,9 +2,11 @@
 # spec: specs/sm90/family.toml [h_fused_128x64_wg1_splitk3_separate_bias_row_gelu]
 # template: sm90/gemm.py.j2
 # spec hash: 2b7594f94fdc
-"""Hopper (sm_90a) bf16 GEMM, 128x64x64 tile, 9-stage ring, 1 consumer warpgroup, split-K over 3 CTAs with a separate reduce kernel.
+"""Hopper (sm_90a) bf16 GEMM, 128x64x64 tile, 9-stage ring, 1 consumer warpgroup, split-K over 3
+CTAs with a separate reduce kernel.
 
-    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, f32 out; D = gelu_tanh(0.5 * A @ B^T + 1.5 * C + bias[row]))
+    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, f32 out;
+        D = gelu_tanh(0.5 * A @ B^T + 1.5 * C + bias[row]))
 
 Parameters
     arch: sm_90a
@@ -23,7 +25,8 @@ Pipeline
     ring      producer -> consumer                          stages  bytes/stage  full arrives        empty arrives
     A/B SMEM  TMA (warp 0) -> wgmma (1 consumer warpgroup)  9       24576        1 + 24576 tx bytes  4 (1 CTA x 4 consumer warps)
 
-    SMEM 222208 B of 232448 (9 x 24 KiB ring + barriers and alignment); accumulators in registers: 64 f32 per consumer thread
+    SMEM 222208 B of 232448 (9 x 24 KiB ring + barriers and alignment); accumulators in registers:
+    64 f32 per consumer thread
 
     Split K, separate reduce: the GEMM kernel runs one CTA per (tile, K share), no cluster:
     CTA b accumulates k-tiles [s * k_tiles // SPLITS, (s + 1) * k_tiles // SPLITS) of tile
@@ -406,7 +409,9 @@ def gemm(
     workspace: cute.Tensor,
     stream,
 ):
-    """Launch on `stream`: a (M, K), b (N, K), c (M, N), bias (M,), workspace (WORKSPACE_ELEMS,) f32 (any contents: every slot read is written first); M, N, K may be dynamic."""
+    """Launch on `stream`: a (M, K), b (N, K), c (M, N), bias (M,), workspace (WORKSPACE_ELEMS,) f32
+    (any contents: every slot read is written first);
+    M, N, K may be dynamic."""
     row = LayoutEnum.ROW_MAJOR  # A (M, K) and B (N, K) are K-major
     # 64 x TN x 16 wgmma atoms, one per consumer warpgroup, stacked along M
     tiled_mma = sm90_utils.make_trivial_tiled_mma(

@@ -4,7 +4,8 @@
 # spec hash: 9a6f2fde4bb9
 """Hopper (sm_90a) bf16 GEMM, 128x128x64 tile, 6-stage ring, 2 consumer warpgroups (ping-pong).
 
-    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out; D = 2 * A @ B^T + 0.5 * C + bias[column])
+    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out;
+        D = 2 * A @ B^T + 0.5 * C + bias[column])
 
 Parameters
     arch: sm_90a
@@ -25,7 +26,8 @@ Pipeline
     A/B SMEM     TMA (warp 0) -> wgmma (2 ping-pong consumer warpgroups, alternate tiles)  6       32768        1 + 32768 tx bytes  4 (1 CTA x 4 consumer warps: the warpgroup owning the tile)
     C sub-tiles  consumers (stmatrix) -> TMA store                                         2 x 4   4096         named barrier       bulk wait_group
 
-    SMEM 230400 B of 232448 (6 x 32 KiB ring + 32 KiB C sub-tiles + barriers and alignment); accumulators in registers: 128 f32 per consumer thread
+    SMEM 230400 B of 232448 (6 x 32 KiB ring + 32 KiB C sub-tiles + barriers and alignment);
+    accumulators in registers: 128 f32 per consumer thread
 
     Ping-pong: consumer warpgroup w (0, 1) computes the CTA's tiles w, w + 2, w + 4, ..
     (each a whole tile, 128 f32 accumulators per thread). The producer fills the

@@ -2,7 +2,8 @@
 # spec: specs/sm90/family.toml [h_swap_64x32_wg1_splitk4_separate]
 # template: sm90/gemm.py.j2
 # spec hash: 60e84a24fe67
-"""Hopper (sm_90a) bf16 GEMM, 64x32x64 tile, 18-stage ring, 1 consumer warpgroup, swap AB (C^T = B @ A^T), split-K over 4 CTAs with a separate reduce kernel.
+"""Hopper (sm_90a) bf16 GEMM, 64x32x64 tile, 18-stage ring, 1 consumer warpgroup, swap AB (C^T = B @
+A^T), split-K over 4 CTAs with a separate reduce kernel.
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out)
 
@@ -23,7 +24,8 @@ Pipeline
     ring      producer -> consumer                          stages  bytes/stage  full arrives        empty arrives
     A/B SMEM  TMA (warp 0) -> wgmma (1 consumer warpgroup)  18      12288        1 + 12288 tx bytes  4 (1 CTA x 4 consumer warps)
 
-    SMEM 222208 B of 232448 (18 x 12 KiB ring + barriers and alignment); accumulators in registers: 16 f32 per consumer thread
+    SMEM 222208 B of 232448 (18 x 12 KiB ring + barriers and alignment); accumulators in registers:
+    16 f32 per consumer thread
 
     Split K, separate reduce: the GEMM kernel runs one CTA per (tile, K share), no cluster:
     CTA b accumulates k-tiles [s * k_tiles // SPLITS, (s + 1) * k_tiles // SPLITS) of tile
@@ -376,7 +378,9 @@ def reduce_kernel(
 
 @cute.jit
 def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, workspace: cute.Tensor, stream):
-    """Launch on `stream`: a (M, K), b (N, K), c (M, N), workspace (WORKSPACE_ELEMS,) f32 (any contents: every slot read is written first); M, N, K may be dynamic."""
+    """Launch on `stream`: a (M, K), b (N, K), c (M, N), workspace (WORKSPACE_ELEMS,) f32 (any
+    contents: every slot read is written first);
+    M, N, K may be dynamic."""
     # swap AB: compute C^T (N, M) = B (N, K) @ A (M, K)^T, so the many rows of B fill the 64-row
     # wgmma M and the few rows of A ride in its N; C^T is a column-major view of C
     a, b = b, a

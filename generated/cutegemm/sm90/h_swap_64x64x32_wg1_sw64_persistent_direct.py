@@ -2,7 +2,8 @@
 # spec: specs/sm90/family.toml [h_swap_64x64x32_wg1_sw64_persistent_direct]
 # template: sm90/gemm.py.j2
 # spec hash: f1d22d7ddb7a
-"""Hopper (sm_90a) bf16 GEMM, 64x64x32 tile, 28-stage ring, 1 consumer warpgroup, swap AB (C^T = B @ A^T).
+"""Hopper (sm_90a) bf16 GEMM, 64x64x32 tile, 28-stage ring, 1 consumer warpgroup, swap AB (C^T = B @
+A^T).
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out)
 
@@ -23,7 +24,8 @@ Pipeline
     ring      producer -> consumer                          stages  bytes/stage  full arrives       empty arrives
     A/B SMEM  TMA (warp 0) -> wgmma (1 consumer warpgroup)  28      8192         1 + 8192 tx bytes  4 (1 CTA x 4 consumer warps)
 
-    SMEM 230400 B of 232448 (28 x 8 KiB ring + barriers and alignment); accumulators in registers: 32 f32 per consumer thread
+    SMEM 230400 B of 232448 (28 x 8 KiB ring + barriers and alignment); accumulators in registers:
+    32 f32 per consumer thread
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     producer warpgroup (PRODUCER_WG = 0), its warp TMA_WARP = 0: per tile: per k-tile: wait empty[s]

@@ -2,9 +2,11 @@
 # spec: specs/sm90/library.toml [lib_swap_64x32_bias_col]
 # template: sm90/gemm.py.j2
 # spec hash: 67fbb25623fe
-"""Hopper (sm_90a) bf16 GEMM, 64x32x64 tile, 18-stage ring, 1 consumer warpgroup, swap AB (C^T = B @ A^T).
+"""Hopper (sm_90a) bf16 GEMM, 64x32x64 tile, 18-stage ring, 1 consumer warpgroup, swap AB (C^T = B @
+A^T).
 
-    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out; D = A @ B^T + bias[column])
+    C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out;
+        D = A @ B^T + bias[column])
 
 Parameters
     arch: sm_90a
@@ -23,7 +25,8 @@ Pipeline
     ring      producer -> consumer                          stages  bytes/stage  full arrives        empty arrives
     A/B SMEM  TMA (warp 0) -> wgmma (1 consumer warpgroup)  18      12288        1 + 12288 tx bytes  4 (1 CTA x 4 consumer warps)
 
-    SMEM 222208 B of 232448 (18 x 12 KiB ring + barriers and alignment); accumulators in registers: 16 f32 per consumer thread
+    SMEM 222208 B of 232448 (18 x 12 KiB ring + barriers and alignment); accumulators in registers:
+    16 f32 per consumer thread
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     producer warpgroup (PRODUCER_WG = 0), its warp TMA_WARP = 0: per tile: per k-tile: wait empty[s]

@@ -2,7 +2,8 @@
 # spec: specs/sm90/outs.toml [sm90_bf16_128x16x64_s8_sw128_ws_wg2_swap_direct_f16_splitk2]
 # template: sm90/gemm.py.j2
 # spec hash: 72e7b8d90e96
-"""Hopper (sm_90a) bf16 GEMM, 128x16x64 tile, 8-stage ring, 2 consumer warpgroups, swap AB (C^T = B @ A^T), split-K over 2-CTA clusters.
+"""Hopper (sm_90a) bf16 GEMM, 128x16x64 tile, 8-stage ring, 2 consumer warpgroups, swap AB (C^T = B
+@ A^T), split-K over 2-CTA clusters.
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, f16 out)
 
@@ -25,7 +26,8 @@ Pipeline
     staged    rank 1 consumers -> rank 0 consumers           1       8192         8 (1 peer CTA x 8 consumer warps)  -
     consumed  rank 0 consumers -> each peer's consumers      1       -            8 (rank 0's 8 consumer warps)      -
 
-    SMEM 156672 B of 232448 (8 x 18 KiB ring + 8 KiB split-K staging + barriers and alignment); accumulators in registers: 8 f32 per consumer thread
+    SMEM 156672 B of 232448 (8 x 18 KiB ring + 8 KiB split-K staging + barriers and alignment);
+    accumulators in registers: 8 f32 per consumer thread
 
     Split K: CTA rank r of a cluster accumulates k-tiles [r * k_tiles // SPLITS,
     (r + 1) * k_tiles // SPLITS) of the cluster's output tile (an empty range contributes

@@ -25,7 +25,8 @@ Pipeline
     A/B SMEM     TMA (warp 0) -> wgmma (2 consumer warpgroups)  4       40960        1 + 40960 tx bytes  8 (1 CTA x 8 consumer warps)
     C sub-tiles  consumers (stmatrix) -> TMA store              4       8192         named barrier       bulk wait_group
 
-    SMEM 197632 B of 232448 (4 x 40 KiB ring + 32 KiB C sub-tiles + barriers and alignment); accumulators in registers: 96 f32 per consumer thread
+    SMEM 197632 B of 232448 (4 x 40 KiB ring + 32 KiB C sub-tiles + barriers and alignment);
+    accumulators in registers: 96 f32 per consumer thread
 
     Stream-K in bands (a band: the tiles that read the same weight tiles, a row of tiles): the
     CTAs split into min(bands, CTAS) groups, each on whole bands; CTA r of a group of C runs MAC
@@ -489,7 +490,8 @@ def gemm(
     stream,
     sm_count: cutlass.Constexpr = DEFAULT_SM_COUNT,
 ):
-    """Launch on `stream`: a (M, K), b (N, K), c (M, N), workspace (WORKSPACE_ELEMS,) f32 zeros; M, N, K may be dynamic.
+    """Launch on `stream`: a (M, K), b (N, K), c (M, N), workspace (WORKSPACE_ELEMS,) f32 zeros;
+    M, N, K may be dynamic.
     sm_count (compile-time): the SMs of the GPU it will run on, which size the persistent grid
     (max_workers); launcher and compile_tvm_ffi pass the current device's.
     """

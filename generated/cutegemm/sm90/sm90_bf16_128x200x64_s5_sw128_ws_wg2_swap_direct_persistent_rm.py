@@ -2,7 +2,8 @@
 # spec: specs/sm90/midm.toml [sm90_bf16_128x200x64_s5_sw128_ws_wg2_swap_direct_persistent_rm]
 # template: sm90/gemm.py.j2
 # spec hash: 888dfc05c94a
-"""Hopper (sm_90a) bf16 GEMM, 128x200x64 tile, 5-stage ring, 2 consumer warpgroups, swap AB (C^T = B @ A^T).
+"""Hopper (sm_90a) bf16 GEMM, 128x200x64 tile, 5-stage ring, 2 consumer warpgroups, swap AB (C^T = B
+@ A^T).
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out)
 
@@ -23,7 +24,8 @@ Pipeline
     ring      producer -> consumer                           stages  bytes/stage  full arrives        empty arrives
     A/B SMEM  TMA (warp 0) -> wgmma (2 consumer warpgroups)  5       41984        1 + 41984 tx bytes  8 (1 CTA x 8 consumer warps)
 
-    SMEM 210944 B of 232448 (5 x 41 KiB ring + barriers and alignment); accumulators in registers: 100 f32 per consumer thread
+    SMEM 210944 B of 232448 (5 x 41 KiB ring + barriers and alignment); accumulators in registers:
+    100 f32 per consumer thread
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     producer warpgroup (PRODUCER_WG = 0), its warp TMA_WARP = 0: per tile: per k-tile: wait empty[s]

@@ -2,7 +2,8 @@
 # spec: specs/sm90/family.toml [sm90_bf16_64x128x64_s9_sw128_ws_wg1_swap_direct_persistent_rm]
 # template: sm90/gemm.py.j2
 # spec hash: 29435f8fc776
-"""Hopper (sm_90a) bf16 GEMM, 64x128x64 tile, 9-stage ring, 1 consumer warpgroup, swap AB (C^T = B @ A^T).
+"""Hopper (sm_90a) bf16 GEMM, 64x128x64 tile, 9-stage ring, 1 consumer warpgroup, swap AB (C^T = B @
+A^T).
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; bf16 in, f32 accumulate, bf16 out)
 
@@ -23,7 +24,8 @@ Pipeline
     ring      producer -> consumer                          stages  bytes/stage  full arrives        empty arrives
     A/B SMEM  TMA (warp 0) -> wgmma (1 consumer warpgroup)  9       24576        1 + 24576 tx bytes  4 (1 CTA x 4 consumer warps)
 
-    SMEM 222208 B of 232448 (9 x 24 KiB ring + barriers and alignment); accumulators in registers: 64 f32 per consumer thread
+    SMEM 222208 B of 232448 (9 x 24 KiB ring + barriers and alignment); accumulators in registers:
+    64 f32 per consumer thread
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     producer warpgroup (PRODUCER_WG = 0), its warp TMA_WARP = 0: per tile: per k-tile: wait empty[s]

@@ -25,7 +25,8 @@ Pipeline
     A/B SMEM     TMA (warp 0) -> wgmma (2 ping-pong consumer warpgroups, alternate tiles)  4       40960        1 + 40960 tx bytes  4 (1 CTA x 4 consumer warps: the warpgroup owning the tile)
     C sub-tiles  consumers (stmatrix) -> TMA store                                         2 x 4   4096         named barrier       bulk wait_group
 
-    SMEM 197632 B of 232448 (4 x 40 KiB ring + 32 KiB C sub-tiles + barriers and alignment); accumulators in registers: 128 f32 per consumer thread
+    SMEM 197632 B of 232448 (4 x 40 KiB ring + 32 KiB C sub-tiles + barriers and alignment);
+    accumulators in registers: 128 f32 per consumer thread
 
     Ping-pong: consumer warpgroup w (0, 1) computes the CTA's tiles w, w + 2, w + 4, ..
     (each a whole tile, 128 f32 accumulators per thread). The producer fills the

@@ -24,7 +24,8 @@ Pipeline
     A/B SMEM     TMA (warp 0) -> wgmma (1 consumer warpgroup)  13      16384        1 + 16384 tx bytes  4 (1 CTA x 4 consumer warps)
     C sub-tiles  consumers (stmatrix) -> TMA store             4       4096         named barrier       bulk wait_group
 
-    SMEM 230400 B of 232448 (13 x 16 KiB ring + 16 KiB C sub-tiles + barriers and alignment); accumulators in registers: 32 f32 per consumer thread
+    SMEM 230400 B of 232448 (13 x 16 KiB ring + 16 KiB C sub-tiles + barriers and alignment);
+    accumulators in registers: 32 f32 per consumer thread
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     producer warpgroup (PRODUCER_WG = 0), its warp TMA_WARP = 0: per tile: per k-tile: wait empty[s]

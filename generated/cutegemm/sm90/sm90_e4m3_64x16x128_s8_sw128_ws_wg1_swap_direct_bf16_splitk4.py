@@ -2,7 +2,8 @@
 # spec: specs/sm90/gaps.toml [sm90_e4m3_64x16x128_s8_sw128_ws_wg1_swap_direct_bf16_splitk4]
 # template: sm90/gemm.py.j2
 # spec hash: e6e10081ed95
-"""Hopper (sm_90a) e4m3 GEMM, 64x16x128 tile, 8-stage ring, 1 consumer warpgroup, swap AB (C^T = B @ A^T), split-K over 4-CTA clusters.
+"""Hopper (sm_90a) e4m3 GEMM, 64x16x128 tile, 8-stage ring, 1 consumer warpgroup, swap AB (C^T = B @
+A^T), split-K over 4-CTA clusters.
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; e4m3 in, f32 accumulate, bf16 out)
 
@@ -25,7 +26,8 @@ Pipeline
     staged    ranks 1..3 consumers -> rank 0 consumers      1       4096         12 (3 peer CTAs x 4 consumer warps)  -
     consumed  rank 0 consumers -> each peer's consumers     1       -            4 (rank 0's 4 consumer warps)        -
 
-    SMEM 87040 B of 232448 (8 x 10 KiB ring + 4 KiB split-K staging + barriers and alignment); accumulators in registers: 8 f32 per consumer thread
+    SMEM 87040 B of 232448 (8 x 10 KiB ring + 4 KiB split-K staging + barriers and alignment);
+    accumulators in registers: 8 f32 per consumer thread
 
     Split K: CTA rank r of a cluster accumulates k-tiles [r * k_tiles // SPLITS,
     (r + 1) * k_tiles // SPLITS) of the cluster's output tile (an empty range contributes

@@ -2,7 +2,8 @@
 # spec: specs/sm90/decode.toml [sm90_e4m3_64x8x128_s12_sw128_ws_wg1_swap_direct_bf16_streamk]
 # template: sm90/gemm.py.j2
 # spec hash: eefff4833b30
-"""Hopper (sm_90a) e4m3 GEMM, 64x8x128 tile, 12-stage ring, 1 consumer warpgroup, swap AB (C^T = B @ A^T), stream-K.
+"""Hopper (sm_90a) e4m3 GEMM, 64x8x128 tile, 12-stage ring, 1 consumer warpgroup, swap AB (C^T = B @
+A^T), stream-K.
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; e4m3 in, f32 accumulate, bf16 out)
 
@@ -24,7 +25,8 @@ Pipeline
     ring      producer -> consumer                          stages  bytes/stage  full arrives       empty arrives
     A/B SMEM  TMA (warp 0) -> wgmma (1 consumer warpgroup)  12      9216         1 + 9216 tx bytes  4 (1 CTA x 4 consumer warps)
 
-    SMEM 111616 B of 232448 (12 x 9 KiB ring + barriers and alignment); accumulators in registers: 4 f32 per consumer thread
+    SMEM 111616 B of 232448 (12 x 9 KiB ring + barriers and alignment); accumulators in registers: 4
+    f32 per consumer thread
 
     Stream-K in bands (a band: the tiles that read the same weight tiles, a column of tiles:
     swap AB): the CTAs split into min(bands, CTAS) groups, each on whole bands; CTA r of a group
@@ -464,7 +466,8 @@ def gemm(
     stream,
     sm_count: cutlass.Constexpr = DEFAULT_SM_COUNT,
 ):
-    """Launch on `stream`: a (M, K), b (N, K), c (M, N), workspace (WORKSPACE_ELEMS,) f32 zeros; M, N, K may be dynamic.
+    """Launch on `stream`: a (M, K), b (N, K), c (M, N), workspace (WORKSPACE_ELEMS,) f32 zeros;
+    M, N, K may be dynamic.
     sm_count (compile-time): the SMs of the GPU it will run on, which size the persistent grid
     (max_workers); launcher and compile_tvm_ffi pass the current device's.
     """

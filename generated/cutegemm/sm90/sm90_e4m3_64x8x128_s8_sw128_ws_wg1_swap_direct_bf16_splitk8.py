@@ -2,7 +2,8 @@
 # spec: specs/sm90/gaps.toml [sm90_e4m3_64x8x128_s8_sw128_ws_wg1_swap_direct_bf16_splitk8]
 # template: sm90/gemm.py.j2
 # spec hash: e617f00752cb
-"""Hopper (sm_90a) e4m3 GEMM, 64x8x128 tile, 8-stage ring, 1 consumer warpgroup, swap AB (C^T = B @ A^T), split-K over 8-CTA clusters.
+"""Hopper (sm_90a) e4m3 GEMM, 64x8x128 tile, 8-stage ring, 1 consumer warpgroup, swap AB (C^T = B @
+A^T), split-K over 8-CTA clusters.
 
     C[M, N] = A[M, K] @ B[N, K]^T   (A, B K-major; C row-major; e4m3 in, f32 accumulate, bf16 out)
 
@@ -25,7 +26,8 @@ Pipeline
     staged    ranks 1..7 consumers -> rank 0 consumers      1       2048         28 (7 peer CTAs x 4 consumer warps)  -
     consumed  rank 0 consumers -> each peer's consumers     1       -            4 (rank 0's 4 consumer warps)        -
 
-    SMEM 76800 B of 232448 (8 x 9 KiB ring + 2 KiB split-K staging + barriers and alignment); accumulators in registers: 4 f32 per consumer thread
+    SMEM 76800 B of 232448 (8 x 9 KiB ring + 2 KiB split-K staging + barriers and alignment);
+    accumulators in registers: 4 f32 per consumer thread
 
     Split K: CTA rank r of a cluster accumulates k-tiles [r * k_tiles // SPLITS,
     (r + 1) * k_tiles // SPLITS) of the cluster's output tile (an empty range contributes

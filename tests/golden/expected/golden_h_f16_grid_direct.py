@@ -22,7 +22,8 @@ Pipeline
     ring      producer -> consumer                          stages  bytes/stage  full arrives        empty arrives
     A/B SMEM  TMA (warp 0) -> wgmma (1 consumer warpgroup)  3       32768        1 + 32768 tx bytes  4 (1 CTA x 4 consumer warps)
 
-    SMEM 99328 B of 232448 (3 x 32 KiB ring + barriers and alignment); accumulators in registers: 128 f32 per consumer thread
+    SMEM 99328 B of 232448 (3 x 32 KiB ring + barriers and alignment); accumulators in registers:
+    128 f32 per consumer thread
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     producer warpgroup (PRODUCER_WG = 0), its warp TMA_WARP = 0: its tile: per k-tile: wait empty[s]
