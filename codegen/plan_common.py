@@ -328,6 +328,9 @@ def timeline_rows(rows: list[tuple[str, str]], width: int = 96) -> list[str]:
     return lines
 
 
+DOC_WIDTH = 96  # a docstring line inside a function: its 4 columns of indent left of 100
+
+
 def wrap_words(text: str, width: int) -> list[str]:
     """`text` in lines of at most `width` characters, broken between words only."""
     lines, line = [], ""

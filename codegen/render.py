@@ -32,6 +32,7 @@ from codegen import loader, package, registry
 from codegen.files import sigint_deferred, stage
 from codegen.loader import LoadedSpec
 from codegen.plan import plan
+from codegen.plan_common import DOC_WIDTH
 from codegen.spec import Spec
 
 
@@ -100,6 +101,17 @@ def wrap_clauses(text: str, first: str = "", rest: str | None = None, sep: str =
     return "\n".join([*lines, line])
 
 
+def launch_doc(gemm_doc: str, sm_sized: bool) -> str:
+    """The opening of a kernel file's `gemm` docstring, indented: what it launches on which
+    operands, then "M, N, K may be dynamic." (with the closing quotes, unless the sm_count
+    paragraph follows), on one line where that fits DOC_WIDTH, else on a line of its own."""
+    head = '"""Launch on `stream`: a (M, K), b (N, K), c (M, N)' + gemm_doc + ";"
+    tail = "M, N, K may be dynamic." + ("" if sm_sized else '"""')
+    if len(head) + 1 + len(tail) <= DOC_WIDTH:
+        return f"    {head} {tail}"
+    return wrap_prose(head, "    ") + "\n    " + tail
+
+
 def environment() -> jinja2.Environment:
     """The one Jinja environment: strict about undefined names, whitespace-tidy blocks."""
     env = jinja2.Environment(
@@ -113,6 +125,7 @@ def environment() -> jinja2.Environment:
     env.filters["indent_lines"] = indent_lines
     env.filters["wrap"] = wrap_prose
     env.filters["wrap_clauses"] = wrap_clauses
+    env.filters["launch_doc"] = launch_doc
     env.filters["pyrepr"] = repr
     env.filters["groupby_class"] = _groupby_class
     return env

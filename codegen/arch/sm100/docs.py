@@ -20,6 +20,7 @@ from codegen.arch.sm100.rules import (
     is_tma_store,
 )
 from codegen.plan_common import (
+    DOC_WIDTH,
     TIMELINE_HEAD,
     binary,
     fusion_note,
@@ -29,8 +30,6 @@ from codegen.plan_common import (
     wrap_words,
 )
 from codegen.spec import Spec
-
-DOC_WIDTH = 96  # wrap the docstring's budget line here
 
 
 def _wrap(text: str, width: int = DOC_WIDTH) -> list[str]:

@@ -17,6 +17,7 @@ from codegen.arch.sm90.rules import (
     WARPGROUP_WARPS,
 )
 from codegen.plan_common import (
+    DOC_WIDTH,
     TIMELINE_HEAD,
     fusion_note,
     plural,
@@ -385,7 +386,7 @@ def pipeline_lines(spec: Spec) -> list[str]:
     return (
         table(ring_rows(spec))
         + [""]
-        + wrap_words(budget_line(spec), 96)
+        + wrap_words(budget_line(spec), DOC_WIDTH)
         + occupancy_lines(spec)
         + pingpong_lines(spec)
         + splitk_lines(spec)
