@@ -164,15 +164,13 @@ def fit_cmd(
     if not meta:
         fail([f"{', '.join(map(str, runs))}: no meta line (not a sweep file?)"])
     rows = {e.name: e.row() for e in _entries(generated)}
-    points: dict[str, list] = {}
-    for rec in got.values():
-        if rec.prod.model in sp.tune:
-            for name, us in rec.times.items():
-                points.setdefault(name, []).append((rec.prod.m, rec.prod.n, rec.prod.k, us))
+    prods = [(r.prod.model, r.prod.m, r.prod.n, r.prod.k, r.dtype, r.times)
+             for r in got.values() if r.prod.model in sp.tune and r.times]  # fmt: skip
+    points = costmodel.points_of(prods)
     if not points:
         fail([f"no measurement of a tune-part model ({', '.join(sp.tune)}) in the sweep files"])
     if cv:
-        _cross_validate(sp, got, rows, meta, jobs)
+        _cross_validate(sp, prods, rows, meta, jobs)
         return
     fits = costmodel.fit(rows, points, meta["sm_count"], meta["bandwidth"])
     command = (
@@ -195,11 +193,9 @@ def fit_cmd(
     console.print(f"cost model: {path} ({len(fits)} kernels); `codegen render` makes it dispatch")
 
 
-def _cross_validate(sp: gen.Split, got: dict, rows: dict, meta: dict, jobs: int) -> None:
+def _cross_validate(sp: gen.Split, prods: list, rows: dict, meta: dict, jobs: int) -> None:
     from codegen import costmodel
 
-    prods = [(r.prod.model, r.prod.m, r.prod.n, r.prod.k, r.dtype, r.times)
-             for r in got.values() if r.prod.model in sp.tune and r.times]  # fmt: skip
     console.print(f"cross-validating: {len(sp.tune)} fits, one per tune model left out "
                   f"({jobs} processes)")  # fmt: skip
     held = costmodel.cross_validate(rows, prods, meta["sm_count"], meta["bandwidth"], jobs)

@@ -121,17 +121,21 @@ def fit_kernel(
     for _ in range(2):  # restarts from the best point: Nelder-Mead stalls on flat terms
         best = _nelder_mead(loss, best, step=0.3)
     params = tuple(math.exp(x) for x in best[:4]) + (min(1.0, math.exp(best[4])),)
-    logs = {}
-    for m, n, k, us in points:
-        err = mod.log_error(mod.predict(kern, m, n, k, params, sm_count, bandwidth), us)
-        logs.setdefault(m, []).append(-err)
+    # log(measured / predicted) per point: the M correction is their mean at each M, the local
+    # correction's residuals what is left of them after it
+    errs = [
+        (m, n, k, us, -mod.log_error(mod.predict(kern, m, n, k, params, sm_count, bandwidth), us))
+        for m, n, k, us in sorted(points)
+    ]
+    logs: dict[int, list[float]] = {}
+    for m, _, _, _, err in errs:
+        logs.setdefault(m, []).append(err)
     rms = math.sqrt(statistics.fmean(x * x for v in logs.values() for x in v))
     corr = tuple((m, round(statistics.fmean(v), 4)) for m, v in sorted(logs.items()))
-    model = {"sm_count": sm_count, "bandwidth": bandwidth,
-             "kernels": {kern.name: (params, corr, ())}}  # fmt: skip
+    at_m = dict(corr)
     residuals = tuple(
-        (m, n, k, round(-mod.log_error(mod.estimate(kern, m, n, k, model), us), 2))
-        for m, n, k, us in sorted(points)
+        (m, n, k, round(err - at_m[m], 2))
+        for m, n, k, us, err in errs
         if us <= KEEP * (fastest or {}).get((m, n, k), us)
     )
     return Fit(kern.name, params, len(points), rms, corr, residuals)
@@ -141,18 +145,27 @@ def fit(
     rows: dict[str, dict], points: dict[str, list], sm_count: int, bandwidth: float
 ) -> list[Fit]:
     """Fits for every kernel with at least MIN_POINTS points (rows: registry rows by name)."""
-    fastest: dict[tuple[str, int, int, int], float] = {}
+    fastest: dict[str, dict[tuple[int, int, int], float]] = {}  # dtype -> (M, N, K) -> µs
     for name, pts in points.items():
-        for m, n, k, us in pts if name in rows else ():
-            key = (rows[name]["dtype"], m, n, k)
-            fastest[key] = min(us, fastest.get(key, us))
+        best = fastest.setdefault(rows[name]["dtype"], {}) if name in rows else {}
+        for m, n, k, us in pts:
+            best[m, n, k] = min(us, best.get((m, n, k), us))
     out = []
     for name in sorted(points):
         if name in rows and len(points[name]) >= MIN_POINTS:
             kern = kernel_view(rows[name])
-            own = {key[1:]: us for key, us in fastest.items() if key[0] == kern.dtype}
-            out.append(fit_kernel(kern, points[name], sm_count, bandwidth, own))
+            out.append(fit_kernel(kern, points[name], sm_count, bandwidth, fastest[kern.dtype]))
     return out
+
+
+def points_of(products) -> dict[str, list[tuple[int, int, int, float]]]:
+    """{kernel: [(M, N, K, µs), ...]} from measured products (model, M, N, K, dtype, {kernel:
+    µs})."""
+    points: dict[str, list] = {}
+    for _, m, n, k, _, times in products:
+        for name, us in times.items():
+            points.setdefault(name, []).append((m, n, k, us))
+    return points
 
 
 def model_text(fits: list[Fit], gpu: str, arch: str, sm_count: int, bandwidth: float,
@@ -213,12 +226,8 @@ class Held:
 
 def _fold(args: tuple) -> list[Held]:
     rows, train, held, sm_count, bandwidth = args
-    points: dict[str, list] = {}
-    for model, m, n, k, dtype, times in train:
-        for name, us in times.items():
-            points.setdefault(name, []).append((m, n, k, us))
     fitted = {f.name: (f.params, f.m_correction, f.residuals)
-              for f in fit(rows, points, sm_count, bandwidth)}  # fmt: skip
+              for f in fit(rows, points_of(train), sm_count, bandwidth)}  # fmt: skip
     model = {"sm_count": sm_count, "bandwidth": bandwidth, "kernels": fitted}
     mod = model_module()
     out = []

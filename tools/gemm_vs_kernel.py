@@ -1,7 +1,9 @@
 """Is gemm() slower than a direct launch of the kernel it picks, or is the sweep's order to blame?
 Per product: the pick launched directly (its compiled function and workspace, as the sweep times
 every kernel), gemm() as a user calls it, and torch, each a CUDA graph of back-to-back launches
-over inputs rotated past L2, timed interleaved in two orders (direct first, and gemm() first).
+over inputs rotated past L2, timed interleaved in two orders (direct first, and gemm() first;
+since time_graphs shuffles its order after each round, the order holds for the first round only,
+as in BENCHMARKS.md's second 2026-12-04 call: the first call ran with the fixed order).
 Prints a table per dtype and the geomean of gemm() / direct in each order.
 
     python tools/gemm_vs_kernel.py [--part unseen] [--count 24]   (on a GPU, from the repo root)
