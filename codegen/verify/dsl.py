@@ -477,6 +477,7 @@ class GPtr:
     new view (a transposed C, a broadcast bias)."""
 
     g: GView
+    dtype: DType | None = None  # the element type: a view keeps it (a TMA box's bytes)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -739,7 +740,7 @@ class FakeTensor:
     @property
     def iterator(self) -> Any:
         if self.root is None:
-            return GPtr(self.g) if self.g is not None else OPAQUE
+            return GPtr(self.g, self.dtype) if self.g is not None else OPAQUE
         return MemPtr(self.root, self.slot, 0, (self.dtype.width // 8) if self.dtype else 4)
 
     def _index_slot(self, idx: tuple) -> int | None:
@@ -1797,7 +1798,7 @@ def _make_tensor(ptr: Any, layout: Any, *args: Any, **kwargs: Any) -> Any:
     if isinstance(ptr, RegPtr):
         return RegTensor(shape, ptr.cell)
     if isinstance(ptr, GPtr):
-        return FakeTensor(shape, None, g=_global_view(ptr.g, shape, layout))
+        return FakeTensor(shape, None, dtype=ptr.dtype, g=_global_view(ptr.g, shape, layout))
     if isinstance(ptr, MemPtr):
         return FakeTensor(shape, ptr.root, ptr.slot, None)
     if isinstance(ptr, TmemPtr):

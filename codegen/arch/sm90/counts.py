@@ -51,6 +51,18 @@ def epilogue_loads(spec: Spec) -> int:
     return loads
 
 
+SWIZZLE_SPAN_BYTES = 128  # a 128B-swizzled TMA box is at most this wide in its inner dimension
+
+
+def tma_store_boxes(spec: Spec) -> int:
+    """TMA stores (and, for beta, C loads) per epilogue sub-tile: one, or with swap AB (an
+    M-major sub-tile, EPI_M elements in its inner dimension) one per 128-byte span of a column."""
+    if not spec.swap_ab:
+        return 1
+    out = spec.epilogue.out_dtype or spec.dtype
+    return max(1, rules_sm90.epi_m(spec) * rules_common.DTYPE_BYTES[out] // SWIZZLE_SPAN_BYTES)
+
+
 def expected_counts(spec: Spec) -> dict[str, int]:
     """PTX instruction counts the sm_90a templates must produce (one copy of each loop body)."""
     wgs = rules_sm90.tile_warpgroups(spec)
@@ -63,13 +75,14 @@ def expected_counts(spec: Spec) -> dict[str, int]:
         "wgmma.mma_async": rules_common.mmas_per_stage(spec) * spec.tile.m // (64 * wgs),
         # one load issue site per operand (its own slice when multicast); beta through the TMA
         # store: one C load per sub-tile (the sub-tile loop is unrolled)
-        "cp.async.bulk.tensor": 2 + (subtiles if rules_sm90.tma_loads_c(spec) else 0),
+        "cp.async.bulk.tensor": 2
+        + (subtiles * tma_store_boxes(spec) if rules_sm90.tma_loads_c(spec) else 0),
         # pdl: the producer's L2 prefetch of its first k-blocks, one site per operand
         "TMA prefetch": 2 if spec.pdl else 0,
         "TMA multicast": int(cn > 1) + int(cm > 1),
         "setmaxnreg": 2,
         "barrier.cluster": 2 if spec.cluster.size > 1 else 0,
-        "TMA store": subtiles if tma else 0,
+        "TMA store": subtiles * tma_store_boxes(spec) if tma else 0,
     }
     counts["ld.global"] = epilogue_loads(spec)
     streamk = shared.is_stream_k(spec)

@@ -117,6 +117,8 @@ def epilogue_note(spec: Spec) -> str:
         if isinstance(spec.epilogue, TmaStoreEpilogue)
         else "direct store"
     )
+    if spec.swap_ab and isinstance(spec.epilogue, TmaStoreEpilogue):
+        note += " (M-major: C^T is a column-major view of C)"
     if shared.is_split_k_cluster(spec):
         note += " by cluster rank 0 after a DSMEM reduction"
     return note

@@ -487,14 +487,6 @@ def check(spec: Spec) -> list[Violation]:
                 f"multiple of {EPI_N}",
             )
         )
-    if spec.swap_ab and isinstance(spec.epilogue, TmaStoreEpilogue):
-        out.append(
-            Violation(
-                "swap_ab",
-                "swap_ab stores C^T column by column; the sm_90a TMA-store epilogue writes rows "
-                'only: use epilogue = "direct" with swap_ab',
-            )
-        )
     out.extend(fusion_violations(spec))
     out.extend(swizzle_violations(spec))
     if not spec.warp_specialized:
