@@ -143,6 +143,21 @@ def test_changed_file_is_rebuilt(
     assert r.passed and r.counts == results[src.stem].counts
 
 
+def test_a_cached_build_checks_the_counts_again(
+    tmp_path: Path, kernels: dict[str, Path], build_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache holds the compile, not the verdict: counts the generator expects now are
+    checked against the cached PTX counts (a changed rule fails a cached kernel too)."""
+    src = kernels["seed_s1_k16_inter"]
+    cache = tmp_path / "build"
+    shutil.copytree(build_dir / src.stem, cache / src.stem)
+    real = b.expected_counts
+    monkeypatch.setattr(b, "expected_counts", lambda spec: {**real(spec), "tcgen05.mma": 99})
+    (r,) = b.build([src], cache, jobs=1)
+    assert r.cached and not r.passed
+    assert any(m.startswith("tcgen05.mma: expected 99") for m in r.mismatches)
+
+
 def test_ctrl_c_stops_a_build_at_once(tmp_path: Path) -> None:
     """SIGINT to the process group during a cold build: exit 130 within a second or two (the
     compiles are killed, not drained), and every result record written is whole."""

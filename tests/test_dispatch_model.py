@@ -52,6 +52,24 @@ def test_work_counts_waves_the_way_each_scheduler_walks_tiles() -> None:
     assert ctas == 132 and iters == math.ceil(80 * 64 / 132)
 
 
+def test_stream_k_reads_the_weights_once_per_band() -> None:
+    mod = costmodel.model_module()
+    sk = kern(tile=(128, 192, 64), swap_ab=False, scheduler="stream_k", splits=1)
+    # M = 256 in 128-row tiles: two bands, each walking every weight tile
+    assert mod.weight_reads(sk, 256, 132) == 2
+    assert mod.weight_reads(sk, 100, 132) == 1
+    # swap AB: the bands run along the activations, here the kernel's 192-wide N
+    assert mod.weight_reads(kern(tile=(128, 192, 64), scheduler="stream_k"), 777, 132) == 5
+    # a persistent kernel walks down M first: each weight tile read once
+    persistent = kern(tile=(128, 192, 64), swap_ab=False, scheduler="persistent", splits=1)
+    assert mod.weight_reads(persistent, 8192, 132) == 1
+    # the memory floor grows with it: A and C once, 470 MB of weights twice
+    params = (0.0, 1e12, 1e12, 0.0, 1.0)
+    t = mod.predict(sk, 256, 8192, 28672, params, 132, 4.15e6)
+    floor = 2 * (256 * 28672 + 2 * 8192 * 28672) + 2 * 256 * 8192
+    assert t == pytest.approx(floor / 4.15e6, rel=1e-6)
+
+
 def test_correction_interpolates_in_log_m_and_holds_its_ends() -> None:
     mod = costmodel.model_module()
     pts = ((1, 0.0), (16, math.log(2.0)))
@@ -137,8 +155,11 @@ def test_kernel_for_answers_for_a_named_gpu_without_one(pkg) -> None:
     ranked = [x for x in ranked if rt._model.measured_near(m, model["kernels"][x.name])]
     best = min(ranked, key=lambda x: rt._model.estimate(x, m, n, k, model))
     assert got.name == best.name and got.swap_ab
-    # prefill: no decode-only kernel is extrapolated there
-    assert not pkg.cutegemm.kernel_for(3001, 5120, 3072, gpu="NVIDIA H200").swap_ab
+    # prefill: no decode-only kernel is extrapolated there (a swap-AB prefill tile may win)
+    pick = pkg.cutegemm.kernel_for(3001, 5120, 3072, gpu="NVIDIA H200")
+    assert rt._model.measured_near(3001, model["kernels"][pick.name])
+    decode_only = [x for x in ranked if not rt._model.measured_near(3001, model["kernels"][x.name])]
+    assert decode_only and pick.name not in {x.name for x in decode_only}
     assert pkg.cutegemm.kernel_for(8, 5120, 3072, dtype=torch.float8_e4m3fn,
                                    gpu="NVIDIA H200").dtype == "e4m3"  # fmt: skip
     with pytest.raises(rt.GemmError, match=r"no tuning table or cost model for 'NVIDIA X1'"):
