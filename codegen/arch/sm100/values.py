@@ -61,7 +61,6 @@ class Sm100Values(shared.SeparateReduceValues):
     tmem_cols: int
     cta_group_enum: str
     smem_atom: str
-    scheduler: str
     # the epilogue
     epi_cols: int
     epi_chunks: int
@@ -86,7 +85,6 @@ class Sm100Values(shared.SeparateReduceValues):
     epi_tile_note: str | None = None
     epi_subtiles: tuple[int, int] | None = None
     epi_bufs: int | None = None
-    epi_row_bytes: int | None = None
     epi_smem_atom: str | None = None
     epi_smem_atom_note: str | None = None
     epi_host_atom_note: str | None = None
@@ -411,7 +409,6 @@ def epilogue_values(spec: Spec) -> dict[str, object]:
                 ),
                 "epi_subtiles": loads,
                 "epi_bufs": rules_sm100.EPI_BUFS,
-                "epi_row_bytes": row_bytes,
                 "epi_smem_atom": SMEM_ATOM[rules_common.auto_swizzle(row_bytes)],
                 "epi_smem_atom_note": (
                     f"a {row_bytes}-byte sub-tile row: one swizzle atom"
@@ -501,7 +498,6 @@ def mainloop_values(spec: Spec) -> dict[str, object]:
         "cta_group_enum": "TWO" if spec.cta_group == 2 else "ONE",
         "smem_atom": SMEM_ATOM[str(spec.swizzle)],
         "mmas_per_stage": rules_common.mmas_per_stage(spec),
-        "scheduler": spec.scheduler.kind,
         "shape_multiples": rules_sm100.shape_multiples(spec),
         "smem_bytes": rules_sm100.smem_bytes(spec, spec.stages),
     }
