@@ -55,6 +55,8 @@ class Sm100Values(shared.SeparateReduceValues):
     tmem_note: str
     tx_note: str
     # the MMA, the ring, TMEM
+    persistent: bool
+    tma_store: bool
     tma_warp: int
     mma_warp: int
     mma_inst: tuple[int, int, int]
@@ -74,10 +76,6 @@ class Sm100Values(shared.SeparateReduceValues):
     bias_stride: tuple[int, int] | None = None
     bias_broadcast_dim: str | None = None
     bias_view_note: str | None = None
-    epi_tile_coord: str | None = None
-    epi_tile_shape: str | None = None
-    epi_part_shape: str | None = None
-    epi_tile_slice: str | None = None
     epi_bias_predicated: bool | None = None
     epi_tile: tuple[int, int] | None = None
     epi_tile_str: str | None = None
@@ -130,8 +128,6 @@ class Sm100Values(shared.SeparateReduceValues):
     sk_values: int | None = None
     sk_chunk_vecs: int | None = None
     sk_chunk_vecs_note: str | None = None
-    sk_src_chunk: str | None = None
-    sk_last_chunk: int | str | None = None
     # the cluster
     cluster_shape: tuple[int, int, int] | None = None
     pair_mask: str | None = None
@@ -265,11 +261,6 @@ def streamk_values(spec: Spec) -> dict[str, object]:
             f"16-byte vectors of one thread's {values_per_thread(spec) // chunks} f32 per epilogue "
             f"chunk ({chunks} chunk{'s' if chunks > 1 else ''} per tile)"
         ),
-        # the epilogue's TMEM source and last chunk, as its own drain names them
-        "sk_src_chunk": (
-            "src[(None, None, None, 0, i)]" if is_tma_store(spec) else "src[None, None, i]"
-        ),
-        "sk_last_chunk": "EPI_SUBTILES - 1" if is_tma_store(spec) else chunks - 1,
     }
 
 
@@ -348,7 +339,6 @@ def bias_view_values(spec: Spec) -> dict[str, object]:
     if spec.epilogue.bias == "none":
         return {}
     row = bias_values(spec)["bias_axis"] == "row"  # the kernel's axis (swap_ab swaps the user's)
-    persistent = is_persistent(spec)
     return {
         "bias_stride": (1, 0) if row else (0, 1),
         "bias_broadcast_dim": "N" if row else "M",
@@ -358,12 +348,6 @@ def bias_view_values(spec: Spec) -> dict[str, object]:
             else "the bias seen as an (M, N) tensor (stride 0 along M): it tiles and partitions "
             "like C"
         ),
-        "epi_tile_coord": "(None, None, None)" if persistent else "coord",
-        "epi_tile_shape": "(TM, TN, tiles_m, tiles_n)" if persistent else "(TM, TN)",
-        "epi_part_shape": (
-            "(MMA, MMA_M, MMA_N, tiles_m, tiles_n)" if persistent else "(MMA, MMA_M, MMA_N)"
-        ),
-        "epi_tile_slice": "[(None, None, None, tm, tn)]" if persistent else "",
         # the TMA-store epilogue takes partial tiles: its bias loads check M and N
         "epi_bias_predicated": is_tma_store(spec),
     }
@@ -486,6 +470,8 @@ def mainloop_values(spec: Spec) -> dict[str, object]:
     assert isinstance(spec.stages, int)
     t = spec.tile
     return {
+        "persistent": is_persistent(spec),
+        "tma_store": is_tma_store(spec),
         "tma_warp": rules_sm100.TMA_WARP,
         "mma_warp": rules_sm100.MMA_WARP,
         "mma_inst": (t.m, t.n, rules_common.mma_k(spec.dtype)),
