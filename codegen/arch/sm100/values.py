@@ -44,6 +44,17 @@ TMEM_LD_OP = {"32x32b": "Ld32x32bOp", "16x32bx2": "Ld16x32bx2Op"}  # by tmem_loa
 
 
 @dataclass(frozen=True, kw_only=True)
+class BiasView:
+    """How the kernel sees the 1-D bias (templates/sm100/epilogue/_bias.py.j2, ``plan.bias_view``):
+    as an (M, N) tensor with stride 0 along the dimension it does not run along, tiled like C."""
+
+    stride: tuple[int, int]
+    broadcast_dim: str  # the dimension of stride 0
+    note: str
+    predicated: bool  # the TMA-store epilogue takes partial tiles: its bias loads check M and N
+
+
+@dataclass(frozen=True, kw_only=True)
 class Sm100Values(shared.SeparateReduceValues):
     """Every value the sm_100a templates read as ``plan.NAME`` (tests/test_plan_fields.py checks
     that each name a template reads is a field here); None: the variant has no such value."""
@@ -73,10 +84,7 @@ class Sm100Values(shared.SeparateReduceValues):
     epi_lanes: str
     epi_plain: bool
     epi_store_dtype: str
-    bias_stride: tuple[int, int] | None = None
-    bias_broadcast_dim: str | None = None
-    bias_view_note: str | None = None
-    epi_bias_predicated: bool | None = None
+    bias_view: BiasView | None = None  # with a bias
     epi_tile: tuple[int, int] | None = None
     epi_tile_str: str | None = None
     epi_tile_cols: int | None = None
@@ -332,25 +340,21 @@ def workers_values(spec: Spec) -> dict[str, object]:
     return {"sm_sized": False}
 
 
-def bias_view_values(spec: Spec) -> dict[str, object]:
+def bias_view(spec: Spec) -> BiasView | None:
     """What the bias views print (templates/sm100/epilogue/_bias.py.j2): the host sees the 1-D
     bias as an (M, N) tensor with stride 0 along the dimension it does not run along, and the
     kernel tiles it like C: one tile (grid) or all tiles, sliced per tile (persistent)."""
     if spec.epilogue.bias == "none":
-        return {}
+        return None
     row = bias_values(spec)["bias_axis"] == "row"  # the kernel's axis (swap_ab swaps the user's)
-    return {
-        "bias_stride": (1, 0) if row else (0, 1),
-        "bias_broadcast_dim": "N" if row else "M",
-        "bias_view_note": (
-            "the bias seen as an (M, N) tensor (stride 0 along N): it tiles and partitions like C"
-            if row
-            else "the bias seen as an (M, N) tensor (stride 0 along M): it tiles and partitions "
-            "like C"
-        ),
-        # the TMA-store epilogue takes partial tiles: its bias loads check M and N
-        "epi_bias_predicated": is_tma_store(spec),
-    }
+    dim = "N" if row else "M"
+    return BiasView(
+        stride=(1, 0) if row else (0, 1),
+        broadcast_dim=dim,
+        note=f"the bias seen as an (M, N) tensor (stride 0 along {dim}): it tiles and partitions "
+        "like C",
+        predicated=is_tma_store(spec),
+    )
 
 
 def epilogue_values(spec: Spec) -> dict[str, object]:
@@ -376,7 +380,6 @@ def epilogue_values(spec: Spec) -> dict[str, object]:
         # no fusion: convert and store, the lines the unfused kernels have always had
         "epi_plain": not spec.epilogue.fused,
         **store_dtype_values(spec),
-        **bias_view_values(spec),
     }
     if is_tma_store(spec):
         em, en = rules_sm100.epi_tile(spec)
@@ -500,6 +503,7 @@ def values(spec: Spec) -> Sm100Values:
         timeline=docs.timeline(spec),
         shape_note=docs.shape_note(spec),
         **docs.notes(spec),
+        bias_view=bias_view(spec),
         **dtype_values(spec),
         **mainloop_values(spec),
         **fusion_values(spec),
