@@ -216,7 +216,7 @@ def test_multicast_masks_and_arrive_counts() -> None:
 
 def test_plan_of_each_ladder_step(ladder: dict[str, Spec]) -> None:
     v5, v6, v7, v8 = (plan.plan(ladder[n]).values for n in LADDER)
-    assert v5["epi_subtiles"] == 4 and v5["epi_bufs"] == 2 and v5["tx_bytes"] == 48 * KIB
+    assert v5.epi_tma.subtiles == 4 and v5.epi_tma.bufs == 2 and v5["tx_bytes"] == 48 * KIB
     assert v5["shape_multiples"] == {"M": 1, "N": 8, "K": 8}  # TMA clips partial tiles
     assert (v6["a_mcast_mask"], v6["b_mcast_mask"], v6["empty_arrives"]) == ("0b0101", "0b0011", 3)
     assert v6["cluster_shape"] == (2, 2, 1)

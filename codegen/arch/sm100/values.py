@@ -55,6 +55,26 @@ class BiasView:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TmaStore:
+    """The TMA-store epilogue's C sub-tiles (templates/sm100/epilogue/tma.py.j2, ``plan.epi_tma``):
+    TMEM -> registers -> an SMEM buffer -> a TMA store, one sub-tile at a time."""
+
+    tile: tuple[int, int]  # one C sub-tile (rows, columns)
+    tile_str: str
+    tile_cols: int
+    tile_note: str
+    subtiles: int  # sub-tiles per output tile
+    bufs: int  # SMEM sub-tile buffers
+    smem_atom: str
+    smem_atom_note: str
+    host_atom_note: str
+    tile_order: tuple[int, int, int]
+    repetition: str  # the tcgen05.ld repetition of one sub-tile row
+    t2r_note: str
+    c_tx_bytes: int  # one C sub-tile TMA-loaded for beta
+
+
+@dataclass(frozen=True, kw_only=True)
 class Sm100Values(shared.SeparateReduceValues):
     """Every value the sm_100a templates read as ``plan.NAME`` (tests/test_plan_fields.py checks
     that each name a template reads is a field here); None: the variant has no such value."""
@@ -85,19 +105,7 @@ class Sm100Values(shared.SeparateReduceValues):
     epi_plain: bool
     epi_store_dtype: str
     bias_view: BiasView | None = None  # with a bias
-    epi_tile: tuple[int, int] | None = None
-    epi_tile_str: str | None = None
-    epi_tile_cols: int | None = None
-    epi_tile_note: str | None = None
-    epi_subtiles: tuple[int, int] | None = None
-    epi_bufs: int | None = None
-    epi_smem_atom: str | None = None
-    epi_smem_atom_note: str | None = None
-    epi_host_atom_note: str | None = None
-    epi_tile_order: tuple[int, int, int] | None = None
-    epi_repetition: str | None = None
-    t2r_note: str | None = None
-    c_tx_bytes: int | None = None
+    epi_tma: TmaStore | None = None  # the TMA-store epilogue's
     # the tensors after C
     sched_tensors: list[tuple[str, str]]
     sched_args: list[str]
@@ -360,10 +368,9 @@ def bias_view(spec: Spec) -> BiasView | None:
 def epilogue_values(spec: Spec) -> dict[str, object]:
     """What the epilogue partial prints."""
     cols, loads = epilogue_chunks(spec)
-    out = spec.epilogue.out_dtype or spec.dtype
     ld_shape = rules_sm100.tmem_load_shape(spec)
     halves = 1 if ld_shape == "32x32b" else 2  # 16x32bx2: two threads per row
-    values: dict[str, object] = {
+    return {
         "epi_cols": cols,
         "epi_chunks": loads,
         "epi_last_chunk": loads - 1,
@@ -381,45 +388,50 @@ def epilogue_values(spec: Spec) -> dict[str, object]:
         "epi_plain": not spec.epilogue.fused,
         **store_dtype_values(spec),
     }
-    if is_tma_store(spec):
-        em, en = rules_sm100.epi_tile(spec)
-        row_bytes = en * rules_common.DTYPE_BYTES[out]
-        atoms = rules_sm100.epi_tma_boxes(spec)  # a box row is one swizzle atom
-        values.update(
-            {
-                "epi_tile": (em, en),
-                "epi_tile_str": f"{em}x{en}",
-                "epi_tile_cols": en,
-                "epi_tile_note": (
-                    f"{em} rows x {en} columns = {row_bytes}-byte rows, "
-                    f"{rules_common.kib(em * row_bytes)} KiB of {out}"
-                ),
-                "epi_subtiles": loads,
-                "epi_bufs": rules_sm100.EPI_BUFS,
-                "epi_smem_atom": SMEM_ATOM[rules_common.auto_swizzle(row_bytes)],
-                "epi_smem_atom_note": (
-                    f"a {row_bytes}-byte sub-tile row: one swizzle atom"
-                    if atoms == 1
-                    else f"{row_bytes}-byte rows: {atoms} atoms, {atoms} TMA boxes of {em}x{en // atoms}"
-                ),
-                "epi_host_atom_note": (
-                    "one swizzle atom per row" if atoms == 1 else f"{atoms} swizzle atoms per row"
-                ),
-                # one swizzle atom per row: its 8-row atoms stack along M either way; several:
-                # stack them along M first, so each atom column is one 128-row TMA box
-                "epi_tile_order": (1, 0, 2) if atoms == 1 else (0, 1, 2),
-                "epi_repetition": f"x{en // halves}",
-                "t2r_note": (
-                    "warp w reads TMEM lanes 32 (w % 4) ... + 31: each thread owns one row of a "
-                    "sub-tile"
-                    if halves == 1
-                    else "M=64: warp w reads TMEM lanes 32 (w % 4) ... + 15 (rows 16 (w % 4) ... "
-                    "+ 15); threads t and t + 16 own the left and right half of one row"
-                ),
-                "c_tx_bytes": rules_sm100.c_load_bytes(spec),
-            }
-        )
-    return values
+
+
+def tma_store(spec: Spec) -> TmaStore | None:
+    """What the TMA-store epilogue partial prints: its C sub-tile, SMEM buffers and their swizzle
+    atoms, and the tcgen05.ld of one sub-tile."""
+    if not is_tma_store(spec):
+        return None
+    _, loads = epilogue_chunks(spec)
+    out = spec.epilogue.out_dtype or spec.dtype
+    halves = 1 if rules_sm100.tmem_load_shape(spec) == "32x32b" else 2  # 16x32bx2: 2 per row
+    em, en = rules_sm100.epi_tile(spec)
+    row_bytes = en * rules_common.DTYPE_BYTES[out]
+    atoms = rules_sm100.epi_tma_boxes(spec)  # a box row is one swizzle atom
+    return TmaStore(
+        tile=(em, en),
+        tile_str=f"{em}x{en}",
+        tile_cols=en,
+        tile_note=(
+            f"{em} rows x {en} columns = {row_bytes}-byte rows, "
+            f"{rules_common.kib(em * row_bytes)} KiB of {out}"
+        ),
+        subtiles=loads,
+        bufs=rules_sm100.EPI_BUFS,
+        smem_atom=SMEM_ATOM[rules_common.auto_swizzle(row_bytes)],
+        smem_atom_note=(
+            f"a {row_bytes}-byte sub-tile row: one swizzle atom"
+            if atoms == 1
+            else f"{row_bytes}-byte rows: {atoms} atoms, {atoms} TMA boxes of {em}x{en // atoms}"
+        ),
+        host_atom_note=(
+            "one swizzle atom per row" if atoms == 1 else f"{atoms} swizzle atoms per row"
+        ),
+        # one swizzle atom per row: its 8-row atoms stack along M either way; several:
+        # stack them along M first, so each atom column is one 128-row TMA box
+        tile_order=(1, 0, 2) if atoms == 1 else (0, 1, 2),
+        repetition=f"x{en // halves}",
+        t2r_note=(
+            "warp w reads TMEM lanes 32 (w % 4) ... + 31: each thread owns one row of a sub-tile"
+            if halves == 1
+            else "M=64: warp w reads TMEM lanes 32 (w % 4) ... + 15 (rows 16 (w % 4) ... "
+            "+ 15); threads t and t + 16 own the left and right half of one row"
+        ),
+        c_tx_bytes=rules_sm100.c_load_bytes(spec),
+    )
 
 
 def store_dtype_values(spec: Spec) -> dict[str, object]:
@@ -504,6 +516,7 @@ def values(spec: Spec) -> Sm100Values:
         shape_note=docs.shape_note(spec),
         **docs.notes(spec),
         bias_view=bias_view(spec),
+        epi_tma=tma_store(spec),
         **dtype_values(spec),
         **mainloop_values(spec),
         **fusion_values(spec),
