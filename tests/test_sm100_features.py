@@ -222,9 +222,9 @@ def test_plan_of_each_ladder_step(ladder: dict[str, Spec]) -> None:
     assert v6["cluster_shape"] == (2, 2, 1)
     assert v7["cta_group_enum"] == "TWO" and v7["pair_mask"] == "0b11"
     assert (v7["tx_bytes"], v7["tmem_cols"], v7["threads"]) == (64 * KIB, 256, 128)
-    assert (v8["acc_slots"], v8["tmem_cols"], v8["threads"]) == (2, 512, 192)
+    assert (v8.roles.acc_slots, v8["tmem_cols"], v8["threads"]) == (2, 512, 192)
     # one pair per 2 SMs of the GPU: 74 of a B200's 148
-    assert (v8["acc_empty_arrives"], v8["workers_expr"]) == (8, "sm_count // 2")
+    assert (v8.roles.acc_empty_arrives, v8["workers_expr"]) == (8, "sm_count // 2")
     assert rules_sm100.max_workers(ladder["ladder_8_persistent_2acc"]) == 74
 
 

@@ -117,7 +117,7 @@ def test_persistent_multicast_plan(shipped: dict[str, Spec]) -> None:
     v = plan.plan(shipped["sched_persistent_mcast_2x2"]).values
     assert (v["a_mcast_mask"], v["b_mcast_mask"], v["empty_arrives"]) == ("0b0101", "0b0011", 3)
     assert v["tx_bytes"] == 48 * 1024  # the whole stage lands in each CTA
-    assert (v["workers_expr"], v["acc_empty_arrives"], v["cluster_tiles"]) == (
+    assert (v["workers_expr"], v.roles.acc_empty_arrives, v["cluster_tiles"]) == (
         "sm_count // 4",
         4,
         True,
@@ -294,7 +294,7 @@ def test_split_k_plan(shipped: dict[str, Spec]) -> None:
     assert (v4["splits"], v4["staged_arrives"], v4["consumed_arrives"]) == (4, 12, 4)
     assert v4["workers_expr"] == "min(sm_count // 4, 32)"  # the spec's max_clusters
     assert "at most 32 (the spec's max_clusters)" in v4["workers_doc"]
-    assert (v4["acc_slots"], v4["tmem_cols"]) == (2, 128)
+    assert (v4.roles.acc_slots, v4["tmem_cols"]) == (2, 128)
     table = "\n".join(v4["pipeline_table"])
     assert "staged       ranks 1..3 epilogue -> rank 0 epilogue" in table
     assert "12 (3 peer CTAs x 4 epilogue warps)" in table and "32768 " in table  # 128 x 64 f32

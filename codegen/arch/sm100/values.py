@@ -75,6 +75,22 @@ class TmaStore:
 
 
 @dataclass(frozen=True, kw_only=True)
+class PersistentRoles:
+    """The warp roles of a CTA that loops over tiles (``plan.roles``; every scheduler but grid):
+    the dedicated epilogue warps and the TMEM accumulator slots they hand back to the MMA warp."""
+
+    epi_warp0: int  # the first epilogue warp
+    epi_warps: int
+    epi_warps_range: str  # in prose: "4-7"
+    epi_threads: int
+    epi_barrier_id: int  # the epilogue warps' named barrier
+    acc_slots: int
+    acc_empty_arrives: int
+    acc_empty_note: str
+    slot_cols: int  # TMEM columns of one accumulator slot: TN
+
+
+@dataclass(frozen=True, kw_only=True)
 class Sm100Values(shared.SeparateReduceValues):
     """Every value the sm_100a templates read as ``plan.NAME`` (tests/test_plan_fields.py checks
     that each name a template reads is a field here); None: the variant has no such value."""
@@ -110,15 +126,7 @@ class Sm100Values(shared.SeparateReduceValues):
     sched_tensors: list[tuple[str, str]]
     sched_args: list[str]
     # the scheduler (tile loop, dynamic, split-K, stream-K)
-    epi_warp0: int | None = None
-    epilogue_warps: int | None = None
-    epi_warps_range: str | None = None
-    epi_threads: int | None = None
-    epi_barrier_id: int | None = None
-    acc_slots: int | None = None
-    acc_empty_arrives: int | None = None
-    acc_empty_note: str | None = None
-    tile_n: int | None = None
+    roles: PersistentRoles | None = None  # a CTA that loops over tiles
     raster_fast: str | None = None
     raster_slow: str | None = None
     raster_note: str | None = None
@@ -183,32 +191,33 @@ def cluster_values(spec: Spec) -> dict[str, object]:
     }
 
 
-def tile_loop_values(spec: Spec) -> dict[str, object]:
-    """What the persistent and dynamic scheduler partials both print: the epilogue warps and the
-    TMEM accumulator slots they hand back to the MMA warp."""
-    pair = cluster_kind(spec) == "pair"
+def persistent_roles(spec: Spec) -> PersistentRoles | None:
+    """What every persistent scheduler partial prints (persistent, dynamic, split-K, stream-K):
+    the epilogue warps and the TMEM accumulator slots they hand back to the MMA warp."""
+    if not is_persistent(spec):
+        return None
     warps = rules_sm100.EPILOGUE_WARPS
-    return {
-        "epi_warp0": EPI_WARP0,
-        "epilogue_warps": warps,
-        "epi_warps_range": rules_sm100.EPI_WARPS_RANGE,
-        "epi_threads": 32 * warps,
-        "epi_barrier_id": EPI_BARRIER_ID,
-        "acc_slots": spec.accumulators,
-        "acc_empty_arrives": rules_sm100.acc_empty_arrives(spec),
-        "acc_empty_note": (
+    return PersistentRoles(
+        epi_warp0=EPI_WARP0,
+        epi_warps=warps,
+        epi_warps_range=rules_sm100.EPI_WARPS_RANGE,
+        epi_threads=32 * warps,
+        epi_barrier_id=EPI_BARRIER_ID,
+        acc_slots=spec.accumulators,
+        acc_empty_arrives=rules_sm100.acc_empty_arrives(spec),
+        acc_empty_note=(
             f"one per epilogue warp of both CTAs ({warps} x 2), on the leader's barrier"
-            if pair
+            if cluster_kind(spec) == "pair"
             else f"one per epilogue warp ({warps})"
         ),
-        "tile_n": spec.tile.n,
-    }
+        slot_cols=spec.tile.n,
+    )
 
 
 def dynamic_values(spec: Spec) -> dict[str, object]:
     """What the dynamic (cluster launch control) scheduler partial prints."""
     readers = rules_sm100.clc_readers(spec)
-    return tile_loop_values(spec) | {
+    return {
         "clc_response_bytes": rules_sm100.CLC_RESPONSE_BYTES,
         "clc_readers": readers,
         "clc_readers_note": f"clc_empty arrives per answer: producer, MMA, {readers - 2} epilogue warps",
@@ -220,7 +229,7 @@ def splitk_values(spec: Spec) -> dict[str, object]:
     M, no swizzle) and the staged / consumed handshake of the DSMEM reduction."""
     splits = shared.splits(spec)
     warps = rules_sm100.EPILOGUE_WARPS
-    return tile_loop_values(spec) | {
+    return {
         "raster_fast": "m",
         "raster_slow": "n",
         "raster_note": "raster along M: the tiles running at once share B tiles",
@@ -244,21 +253,17 @@ def separate_values(spec: Spec) -> dict[str, object]:
     arches share (its tensors are workspace_values')."""
     workspace = shared.separate_workspace_values(spec, bias_values(spec))
     del workspace["kernel_tensors"], workspace["gemm_doc"]
-    return (
-        tile_loop_values(spec)
-        | workspace
-        | {
-            "raster_fast": "m",
-            "raster_slow": "n",
-            "raster_note": "tiles along M",
-            "group": 1,
-            "cluster_tiles": False,
-            "coord_prefix": "t",
-            "count_prefix": "tiles",
-            "splits": shared.splits(spec),
-            "swap_ab": spec.swap_ab,
-        }
-    )
+    return workspace | {
+        "raster_fast": "m",
+        "raster_slow": "n",
+        "raster_note": "tiles along M",
+        "group": 1,
+        "cluster_tiles": False,
+        "coord_prefix": "t",
+        "count_prefix": "tiles",
+        "splits": shared.splits(spec),
+        "swap_ab": spec.swap_ab,
+    }
 
 
 def streamk_values(spec: Spec) -> dict[str, object]:
@@ -267,7 +272,7 @@ def streamk_values(spec: Spec) -> dict[str, object]:
     maps onto it."""
     _, chunks = epilogue_chunks(spec)
     vectors = streamk_handover_vectors(spec)
-    return tile_loop_values(spec) | {
+    return {
         "sk_ctas": rules_sm100.streamk_ctas(spec),
         "sk_tile_elems": shared.streamk_tile_elems(spec),
         "sk_workspace_elems": rules_sm100.streamk_workspace_elems(spec),
@@ -305,7 +310,7 @@ def scheduler_values(spec: Spec) -> dict[str, object]:
         raster_note = (
             f"tile swizzle: bands of GROUP {unit} along {fast.upper()}, walked along {slow.upper()}"
         )
-    return tile_loop_values(spec) | {
+    return {
         "raster_fast": fast,
         "raster_slow": slow,
         "raster_note": raster_note,
@@ -517,6 +522,7 @@ def values(spec: Spec) -> Sm100Values:
         **docs.notes(spec),
         bias_view=bias_view(spec),
         epi_tma=tma_store(spec),
+        roles=persistent_roles(spec),
         **dtype_values(spec),
         **mainloop_values(spec),
         **fusion_values(spec),
