@@ -117,14 +117,18 @@ def test_persistent_multicast_plan(shipped: dict[str, Spec]) -> None:
     v = plan.plan(shipped["sched_persistent_mcast_2x2"]).values
     assert (v["a_mcast_mask"], v["b_mcast_mask"], v["empty_arrives"]) == ("0b0101", "0b0011", 3)
     assert v["tx_bytes"] == 48 * 1024  # the whole stage lands in each CTA
-    assert (v["workers_expr"], v.roles.acc_empty_arrives, v["cluster_tiles"]) == (
+    assert (v["workers_expr"], v.roles.acc_empty_arrives, v.order.cluster_tiles) == (
         "sm_count // 4",
         4,
         True,
     )
-    assert (v["coord_prefix"], v["count_prefix"]) == ("ct", "clusters")
+    assert (v.order.coord_prefix, v.order.count_prefix) == ("ct", "clusters")
     single = plan.plan(shipped["sched_persistent_g8"]).values
-    assert (single["cluster_tiles"], single["coord_prefix"], single["group"]) == (False, "t", 8)
+    assert (single.order.cluster_tiles, single.order.coord_prefix, single.order.group) == (
+        False,
+        "t",
+        8,
+    )
 
 
 # ---- the dynamic scheduler: rules and numbers ------------------------------------------------------

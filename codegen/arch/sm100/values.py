@@ -35,7 +35,7 @@ from codegen.plan_common import (
     fusion_values,
     sm_sized_values,
 )
-from codegen.spec import PersistentScheduler, Spec
+from codegen.spec import PersistentScheduler, Spec, SplitKScheduler
 
 SMEM_ATOM = {"none": "K_INTER", "32B": "K_SW32", "64B": "K_SW64", "128B": "K_SW128"}
 
@@ -91,6 +91,22 @@ class PersistentRoles:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TileOrder:
+    """The static order a CTA walks its tiles in (``plan.order``; templates/sm100/scheduler/
+    _tile_loop.py.j2): static persistent, and split-K (along M, no swizzle)."""
+
+    fast: str  # the dimension consecutive tiles walk: "m" or "n"
+    slow: str
+    note: str
+    group: int  # tiles (or cluster tiles) per swizzle band; 1: no swizzle
+    group_note: str
+    cluster_tiles: bool  # a multicast cluster walks cluster tiles, one tile per CTA
+    coord_prefix: str  # ctm, ctn: a cluster tile's coordinates; tm, tn: a tile's
+    count_prefix: str  # clusters_m or tiles_m
+    tile_unit: str  # in prose: "tiles" or "cluster tiles"
+
+
+@dataclass(frozen=True, kw_only=True)
 class Sm100Values(shared.SeparateReduceValues):
     """Every value the sm_100a templates read as ``plan.NAME`` (tests/test_plan_fields.py checks
     that each name a template reads is a field here); None: the variant has no such value."""
@@ -127,15 +143,7 @@ class Sm100Values(shared.SeparateReduceValues):
     sched_args: list[str]
     # the scheduler (tile loop, dynamic, split-K, stream-K)
     roles: PersistentRoles | None = None  # a CTA that loops over tiles
-    raster_fast: str | None = None
-    raster_slow: str | None = None
-    raster_note: str | None = None
-    group: int | None = None
-    group_note: str | None = None
-    cluster_tiles: bool | None = None
-    coord_prefix: str | None = None
-    count_prefix: str | None = None
-    tile_unit: str | None = None
+    order: TileOrder | None = None  # a static tile order
     clc_response_bytes: int | None = None
     clc_readers: int | None = None
     clc_readers_note: str | None = None
@@ -230,13 +238,6 @@ def splitk_values(spec: Spec) -> dict[str, object]:
     splits = shared.splits(spec)
     warps = rules_sm100.EPILOGUE_WARPS
     return {
-        "raster_fast": "m",
-        "raster_slow": "n",
-        "raster_note": "raster along M: the tiles running at once share B tiles",
-        "group": 1,
-        "cluster_tiles": False,
-        "coord_prefix": "t",
-        "count_prefix": "tiles",
         "splits": splits,
         "staged_arrives": rules_sm100.staged_arrives(spec),
         "staged_note": f"rank 0's staged barrier: every epilogue warp ({warps}) of every peer ({splits - 1})",
@@ -254,13 +255,6 @@ def separate_values(spec: Spec) -> dict[str, object]:
     workspace = shared.separate_workspace_values(spec, bias_values(spec))
     del workspace["kernel_tensors"], workspace["gemm_doc"]
     return workspace | {
-        "raster_fast": "m",
-        "raster_slow": "n",
-        "raster_note": "tiles along M",
-        "group": 1,
-        "cluster_tiles": False,
-        "coord_prefix": "t",
-        "count_prefix": "tiles",
         "splits": shared.splits(spec),
         "swap_ab": spec.swap_ab,
     }
@@ -297,33 +291,43 @@ def scheduler_values(spec: Spec) -> dict[str, object]:
         return splitk_values(spec)
     if shared.is_split_k_separate(spec):
         return separate_values(spec)
+    return {}
+
+
+def tile_order(spec: Spec) -> TileOrder | None:
+    """The static tile order: the spec's raster and swizzle group (static persistent; a multicast
+    cluster walks cluster tiles), or along M without swizzle (split-K, both reduces)."""
+    if isinstance(spec.scheduler, PersistentScheduler):
+        fast, group = spec.scheduler.raster, spec.scheduler.group
+    elif isinstance(spec.scheduler, SplitKScheduler):
+        fast, group = "m", 1
+    else:
+        return None
     clustered = cluster_kind(spec) == "multicast"  # it walks cluster tiles, one tile per CTA
-    fast = spec.scheduler.raster
     slow = "n" if fast == "m" else "m"
     shared_operand = "B" if fast == "m" else "A"
-    group = spec.scheduler.group
     unit = "cluster tiles" if clustered else "tiles"
-    raster_note = (
-        f"raster along {fast.upper()}: the {unit} running at once share {shared_operand} tiles"
-    )
+    note = f"raster along {fast.upper()}: the {unit} running at once share {shared_operand} tiles"
     if group > 1:
-        raster_note = (
+        note = (
             f"tile swizzle: bands of GROUP {unit} along {fast.upper()}, walked along {slow.upper()}"
         )
-    return {
-        "raster_fast": fast,
-        "raster_slow": slow,
-        "raster_note": raster_note,
-        "group": group,
-        "group_note": (
+    elif shared.is_split_k_separate(spec):
+        note = "tiles along M"
+    return TileOrder(
+        fast=fast,
+        slow=slow,
+        note=note,
+        group=group,
+        group_note=(
             f"tile swizzle: walk GROUP {unit} along {fast.upper()}, then step along "
             f"{slow.upper()}: the {unit} running at once share A and B tiles in L2"
         ),
-        "cluster_tiles": clustered,
-        "coord_prefix": "ct" if clustered else "t",  # ctm, ctn: a cluster tile's coordinates
-        "count_prefix": "clusters" if clustered else "tiles",
-        "tile_unit": unit,
-    }
+        cluster_tiles=clustered,
+        coord_prefix="ct" if clustered else "t",
+        count_prefix="clusters" if clustered else "tiles",
+        tile_unit=unit,
+    )
 
 
 def workers_values(spec: Spec) -> dict[str, object]:
@@ -523,6 +527,7 @@ def values(spec: Spec) -> Sm100Values:
         bias_view=bias_view(spec),
         epi_tma=tma_store(spec),
         roles=persistent_roles(spec),
+        order=tile_order(spec),
         **dtype_values(spec),
         **mainloop_values(spec),
         **fusion_values(spec),
