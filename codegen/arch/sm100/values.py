@@ -8,7 +8,7 @@ partial) and the mainloop (kloop, ws, ws_persistent). Every number comes from
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from codegen import rules_common
 from codegen.arch import shared
@@ -28,6 +28,7 @@ from codegen.arch.sm100.rules import (
 )
 from codegen.plan_common import (
     Plan,
+    Values,
     bias_values,
     binary,
     dtype_values,
@@ -107,6 +108,41 @@ class TileOrder:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Clc:
+    """The dynamic scheduler's cluster launch control (``plan.clc``): the hardware's answer and
+    the warps that read it."""
+
+    response_bytes: int  # try_cancel's answer: the tx bytes clc_full expects per request
+    readers: int  # clc_empty arrives per answer
+    readers_note: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class SplitKCluster:
+    """Split-K reduced over a cluster through DSMEM (``plan.splitk``): the staged / consumed
+    handshake between the peers and rank 0."""
+
+    staged_arrives: int
+    staged_note: str
+    consumed_arrives: int
+    consumed_note: str
+    stage_vec: int  # f32 per 16-byte staging run
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamK:
+    """Stream-K's workspace (``plan.sk``): a partial-tile slot per CTA, then the flags, and how
+    one epilogue chunk maps onto a slot."""
+
+    ctas: int  # persistent CTAs at most: the workspace's slots
+    tile_elems: int  # f32 of one slot
+    workspace_elems: int
+    values: int  # f32 one epilogue thread holds of a tile
+    chunk_vecs: int  # 16-byte vectors of one thread per epilogue chunk
+    chunk_vecs_note: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class Sm100Values(shared.SeparateReduceValues):
     """Every value the sm_100a templates read as ``plan.NAME`` (tests/test_plan_fields.py checks
     that each name a template reads is a field here); None: the variant has no such value."""
@@ -144,22 +180,11 @@ class Sm100Values(shared.SeparateReduceValues):
     # the scheduler (tile loop, dynamic, split-K, stream-K)
     roles: PersistentRoles | None = None  # a CTA that loops over tiles
     order: TileOrder | None = None  # a static tile order
-    clc_response_bytes: int | None = None
-    clc_readers: int | None = None
-    clc_readers_note: str | None = None
-    splits: int | None = None
-    staged_arrives: int | None = None
-    staged_note: str | None = None
-    consumed_arrives: int | None = None
-    consumed_note: str | None = None
-    stage_vec: int | None = None
-    swap_ab: bool | None = None
-    sk_ctas: int | None = None
-    sk_tile_elems: int | None = None
-    sk_workspace_elems: int | None = None
-    sk_values: int | None = None
-    sk_chunk_vecs: int | None = None
-    sk_chunk_vecs_note: str | None = None
+    splits: int  # CTAs that split one tile's K range (1 without split-K)
+    swap_ab: bool
+    clc: Clc | None = None  # the dynamic scheduler's
+    splitk: SplitKCluster | None = None  # split-K's over a cluster
+    sk: StreamK | None = None  # stream-K's
     # the cluster
     cluster_shape: tuple[int, int, int] | None = None
     pair_mask: str | None = None
@@ -222,76 +247,68 @@ def persistent_roles(spec: Spec) -> PersistentRoles | None:
     )
 
 
-def dynamic_values(spec: Spec) -> dict[str, object]:
+def clc(spec: Spec) -> Clc | None:
     """What the dynamic (cluster launch control) scheduler partial prints."""
+    if not rules_sm100.is_dynamic(spec):
+        return None
     readers = rules_sm100.clc_readers(spec)
-    return {
-        "clc_response_bytes": rules_sm100.CLC_RESPONSE_BYTES,
-        "clc_readers": readers,
-        "clc_readers_note": f"clc_empty arrives per answer: producer, MMA, {readers - 2} epilogue warps",
-    }
+    return Clc(
+        response_bytes=rules_sm100.CLC_RESPONSE_BYTES,
+        readers=readers,
+        readers_note=f"clc_empty arrives per answer: producer, MMA, {readers - 2} epilogue warps",
+    )
 
 
-def splitk_values(spec: Spec) -> dict[str, object]:
-    """What the split-K scheduler partial prints: the persistent tile loop of its clusters (along
-    M, no swizzle) and the staged / consumed handshake of the DSMEM reduction."""
-    splits = shared.splits(spec)
+def splitk_cluster(spec: Spec) -> SplitKCluster | None:
+    """What the split-K scheduler partial prints: the staged / consumed handshake of the DSMEM
+    reduction (its tile loop is plan.order's)."""
+    if not shared.is_split_k_cluster(spec):
+        return None
     warps = rules_sm100.EPILOGUE_WARPS
-    return {
-        "splits": splits,
-        "staged_arrives": rules_sm100.staged_arrives(spec),
-        "staged_note": f"rank 0's staged barrier: every epilogue warp ({warps}) of every peer ({splits - 1})",
-        "consumed_arrives": rules_sm100.consumed_arrives(spec),
-        "consumed_note": f"a peer's consumed barrier: every epilogue warp ({warps}) of rank 0",
-        "stage_vec": DSMEM_VECTOR_BYTES // shared.ACC_BYTES,
-    }
+    peers = shared.splits(spec) - 1
+    return SplitKCluster(
+        staged_arrives=rules_sm100.staged_arrives(spec),
+        staged_note=f"rank 0's staged barrier: every epilogue warp ({warps}) of every peer ({peers})",
+        consumed_arrives=rules_sm100.consumed_arrives(spec),
+        consumed_note=f"a peer's consumed barrier: every epilogue warp ({warps}) of rank 0",
+        stage_vec=DSMEM_VECTOR_BYTES // shared.ACC_BYTES,
+    )
+
+
+# the fields SeparateReduceValues adds to Values: the separate reduce's workspace and vectors
+SEPARATE_FIELDS = tuple(
+    f.name for f in fields(shared.SeparateReduceValues) if f not in fields(Values)
+)
 
 
 def separate_values(spec: Spec) -> dict[str, object]:
     """What the separate-reduce partials print (sm100/scheduler/split_k_separate.py.j2,
-    sm100/epilogue/partial.py.j2 and the shared common/split_k_reduce.py.j2): one tile per CTA
-    on the persistent warp roles, and the workspace geometry and reduce-kernel vectors both
-    arches share (its tensors are workspace_values')."""
+    sm100/epilogue/partial.py.j2 and the shared common/split_k_reduce.py.j2): the workspace
+    geometry and reduce-kernel vectors both arches share (its tensors are workspace_values')."""
+    if not shared.is_split_k_separate(spec):
+        return {}
     workspace = shared.separate_workspace_values(spec, bias_values(spec))
-    del workspace["kernel_tensors"], workspace["gemm_doc"]
-    return workspace | {
-        "splits": shared.splits(spec),
-        "swap_ab": spec.swap_ab,
-    }
+    return {name: workspace[name] for name in SEPARATE_FIELDS}
 
 
-def streamk_values(spec: Spec) -> dict[str, object]:
-    """What the stream-K scheduler partial prints: the persistent warp roles and accumulator
-    slots, the workspace (a partial-tile slot per CTA, then the flags) and how one epilogue chunk
-    maps onto it."""
+def stream_k(spec: Spec) -> StreamK | None:
+    """What the stream-K scheduler partial prints: the workspace (a partial-tile slot per CTA,
+    then the flags) and how one epilogue chunk maps onto it."""
+    if not shared.is_stream_k(spec):
+        return None
     _, chunks = epilogue_chunks(spec)
     vectors = streamk_handover_vectors(spec)
-    return {
-        "sk_ctas": rules_sm100.streamk_ctas(spec),
-        "sk_tile_elems": shared.streamk_tile_elems(spec),
-        "sk_workspace_elems": rules_sm100.streamk_workspace_elems(spec),
-        "sk_values": values_per_thread(spec),
-        "sk_chunk_vecs": vectors // chunks,
-        "sk_chunk_vecs_note": (
+    return StreamK(
+        ctas=rules_sm100.streamk_ctas(spec),
+        tile_elems=shared.streamk_tile_elems(spec),
+        workspace_elems=rules_sm100.streamk_workspace_elems(spec),
+        values=values_per_thread(spec),
+        chunk_vecs=vectors // chunks,
+        chunk_vecs_note=(
             f"16-byte vectors of one thread's {values_per_thread(spec) // chunks} f32 per epilogue "
             f"chunk ({chunks} chunk{'s' if chunks > 1 else ''} per tile)"
         ),
-    }
-
-
-def scheduler_values(spec: Spec) -> dict[str, object]:
-    """What the persistent (or dynamic) scheduler partial prints."""
-    if not is_persistent(spec):
-        return {}
-    if rules_sm100.is_dynamic(spec):
-        return dynamic_values(spec)
-    if shared.is_stream_k(spec):
-        return streamk_values(spec)
-    if shared.is_split_k_cluster(spec):
-        return splitk_values(spec)
-    if shared.is_split_k_separate(spec):
-        return separate_values(spec)
-    return {}
+    )
 
 
 def tile_order(spec: Spec) -> TileOrder | None:
@@ -528,12 +545,17 @@ def values(spec: Spec) -> Sm100Values:
         epi_tma=tma_store(spec),
         roles=persistent_roles(spec),
         order=tile_order(spec),
+        splits=shared.splits(spec),
+        swap_ab=spec.swap_ab,
+        clc=clc(spec),
+        splitk=splitk_cluster(spec),
+        sk=stream_k(spec),
         **dtype_values(spec),
         **mainloop_values(spec),
         **fusion_values(spec),
         **epilogue_values(spec),
         **cluster_values(spec),
-        **scheduler_values(spec),
+        **separate_values(spec),
         **bias_values(spec),
         **workspace_values(spec),
         **workers_values(spec),
