@@ -115,7 +115,7 @@ def test_persistent_workers_and_shape_multiples() -> None:
 
 def test_persistent_multicast_plan(shipped: dict[str, Spec]) -> None:
     v = plan.plan(shipped["sched_persistent_mcast_2x2"]).values
-    assert (v["a_mcast_mask"], v["b_mcast_mask"], v["empty_arrives"]) == ("0b0101", "0b0011", 3)
+    assert (v.mcast.a_mask, v.mcast.b_mask, v.mcast.empty_arrives) == ("0b0101", "0b0011", 3)
     assert v["tx_bytes"] == 48 * 1024  # the whole stage lands in each CTA
     assert (v["workers_expr"], v.roles.acc_empty_arrives, v.order.cluster_tiles) == (
         "sm_count // 4",

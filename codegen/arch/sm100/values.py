@@ -143,6 +143,26 @@ class StreamK:
 
 
 @dataclass(frozen=True, kw_only=True)
+class CtaPair:
+    """A CTA pair running one 2-CTA MMA (``plan.pair``; templates/sm100/cluster/pair.py.j2)."""
+
+    mask: str  # both CTAs, as a binary literal
+    cta_rows: int  # the rows of the tile each CTA loads: TM / 2
+
+
+@dataclass(frozen=True, kw_only=True)
+class Multicast:
+    """A cluster that multicasts A along its rows and B along its columns (``plan.mcast``;
+    templates/sm100/cluster/multicast.py.j2)."""
+
+    cluster_m: int
+    a_mask: str  # the CTAs an A tile lands in, as a binary literal
+    b_mask: str
+    empty_arrives: int  # commits that free a ring slot
+    empty_arrives_note: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class Sm100Values(shared.SeparateReduceValues):
     """Every value the sm_100a templates read as ``plan.NAME`` (tests/test_plan_fields.py checks
     that each name a template reads is a field here); None: the variant has no such value."""
@@ -186,42 +206,44 @@ class Sm100Values(shared.SeparateReduceValues):
     splitk: SplitKCluster | None = None  # split-K's over a cluster
     sk: StreamK | None = None  # stream-K's
     # the cluster
-    cluster_shape: tuple[int, int, int] | None = None
-    pair_mask: str | None = None
-    cta_rows: int | None = None
-    cluster_m: int | None = None
-    a_mcast_mask: str | None = None
-    b_mcast_mask: str | None = None
-    empty_arrives: int | None = None
-    empty_arrives_note: str | None = None
+    cluster_shape: tuple[int, int, int]
+    pair: CtaPair | None = None  # a CTA pair's
+    mcast: Multicast | None = None  # a multicast cluster's
 
 
-def cluster_values(spec: Spec) -> dict[str, object]:
-    """What the cluster partial prints: the cluster shape, multicast masks, arrive counts."""
+def cluster_shape(spec: Spec) -> tuple[int, int, int]:
+    """The cluster: one CTA, split-K's (splits, 1, 1), or the spec's (a CTA pair, multicast)."""
     kind = cluster_kind(spec)
     if kind == "single":
-        return {}
+        return (1, 1, 1)
     if kind == "split":
-        return {"cluster_shape": (shared.splits(spec), 1, 1)}
-    shape = (spec.cluster.m, spec.cluster.n, 1)
-    if kind == "pair":
-        return {
-            "cluster_shape": shape,
-            "pair_mask": binary(PAIR_MASK, 2),
-            "cta_rows": spec.tile.m // 2,
-        }
+        return (shared.splits(spec), 1, 1)
+    return (spec.cluster.m, spec.cluster.n, 1)
+
+
+def cta_pair(spec: Spec) -> CtaPair | None:
+    """What the CTA-pair cluster partial prints."""
+    if cluster_kind(spec) != "pair":
+        return None
+    return CtaPair(mask=binary(PAIR_MASK, 2), cta_rows=spec.tile.m // 2)
+
+
+def multicast(spec: Spec) -> Multicast | None:
+    """What the multicast cluster partial prints: the multicast masks and the arrive count that
+    frees a ring slot."""
+    if cluster_kind(spec) != "multicast":
+        return None
     a_mask, b_mask = rules_sm100.multicast_masks(spec)
     a_ctas, b_ctas = rules_sm100.multicast_ctas(spec)
-    return {
-        "cluster_shape": shape,
-        "cluster_m": spec.cluster.m,
-        "a_mcast_mask": binary(a_mask, spec.cluster.size),
-        "b_mcast_mask": binary(b_mask, spec.cluster.size),
-        "empty_arrives": rules_sm100.empty_arrives(spec),
-        "empty_arrives_note": (
+    return Multicast(
+        cluster_m=spec.cluster.m,
+        a_mask=binary(a_mask, spec.cluster.size),
+        b_mask=binary(b_mask, spec.cluster.size),
+        empty_arrives=rules_sm100.empty_arrives(spec),
+        empty_arrives_note=(
             f"commits that free a slot: this CTA's and its sharers' ({a_ctas} + {b_ctas} - 1)"
         ),
-    }
+    )
 
 
 def persistent_roles(spec: Spec) -> PersistentRoles | None:
@@ -550,11 +572,13 @@ def values(spec: Spec) -> Sm100Values:
         clc=clc(spec),
         splitk=splitk_cluster(spec),
         sk=stream_k(spec),
+        cluster_shape=cluster_shape(spec),
+        pair=cta_pair(spec),
+        mcast=multicast(spec),
         **dtype_values(spec),
         **mainloop_values(spec),
         **fusion_values(spec),
         **epilogue_values(spec),
-        **cluster_values(spec),
         **separate_values(spec),
         **bias_values(spec),
         **workspace_values(spec),
