@@ -45,6 +45,22 @@ TMEM_LD_OP = {"32x32b": "Ld32x32bOp", "16x32bx2": "Ld16x32bx2Op"}  # by tmem_loa
 
 
 @dataclass(frozen=True, kw_only=True)
+class Epilogue:
+    """How every epilogue drains the f32 accumulator from TMEM (``plan.epilogue``): in chunks of
+    accumulator columns, one tcgen05.ld each, then converted and stored."""
+
+    cols: int  # accumulator columns one tcgen05.ld moves
+    chunks: int  # the loads per tile
+    last_chunk: int
+    ld_repetition: str  # the tcgen05.ld repetition of one chunk
+    tmem_ld_op: str
+    cols_note: str
+    lanes: str
+    plain: bool  # no fusion: convert and store, the lines the unfused kernels have always had
+    store_dtype: str  # the constant C's dtype is: IO_DTYPE or OUT_DTYPE
+
+
+@dataclass(frozen=True, kw_only=True)
 class BiasView:
     """How the kernel sees the 1-D bias (templates/sm100/epilogue/_bias.py.j2, ``plan.bias_view``):
     as an (M, N) tensor with stride 0 along the dimension it does not run along, tiled like C."""
@@ -183,15 +199,7 @@ class Sm100Values(shared.SeparateReduceValues):
     cta_group_enum: str
     smem_atom: str
     # the epilogue
-    epi_cols: int
-    epi_chunks: int
-    epi_last_chunk: int
-    ld_repetition: str
-    tmem_ld_op: str
-    epi_cols_note: str
-    epi_lanes: str
-    epi_plain: bool
-    epi_store_dtype: str
+    epilogue: Epilogue
     bias_view: BiasView | None = None  # with a bias
     epi_tma: TmaStore | None = None  # the TMA-store epilogue's
     # the tensors after C
@@ -413,29 +421,27 @@ def bias_view(spec: Spec) -> BiasView | None:
     )
 
 
-def epilogue_values(spec: Spec) -> dict[str, object]:
-    """What the epilogue partial prints."""
+def epilogue(spec: Spec) -> Epilogue:
+    """What every epilogue partial (and the split-K and stream-K drains) prints: the chunks of
+    the TMEM drain and the dtype C is stored in."""
     cols, loads = epilogue_chunks(spec)
     ld_shape = rules_sm100.tmem_load_shape(spec)
     halves = 1 if ld_shape == "32x32b" else 2  # 16x32bx2: two threads per row
-    return {
-        "epi_cols": cols,
-        "epi_chunks": loads,
-        "epi_last_chunk": loads - 1,
-        "ld_repetition": f"x{cols // halves}",
-        "tmem_ld_op": TMEM_LD_OP[ld_shape],
-        "epi_cols_note": (
+    return Epilogue(
+        cols=cols,
+        chunks=loads,
+        last_chunk=loads - 1,
+        ld_repetition=f"x{cols // halves}",
+        tmem_ld_op=TMEM_LD_OP[ld_shape],
+        cols_note=(
             "accumulator columns one tcgen05.ld moves per thread"
             if halves == 1
             else "accumulator columns one tcgen05.ld moves per row pair (half per thread)"
         ),
-        "epi_lanes": (
-            "32 lanes per warp" if halves == 1 else "16 lanes per warp, half a row per thread"
-        ),
-        # no fusion: convert and store, the lines the unfused kernels have always had
-        "epi_plain": not spec.epilogue.fused,
-        **store_dtype_values(spec),
-    }
+        lanes="32 lanes per warp" if halves == 1 else "16 lanes per warp, half a row per thread",
+        plain=not spec.epilogue.fused,
+        store_dtype=store_dtype(spec),
+    )
 
 
 def tma_store(spec: Spec) -> TmaStore | None:
@@ -482,13 +488,13 @@ def tma_store(spec: Spec) -> TmaStore | None:
     )
 
 
-def store_dtype_values(spec: Spec) -> dict[str, object]:
+def store_dtype(spec: Spec) -> str:
     """The dtype the direct epilogue converts the f32 accumulator to: the input dtype's constant
     (IO_DTYPE) when C has it in a plain store, else OUT_DTYPE (e4m3 in, bf16/f16/f32 out, and
     every fused epilogue)."""
     out = spec.epilogue.out_dtype or spec.dtype
     plain = out == spec.dtype and not spec.epilogue.fused
-    return {"epi_store_dtype": "IO_DTYPE" if plain else "OUT_DTYPE"}
+    return "IO_DTYPE" if plain else "OUT_DTYPE"
 
 
 def partials(spec: Spec) -> dict[str, str]:
@@ -563,6 +569,7 @@ def values(spec: Spec) -> Sm100Values:
         timeline=docs.timeline(spec),
         shape_note=docs.shape_note(spec),
         **docs.notes(spec),
+        epilogue=epilogue(spec),
         bias_view=bias_view(spec),
         epi_tma=tma_store(spec),
         roles=persistent_roles(spec),
@@ -578,7 +585,6 @@ def values(spec: Spec) -> Sm100Values:
         **dtype_values(spec),
         **mainloop_values(spec),
         **fusion_values(spec),
-        **epilogue_values(spec),
         **separate_values(spec),
         **bias_values(spec),
         **workspace_values(spec),
