@@ -183,12 +183,7 @@ class Sm100Values(shared.SeparateReduceValues):
     """Every value the sm_100a templates read as ``plan.NAME`` (tests/test_plan_fields.py checks
     that each name a template reads is a field here); None: the variant has no such value."""
 
-    # the comments on the constants (docs.notes)
-    mma_inst_note: str
-    tiler_note: str
-    threads_note: str
-    tmem_note: str
-    tx_note: str
+    notes: docs.Notes  # the comments on the constants
     # the MMA, the ring, TMEM
     persistent: bool
     tma_store: bool
@@ -568,7 +563,7 @@ def values(spec: Spec) -> Sm100Values:
         pipeline_table=docs.pipeline_lines(spec),
         timeline=docs.timeline(spec),
         shape_note=docs.shape_note(spec),
-        **docs.notes(spec),
+        notes=docs.notes(spec),
         epilogue=epilogue(spec),
         bias_view=bias_view(spec),
         epi_tma=tma_store(spec),
