@@ -4,6 +4,11 @@ The partials are chosen here, one per knob value: ``cluster/`` (single, multicas
 ``scheduler/`` (grid, persistent, dynamic, split_k, stream_k), ``epilogue/`` (direct, tma,
 partial) and the mainloop (kloop, ws, ws_persistent). Every number comes from
 :mod:`codegen.arch.sm100.rules`; the docstring prose from :mod:`codegen.arch.sm100.docs`.
+
+The values are one frozen :class:`Sm100Values`: plain required fields, and for each feature a
+variant may lack (a bias, a TMA-store epilogue, persistent warp roles, a static tile order, each
+scheduler's own values, a CTA pair, a multicast cluster) one frozen group of required fields,
+built directly by one function and None where the variant has no such feature.
 """
 
 from __future__ import annotations
@@ -180,8 +185,9 @@ class Multicast:
 
 @dataclass(frozen=True, kw_only=True)
 class Sm100Values(shared.SeparateReduceValues):
-    """Every value the sm_100a templates read as ``plan.NAME`` (tests/test_plan_fields.py checks
-    that each name a template reads is a field here); None: the variant has no such value."""
+    """Every value the sm_100a templates read as ``plan.NAME`` or, in a group, ``plan.GROUP.NAME``
+    (tests/test_plan_fields.py checks that each name a template reads is a field); a group is
+    None where the variant has no such feature (tests/test_sm100_plan_groups.py)."""
 
     notes: docs.Notes  # the comments on the constants
     # the MMA, the ring, TMEM
@@ -564,9 +570,16 @@ def values(spec: Spec) -> Sm100Values:
         timeline=docs.timeline(spec),
         shape_note=docs.shape_note(spec),
         notes=docs.notes(spec),
+        **dtype_values(spec),
+        **mainloop_values(spec),
+        **fusion_values(spec),
+        **bias_values(spec),
         epilogue=epilogue(spec),
         bias_view=bias_view(spec),
         epi_tma=tma_store(spec),
+        **workspace_values(spec),
+        **separate_values(spec),
+        **workers_values(spec),
         roles=persistent_roles(spec),
         order=tile_order(spec),
         splits=shared.splits(spec),
@@ -577,13 +590,6 @@ def values(spec: Spec) -> Sm100Values:
         cluster_shape=cluster_shape(spec),
         pair=cta_pair(spec),
         mcast=multicast(spec),
-        **dtype_values(spec),
-        **mainloop_values(spec),
-        **fusion_values(spec),
-        **separate_values(spec),
-        **bias_values(spec),
-        **workspace_values(spec),
-        **workers_values(spec),
     )
 
 
