@@ -62,7 +62,7 @@ class Epilogue:
     cols_note: str
     lanes: str
     plain: bool  # no fusion: convert and store, the lines the unfused kernels have always had
-    store_dtype: str  # the constant C's dtype is: IO_DTYPE or OUT_DTYPE
+    store_dtype: str  # the constant naming C's dtype: IO_DTYPE or OUT_DTYPE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -190,9 +190,10 @@ class Sm100Values(shared.SeparateReduceValues):
     None where the variant has no such feature (tests/test_sm100_plan_groups.py)."""
 
     notes: docs.Notes  # the comments on the constants
+    # what the partials branch on
+    persistent: bool  # a CTA loops over tiles (rules.is_persistent)
+    tma_store: bool  # the TMA-store epilogue
     # the MMA, the ring, TMEM
-    persistent: bool
-    tma_store: bool
     tma_warp: int
     mma_warp: int
     mma_inst: tuple[int, int, int]
