@@ -122,11 +122,11 @@ def test_persistent_multicast_plan(shipped: dict[str, Spec]) -> None:
         4,
         True,
     )
-    assert (v.order.coord_prefix, v.order.count_prefix) == ("ct", "clusters")
+    assert v.order.tile_unit == "cluster tiles"
     single = plan.plan(shipped["sched_persistent_g8"]).values
-    assert (single.order.cluster_tiles, single.order.coord_prefix, single.order.group) == (
+    assert (single.order.cluster_tiles, single.order.tile_unit, single.order.group) == (
         False,
-        "t",
+        "tiles",
         8,
     )
 

@@ -123,8 +123,6 @@ class TileOrder:
     group: int  # tiles (or cluster tiles) per swizzle band; 1: no swizzle
     group_note: str
     cluster_tiles: bool  # a multicast cluster walks cluster tiles, one tile per CTA
-    coord_prefix: str  # ctm, ctn: a cluster tile's coordinates; tm, tn: a tile's
-    count_prefix: str  # clusters_m or tiles_m
     tile_unit: str  # in prose: "tiles" or "cluster tiles"
 
 
@@ -373,8 +371,6 @@ def tile_order(spec: Spec) -> TileOrder | None:
             f"{slow.upper()}: the {unit} running at once share A and B tiles in L2"
         ),
         cluster_tiles=clustered,
-        coord_prefix="ct" if clustered else "t",
-        count_prefix="clusters" if clustered else "tiles",
         tile_unit=unit,
     )
 
