@@ -514,8 +514,7 @@ def partials(spec: Spec) -> dict[str, str]:
 
 
 def workspace_values(spec: Spec) -> dict[str, object]:
-    """The tensors after C: the bias (printed by the epilogue partial) and stream-K's workspace,
-    which the kernel takes last (`sched_tensors`) and the host passes last (`sched_args`);
+    """The tensors after C: the bias (printed by the epilogue partial) and stream-K's workspace;
     split-K "separate": the GEMM kernel takes only its workspace, the host passes the bias too."""
     if shared.is_split_k_separate(spec):
         workspace = shared.separate_workspace_values(spec, bias_values(spec))
@@ -524,32 +523,21 @@ def workspace_values(spec: Spec) -> dict[str, object]:
             "gemm_doc": workspace["gemm_doc"],
             "host_tensors": (["bias"] if spec.epilogue.bias != "none" else []) + ["workspace"],
             "workspace_elems": shared.separate_workspace_elems(spec),
-            "sched_tensors": workspace["kernel_tensors"],
-            "sched_args": ["workspace"],
         }
-    extra = extra_tensors(spec, rules_sm100.streamk_workspace_elems(spec))
-    work = [t for t in extra["kernel_tensors"] if t[0] == "mWork"]
-    return extra | {"sched_tensors": work, "sched_args": ["workspace"] if work else []}
+    return extra_tensors(spec, rules_sm100.streamk_workspace_elems(spec))
 
 
 def mainloop_values(spec: Spec) -> dict[str, object]:
-    """The tile, the MMA, the ring, the threads, TMEM and the SMEM budget."""
+    """The values every architecture's plan has: the tile, the ring, the threads and the SMEM
+    budget."""
     assert isinstance(spec.stages, int)
     t = spec.tile
     return {
-        "persistent": is_persistent(spec),
-        "tma_store": is_tma_store(spec),
-        "tma_warp": rules_sm100.TMA_WARP,
-        "mma_warp": rules_sm100.MMA_WARP,
-        "mma_inst": (t.m, t.n, rules_common.mma_k(spec.dtype)),
         "mma_k": rules_common.mma_k(spec.dtype),
         "tiler": (t.m, t.n, t.k),
         "stages": spec.stages,
         "threads": (EPI_WARP0 + rules_sm100.EPILOGUE_WARPS if is_persistent(spec) else 4) * 32,
-        "tmem_cols": rules_sm100.spec_tmem_columns(spec),
         "tx_bytes": rules_sm100.full_tx_bytes(spec),
-        "cta_group_enum": "TWO" if spec.cta_group == 2 else "ONE",
-        "smem_atom": SMEM_ATOM[str(spec.swizzle)],
         "mmas_per_stage": rules_common.mmas_per_stage(spec),
         "shape_multiples": rules_sm100.shape_multiples(spec),
         "smem_bytes": rules_sm100.smem_bytes(spec, spec.stages),
@@ -558,7 +546,10 @@ def mainloop_values(spec: Spec) -> dict[str, object]:
 
 def values(spec: Spec) -> Sm100Values:
     """Every value the sm_100a templates print, each from one concern, built once by keyword (a
-    value set twice is a TypeError)."""
+    value set twice is a TypeError): this architecture's own fields and groups one by one, the
+    fields of the shared base types from the shared helpers' dicts."""
+    tensors = workspace_values(spec)
+    work = [t for t in tensors["kernel_tensors"] if t[0] == "mWork"]  # stream-K's, split-K's
     return Sm100Values(
         title=docs.title(spec),
         dtype_note=docs.dtype_note(spec),
@@ -569,12 +560,22 @@ def values(spec: Spec) -> Sm100Values:
         notes=docs.notes(spec),
         **dtype_values(spec),
         **mainloop_values(spec),
+        persistent=is_persistent(spec),
+        tma_store=is_tma_store(spec),
+        tma_warp=rules_sm100.TMA_WARP,
+        mma_warp=rules_sm100.MMA_WARP,
+        mma_inst=(spec.tile.m, spec.tile.n, rules_common.mma_k(spec.dtype)),
+        tmem_cols=rules_sm100.spec_tmem_columns(spec),
+        cta_group_enum="TWO" if spec.cta_group == 2 else "ONE",
+        smem_atom=SMEM_ATOM[str(spec.swizzle)],
         **fusion_values(spec),
         **bias_values(spec),
         epilogue=epilogue(spec),
         bias_view=bias_view(spec),
         epi_tma=tma_store(spec),
-        **workspace_values(spec),
+        **tensors,
+        sched_tensors=work,  # the kernel takes them last, the host passes them last
+        sched_args=["workspace"] if work else [],
         **separate_values(spec),
         **workers_values(spec),
         roles=persistent_roles(spec),
