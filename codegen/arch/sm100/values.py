@@ -307,7 +307,9 @@ def splitk_cluster(spec: Spec) -> SplitKCluster | None:
 
 # the fields SeparateReduceValues adds to Values: the separate reduce's workspace and vectors
 SEPARATE_FIELDS = tuple(
-    f.name for f in fields(shared.SeparateReduceValues) if f not in fields(Values)
+    f.name
+    for f in fields(shared.SeparateReduceValues)
+    if f.name not in {g.name for g in fields(Values)}
 )
 
 
