@@ -4,12 +4,15 @@ Each architecture's templates (``templates/<short>/``, and the shared ones they 
 by name, ``templates/common/``) are parsed with jinja2's parser; every attribute read on the name
 `plan` must be a field of that architecture's frozen values dataclass (or an attribute of Plan
 itself: template, partials). A value a template reads but no planner declares
-fails here, not when a variant that reaches that line is rendered.
+fails here, not when a variant that reaches that line is rendered. A field that is a group of
+values (a frozen dataclass, `plan.GROUP.NAME`) is checked the same way, one level down.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import types
+import typing
 from pathlib import Path
 
 import jinja2
@@ -34,6 +37,28 @@ def plan_reads(source: str, env: jinja2.Environment) -> set[str]:
     for n in tree.find_all(nodes.Getitem):
         if _is_plan(n.node) and isinstance(n.arg, nodes.Const) and isinstance(n.arg.value, str):
             out.add(n.arg.value)
+    return out
+
+
+def plan_group_reads(source: str, env: jinja2.Environment) -> set[tuple[str, str]]:
+    """(GROUP, NAME) for each `plan.GROUP.NAME` read in one template's source."""
+    tree = env.parse(source)
+    return {
+        (n.node.attr, n.attr)
+        for n in tree.find_all(nodes.Getattr)
+        if isinstance(n.node, nodes.Getattr) and _is_plan(n.node.node)
+    }
+
+
+def group_types(values_type: type) -> dict[str, type]:
+    """field -> its dataclass type, for each field of `values_type` that is a group of values
+    (typed `SomeGroup` or `SomeGroup | None`)."""
+    out = {}
+    for name, hint in typing.get_type_hints(values_type).items():
+        args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+        groups = [a for a in args if dataclasses.is_dataclass(a)]
+        if groups:
+            out[name] = groups[0]
     return out
 
 
@@ -69,9 +94,14 @@ def unknown_reads(root: str, values_type: type) -> dict[str, set[str]]:
     """template -> the `plan.NAME` reads that are not fields of `values_type` nor Plan's own."""
     env = _env()
     known = {f.name for f in dataclasses.fields(values_type)} | PLAN_OWN
+    groups = group_types(values_type)
     out = {}
     for name in sorted(arch_templates(root, env)):
-        bad = plan_reads((TEMPLATES / name).read_text(encoding="utf-8"), env) - known
+        source = (TEMPLATES / name).read_text(encoding="utf-8")
+        bad = plan_reads(source, env) - known
+        for group, attr in plan_group_reads(source, env):
+            if group in groups and attr not in {f.name for f in dataclasses.fields(groups[group])}:
+                bad.add(f"{group}.{attr}")
         if bad:
             out[name] = bad
     return out
@@ -94,6 +124,11 @@ def test_the_values_are_frozen_and_built_by_keyword(arch: str) -> None:
     with pytest.raises(TypeError):
         values_type(1)  # keyword only
     assert all(f.kw_only for f in dataclasses.fields(values_type))
+    for group in group_types(values_type).values():
+        assert group.__dataclass_params__.frozen, group
+        assert all(
+            f.kw_only and f.default is dataclasses.MISSING for f in dataclasses.fields(group)
+        )
 
 
 def test_a_read_of_no_field_is_caught(tmp_path: Path) -> None:
@@ -103,3 +138,11 @@ def test_a_read_of_no_field_is_caught(tmp_path: Path) -> None:
     assert named_templates(source, env) == {"common/x.j2"}
     known = {f.name for f in dataclasses.fields(registry.get("sm_90a").values_type)}
     assert plan_reads(source, env) - known == {"no_such_value"}
+
+
+def test_a_read_of_no_field_of_a_group_is_caught() -> None:
+    source = "{{ plan.bias_view.note }}{{ plan.bias_view.no_such_value }}{{ plan.tx_bytes }}"
+    reads = plan_group_reads(source, _env())
+    assert reads == {("bias_view", "note"), ("bias_view", "no_such_value")}
+    group = group_types(registry.get("sm_100a").values_type)["bias_view"]
+    assert {a for _, a in reads} - {f.name for f in dataclasses.fields(group)} == {"no_such_value"}

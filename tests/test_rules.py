@@ -547,7 +547,7 @@ def test_expected_instruction_counts(
 
 def _direct_epilogue_covers(n: int) -> tuple[int, int, str]:
     values = plan.plan(rules.resolve(make((128, n, 64)))).values
-    return values["epi_cols"], values["epi_chunks"], values["ld_repetition"]
+    return values.epilogue.cols, values.epilogue.chunks, values.epilogue.ld_repetition
 
 
 @pytest.mark.parametrize(

@@ -127,16 +127,17 @@ def test_both_arches_print_the_same_fusion_values() -> None:
 def test_bias_values_name_the_dimension_it_runs_along() -> None:
     row = plan.plan(make(epilogue={"style": "direct", "bias": "row"})).values
     col = plan.plan(make(epilogue={"style": "tma", "bias": "col"})).values
-    assert (row["bias_dim"], row["bias_user_extent"], row["bias_stride"]) == ("M", "M", (1, 0))
-    assert (col["bias_dim"], col["bias_user_extent"], col["bias_stride"]) == ("N", "N", (0, 1))
+    assert (row["bias_dim"], row["bias_user_extent"], row.bias_view.stride) == ("M", "M", (1, 0))
+    assert (col["bias_dim"], col["bias_user_extent"], col.bias_view.stride) == ("N", "N", (0, 1))
     assert (row["host_tensors"], row["gemm_doc"]) == (["bias"], ", bias (M,)")
     assert row["bias"] and not plan.plan(make()).values["host_tensors"]
     # only the TMA-store epilogue takes partial tiles, so only its bias loads are predicated
-    assert not row["epi_bias_predicated"] and col["epi_bias_predicated"]
+    assert not row.bias_view.predicated and col.bias_view.predicated
     persistent = plan.plan(
         make(scheduler="persistent", epilogue={"style": "direct", "bias": "row"})
     ).values
-    assert persistent["epi_tile_slice"] == "[(None, None, None, tm, tn)]"
+    # a persistent kernel tiles the bias over all tiles and slices it per tile
+    assert persistent["persistent"] and not row["persistent"]
     assert "bias_dim" not in plan.plan(make()).values
 
 

@@ -157,7 +157,7 @@ def test_16_bit_inputs_may_store_another_dtype() -> None:
     # an M=64 tile's direct epilogue converts whatever it stores
     assert violations((64, 64, 64), epilogue={"style": "direct", "out_dtype": "f32"}) == []
     values = plan.plan(make((64, 64, 64), epilogue={"style": "direct", "out_dtype": "f32"})).values
-    assert values["epi_store_dtype"] == "OUT_DTYPE"
+    assert values.epilogue.store_dtype == "OUT_DTYPE"
 
 
 # ---- planned numbers -----------------------------------------------------------------------------
@@ -191,7 +191,7 @@ def test_m64_epilogue_reads_16_lanes_per_warp() -> None:
     # two 64x64 bf16 sub-tile buffers
     assert rules_sm100.epilogue_smem_bytes(make((64, 128, 64), epilogue="tma")) == 2 * 64 * 64 * 2
     v = plan.plan(make((64, 64, 64))).values
-    assert v["tmem_ld_op"] == "Ld16x32bx2Op" and v["ld_repetition"] == "x32"
+    assert v.epilogue.tmem_ld_op == "Ld16x32bx2Op" and v.epilogue.ld_repetition == "x32"
 
 
 def test_plan_numbers_of_fp8_and_swap() -> None:
@@ -199,13 +199,13 @@ def test_plan_numbers_of_fp8_and_swap() -> None:
     p, counts = plan.plan(fp8), plan.expected_counts(fp8)
     assert p.values["mma_inst"] == (128, 256, 32) and p.values["mma_k"] == 32
     assert p.partials["mma_partial"] == "sm100/mma/f8f6f4.py.j2"
-    assert p.values["epi_store_dtype"] == "OUT_DTYPE"
+    assert p.values.epilogue.store_dtype == "OUT_DTYPE"
     assert counts["tcgen05.mma"] == 4  # 128 bytes of K / 32 per MMA
     assert counts["st.global"] == 256 * 2 // 16  # a bf16 row in 16-byte vectors
     s = plan.plan(make((64, 32, 64), swap_ab=True))
     assert s.partials["operands_partial"] == "sm100/operands/swap.py.j2"
     assert s.partials["mma_partial"] == "sm100/mma/f16.py.j2"
-    assert s.values["epi_store_dtype"] == "IO_DTYPE"
+    assert s.values.epilogue.store_dtype == "IO_DTYPE"
     # swap: a thread's 16 values (half of 32 columns) are a column of C, one store each
     assert rules_sm100.direct_stores(make((64, 32, 64), swap_ab=True)) == 16
 

@@ -5,6 +5,8 @@ and budget line, and the comments on its constants, each built from the numbers 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from codegen import rules_common
 from codegen.arch import shared
 from codegen.arch.shared import splitk_max_tiles_line
@@ -448,7 +450,19 @@ def shape_note(spec: Spec) -> str:
     )
 
 
-def notes(spec: Spec) -> dict[str, str]:
+@dataclass(frozen=True, kw_only=True)
+class Notes:
+    """The comments on the kernel's constants (``plan.notes``): MMA_INST, TILER, THREADS,
+    TMEM_COLS and TX_BYTES."""
+
+    mma_inst: str
+    tiler: str
+    threads: str
+    tmem: str
+    tx: str
+
+
+def notes(spec: Spec) -> Notes:
     """The comments on the kernel's constants."""
     kind, persistent = cluster_kind(spec), is_persistent(spec)
     pair = kind == "pair"
@@ -494,21 +508,21 @@ def notes(spec: Spec) -> dict[str, str]:
         tx = "A + B bytes landing in EACH CTA per stage: own slices + peers' multicast"
     else:
         tx = "A + B bytes one stage's TMA copies deliver to its full barrier"
-    return {
-        "mma_inst_note": (
+    return Notes(
+        mma_inst=(
             f"one tcgen05.mma.cta_group::2 kind::{kind_} instruction: the CTA pair's tile"
             if pair
             else f"one tcgen05.mma.cta_group::1 kind::{kind_} instruction"
         ),
-        "tiler_note": (
+        tiler=(
             "one CTA pair's output tile and the K depth of a stage"
             if pair
             else "one CTA's output tile and the K depth of a stage"
         ),
-        "threads_note": threads,
-        "tmem_note": tmem,
-        "tx_note": tx,
-    }
+        threads=threads,
+        tmem=tmem,
+        tx=tx,
+    )
 
 
 def _epilogue_store(spec: Spec, store_warp: str) -> str:

@@ -4,11 +4,16 @@ The partials are chosen here, one per knob value: ``cluster/`` (single, multicas
 ``scheduler/`` (grid, persistent, dynamic, split_k, stream_k), ``epilogue/`` (direct, tma,
 partial) and the mainloop (kloop, ws, ws_persistent). Every number comes from
 :mod:`codegen.arch.sm100.rules`; the docstring prose from :mod:`codegen.arch.sm100.docs`.
+
+The values are one frozen :class:`Sm100Values`: plain required fields, and for each feature a
+variant may lack (a bias, a TMA-store epilogue, persistent warp roles, a static tile order, each
+scheduler's own values, a CTA pair, a multicast cluster) one frozen group of required fields,
+built directly by one function and None where the variant has no such feature.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from codegen import rules_common
 from codegen.arch import shared
@@ -28,6 +33,7 @@ from codegen.arch.sm100.rules import (
 )
 from codegen.plan_common import (
     Plan,
+    Values,
     bias_values,
     binary,
     dtype_values,
@@ -35,7 +41,7 @@ from codegen.plan_common import (
     fusion_values,
     sm_sized_values,
 )
-from codegen.spec import PersistentScheduler, Spec
+from codegen.spec import PersistentScheduler, Spec, SplitKScheduler
 
 SMEM_ATOM = {"none": "K_INTER", "32B": "K_SW32", "64B": "K_SW64", "128B": "K_SW128"}
 
@@ -44,16 +50,147 @@ TMEM_LD_OP = {"32x32b": "Ld32x32bOp", "16x32bx2": "Ld16x32bx2Op"}  # by tmem_loa
 
 
 @dataclass(frozen=True, kw_only=True)
-class Sm100Values(shared.SeparateReduceValues):
-    """Every value the sm_100a templates read as ``plan.NAME`` (tests/test_plan_fields.py checks
-    that each name a template reads is a field here); None: the variant has no such value."""
+class Epilogue:
+    """How every epilogue drains the f32 accumulator from TMEM (``plan.epilogue``): in chunks of
+    accumulator columns, one tcgen05.ld each, then converted and stored."""
 
-    # the comments on the constants (docs.notes)
-    mma_inst_note: str
-    tiler_note: str
-    threads_note: str
-    tmem_note: str
-    tx_note: str
+    cols: int  # accumulator columns one tcgen05.ld moves
+    chunks: int  # the loads per tile
+    last_chunk: int
+    ld_repetition: str  # the tcgen05.ld repetition of one chunk
+    tmem_ld_op: str
+    cols_note: str
+    lanes: str
+    plain: bool  # no fusion: convert and store, the lines the unfused kernels have always had
+    store_dtype: str  # the constant naming C's dtype: IO_DTYPE or OUT_DTYPE
+
+
+@dataclass(frozen=True, kw_only=True)
+class BiasView:
+    """How the kernel sees the 1-D bias (templates/sm100/epilogue/_bias.py.j2, ``plan.bias_view``):
+    as an (M, N) tensor with stride 0 along the dimension it does not run along, tiled like C."""
+
+    stride: tuple[int, int]
+    broadcast_dim: str  # the dimension of stride 0
+    note: str
+    predicated: bool  # the TMA-store epilogue takes partial tiles: its bias loads check M and N
+
+
+@dataclass(frozen=True, kw_only=True)
+class TmaStore:
+    """The TMA-store epilogue's C sub-tiles (templates/sm100/epilogue/tma.py.j2, ``plan.epi_tma``):
+    TMEM -> registers -> an SMEM buffer -> a TMA store, one sub-tile at a time."""
+
+    tile: tuple[int, int]  # one C sub-tile (rows, columns)
+    tile_str: str
+    tile_cols: int
+    tile_note: str
+    subtiles: int  # sub-tiles per output tile
+    bufs: int  # SMEM sub-tile buffers
+    smem_atom: str
+    smem_atom_note: str
+    host_atom_note: str
+    tile_order: tuple[int, int, int]
+    repetition: str  # the tcgen05.ld repetition of one sub-tile row
+    t2r_note: str
+    c_tx_bytes: int  # one C sub-tile TMA-loaded for beta
+
+
+@dataclass(frozen=True, kw_only=True)
+class PersistentRoles:
+    """The warp roles of a CTA that loops over tiles (``plan.roles``; every scheduler but grid):
+    the dedicated epilogue warps and the TMEM accumulator slots they hand back to the MMA warp."""
+
+    epi_warp0: int  # the first epilogue warp
+    epi_warps: int
+    epi_warps_range: str  # in prose: "4-7"
+    epi_threads: int
+    epi_barrier_id: int  # the epilogue warps' named barrier
+    acc_slots: int
+    acc_empty_arrives: int
+    acc_empty_note: str
+    slot_cols: int  # TMEM columns of one accumulator slot: TN
+
+
+@dataclass(frozen=True, kw_only=True)
+class TileOrder:
+    """The static order a CTA walks its tiles in (``plan.order``; templates/sm100/scheduler/
+    _tile_loop.py.j2): static persistent, and split-K (along M, no swizzle)."""
+
+    fast: str  # the dimension consecutive tiles walk: "m" or "n"
+    slow: str
+    note: str
+    group: int  # tiles (or cluster tiles) per swizzle band; 1: no swizzle
+    group_note: str
+    cluster_tiles: bool  # a multicast cluster walks cluster tiles, one tile per CTA
+    tile_unit: str  # in prose: "tiles" or "cluster tiles"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Clc:
+    """The dynamic scheduler's cluster launch control (``plan.clc``): the hardware's answer and
+    the warps that read it."""
+
+    response_bytes: int  # try_cancel's answer: the tx bytes clc_full expects per request
+    readers: int  # clc_empty arrives per answer
+    readers_note: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class SplitKCluster:
+    """Split-K reduced over a cluster through DSMEM (``plan.splitk``): the staged / consumed
+    handshake between the peers and rank 0."""
+
+    staged_arrives: int
+    staged_note: str
+    consumed_arrives: int
+    consumed_note: str
+    stage_vec: int  # f32 per 16-byte staging run
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamK:
+    """Stream-K's workspace (``plan.sk``): a partial-tile slot per CTA, then the flags, and how
+    one epilogue chunk maps onto a slot."""
+
+    ctas: int  # persistent CTAs at most: the workspace's slots
+    tile_elems: int  # f32 of one slot
+    workspace_elems: int
+    values: int  # f32 one epilogue thread holds of a tile
+    chunk_vecs: int  # 16-byte vectors of one thread per epilogue chunk
+    chunk_vecs_note: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class CtaPair:
+    """A CTA pair running one 2-CTA MMA (``plan.pair``; templates/sm100/cluster/pair.py.j2)."""
+
+    mask: str  # both CTAs, as a binary literal
+    cta_rows: int  # the rows of the tile each CTA loads: TM / 2
+
+
+@dataclass(frozen=True, kw_only=True)
+class Multicast:
+    """A cluster that multicasts A along its rows and B along its columns (``plan.mcast``;
+    templates/sm100/cluster/multicast.py.j2)."""
+
+    cluster_m: int
+    a_mask: str  # the CTAs an A tile lands in, as a binary literal
+    b_mask: str
+    empty_arrives: int  # commits that free a ring slot
+    empty_arrives_note: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sm100Values(shared.SeparateReduceValues):
+    """Every value the sm_100a templates read as ``plan.NAME`` or, in a group, ``plan.GROUP.NAME``
+    (tests/test_plan_fields.py checks that each name a template reads is a field); a group is
+    None where the variant has no such feature (tests/test_sm100_plan_groups.py)."""
+
+    notes: docs.Notes  # the comments on the constants
+    # what the partials branch on
+    persistent: bool  # a CTA loops over tiles (rules.is_persistent)
+    tma_store: bool  # the TMA-store epilogue
     # the MMA, the ring, TMEM
     tma_warp: int
     mma_warp: int
@@ -61,259 +198,183 @@ class Sm100Values(shared.SeparateReduceValues):
     tmem_cols: int
     cta_group_enum: str
     smem_atom: str
-    scheduler: str
     # the epilogue
-    epi_cols: int
-    epi_chunks: int
-    epi_last_chunk: int
-    ld_repetition: str
-    tmem_ld_op: str
-    epi_cols_note: str
-    epi_lanes: str
-    epi_plain: bool
-    epi_store_dtype: str
-    bias_stride: tuple[int, int] | None = None
-    bias_broadcast_dim: str | None = None
-    bias_view_note: str | None = None
-    epi_tile_coord: str | None = None
-    epi_tile_shape: str | None = None
-    epi_part_shape: str | None = None
-    epi_tile_slice: str | None = None
-    epi_bias_predicated: bool | None = None
-    epi_tile: tuple[int, int] | None = None
-    epi_tile_str: str | None = None
-    epi_tile_cols: int | None = None
-    epi_tile_note: str | None = None
-    epi_subtiles: tuple[int, int] | None = None
-    epi_bufs: int | None = None
-    epi_row_bytes: int | None = None
-    epi_smem_atom: str | None = None
-    epi_smem_atom_note: str | None = None
-    epi_host_atom_note: str | None = None
-    epi_tile_order: tuple[int, int, int] | None = None
-    epi_repetition: str | None = None
-    t2r_note: str | None = None
-    c_tx_bytes: int | None = None
+    epilogue: Epilogue
+    bias_view: BiasView | None = None  # with a bias
+    epi_tma: TmaStore | None = None  # the TMA-store epilogue's
     # the tensors after C
     sched_tensors: list[tuple[str, str]]
     sched_args: list[str]
     # the scheduler (tile loop, dynamic, split-K, stream-K)
-    epi_warp0: int | None = None
-    epilogue_warps: int | None = None
-    epi_warps_range: str | None = None
-    epi_threads: int | None = None
-    epi_barrier_id: int | None = None
-    acc_slots: int | None = None
-    acc_empty_arrives: int | None = None
-    acc_empty_note: str | None = None
-    tile_n: int | None = None
-    raster_fast: str | None = None
-    raster_slow: str | None = None
-    raster_note: str | None = None
-    group: int | None = None
-    group_note: str | None = None
-    cluster_tiles: bool | None = None
-    coord_prefix: str | None = None
-    count_prefix: str | None = None
-    tile_unit: str | None = None
-    clc_response_bytes: int | None = None
-    clc_readers: int | None = None
-    clc_readers_note: str | None = None
-    splits: int | None = None
-    staged_arrives: int | None = None
-    staged_note: str | None = None
-    consumed_arrives: int | None = None
-    consumed_note: str | None = None
-    stage_vec: int | None = None
-    swap_ab: bool | None = None
-    sk_ctas: int | None = None
-    sk_tile_elems: int | None = None
-    sk_workspace_elems: int | None = None
-    sk_values: int | None = None
-    sk_chunk_vecs: int | None = None
-    sk_chunk_vecs_note: str | None = None
-    sk_src_chunk: str | None = None
-    sk_last_chunk: int | str | None = None
+    roles: PersistentRoles | None = None  # a CTA that loops over tiles
+    order: TileOrder | None = None  # a static tile order
+    splits: int  # CTAs that split one tile's K range (1 without split-K)
+    swap_ab: bool
+    clc: Clc | None = None  # the dynamic scheduler's
+    splitk: SplitKCluster | None = None  # split-K's over a cluster
+    sk: StreamK | None = None  # stream-K's
     # the cluster
-    cluster_shape: tuple[int, int, int] | None = None
-    pair_mask: str | None = None
-    cta_rows: int | None = None
-    cluster_m: int | None = None
-    a_mcast_mask: str | None = None
-    b_mcast_mask: str | None = None
-    empty_arrives: int | None = None
-    empty_arrives_note: str | None = None
+    cluster_shape: tuple[int, int, int]
+    pair: CtaPair | None = None  # a CTA pair's
+    mcast: Multicast | None = None  # a multicast cluster's
 
 
-def cluster_values(spec: Spec) -> dict[str, object]:
-    """What the cluster partial prints: the cluster shape, multicast masks, arrive counts."""
+def cluster_shape(spec: Spec) -> tuple[int, int, int]:
+    """The cluster: one CTA, split-K's (splits, 1, 1), or the spec's (a CTA pair, multicast)."""
     kind = cluster_kind(spec)
     if kind == "single":
-        return {}
+        return (1, 1, 1)
     if kind == "split":
-        return {"cluster_shape": (shared.splits(spec), 1, 1)}
-    shape = (spec.cluster.m, spec.cluster.n, 1)
-    if kind == "pair":
-        return {
-            "cluster_shape": shape,
-            "pair_mask": binary(PAIR_MASK, 2),
-            "cta_rows": spec.tile.m // 2,
-        }
+        return (shared.splits(spec), 1, 1)
+    return (spec.cluster.m, spec.cluster.n, 1)
+
+
+def cta_pair(spec: Spec) -> CtaPair | None:
+    """What the CTA-pair cluster partial prints."""
+    if cluster_kind(spec) != "pair":
+        return None
+    return CtaPair(mask=binary(PAIR_MASK, 2), cta_rows=spec.tile.m // 2)
+
+
+def multicast(spec: Spec) -> Multicast | None:
+    """What the multicast cluster partial prints: the multicast masks and the arrive count that
+    frees a ring slot."""
+    if cluster_kind(spec) != "multicast":
+        return None
     a_mask, b_mask = rules_sm100.multicast_masks(spec)
     a_ctas, b_ctas = rules_sm100.multicast_ctas(spec)
-    return {
-        "cluster_shape": shape,
-        "cluster_m": spec.cluster.m,
-        "a_mcast_mask": binary(a_mask, spec.cluster.size),
-        "b_mcast_mask": binary(b_mask, spec.cluster.size),
-        "empty_arrives": rules_sm100.empty_arrives(spec),
-        "empty_arrives_note": (
+    return Multicast(
+        cluster_m=spec.cluster.m,
+        a_mask=binary(a_mask, spec.cluster.size),
+        b_mask=binary(b_mask, spec.cluster.size),
+        empty_arrives=rules_sm100.empty_arrives(spec),
+        empty_arrives_note=(
             f"commits that free a slot: this CTA's and its sharers' ({a_ctas} + {b_ctas} - 1)"
         ),
-    }
+    )
 
 
-def tile_loop_values(spec: Spec) -> dict[str, object]:
-    """What the persistent and dynamic scheduler partials both print: the epilogue warps and the
-    TMEM accumulator slots they hand back to the MMA warp."""
-    pair = cluster_kind(spec) == "pair"
+def persistent_roles(spec: Spec) -> PersistentRoles | None:
+    """What every persistent scheduler partial prints (persistent, dynamic, split-K, stream-K):
+    the epilogue warps and the TMEM accumulator slots they hand back to the MMA warp."""
+    if not is_persistent(spec):
+        return None
     warps = rules_sm100.EPILOGUE_WARPS
-    return {
-        "epi_warp0": EPI_WARP0,
-        "epilogue_warps": warps,
-        "epi_warps_range": rules_sm100.EPI_WARPS_RANGE,
-        "epi_threads": 32 * warps,
-        "epi_barrier_id": EPI_BARRIER_ID,
-        "acc_slots": spec.accumulators,
-        "acc_empty_arrives": rules_sm100.acc_empty_arrives(spec),
-        "acc_empty_note": (
+    return PersistentRoles(
+        epi_warp0=EPI_WARP0,
+        epi_warps=warps,
+        epi_warps_range=rules_sm100.EPI_WARPS_RANGE,
+        epi_threads=32 * warps,
+        epi_barrier_id=EPI_BARRIER_ID,
+        acc_slots=spec.accumulators,
+        acc_empty_arrives=rules_sm100.acc_empty_arrives(spec),
+        acc_empty_note=(
             f"one per epilogue warp of both CTAs ({warps} x 2), on the leader's barrier"
-            if pair
+            if cluster_kind(spec) == "pair"
             else f"one per epilogue warp ({warps})"
         ),
-        "tile_n": spec.tile.n,
-    }
+        slot_cols=spec.tile.n,
+    )
 
 
-def dynamic_values(spec: Spec) -> dict[str, object]:
+def clc(spec: Spec) -> Clc | None:
     """What the dynamic (cluster launch control) scheduler partial prints."""
+    if not rules_sm100.is_dynamic(spec):
+        return None
     readers = rules_sm100.clc_readers(spec)
-    return tile_loop_values(spec) | {
-        "clc_response_bytes": rules_sm100.CLC_RESPONSE_BYTES,
-        "clc_readers": readers,
-        "clc_readers_note": f"clc_empty arrives per answer: producer, MMA, {readers - 2} epilogue warps",
-    }
+    return Clc(
+        response_bytes=rules_sm100.CLC_RESPONSE_BYTES,
+        readers=readers,
+        readers_note=f"clc_empty arrives per answer: producer, MMA, {readers - 2} epilogue warps",
+    )
 
 
-def splitk_values(spec: Spec) -> dict[str, object]:
-    """What the split-K scheduler partial prints: the persistent tile loop of its clusters (along
-    M, no swizzle) and the staged / consumed handshake of the DSMEM reduction."""
-    splits = shared.splits(spec)
+def splitk_cluster(spec: Spec) -> SplitKCluster | None:
+    """What the split-K scheduler partial prints: the staged / consumed handshake of the DSMEM
+    reduction (its tile loop is plan.order's)."""
+    if not shared.is_split_k_cluster(spec):
+        return None
     warps = rules_sm100.EPILOGUE_WARPS
-    return tile_loop_values(spec) | {
-        "raster_fast": "m",
-        "raster_slow": "n",
-        "raster_note": "raster along M: the tiles running at once share B tiles",
-        "group": 1,
-        "cluster_tiles": False,
-        "coord_prefix": "t",
-        "count_prefix": "tiles",
-        "splits": splits,
-        "staged_arrives": rules_sm100.staged_arrives(spec),
-        "staged_note": f"rank 0's staged barrier: every epilogue warp ({warps}) of every peer ({splits - 1})",
-        "consumed_arrives": rules_sm100.consumed_arrives(spec),
-        "consumed_note": f"a peer's consumed barrier: every epilogue warp ({warps}) of rank 0",
-        "stage_vec": DSMEM_VECTOR_BYTES // shared.ACC_BYTES,
-    }
+    peers = shared.splits(spec) - 1
+    return SplitKCluster(
+        staged_arrives=rules_sm100.staged_arrives(spec),
+        staged_note=f"rank 0's staged barrier: every epilogue warp ({warps}) of every peer ({peers})",
+        consumed_arrives=rules_sm100.consumed_arrives(spec),
+        consumed_note=f"a peer's consumed barrier: every epilogue warp ({warps}) of rank 0",
+        stage_vec=DSMEM_VECTOR_BYTES // shared.ACC_BYTES,
+    )
+
+
+# the fields SeparateReduceValues adds to Values: the separate reduce's workspace and vectors
+SEPARATE_FIELDS = tuple(
+    f.name
+    for f in fields(shared.SeparateReduceValues)
+    if f.name not in {g.name for g in fields(Values)}
+)
 
 
 def separate_values(spec: Spec) -> dict[str, object]:
     """What the separate-reduce partials print (sm100/scheduler/split_k_separate.py.j2,
-    sm100/epilogue/partial.py.j2 and the shared common/split_k_reduce.py.j2): one tile per CTA
-    on the persistent warp roles, and the workspace geometry and reduce-kernel vectors both
-    arches share (its tensors are workspace_values')."""
+    sm100/epilogue/partial.py.j2 and the shared common/split_k_reduce.py.j2): the workspace
+    geometry and reduce-kernel vectors both arches share (its tensors are workspace_values')."""
+    if not shared.is_split_k_separate(spec):
+        return {}
     workspace = shared.separate_workspace_values(spec, bias_values(spec))
-    del workspace["kernel_tensors"], workspace["gemm_doc"]
-    return (
-        tile_loop_values(spec)
-        | workspace
-        | {
-            "raster_fast": "m",
-            "raster_slow": "n",
-            "raster_note": "tiles along M",
-            "group": 1,
-            "cluster_tiles": False,
-            "coord_prefix": "t",
-            "count_prefix": "tiles",
-            "splits": shared.splits(spec),
-            "swap_ab": spec.swap_ab,
-        }
-    )
+    return {name: workspace[name] for name in SEPARATE_FIELDS}
 
 
-def streamk_values(spec: Spec) -> dict[str, object]:
-    """What the stream-K scheduler partial prints: the persistent warp roles and accumulator
-    slots, the workspace (a partial-tile slot per CTA, then the flags) and how one epilogue chunk
-    maps onto it."""
+def stream_k(spec: Spec) -> StreamK | None:
+    """What the stream-K scheduler partial prints: the workspace (a partial-tile slot per CTA,
+    then the flags) and how one epilogue chunk maps onto it."""
+    if not shared.is_stream_k(spec):
+        return None
     _, chunks = epilogue_chunks(spec)
     vectors = streamk_handover_vectors(spec)
-    return tile_loop_values(spec) | {
-        "sk_ctas": rules_sm100.streamk_ctas(spec),
-        "sk_tile_elems": shared.streamk_tile_elems(spec),
-        "sk_workspace_elems": rules_sm100.streamk_workspace_elems(spec),
-        "sk_values": values_per_thread(spec),
-        "sk_chunk_vecs": vectors // chunks,
-        "sk_chunk_vecs_note": (
+    return StreamK(
+        ctas=rules_sm100.streamk_ctas(spec),
+        tile_elems=shared.streamk_tile_elems(spec),
+        workspace_elems=rules_sm100.streamk_workspace_elems(spec),
+        values=values_per_thread(spec),
+        chunk_vecs=vectors // chunks,
+        chunk_vecs_note=(
             f"16-byte vectors of one thread's {values_per_thread(spec) // chunks} f32 per epilogue "
             f"chunk ({chunks} chunk{'s' if chunks > 1 else ''} per tile)"
         ),
-        # the epilogue's TMEM source and last chunk, as its own drain names them
-        "sk_src_chunk": (
-            "src[(None, None, None, 0, i)]" if is_tma_store(spec) else "src[None, None, i]"
-        ),
-        "sk_last_chunk": "EPI_SUBTILES - 1" if is_tma_store(spec) else chunks - 1,
-    }
+    )
 
 
-def scheduler_values(spec: Spec) -> dict[str, object]:
-    """What the persistent (or dynamic) scheduler partial prints."""
-    if not is_persistent(spec):
-        return {}
-    if rules_sm100.is_dynamic(spec):
-        return dynamic_values(spec)
-    if shared.is_stream_k(spec):
-        return streamk_values(spec)
-    if shared.is_split_k_cluster(spec):
-        return splitk_values(spec)
-    if shared.is_split_k_separate(spec):
-        return separate_values(spec)
+def tile_order(spec: Spec) -> TileOrder | None:
+    """The static tile order: the spec's raster and swizzle group (static persistent; a multicast
+    cluster walks cluster tiles), or along M without swizzle (split-K, both reduces)."""
+    if isinstance(spec.scheduler, PersistentScheduler):
+        fast, group = spec.scheduler.raster, spec.scheduler.group
+    elif isinstance(spec.scheduler, SplitKScheduler):
+        fast, group = "m", 1
+    else:
+        return None
     clustered = cluster_kind(spec) == "multicast"  # it walks cluster tiles, one tile per CTA
-    fast = spec.scheduler.raster
     slow = "n" if fast == "m" else "m"
     shared_operand = "B" if fast == "m" else "A"
-    group = spec.scheduler.group
     unit = "cluster tiles" if clustered else "tiles"
-    raster_note = (
-        f"raster along {fast.upper()}: the {unit} running at once share {shared_operand} tiles"
-    )
+    note = f"raster along {fast.upper()}: the {unit} running at once share {shared_operand} tiles"
     if group > 1:
-        raster_note = (
+        note = (
             f"tile swizzle: bands of GROUP {unit} along {fast.upper()}, walked along {slow.upper()}"
         )
-    return tile_loop_values(spec) | {
-        "raster_fast": fast,
-        "raster_slow": slow,
-        "raster_note": raster_note,
-        "group": group,
-        "group_note": (
+    elif shared.is_split_k_separate(spec):
+        note = "tiles along M"
+    return TileOrder(
+        fast=fast,
+        slow=slow,
+        note=note,
+        group=group,
+        group_note=(
             f"tile swizzle: walk GROUP {unit} along {fast.upper()}, then step along "
             f"{slow.upper()}: the {unit} running at once share A and B tiles in L2"
         ),
-        "cluster_tiles": clustered,
-        "coord_prefix": "ct" if clustered else "t",  # ctm, ctn: a cluster tile's coordinates
-        "count_prefix": "clusters" if clustered else "tiles",
-        "tile_unit": unit,
-    }
+        cluster_tiles=clustered,
+        tile_unit=unit,
+    )
 
 
 def workers_values(spec: Spec) -> dict[str, object]:
@@ -343,108 +404,97 @@ def workers_values(spec: Spec) -> dict[str, object]:
     return {"sm_sized": False}
 
 
-def bias_view_values(spec: Spec) -> dict[str, object]:
+def bias_view(spec: Spec) -> BiasView | None:
     """What the bias views print (templates/sm100/epilogue/_bias.py.j2): the host sees the 1-D
     bias as an (M, N) tensor with stride 0 along the dimension it does not run along, and the
     kernel tiles it like C: one tile (grid) or all tiles, sliced per tile (persistent)."""
     if spec.epilogue.bias == "none":
-        return {}
+        return None
     row = bias_values(spec)["bias_axis"] == "row"  # the kernel's axis (swap_ab swaps the user's)
-    persistent = is_persistent(spec)
-    return {
-        "bias_stride": (1, 0) if row else (0, 1),
-        "bias_broadcast_dim": "N" if row else "M",
-        "bias_view_note": (
-            "the bias seen as an (M, N) tensor (stride 0 along N): it tiles and partitions like C"
-            if row
-            else "the bias seen as an (M, N) tensor (stride 0 along M): it tiles and partitions "
-            "like C"
-        ),
-        "epi_tile_coord": "(None, None, None)" if persistent else "coord",
-        "epi_tile_shape": "(TM, TN, tiles_m, tiles_n)" if persistent else "(TM, TN)",
-        "epi_part_shape": (
-            "(MMA, MMA_M, MMA_N, tiles_m, tiles_n)" if persistent else "(MMA, MMA_M, MMA_N)"
-        ),
-        "epi_tile_slice": "[(None, None, None, tm, tn)]" if persistent else "",
-        # the TMA-store epilogue takes partial tiles: its bias loads check M and N
-        "epi_bias_predicated": is_tma_store(spec),
-    }
+    dim = "N" if row else "M"
+    return BiasView(
+        stride=(1, 0) if row else (0, 1),
+        broadcast_dim=dim,
+        note=f"the bias seen as an (M, N) tensor (stride 0 along {dim}): it tiles and partitions "
+        "like C",
+        predicated=is_tma_store(spec),
+    )
 
 
-def epilogue_values(spec: Spec) -> dict[str, object]:
-    """What the epilogue partial prints."""
+def epilogue(spec: Spec) -> Epilogue:
+    """What every epilogue partial (and the split-K and stream-K drains) prints: the chunks of
+    the TMEM drain and the dtype C is stored in."""
     cols, loads = epilogue_chunks(spec)
-    out = spec.epilogue.out_dtype or spec.dtype
     ld_shape = rules_sm100.tmem_load_shape(spec)
     halves = 1 if ld_shape == "32x32b" else 2  # 16x32bx2: two threads per row
-    values: dict[str, object] = {
-        "epi_cols": cols,
-        "epi_chunks": loads,
-        "epi_last_chunk": loads - 1,
-        "ld_repetition": f"x{cols // halves}",
-        "tmem_ld_op": TMEM_LD_OP[ld_shape],
-        "epi_cols_note": (
+    return Epilogue(
+        cols=cols,
+        chunks=loads,
+        last_chunk=loads - 1,
+        ld_repetition=f"x{cols // halves}",
+        tmem_ld_op=TMEM_LD_OP[ld_shape],
+        cols_note=(
             "accumulator columns one tcgen05.ld moves per thread"
             if halves == 1
             else "accumulator columns one tcgen05.ld moves per row pair (half per thread)"
         ),
-        "epi_lanes": (
-            "32 lanes per warp" if halves == 1 else "16 lanes per warp, half a row per thread"
+        lanes="32 lanes per warp" if halves == 1 else "16 lanes per warp, half a row per thread",
+        plain=not spec.epilogue.fused,
+        store_dtype=store_dtype(spec),
+    )
+
+
+def tma_store(spec: Spec) -> TmaStore | None:
+    """What the TMA-store epilogue partial prints: its C sub-tile, SMEM buffers and their swizzle
+    atoms, and the tcgen05.ld of one sub-tile."""
+    if not is_tma_store(spec):
+        return None
+    _, loads = epilogue_chunks(spec)
+    out = spec.epilogue.out_dtype or spec.dtype
+    halves = 1 if rules_sm100.tmem_load_shape(spec) == "32x32b" else 2  # 16x32bx2: 2 per row
+    em, en = rules_sm100.epi_tile(spec)
+    row_bytes = en * rules_common.DTYPE_BYTES[out]
+    atoms = rules_sm100.epi_tma_boxes(spec)  # a box row is one swizzle atom
+    return TmaStore(
+        tile=(em, en),
+        tile_str=f"{em}x{en}",
+        tile_cols=en,
+        tile_note=(
+            f"{em} rows x {en} columns = {row_bytes}-byte rows, "
+            f"{rules_common.kib(em * row_bytes)} KiB of {out}"
         ),
-        # no fusion: convert and store, the lines the unfused kernels have always had
-        "epi_plain": not spec.epilogue.fused,
-        **store_dtype_values(spec),
-        **bias_view_values(spec),
-    }
-    if is_tma_store(spec):
-        em, en = rules_sm100.epi_tile(spec)
-        row_bytes = en * rules_common.DTYPE_BYTES[out]
-        atoms = rules_sm100.epi_tma_boxes(spec)  # a box row is one swizzle atom
-        values.update(
-            {
-                "epi_tile": (em, en),
-                "epi_tile_str": f"{em}x{en}",
-                "epi_tile_cols": en,
-                "epi_tile_note": (
-                    f"{em} rows x {en} columns = {row_bytes}-byte rows, "
-                    f"{rules_common.kib(em * row_bytes)} KiB of {out}"
-                ),
-                "epi_subtiles": loads,
-                "epi_bufs": rules_sm100.EPI_BUFS,
-                "epi_row_bytes": row_bytes,
-                "epi_smem_atom": SMEM_ATOM[rules_common.auto_swizzle(row_bytes)],
-                "epi_smem_atom_note": (
-                    f"a {row_bytes}-byte sub-tile row: one swizzle atom"
-                    if atoms == 1
-                    else f"{row_bytes}-byte rows: {atoms} atoms, {atoms} TMA boxes of {em}x{en // atoms}"
-                ),
-                "epi_host_atom_note": (
-                    "one swizzle atom per row" if atoms == 1 else f"{atoms} swizzle atoms per row"
-                ),
-                # one swizzle atom per row: its 8-row atoms stack along M either way; several:
-                # stack them along M first, so each atom column is one 128-row TMA box
-                "epi_tile_order": (1, 0, 2) if atoms == 1 else (0, 1, 2),
-                "epi_repetition": f"x{en // halves}",
-                "t2r_note": (
-                    "warp w reads TMEM lanes 32 (w % 4) ... + 31: each thread owns one row of a "
-                    "sub-tile"
-                    if halves == 1
-                    else "M=64: warp w reads TMEM lanes 32 (w % 4) ... + 15 (rows 16 (w % 4) ... "
-                    "+ 15); threads t and t + 16 own the left and right half of one row"
-                ),
-                "c_tx_bytes": rules_sm100.c_load_bytes(spec),
-            }
-        )
-    return values
+        subtiles=loads,
+        bufs=rules_sm100.EPI_BUFS,
+        smem_atom=SMEM_ATOM[rules_common.auto_swizzle(row_bytes)],
+        smem_atom_note=(
+            f"a {row_bytes}-byte sub-tile row: one swizzle atom"
+            if atoms == 1
+            else f"{row_bytes}-byte rows: {atoms} atoms, {atoms} TMA boxes of {em}x{en // atoms}"
+        ),
+        host_atom_note=(
+            "one swizzle atom per row" if atoms == 1 else f"{atoms} swizzle atoms per row"
+        ),
+        # one swizzle atom per row: its 8-row atoms stack along M either way; several:
+        # stack them along M first, so each atom column is one 128-row TMA box
+        tile_order=(1, 0, 2) if atoms == 1 else (0, 1, 2),
+        repetition=f"x{en // halves}",
+        t2r_note=(
+            "warp w reads TMEM lanes 32 (w % 4) ... + 31: each thread owns one row of a sub-tile"
+            if halves == 1
+            else "M=64: warp w reads TMEM lanes 32 (w % 4) ... + 15 (rows 16 (w % 4) ... "
+            "+ 15); threads t and t + 16 own the left and right half of one row"
+        ),
+        c_tx_bytes=rules_sm100.c_load_bytes(spec),
+    )
 
 
-def store_dtype_values(spec: Spec) -> dict[str, object]:
+def store_dtype(spec: Spec) -> str:
     """The dtype the direct epilogue converts the f32 accumulator to: the input dtype's constant
     (IO_DTYPE) when C has it in a plain store, else OUT_DTYPE (e4m3 in, bf16/f16/f32 out, and
     every fused epilogue)."""
     out = spec.epilogue.out_dtype or spec.dtype
     plain = out == spec.dtype and not spec.epilogue.fused
-    return {"epi_store_dtype": "IO_DTYPE" if plain else "OUT_DTYPE"}
+    return "IO_DTYPE" if plain else "OUT_DTYPE"
 
 
 def partials(spec: Spec) -> dict[str, str]:
@@ -466,8 +516,7 @@ def partials(spec: Spec) -> dict[str, str]:
 
 
 def workspace_values(spec: Spec) -> dict[str, object]:
-    """The tensors after C: the bias (printed by the epilogue partial) and stream-K's workspace,
-    which the kernel takes last (`sched_tensors`) and the host passes last (`sched_args`);
+    """The tensors after C: the bias (printed by the epilogue partial) and stream-K's workspace;
     split-K "separate": the GEMM kernel takes only its workspace, the host passes the bias too."""
     if shared.is_split_k_separate(spec):
         workspace = shared.separate_workspace_values(spec, bias_values(spec))
@@ -476,32 +525,22 @@ def workspace_values(spec: Spec) -> dict[str, object]:
             "gemm_doc": workspace["gemm_doc"],
             "host_tensors": (["bias"] if spec.epilogue.bias != "none" else []) + ["workspace"],
             "workspace_elems": shared.separate_workspace_elems(spec),
-            "sched_tensors": workspace["kernel_tensors"],
-            "sched_args": ["workspace"],
         }
-    extra = extra_tensors(spec, rules_sm100.streamk_workspace_elems(spec))
-    work = [t for t in extra["kernel_tensors"] if t[0] == "mWork"]
-    return extra | {"sched_tensors": work, "sched_args": ["workspace"] if work else []}
+    return extra_tensors(spec, rules_sm100.streamk_workspace_elems(spec))
 
 
 def mainloop_values(spec: Spec) -> dict[str, object]:
-    """The tile, the MMA, the ring, the threads, TMEM and the SMEM budget."""
+    """The values every architecture's plan has: the tile, the ring, the threads and the SMEM
+    budget."""
     assert isinstance(spec.stages, int)
     t = spec.tile
     return {
-        "tma_warp": rules_sm100.TMA_WARP,
-        "mma_warp": rules_sm100.MMA_WARP,
-        "mma_inst": (t.m, t.n, rules_common.mma_k(spec.dtype)),
         "mma_k": rules_common.mma_k(spec.dtype),
         "tiler": (t.m, t.n, t.k),
         "stages": spec.stages,
         "threads": (EPI_WARP0 + rules_sm100.EPILOGUE_WARPS if is_persistent(spec) else 4) * 32,
-        "tmem_cols": rules_sm100.spec_tmem_columns(spec),
         "tx_bytes": rules_sm100.full_tx_bytes(spec),
-        "cta_group_enum": "TWO" if spec.cta_group == 2 else "ONE",
-        "smem_atom": SMEM_ATOM[str(spec.swizzle)],
         "mmas_per_stage": rules_common.mmas_per_stage(spec),
-        "scheduler": spec.scheduler.kind,
         "shape_multiples": rules_sm100.shape_multiples(spec),
         "smem_bytes": rules_sm100.smem_bytes(spec, spec.stages),
     }
@@ -509,7 +548,10 @@ def mainloop_values(spec: Spec) -> dict[str, object]:
 
 def values(spec: Spec) -> Sm100Values:
     """Every value the sm_100a templates print, each from one concern, built once by keyword (a
-    value set twice is a TypeError)."""
+    value set twice is a TypeError): this architecture's own fields and groups one by one, the
+    fields of the shared base types from the shared helpers' dicts."""
+    tensors = workspace_values(spec)
+    work = [t for t in tensors["kernel_tensors"] if t[0] == "mWork"]  # stream-K's, split-K's
     return Sm100Values(
         title=docs.title(spec),
         dtype_note=docs.dtype_note(spec),
@@ -517,16 +559,37 @@ def values(spec: Spec) -> Sm100Values:
         pipeline_table=docs.pipeline_lines(spec),
         timeline=docs.timeline(spec),
         shape_note=docs.shape_note(spec),
-        **docs.notes(spec),
+        notes=docs.notes(spec),
         **dtype_values(spec),
         **mainloop_values(spec),
+        persistent=is_persistent(spec),
+        tma_store=is_tma_store(spec),
+        tma_warp=rules_sm100.TMA_WARP,
+        mma_warp=rules_sm100.MMA_WARP,
+        mma_inst=(spec.tile.m, spec.tile.n, rules_common.mma_k(spec.dtype)),
+        tmem_cols=rules_sm100.spec_tmem_columns(spec),
+        cta_group_enum="TWO" if spec.cta_group == 2 else "ONE",
+        smem_atom=SMEM_ATOM[str(spec.swizzle)],
         **fusion_values(spec),
-        **epilogue_values(spec),
-        **cluster_values(spec),
-        **scheduler_values(spec),
         **bias_values(spec),
-        **workspace_values(spec),
+        epilogue=epilogue(spec),
+        bias_view=bias_view(spec),
+        epi_tma=tma_store(spec),
+        **tensors,
+        sched_tensors=work,  # the kernel takes them last, the host passes them last
+        sched_args=["workspace"] if work else [],
+        **separate_values(spec),
         **workers_values(spec),
+        roles=persistent_roles(spec),
+        order=tile_order(spec),
+        splits=shared.splits(spec),
+        swap_ab=spec.swap_ab,
+        clc=clc(spec),
+        splitk=splitk_cluster(spec),
+        sk=stream_k(spec),
+        cluster_shape=cluster_shape(spec),
+        pair=cta_pair(spec),
+        mcast=multicast(spec),
     )
 
 
