@@ -111,7 +111,6 @@ def test_split_k_rejects_a_64_row_tile_fused_or_not() -> None:
 def test_what_stays_rejected_is_not_about_the_fusion() -> None:
     # each remaining rejection of a fused combination is its knob's own rule, fused or not
     cases = [
-        ({"tile": (64, 64, 64), "swap_ab": True}, "tma", "swap_ab"),
         ({"scheduler": "split_k"}, "tma", "epilogue"),
         ({"tile": (64, 128, 128), **FP8}, "tma", "epilogue"),  # a 64-row f32 TMA sub-tile
     ]

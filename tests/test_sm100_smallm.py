@@ -90,13 +90,26 @@ def test_swap_ab_is_legal_with_the_direct_epilogue() -> None:
     assert violations((128, 16, 64), swap_ab=True, scheduler="persistent") == []
 
 
-def test_swap_ab_rejects_the_tma_store() -> None:
-    ((field, message),) = violations((64, 64, 64), swap_ab=True, epilogue="tma")
-    assert field == "swap_ab"
-    assert message == (
-        "swap_ab stores C^T (a column-major view of C); the sm_100a TMA-store epilogue writes "
-        'row-major sub-tiles only: use epilogue = "direct" with swap_ab'
-    )
+def test_swap_ab_takes_the_tma_store_through_m_major_sub_tiles() -> None:
+    assert violations((64, 64, 64), swap_ab=True, epilogue="tma") == []
+    s = make((128, 128, 64), swap_ab=True, epilogue="tma", scheduler="persistent")
+    # C^T is column-major: a 128-row bf16 sub-tile column is 256 bytes, two 128B-swizzled boxes
+    assert rules_sm100.epi_major_bytes(s) == 256 and rules_sm100.epi_tma_boxes(s) == 2
+    v = plan.plan(s)
+    assert v.epi_tma.smem_atom == "MN_SW128" and v.epi_tma.tile_order == (1, 0, 2)
+    # a 64-row tile: one 128-byte column, one box; f32 out: four
+    assert rules_sm100.epi_tma_boxes(make((64, 64, 64), swap_ab=True, epilogue="tma")) == 1
+    f32 = {"style": "tma", "out_dtype": "f32"}
+    wide = make((128, 128, 64), swap_ab=True, epilogue=f32, scheduler="persistent")
+    assert rules_sm100.epi_tma_boxes(wide) == 4
+    assert plan.expected_counts(wide)["TMA store"] == 2 * 4  # 2 sub-tiles of 64 columns
+
+
+def test_the_swap_ab_tma_store_writes_one_element_per_smem_store() -> None:
+    name = "sm100_bf16_128x128x64_s6_sw128_ws_swap_tma_persistent_rm"
+    src = kernel_file(name).read_text(encoding="utf-8")
+    assert "num_bits_per_copy=OUT_DTYPE.width" in src
+    assert "SmemLayoutAtomKind.MN_SW128" in src
 
 
 def test_fp8_is_legal_at_tile_k_128_with_sw128() -> None:

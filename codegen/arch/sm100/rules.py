@@ -306,11 +306,20 @@ def epi_row_bytes(spec: Spec) -> int:
     return EPI_TILE[1] * DTYPE_BYTES[spec.epilogue.out_dtype or spec.dtype]
 
 
+def epi_major_bytes(spec: Spec) -> int:
+    """Bytes of a TMA-store sub-tile along its contiguous axis: a row (128 for f16/bf16, 256 for
+    f32), or with swap_ab (C^T is column-major: the sub-tile is M-major) a column of its rows."""
+    if spec.swap_ab:
+        return epi_tile(spec)[0] * DTYPE_BYTES[spec.epilogue.out_dtype or spec.dtype]
+    return epi_row_bytes(spec)
+
+
 def epi_tma_boxes(spec: Spec) -> int:
-    """TMA boxes per C sub-tile, each way (store, and load for beta): a swizzled box row spans at
-    most one swizzle atom, so an f32 sub-tile (256-byte rows) is two 128 x 32 boxes."""
-    row = epi_row_bytes(spec)
-    return row // SWIZZLE_BYTES[auto_swizzle(row)]
+    """TMA boxes per C sub-tile, each way (store, and load for beta): a swizzled box spans at
+    most one swizzle atom along its contiguous axis, so an f32 sub-tile (256-byte rows) is two
+    128 x 32 boxes, and a swap_ab bf16 one (256-byte columns of 128 rows) two 64 x 64 boxes."""
+    major = epi_major_bytes(spec)
+    return major // SWIZZLE_BYTES[auto_swizzle(major)]
 
 
 def epilogue_smem_bytes(spec: Spec) -> int:
@@ -459,20 +468,6 @@ def fp8_violations(spec: Spec) -> list[Violation]:
             f"dtype=e4m3 takes {FP8_K_ROW_BYTES}-byte K rows with the 128B swizzle on sm_100a; "
             f"got tile K={spec.tile.k} ({row} B rows) with swizzle={spec.swizzle}; legal: tile "
             f"K={FP8_K_ROW_BYTES // DTYPE_BYTES['e4m3']}, swizzle 128B",
-        )
-    ]
-
-
-def swap_ab_violations(spec: Spec) -> list[Violation]:
-    """swap_ab stores C^T, a column-major view of C: the direct epilogue writes it element by
-    element; the TMA-store epilogue's row-major SMEM sub-tiles do not fit it."""
-    if not spec.swap_ab or not isinstance(spec.epilogue, TmaStoreEpilogue):
-        return []
-    return [
-        Violation(
-            "swap_ab",
-            "swap_ab stores C^T (a column-major view of C); the sm_100a TMA-store epilogue "
-            'writes row-major sub-tiles only: use epilogue = "direct" with swap_ab',
         )
     ]
 
@@ -868,7 +863,6 @@ def check(spec: Spec) -> list[Violation]:
                 "the MMA: remove it",
             )
         )
-    out += swap_ab_violations(spec)
     out += cta_pair_violations(spec)
     out += accumulator_violations(spec)
     out += multicast_violations(spec)

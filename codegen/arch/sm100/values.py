@@ -44,6 +44,8 @@ from codegen.plan_common import (
 from codegen.spec import PersistentScheduler, Spec, SplitKScheduler
 
 SMEM_ATOM = {"none": "K_INTER", "32B": "K_SW32", "64B": "K_SW64", "128B": "K_SW128"}
+# the same swizzles with the contiguous axis along M (a swap_ab C^T sub-tile)
+MN_SMEM_ATOM = {"32B": "MN_SW32", "64B": "MN_SW64", "128B": "MN_SW128"}
 
 
 TMEM_LD_OP = {"32x32b": "Ld32x32bOp", "16x32bx2": "Ld16x32bx2Op"}  # by tmem_load_shape
@@ -455,6 +457,8 @@ def tma_store(spec: Spec) -> TmaStore | None:
     em, en = rules_sm100.epi_tile(spec)
     row_bytes = en * rules_common.DTYPE_BYTES[out]
     atoms = rules_sm100.epi_tma_boxes(spec)  # a box row is one swizzle atom
+    if spec.swap_ab:
+        return swap_tma_store(spec, em, en, atoms, halves, loads)
     return TmaStore(
         tile=(em, en),
         tile_str=f"{em}x{en}",
@@ -477,6 +481,49 @@ def tma_store(spec: Spec) -> TmaStore | None:
         # one swizzle atom per row: its 8-row atoms stack along M either way; several:
         # stack them along M first, so each atom column is one 128-row TMA box
         tile_order=(1, 0, 2) if atoms == 1 else (0, 1, 2),
+        repetition=f"x{en // halves}",
+        t2r_note=(
+            "warp w reads TMEM lanes 32 (w % 4) ... + 31: each thread owns one row of a sub-tile"
+            if halves == 1
+            else "M=64: warp w reads TMEM lanes 32 (w % 4) ... + 15 (rows 16 (w % 4) ... "
+            "+ 15); threads t and t + 16 own the left and right half of one row"
+        ),
+        c_tx_bytes=rules_sm100.c_load_bytes(spec),
+    )
+
+
+def swap_tma_store(spec: Spec, em: int, en: int, atoms: int, halves: int, loads: int) -> TmaStore:
+    """The TMA-store sub-tiles of a swap_ab kernel: C^T is a column-major view of C, so each
+    sub-tile is M-major (its columns contiguous), stacked along M in swizzle atoms, one TMA box
+    per atom; a thread still owns a row and writes it one element per SMEM store."""
+    out = spec.epilogue.out_dtype or spec.dtype
+    col_bytes = rules_sm100.epi_major_bytes(spec)
+    atom_rows = em // atoms
+    return TmaStore(
+        tile=(em, en),
+        tile_str=f"{em}x{en}",
+        tile_cols=en,
+        tile_note=(
+            f"{em} rows x {en} columns, M-major ({col_bytes}-byte columns: C^T is C's column-major "
+            f"view), {rules_common.kib(em * en * rules_common.DTYPE_BYTES[out])} KiB of {out}"
+        ),
+        subtiles=loads,
+        bufs=rules_sm100.EPI_BUFS,
+        smem_atom=MN_SMEM_ATOM[rules_common.auto_swizzle(col_bytes)],
+        smem_atom_note=(
+            f"M-major: a {col_bytes}-byte sub-tile column is one swizzle atom"
+            if atoms == 1
+            else f"M-major {col_bytes}-byte columns: {atoms} atoms, {atoms} TMA boxes of "
+            f"{atom_rows}x{en}"
+        ),
+        host_atom_note=(
+            "M-major, one swizzle atom per column"
+            if atoms == 1
+            else f"M-major, {atoms} swizzle atoms per column"
+        ),
+        # the atoms stack along N first: each 64-element-deep column block of the sub-tile
+        # (atom_rows x en) is contiguous and one TMA box
+        tile_order=(1, 0, 2),
         repetition=f"x{en // halves}",
         t2r_note=(
             "warp w reads TMEM lanes 32 (w % 4) ... + 31: each thread owns one row of a sub-tile"
