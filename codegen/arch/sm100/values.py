@@ -504,17 +504,16 @@ def swap_tma_store(spec: Spec, em: int, en: int, atoms: int, halves: int, loads:
         tile_str=f"{em}x{en}",
         tile_cols=en,
         tile_note=(
-            f"{em} rows x {en} columns, M-major ({col_bytes}-byte columns: C^T is C's column-major "
-            f"view), {rules_common.kib(em * en * rules_common.DTYPE_BYTES[out])} KiB of {out}"
+            f"{em}x{en}, M-major: {col_bytes}-byte columns, "
+            f"{rules_common.kib(em * en * rules_common.DTYPE_BYTES[out])} KiB of {out}"
         ),
         subtiles=loads,
         bufs=rules_sm100.EPI_BUFS,
         smem_atom=MN_SMEM_ATOM[rules_common.auto_swizzle(col_bytes)],
         smem_atom_note=(
-            f"M-major: a {col_bytes}-byte sub-tile column is one swizzle atom"
+            f"M-major: a {col_bytes}-byte column is one atom"
             if atoms == 1
-            else f"M-major {col_bytes}-byte columns: {atoms} atoms, {atoms} TMA boxes of "
-            f"{atom_rows}x{en}"
+            else f"M-major: {atoms} atoms, {atoms} boxes of {atom_rows}x{en}"
         ),
         host_atom_note=(
             "M-major, one swizzle atom per column"
