@@ -452,86 +452,66 @@ def tma_store(spec: Spec) -> TmaStore | None:
     if not is_tma_store(spec):
         return None
     _, loads = epilogue_chunks(spec)
-    out = spec.epilogue.out_dtype or spec.dtype
     halves = 1 if rules_sm100.tmem_load_shape(spec) == "32x32b" else 2  # 16x32bx2: 2 per row
     em, en = rules_sm100.epi_tile(spec)
-    row_bytes = en * rules_common.DTYPE_BYTES[out]
-    atoms = rules_sm100.epi_tma_boxes(spec)  # a box row is one swizzle atom
-    if spec.swap_ab:
-        return swap_tma_store(spec, em, en, atoms, halves, loads)
     return TmaStore(
         tile=(em, en),
         tile_str=f"{em}x{en}",
         tile_cols=en,
-        tile_note=(
-            f"{em} rows x {en} columns = {row_bytes}-byte rows, "
-            f"{rules_common.kib(em * row_bytes)} KiB of {out}"
-        ),
         subtiles=loads,
         bufs=rules_sm100.EPI_BUFS,
-        smem_atom=SMEM_ATOM[rules_common.auto_swizzle(row_bytes)],
-        smem_atom_note=(
-            f"a {row_bytes}-byte sub-tile row: one swizzle atom"
-            if atoms == 1
-            else f"{row_bytes}-byte rows: {atoms} atoms, {atoms} TMA boxes of {em}x{en // atoms}"
+        **sub_tile_layout(spec, em, en),
+        repetition=f"x{en // halves}",
+        t2r_note=(
+            "warp w reads TMEM lanes 32 (w % 4) ... + 31: each thread owns one row of a sub-tile"
+            if halves == 1
+            else "M=64: warp w reads TMEM lanes 32 (w % 4) ... + 15 (rows 16 (w % 4) ... "
+            "+ 15); threads t and t + 16 own the left and right half of one row"
         ),
-        host_atom_note=(
+        c_tx_bytes=rules_sm100.c_load_bytes(spec),
+    )
+
+
+def sub_tile_layout(spec: Spec, em: int, en: int) -> dict[str, object]:
+    """How a C sub-tile lies in SMEM: row-major, or with swap_ab M-major (C^T is a column-major
+    view of C, so the sub-tile's columns are contiguous); its swizzle atoms, one TMA box each."""
+    out = spec.epilogue.out_dtype or spec.dtype
+    kib = rules_common.kib(em * en * rules_common.DTYPE_BYTES[out])
+    major = rules_sm100.epi_major_bytes(spec)
+    atoms = rules_sm100.epi_tma_boxes(spec)  # a box spans one swizzle atom along `major`
+    if spec.swap_ab:
+        return {
+            "tile_note": f"{em}x{en}, M-major: {major}-byte columns, {kib} KiB of {out}",
+            "smem_atom": MN_SMEM_ATOM[rules_common.auto_swizzle(major)],
+            "smem_atom_note": (
+                f"M-major: a {major}-byte column is one atom"
+                if atoms == 1
+                else f"M-major: {atoms} atoms, {atoms} boxes of {em // atoms}x{en}"
+            ),
+            "host_atom_note": (
+                "M-major, one swizzle atom per column"
+                if atoms == 1
+                else f"M-major, {atoms} swizzle atoms per column"
+            ),
+            # the atoms stack along N first: each 64-element-deep column block of the sub-tile
+            # is contiguous and one TMA box
+            "tile_order": (1, 0, 2),
+        }
+    return {
+        "tile_note": f"{em} rows x {en} columns = {major}-byte rows, {kib} KiB of {out}",
+        "smem_atom": SMEM_ATOM[rules_common.auto_swizzle(major)],
+        "smem_atom_note": (
+            f"a {major}-byte sub-tile row: one swizzle atom"
+            if atoms == 1
+            else f"{major}-byte rows: {atoms} atoms, {atoms} TMA boxes of {em}x{en // atoms}"
+        ),
+        "host_atom_note": (
             "one swizzle atom per row" if atoms == 1 else f"{atoms} swizzle atoms per row"
         ),
         # one swizzle atom per row: its 8-row atoms stack along M either way; several:
         # stack them along M first, so each atom column is one 128-row TMA box
-        tile_order=(1, 0, 2) if atoms == 1 else (0, 1, 2),
-        repetition=f"x{en // halves}",
-        t2r_note=(
-            "warp w reads TMEM lanes 32 (w % 4) ... + 31: each thread owns one row of a sub-tile"
-            if halves == 1
-            else "M=64: warp w reads TMEM lanes 32 (w % 4) ... + 15 (rows 16 (w % 4) ... "
-            "+ 15); threads t and t + 16 own the left and right half of one row"
-        ),
-        c_tx_bytes=rules_sm100.c_load_bytes(spec),
-    )
-
-
-def swap_tma_store(spec: Spec, em: int, en: int, atoms: int, halves: int, loads: int) -> TmaStore:
-    """The TMA-store sub-tiles of a swap_ab kernel: C^T is a column-major view of C, so each
-    sub-tile is M-major (its columns contiguous), stacked along M in swizzle atoms, one TMA box
-    per atom; a thread still owns a row and writes it one element per SMEM store."""
-    out = spec.epilogue.out_dtype or spec.dtype
-    col_bytes = rules_sm100.epi_major_bytes(spec)
-    atom_rows = em // atoms
-    return TmaStore(
-        tile=(em, en),
-        tile_str=f"{em}x{en}",
-        tile_cols=en,
-        tile_note=(
-            f"{em}x{en}, M-major: {col_bytes}-byte columns, "
-            f"{rules_common.kib(em * en * rules_common.DTYPE_BYTES[out])} KiB of {out}"
-        ),
-        subtiles=loads,
-        bufs=rules_sm100.EPI_BUFS,
-        smem_atom=MN_SMEM_ATOM[rules_common.auto_swizzle(col_bytes)],
-        smem_atom_note=(
-            f"M-major: a {col_bytes}-byte column is one atom"
-            if atoms == 1
-            else f"M-major: {atoms} atoms, {atoms} boxes of {atom_rows}x{en}"
-        ),
-        host_atom_note=(
-            "M-major, one swizzle atom per column"
-            if atoms == 1
-            else f"M-major, {atoms} swizzle atoms per column"
-        ),
-        # the atoms stack along N first: each 64-element-deep column block of the sub-tile
-        # (atom_rows x en) is contiguous and one TMA box
-        tile_order=(1, 0, 2),
-        repetition=f"x{en // halves}",
-        t2r_note=(
-            "warp w reads TMEM lanes 32 (w % 4) ... + 31: each thread owns one row of a sub-tile"
-            if halves == 1
-            else "M=64: warp w reads TMEM lanes 32 (w % 4) ... + 15 (rows 16 (w % 4) ... "
-            "+ 15); threads t and t + 16 own the left and right half of one row"
-        ),
-        c_tx_bytes=rules_sm100.c_load_bytes(spec),
-    )
+        "tile_order": (1, 0, 2) if atoms == 1 else (0, 1, 2),
+    }
 
 
 def store_dtype(spec: Spec) -> str:

@@ -51,16 +51,14 @@ def epilogue_loads(spec: Spec) -> int:
     return loads
 
 
-SWIZZLE_SPAN_BYTES = 128  # a 128B-swizzled TMA box is at most this wide in its inner dimension
-
-
 def tma_store_boxes(spec: Spec) -> int:
-    """TMA stores (and, for beta, C loads) per epilogue sub-tile: one, or with swap AB (an
-    M-major sub-tile, EPI_M elements in its inner dimension) one per 128-byte span of a column."""
-    if not spec.swap_ab:
-        return 1
+    """TMA stores (and, for beta, C loads) per epilogue sub-tile: a swizzled box spans at most
+    one swizzle atom along the sub-tile's contiguous axis, EPI_N columns of a row, or with swap AB
+    (an M-major sub-tile) EPI_M rows of a column."""
     out = spec.epilogue.out_dtype or spec.dtype
-    return max(1, rules_sm90.epi_m(spec) * rules_common.DTYPE_BYTES[out] // SWIZZLE_SPAN_BYTES)
+    elems = rules_sm90.epi_m(spec) if spec.swap_ab else rules_sm90.EPI_N
+    major = elems * rules_common.DTYPE_BYTES[out]
+    return major // rules_common.SWIZZLE_BYTES[rules_common.auto_swizzle(major)]
 
 
 def expected_counts(spec: Spec) -> dict[str, int]:
