@@ -34,7 +34,7 @@ def test_swap_ab_with_the_tma_store_is_legal() -> None:
 
 def test_the_tile_n_must_still_hold_whole_sub_tiles() -> None:
     (v,) = rules.check(spec(tile=[128, 200, 64]))
-    assert v.field == "epilogue" and "multiple of 32" in v.message
+    assert v.field == "epilogue" and "multiple of 16" in v.message
 
 
 @pytest.mark.parametrize(

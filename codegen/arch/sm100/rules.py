@@ -45,6 +45,7 @@ EPI_WARPS_RANGE = f"{EPI_WARP0}-{EPI_WARP0 + EPILOGUE_WARPS - 1}"  # the epilogu
 PERSISTENT_WARPS = EPI_WARP0 + EPILOGUE_WARPS  # a persistent CTA's warps
 EPI_BARRIER_ID = 1  # persistent: the epilogue warps' named barrier (0 is __syncthreads)
 EPI_TILE = (128, 64)  # TMA-store sub-tile: 128 rows x 64 columns (128-byte rows in f16/bf16)
+EPI_COLS_NARROW = 16  # the sub-tile's columns where tile N is not a multiple of EPI_TILE[1]
 EPI_BUFS = 2  # SMEM sub-tile buffers: the TMA store of one overlaps filling the next
 MULTICAST_MIN_ROWS = 8  # a multicast slice of an operand tile holds whole 8-row swizzle atoms
 CLUSTER_MAX = 16  # CTAs in a cluster (the cluster-size rule lives in rules_common)
@@ -94,11 +95,17 @@ def tmem_load_shape(spec: Spec) -> str:
     return "32x32b" if acc_rows_per_warp(spec) == 32 else "16x32bx2"
 
 
+def epi_cols(spec: Spec) -> int:
+    """Columns of one TMA-store sub-tile: 64, or 16 where tile N (a multiple of 16, e.g. 80, 112)
+    is not a multiple of 64."""
+    return EPI_TILE[1] if spec.tile.n % EPI_TILE[1] == 0 else EPI_COLS_NARROW
+
+
 def epi_tile(spec: Spec) -> tuple[int, int]:
-    """The TMA-store sub-tile: the CTA's accumulator rows (64 for an M=64 tile, else 128) x 64
-    columns."""
+    """The TMA-store sub-tile: the CTA's accumulator rows (64 for an M=64 tile, else 128) x
+    epi_cols columns."""
     rows = 64 if (spec.tile.m, spec.cta_group) == (64, 1) else EPI_TILE[0]
-    return rows, EPI_TILE[1]
+    return rows, epi_cols(spec)
 
 
 def tmem_columns(tile_n: int, slots: int = 1) -> int:
@@ -297,13 +304,21 @@ def barrier_bytes(spec: Spec, stages: int) -> int:
 
 
 def epi_subtiles(spec: Spec) -> int:
-    """TMA-store sub-tiles per output tile: one per 64 columns."""
-    return spec.tile.n // EPI_TILE[1]
+    """TMA-store sub-tiles per output tile: one per epi_cols columns."""
+    return spec.tile.n // epi_cols(spec)
+
+
+def odd_subtiles(spec: Spec) -> bool:
+    """A tile of a looping scheduler ends on the sub-tile buffer the next tile starts on (an odd
+    number of TMA-store sub-tiles for EPI_BUFS = 2 alternating buffers): the epilogue then waits
+    for its last store to read SMEM before the next tile."""
+    return is_tma_store(spec) and is_persistent(spec) and epi_subtiles(spec) % EPI_BUFS != 0
 
 
 def epi_row_bytes(spec: Spec) -> int:
-    """Bytes of one TMA-store sub-tile row in the output dtype (128 for f16/bf16, 256 for f32)."""
-    return EPI_TILE[1] * DTYPE_BYTES[spec.epilogue.out_dtype or spec.dtype]
+    """Bytes of one TMA-store sub-tile row in the output dtype (for 64 columns: 128 for f16/bf16,
+    256 for f32)."""
+    return epi_cols(spec) * DTYPE_BYTES[spec.epilogue.out_dtype or spec.dtype]
 
 
 def epi_major_bytes(spec: Spec) -> int:
@@ -369,7 +384,7 @@ def epilogue_chunks(spec: Spec) -> tuple[int, int]:
     """(columns per tcgen05.ld, loads per tile) of the epilogue: 64-column TMA-store sub-tiles,
     or direct-store chunks of at most EPI_MAX_COLS columns."""
     if is_tma_store(spec):
-        return EPI_TILE[1], epi_subtiles(spec)
+        return epi_cols(spec), epi_subtiles(spec)
     cols = direct_chunk_cols(spec.tile.n)
     return cols, spec.tile.n // cols
 
@@ -595,13 +610,13 @@ def epilogue_violations(spec: Spec) -> list[Violation]:
                 "power of two up to 64, or a multiple of 16",
             )
         )
-    if isinstance(spec.epilogue, TmaStoreEpilogue) and spec.tile.n % EPI_TILE[1]:
+    if isinstance(spec.epilogue, TmaStoreEpilogue) and spec.tile.n % EPI_COLS_NARROW:
         out.append(
             Violation(
                 "epilogue",
-                f"the TMA-store epilogue stores {EPI_TILE[0]}x{EPI_TILE[1]} sub-tiles; tile "
-                f"N={spec.tile.n} is not a multiple of {EPI_TILE[1]}; legal: N a multiple of "
-                f"{EPI_TILE[1]}, or epilogue 'direct'",
+                f"the TMA-store epilogue stores {EPI_TILE[1]}- or {EPI_COLS_NARROW}-column "
+                f"sub-tiles; tile N={spec.tile.n} is not a multiple of {EPI_COLS_NARROW}; legal: "
+                f"N a multiple of {EPI_COLS_NARROW}, or epilogue 'direct'",
             )
         )
     return out
@@ -614,14 +629,14 @@ def tma_store_row_violations(spec: Spec) -> list[Violation]:
     if not isinstance(spec.epilogue, TmaStoreEpilogue) or epi_tile(spec)[0] == EPI_TILE[0]:
         return []
     out = spec.epilogue.out_dtype or spec.dtype
-    row = EPI_TILE[1] * DTYPE_BYTES[out]
+    row = epi_cols(spec) * DTYPE_BYTES[out]
     if row <= EPI_SWIZZLE_BYTES:
         return []
     return [
         Violation(
             "epilogue",
             f"out_dtype={out} with the TMA-store epilogue is not implemented for sm_100a yet (a "
-            f"{EPI_TILE[1]}-column sub-tile row is {row} bytes, wider than one "
+            f"{epi_cols(spec)}-column sub-tile row is {row} bytes, wider than one "
             f"{EPI_SWIZZLE_BYTES}-byte swizzle atom); legal: epilogue 'direct', a 16-bit "
             "out_dtype (bf16, f16), or a 128-row tile",
         )
@@ -629,9 +644,9 @@ def tma_store_row_violations(spec: Spec) -> list[Violation]:
 
 
 def scheduler_violations(spec: Spec) -> list[Violation]:
-    """The persistent and dynamic schedulers need dedicated epilogue warps (warp specialization)
-    and an even number of TMA-store sub-tiles per tile (the two SMEM buffers alternate across
-    tiles); the persistent grid needs at least one worker's worth of SMs."""
+    """The persistent and dynamic schedulers need dedicated epilogue warps (warp specialization),
+    and with beta through the TMA store an even number of sub-tiles per tile (odd_subtiles); the
+    persistent grid needs at least one worker's worth of SMs."""
     if not is_persistent(spec):
         return []
     out: list[Violation] = []
@@ -644,15 +659,14 @@ def scheduler_violations(spec: Spec) -> list[Violation]:
                 "drain one tile while the MMA warp runs the next); legal: grid",
             )
         )
-    subtiles = epi_subtiles(spec)
-    if isinstance(spec.epilogue, TmaStoreEpilogue) and subtiles and subtiles % EPI_BUFS:
+    if odd_subtiles(spec) and loads_c_by_tma(spec):
         out.append(
             Violation(
                 "scheduler",
-                f"scheduler '{kind}' with the TMA-store epilogue needs an even number of "
-                f"{EPI_TILE[1]}-column sub-tiles per tile (its {EPI_BUFS} SMEM buffers alternate "
-                f"across tiles); tile N={spec.tile.n} gives {subtiles}; legal: N a multiple of "
-                f"{EPI_BUFS * EPI_TILE[1]}",
+                f"scheduler '{kind}' with beta through the TMA-store epilogue needs an even number "
+                f"of sub-tiles per tile (the C loads' barrier phase then repeats per tile); tile "
+                f"N={spec.tile.n} gives {epi_subtiles(spec)}; legal: N a multiple of "
+                f"{EPI_BUFS * EPI_TILE[1]}, or beta = 0",
             )
         )
     if isinstance(spec.scheduler, PersistentScheduler) and max_workers(spec) < 1:

@@ -96,6 +96,8 @@ class TmaStore:
     repetition: str  # the tcgen05.ld repetition of one sub-tile row
     t2r_note: str
     c_tx_bytes: int  # one C sub-tile TMA-loaded for beta
+    # a tile ends on the buffer the next one starts on: wait for its last store (odd_subtiles)
+    drain_tile: bool
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -469,6 +471,7 @@ def tma_store(spec: Spec) -> TmaStore | None:
             "+ 15); threads t and t + 16 own the left and right half of one row"
         ),
         c_tx_bytes=rules_sm100.c_load_bytes(spec),
+        drain_tile=rules_sm100.odd_subtiles(spec),
     )
 
 

@@ -53,10 +53,10 @@ def epilogue_loads(spec: Spec) -> int:
 
 def tma_store_boxes(spec: Spec) -> int:
     """TMA stores (and, for beta, C loads) per epilogue sub-tile: a swizzled box spans at most
-    one swizzle atom along the sub-tile's contiguous axis, EPI_N columns of a row, or with swap AB
+    one swizzle atom along the sub-tile's contiguous axis, epi_n columns of a row, or with swap AB
     (an M-major sub-tile) EPI_M rows of a column."""
     out = spec.epilogue.out_dtype or spec.dtype
-    elems = rules_sm90.epi_m(spec) if spec.swap_ab else rules_sm90.EPI_N
+    elems = rules_sm90.epi_m(spec) if spec.swap_ab else rules_sm90.epi_n(spec)
     major = elems * rules_common.DTYPE_BYTES[out]
     return major // rules_common.SWIZZLE_BYTES[rules_common.auto_swizzle(major)]
 
@@ -66,7 +66,7 @@ def expected_counts(spec: Spec) -> dict[str, int]:
     wgs = rules_sm90.tile_warpgroups(spec)
     tma = isinstance(spec.epilogue, TmaStoreEpilogue)
     cm, cn = spec.cluster.m, spec.cluster.n
-    subtiles = (spec.tile.m // rules_sm90.epi_m(spec)) * (spec.tile.n // rules_sm90.EPI_N)
+    subtiles = (spec.tile.m // rules_sm90.epi_m(spec)) * (spec.tile.n // rules_sm90.epi_n(spec))
     counts = {
         # one wgmma per k-block (32 bytes of K: 16-deep f16/bf16, 32-deep e4m3) per 64-row atom
         # the warpgroup owns, in the unrolled stage

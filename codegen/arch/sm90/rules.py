@@ -28,6 +28,7 @@ from codegen.spec import (
 SM_COUNT = 132  # H100 / H200 SXM
 WGMMA_M = 64  # rows of one wgmma atom; each consumer warpgroup owns a multiple of this
 EPI_N = 32  # columns of one TMA-store epilogue sub-tile
+EPI_N_NARROW = 16  # ... where tile N is not a multiple of EPI_N: one stmatrix.x4 per warp
 EPI_STAGES = 4  # SMEM sub-tile buffers the TMA-store epilogue keeps in flight
 PRODUCER_REGS = 40  # setmaxnreg for the TMA producer warpgroup
 REGISTER_FILE = 65536  # 32-bit registers per SM
@@ -238,6 +239,12 @@ def epi_m(spec: Spec) -> int:
     return WGMMA_M * tile_warpgroups(spec)
 
 
+def epi_n(spec: Spec) -> int:
+    """Columns of one epilogue sub-tile: EPI_N, or EPI_N_NARROW where tile N (a multiple of 16
+    that is not one of 32, e.g. 80, 112, 144) leaves no whole 32-column sub-tile at the end."""
+    return EPI_N if spec.tile.n % EPI_N == 0 else EPI_N_NARROW
+
+
 def epilogue_buffer_sets(spec: Spec) -> int:
     """Sets of EPI_STAGES sub-tile buffers: ping-pong warpgroups may store at the same time, so
     each has its own set; cooperative warpgroups store each sub-tile together."""
@@ -249,7 +256,7 @@ def tma_store_smem_bytes(spec: Spec) -> int:
     if not isinstance(spec.epilogue, TmaStoreEpilogue):
         return 0
     out = spec.epilogue.out_dtype or spec.dtype
-    return epilogue_buffer_sets(spec) * EPI_STAGES * epi_m(spec) * EPI_N * DTYPE_BYTES[out]
+    return epilogue_buffer_sets(spec) * EPI_STAGES * epi_m(spec) * epi_n(spec) * DTYPE_BYTES[out]
 
 
 def epilogue_smem_bytes(spec: Spec) -> int:
@@ -479,12 +486,12 @@ def check(spec: Spec) -> list[Violation]:
         )
     else:
         out += occupancy_violations(spec)
-    if isinstance(spec.epilogue, TmaStoreEpilogue) and t.n % EPI_N:
+    if isinstance(spec.epilogue, TmaStoreEpilogue) and t.n % EPI_N_NARROW:
         out.append(
             Violation(
                 "epilogue",
-                f"the TMA-store epilogue stores {EPI_N}-column sub-tiles; tile N={t.n} is not a "
-                f"multiple of {EPI_N}",
+                f"the TMA-store epilogue stores {EPI_N}- or {EPI_N_NARROW}-column sub-tiles; "
+                f"tile N={t.n} is not a multiple of {EPI_N_NARROW}",
             )
         )
     out.extend(fusion_violations(spec))

@@ -250,21 +250,21 @@ def epilogue_values(spec: Spec) -> dict[str, object]:
     """The epilogue's sub-tiles and buffers, its stores, and C loaded by TMA (beta)."""
     t = spec.tile
     out = spec.epilogue.out_dtype or spec.dtype
-    epi_m = rules_sm90.epi_m(spec)
+    epi_m, epi_n = rules_sm90.epi_m(spec), rules_sm90.epi_n(spec)
     epi_sets = rules_sm90.epilogue_buffer_sets(spec)
     store_vec = 1 if spec.swap_ab else 2
     return {
         "epi_m": epi_m,
-        "epi_n": rules_sm90.EPI_N,
+        "epi_n": epi_n,
         "epi_stages": rules_sm90.EPI_STAGES,
-        "epi_subtiles": (t.m // epi_m, t.n // rules_sm90.EPI_N),
-        "c_ring_elems": epi_m * rules_sm90.EPI_N * rules_sm90.EPI_STAGES * epi_sets,
+        "epi_subtiles": (t.m // epi_m, t.n // epi_n),
+        "c_ring_elems": epi_m * epi_n * rules_sm90.EPI_STAGES * epi_sets,
         "epi_buffer_sets": epi_sets,
         "store_vec": store_vec,
         "store_bits": store_vec * 8 * rules_common.DTYPE_BYTES[out],
         "tma_loads_c": rules_sm90.tma_loads_c(spec),
         "c_full_barriers": rules_sm90.c_full_barriers(spec),
-        "c_tx_bytes": epi_m * rules_sm90.EPI_N * rules_common.DTYPE_BYTES[out],
+        "c_tx_bytes": epi_m * epi_n * rules_common.DTYPE_BYTES[out],
         "epilogue_rule": epilogue_rule(spec),
     }
 

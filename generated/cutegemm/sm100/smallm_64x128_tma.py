@@ -252,8 +252,8 @@ def gemm_kernel(
     tDsC, tDgC = cpasync.tma_partition(
         tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), cute.group_modes(gC_epi, 0, 2)
     )
-    # M=64: warp w reads TMEM lanes 32 (w % 4) ... + 15 (rows 16 (w % 4) ... + 15); threads t
-    # and t + 16 own the left and right half of one row
+    # M=64: warp w reads TMEM lanes 32 (w % 4) ... + 15 (rows 16 (w % 4) ... + 15);
+    # threads t and t + 16 own the left and right half of one row
     t2r = tcgen05.make_tmem_copy(
         cute.make_copy_atom(tcgen05.Ld16x32bx2Op(tcgen05.Repetition.x32), ACC_DTYPE),
         acc_epi[(None, None, 0, 0)],
