@@ -531,7 +531,8 @@ def _epilogue_store(spec: Spec, store_warp: str) -> str:
         return f"per chunk: tcgen05.ld -> {spec.epilogue.style} store of C"
     beta = "TMA-load C into the buffer -> " if rules_sm100.loads_c_by_tma(spec) else ""
     wait = "wait c_full -> " if beta else ""
-    return f"per sub-tile: {beta}tcgen05.ld -> {wait}SMEM buffer -> TMA store by {store_warp}"
+    odd = "; then wait for the last store's read" if rules_sm100.odd_subtiles(spec) else ""
+    return f"per sub-tile: {beta}tcgen05.ld -> {wait}SMEM buffer -> TMA store by {store_warp}{odd}"
 
 
 def timeline(spec: Spec) -> list[str]:

@@ -36,7 +36,8 @@ Timeline (each role's loop in program order; s = ring slot, ring_next advances s
         tcgen05.mma -> commit empty[s]; then commit acc_full[slot]; tail: wait acc_empty on every
         slot
     epilogue warps (EPILOGUE_WARP = 2): per tile: wait acc_full[slot] -> per sub-tile: tcgen05.ld ->
-        SMEM buffer -> TMA store by EPILOGUE_WARP (arrive acc_empty[slot] after the last tcgen05.ld)
+        SMEM buffer -> TMA store by EPILOGUE_WARP; then wait for the last store's read (arrive
+        acc_empty[slot] after the last tcgen05.ld)
 
 Shapes: M any; N and K multiples of 8 (TMA needs 16-byte row strides). Partial tiles are safe: TMA
 loads zero-fill rows and columns past M, N and K, and the TMA store clips them.
