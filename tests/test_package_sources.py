@@ -2,7 +2,7 @@
 copies each as it is; the runtime, imported as a submodule of a package of another name (its
 siblings faked: the registry from its template, the tables, the cost model, the user cache),
 takes every name from the package it is imported into, orders kernels by the user's
-measurements, the table, the model and the rule, refuses what no kernel takes, asks the GPU only
+measurements, the model, the table and the rule, refuses what no kernel takes, asks the GPU only
 through torch.cuda (faked here) and compiles, caches and memoizes through the kernel module's
 compile_tvm_ffi (faked); the build backend empties build/lib/ beside itself first."""
 
@@ -121,6 +121,8 @@ def rt(tmp_path_factory):
             rank=lambda ks, m, n, k, p: sorted(
                 (x for x in ks if x.name in p["kernels"]), key=lambda x: x.name, reverse=True
             ),
+            # a kernel fitted as "far" was measured nowhere near M
+            measured_near=lambda m, fitted: fitted != "far",
         ),
         f"{PKG}._tune": tune,
     }
@@ -150,7 +152,7 @@ def test_every_name_follows_the_package_it_is_imported_into(rt, monkeypatch) -> 
         rt._choose("NVIDIA H200", "sm_90a", ("bf16", "bf16", 3.0, 0.0, None, None), 8, 64, 64)
 
 
-def test_the_order_is_user_cache_table_model_then_rule(rt, monkeypatch) -> None:
+def test_the_order_is_user_cache_model_table_then_rule(rt, monkeypatch) -> None:
     choose = rt._choose
     # the rule: small M takes swap-AB, large M the widest persistent tile
     assert choose("g", "sm_90a", PLAIN, 16, 256, 256).name == "a_swap"
@@ -159,9 +161,13 @@ def test_the_order_is_user_cache_table_model_then_rule(rt, monkeypatch) -> None:
     models = {"g": ("sm_90a", "m.toml", {"kernels": {"a_swap": 0, "c_split": 0}})}
     monkeypatch.setattr(rt, "MODELS", models)
     assert choose("g", "sm_90a", PLAIN, 4096, 256, 256).name == "c_split"
-    # the table's exact entry before the model; another GPU of the arch shares it
+    # and before the table's exact entry, which serves where the model ranks no kernel near M;
+    # another GPU of the arch shares the table
     tables = {"g": ("sm_90a", "t.toml", {("bf16", "bf16"): ((4096, 256, 256, ("b_wide",), 1.0),)})}
     monkeypatch.setattr(rt, "TABLES", tables)
+    assert choose("h", "sm_90a", PLAIN, 4096, 256, 256).name == "c_split"
+    far = {"g": ("sm_90a", "m.toml", {"kernels": {"a_swap": "far", "c_split": "far"}})}
+    monkeypatch.setattr(rt, "MODELS", far)
     assert choose("h", "sm_90a", PLAIN, 4096, 256, 256).name == "b_wide"
     assert choose("g", "sm_90a", PLAIN, 4096, 256, 512).name == "c_split"
     # the user's measurements first, for a plain call only

@@ -106,17 +106,22 @@ def _measured_order(gpu: str, arch: str, dtype: str, out_dtype: str, m: int, n: 
 
 
 def _static_order(gpu: str, arch: str, cls: tuple, kernels: list[Kernel], m: int, n: int, k: int):
-    """`kernels` in the order the package alone gives for (M, N, K), no user cache: a plain
-    product measured in the tuning table takes its ranking; every other, the cost model's
-    (`cutegemm._model`, fitted for this GPU or one of its arch) for the kernels it has parameters
-    for; then the rule order for the rest."""
+    """`kernels` in the order the package alone gives for (M, N, K), no user cache: the cost
+    model's (`cutegemm._model`, fitted for this GPU or one of its arch) for the kernels it has
+    parameters for; where it ranks none near this M (f16, an out dtype the sweeps never timed), a
+    plain product measured in the tuning table takes the table's ranking; then the rule order
+    for the rest. The model comes first because it was fitted on later measurements of more
+    kernels (`codegen sweep`): the table's rankings name only the kernels of its own day, and
+    on the tune part's products the model's picks ran faster than the table's."""
     plain = cls[2:] == (1.0, 0.0, None, None)
     by_name = {kern.name: kern for kern in kernels}
-    names = _measured_order(gpu, arch, cls[0], cls[1], m, n, k) if plain else ()
-    ordered = [by_name[x] for x in names if x in by_name]
     model = _table(gpu, arch, MODELS)
-    if model is not None:
-        ordered += [kern for kern in _model.rank(kernels, m, n, k, model[2]) if kern not in ordered]
+    ordered = list(_model.rank(kernels, m, n, k, model[2])) if model is not None else []
+    fits = model[2]["kernels"] if model is not None else {}
+    if plain and not any(_model.measured_near(m, fits[kern.name]) for kern in ordered):
+        names = _measured_order(gpu, arch, cls[0], cls[1], m, n, k)
+        table = [by_name[x] for x in names if x in by_name]
+        ordered = table + [kern for kern in ordered if kern not in table]
     return ordered + [kern for kern in _rule_order(kernels, m) if kern not in ordered]
 
 
