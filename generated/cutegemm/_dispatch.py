@@ -6,9 +6,9 @@ shapes timed and the kernels ranked fastest first on each (with the ratio of the
 the same process). MODELS: the cost model `codegen fit` fitted on measurements (`cutegemm._model`):
 the GPU's SM count and copy bandwidth, and each kernel's fixed µs, MMA rate, load bandwidth and
 epilogue µs. `cutegemm._runtime` picks, for a plain product: the user's own measurements
-(`cutegemm.tune`), else the model's ranking of the kernels it has parameters for, else (where it
-ranks none near M: f16, out dtypes the sweeps never timed) the table's ranking when it measured exactly
-this (M, N, K); then the first kernel that takes the shape."""
+(`cutegemm.tune`), else the model's ranking of the kernels it has parameters for, else (where
+it ranks none near M: f16, out dtypes the sweeps never timed) the table's ranking when it
+measured exactly this (M, N, K); then the first kernel that takes the shape."""
 
 # gpu name -> (arch, source, {(dtype, out_dtype): ((m, n, k, ranked kernels, ratio), ...)})
 TABLES: dict[str, tuple[str, str, dict[tuple[str, str], tuple]]] = {
