@@ -209,11 +209,11 @@ def producer(tma_a, tma_b, sA, sB, gA, gB, full, empty, stage, phase, work, cx, 
                 mcast_mask=b_mcast_mask,
             )
             stage, phase = ring_next(stage, phase, STAGES)
-            # tail: wait until the last STAGES fills were released by every reader, so no peer can
-            # still arrive on this CTA's barriers after it exits
-            for _ in cutlass.range_constexpr(STAGES):
-                cute.arch.mbarrier_wait(empty + stage, phase)
-                stage, phase = ring_next(stage, phase, STAGES)
+    # tail: wait until the last STAGES fills were released by every reader, so no peer can
+    # still arrive on this CTA's barriers after it exits
+    for _ in cutlass.range_constexpr(STAGES):
+        cute.arch.mbarrier_wait(empty + stage, phase)
+        stage, phase = ring_next(stage, phase, STAGES)
     return stage, phase
 
 
