@@ -167,27 +167,35 @@ def tile_coords(
 
 
 @cute.jit
-def producer(tma_a, tma_b, sA, sB, gA, gB, full, empty, stage, phase, work, cx, cy, b_mcast_mask):
+def tile_schedule(shape, k_tiles, cluster_id, num_clusters, cx, cy):
+    """The tile schedule every role walks, `work`: the problem's M, N, its cluster tiles, the K
+    range and this CTA's tile loop, with the CTA's position in its cluster."""
+    # static tile order, persistent: each cluster walks cluster tiles
+    # along M, striding by the number of clusters
+    M, N = shape
+    clusters_m = (M + CLUSTER_TILE[0] - 1) // CLUSTER_TILE[0]
+    clusters_n = (N + CLUSTER_TILE[1] - 1) // CLUSTER_TILE[1]
+    num_cluster_tiles = clusters_m * clusters_n
+    return (
+        M,
+        N,
+        clusters_m,
+        clusters_n,
+        k_tiles,
+        cluster_id,
+        num_clusters,
+        num_cluster_tiles,
+        cx,
+        cy,
+    )
+
+
+@cute.jit
+def producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work, b_mcast_mask):
     """The TMA warp: per tile, per k-tile, waits until every reader has released ring slot `stage`,
     arms its full barrier with TX_BYTES and loads A and B into it; returns the ring position."""
-    clusters_m, clusters_n, k_tiles, cluster_id, num_clusters, num_cluster_tiles = work
-    # with multicast the box is split in slices: this CTA loads slice cy of A (sent to its
-    # cluster row) and slice cx of B (sent to its cluster column)
-    # (TMA, STAGES), (TMA, tiles_m, k_tiles)
-    tAsA, tAgA = cpasync.tma_partition(
-        tma_a,
-        cy,
-        cute.make_layout(CLUSTER[1]),
-        cute.group_modes(sA, 0, 2),
-        cute.group_modes(gA, 0, 2),
-    )
-    # (TMA, STAGES), (TMA, tiles_n, k_tiles)
-    tBsB, tBgB = cpasync.tma_partition(
-        tma_b,
-        cx,
-        cute.make_layout(CLUSTER[0]),
-        cute.group_modes(sB, 0, 2),
-        cute.group_modes(gB, 0, 2),
+    M, N, clusters_m, clusters_n, k_tiles, cluster_id, num_clusters, num_cluster_tiles, cx, cy = (
+        work
     )
     # 1 until this warp has waited for the previous kernel (programmatic dependent launch)
     pdl_pending = cutlass.Int32(1)
@@ -264,26 +272,12 @@ def mainloop(tiled_mma, acc, tCrA, tCrB, full, empty, stage, phase, k_tiles, pee
 
 @cute.jit
 def consumers(
-    tiled_mma,
-    sA,
-    sB,
-    full,
-    empty,
-    storage,
-    tidx,
-    warp_idx,
-    wg_idx,
-    M,
-    N,
-    work,
-    cx,
-    cy,
-    tma_c,
-    mC_tma,
-    sC_layout,
+    tiled_mma, sA, sB, full, empty, storage, tidx, warp_idx, wg_idx, work, tma_c, mC_tma, sC_layout
 ):
     """The consumer warpgroups: per tile, its mainloop over the ring, then the epilogue."""
-    clusters_m, clusters_n, k_tiles, cluster_id, num_clusters, num_cluster_tiles = work
+    M, N, clusters_m, clusters_n, k_tiles, cluster_id, num_clusters, num_cluster_tiles, cx, cy = (
+        work
+    )
     ctidx = tidx - MMA_WG * WG_THREADS  # thread index among the consumers
     # A and B are per-warpgroup operands
     thr_wg = tiled_mma.get_slice((wg_idx - MMA_WG) * WG_THREADS)
@@ -418,14 +412,20 @@ def gemm_kernel(
     gA = cute.local_tile(mA, (TILER[0], TILER[2]), (None, None))  # (TM, TK, tiles_m, k_tiles)
     gB = cute.local_tile(mB, (TILER[1], TILER[2]), (None, None))  # (TN, TK, tiles_n, k_tiles)
     k_tiles = cute.size(gA, mode=[3])
+    # with multicast the box is split in slices: this CTA loads slice cy of A (sent to its
+    # cluster row) and slice cx of B (sent to its cluster column)
+    # (TMA, STAGES), (TMA, tiles_m, k_tiles)
+    a_slices = cute.make_layout(CLUSTER[1])  # CN slices of the A box
+    tAsA, tAgA = cpasync.tma_partition(
+        tma_a, cy, a_slices, cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2)
+    )
+    # (TMA, STAGES), (TMA, tiles_n, k_tiles)
+    b_slices = cute.make_layout(CLUSTER[0])  # CM slices of the B box
+    tBsB, tBgB = cpasync.tma_partition(
+        tma_b, cx, b_slices, cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2)
+    )
 
-    # static tile order, persistent: each cluster walks cluster tiles
-    # along M, striding by the number of clusters
-    M, N = mC.shape
-    clusters_m = (M + CLUSTER_TILE[0] - 1) // CLUSTER_TILE[0]
-    clusters_n = (N + CLUSTER_TILE[1] - 1) // CLUSTER_TILE[1]
-    num_cluster_tiles = clusters_m * clusters_n
-    work = (clusters_m, clusters_n, k_tiles, cluster_id, num_clusters, num_cluster_tiles)
+    work = tile_schedule(mC.shape, k_tiles, cluster_id, num_clusters, cx, cy)
     cute.arch.cluster_wait()
     # programmatic dependent launch: the setup above ran under the previous kernel's tail. Every
     # warp but the TMA warp waits here for that kernel to finish (its writes visible) before its
@@ -440,22 +440,9 @@ def gemm_kernel(
         # ---- 2. producer warpgroup: warp TMA_WARP issues the TMA loads -------------------------
         cute.arch.setmaxregister_decrease(PRODUCER_REGS)
         if warp_idx == TMA_WARP:
-            # the ring starts at slot 0, phase 0
+            stage, phase = cutlass.Int32(0), cutlass.Int32(0)  # the ring starts at slot 0, phase 0
             producer(
-                tma_a,
-                tma_b,
-                sA,
-                sB,
-                gA,
-                gB,
-                full,
-                empty,
-                cutlass.Int32(0),
-                cutlass.Int32(0),
-                work,
-                cx,
-                cy,
-                b_mcast_mask,
+                tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work, b_mcast_mask
             )
     else:
         # ---- 3. consumer warpgroups: wgmma over the ring, then each tile's epilogue -------------
@@ -470,11 +457,7 @@ def gemm_kernel(
             tidx,
             warp_idx,
             wg_idx,
-            M,
-            N,
             work,
-            cx,
-            cy,
             tma_c,
             mC_tma,
             sC_layout,

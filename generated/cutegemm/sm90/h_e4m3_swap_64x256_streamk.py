@@ -199,18 +199,60 @@ def unit_k_range(
 
 
 @cute.jit
-def producer(tma_a, tma_b, sA, sB, gA, gB, full, empty, stage, phase, work):
+def tile_schedule(shape, k_tiles, bidx, gdimx):
+    """The tile schedule every role walks, `work`: the problem's M, N, its cluster tiles, the K
+    range and this CTA's tile loop (its stream-K share)."""
+    # static tile order, stream-K in bands: a band is the tiles along M of one tile of the
+    # activations along N; each group of CTAs runs an equal share of its band's k-tiles,
+    # tile after tile, tiles walked along M
+    M, N = shape
+    clusters_m = (M + CLUSTER_TILE[0] - 1) // CLUSTER_TILE[0]
+    clusters_n = (N + CLUSTER_TILE[1] - 1) // CLUSTER_TILE[1]
+    num_cluster_tiles = clusters_m * clusters_n
+    # stream-K: CTA b runs MAC iterations [it_begin, it_end) of its group's bands (tile-major);
+    # the host launches no more CTAs than iterations, so no share is empty
+    sk_cta0, sk_ctas, sk_iter0, sk_iters, it_begin, it_end = stream_k_share(
+        bidx, gdimx, clusters_n, clusters_m, k_tiles
+    )
+    # K = 0: no iteration, so no tile (first_tile > last_tile), and no division by zero
+    first_tile = cutlass.Int32(it_begin // cutlass.max(k_tiles, 1))
+    last_tile = cutlass.Int32((it_end - 1) // cutlass.max(k_tiles, 1))
+    return (
+        M,
+        N,
+        clusters_m,
+        clusters_n,
+        k_tiles,
+        first_tile,
+        last_tile,
+        it_begin,
+        it_end,
+        sk_cta0,
+        sk_ctas,
+        sk_iter0,
+        sk_iters,
+    )
+
+
+@cute.jit
+def producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work):
     """The TMA warp: per tile, per k-tile, waits until every reader has released ring slot `stage`,
     arms its full barrier with TX_BYTES and loads A and B into it; returns the ring position."""
-    clusters_m, clusters_n, k_tiles, first_tile, last_tile, it_begin, it_end = work
-    # (TMA, STAGES), (TMA, tiles_m, k_tiles)
-    tAsA, tAgA = cpasync.tma_partition(
-        tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2)
-    )
-    # (TMA, STAGES), (TMA, tiles_n, k_tiles)
-    tBsB, tBgB = cpasync.tma_partition(
-        tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2)
-    )
+    (
+        M,
+        N,
+        clusters_m,
+        clusters_n,
+        k_tiles,
+        first_tile,
+        last_tile,
+        it_begin,
+        it_end,
+        sk_cta0,
+        sk_ctas,
+        sk_iter0,
+        sk_iters,
+    ) = work
     # 1 until this warp has waited for the previous kernel (programmatic dependent launch)
     pdl_pending = cutlass.Int32(1)
     for ct in cutlass.range(first_tile, last_tile + 1, 1, unroll=1):
@@ -282,28 +324,24 @@ def mainloop(tiled_mma, acc, tCrA, tCrB, full, empty, stage, phase, k_begin, k_e
 
 @cute.jit
 def consumers(
-    tiled_mma,
-    sA,
-    sB,
-    full,
-    empty,
-    storage,
-    tidx,
-    warp_idx,
-    wg_idx,
-    M,
-    N,
-    work,
-    bidx,
-    sk_cta0,
-    sk_ctas,
-    sk_iter0,
-    sk_iters,
-    mC,
-    mWork,
+    tiled_mma, sA, sB, full, empty, storage, tidx, warp_idx, wg_idx, work, bidx, mC, mWork
 ):
     """The consumer warpgroups: per tile, its mainloop over the ring, then the reduction and the epilogue."""
-    clusters_m, clusters_n, k_tiles, first_tile, last_tile, it_begin, it_end = work
+    (
+        M,
+        N,
+        clusters_m,
+        clusters_n,
+        k_tiles,
+        first_tile,
+        last_tile,
+        it_begin,
+        it_end,
+        sk_cta0,
+        sk_ctas,
+        sk_iter0,
+        sk_iters,
+    ) = work
     ctidx = tidx - MMA_WG * WG_THREADS  # thread index among the consumers
     # A and B are per-warpgroup operands
     thr_wg = tiled_mma.get_slice((wg_idx - MMA_WG) * WG_THREADS)
@@ -437,23 +475,16 @@ def gemm_kernel(
     gA = cute.local_tile(mA, (TILER[0], TILER[2]), (None, None))  # (TM, TK, tiles_m, k_tiles)
     gB = cute.local_tile(mB, (TILER[1], TILER[2]), (None, None))  # (TN, TK, tiles_n, k_tiles)
     k_tiles = cute.size(gA, mode=[3])
-
-    # static tile order, stream-K in bands: a band is the tiles along M of one tile of the
-    # activations along N; each group of CTAs runs an equal share of its band's k-tiles,
-    # tile after tile, tiles walked along M
-    M, N = mC.shape
-    clusters_m = (M + CLUSTER_TILE[0] - 1) // CLUSTER_TILE[0]
-    clusters_n = (N + CLUSTER_TILE[1] - 1) // CLUSTER_TILE[1]
-    num_cluster_tiles = clusters_m * clusters_n
-    # stream-K: CTA b runs MAC iterations [it_begin, it_end) of its group's bands (tile-major);
-    # the host launches no more CTAs than iterations, so no share is empty
-    sk_cta0, sk_ctas, sk_iter0, sk_iters, it_begin, it_end = stream_k_share(
-        bidx, gdimx, clusters_n, clusters_m, k_tiles
+    # (TMA, STAGES), (TMA, tiles_m, k_tiles)
+    tAsA, tAgA = cpasync.tma_partition(
+        tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2)
     )
-    # K = 0: no iteration, so no tile (first_tile > last_tile), and no division by zero
-    first_tile = cutlass.Int32(it_begin // cutlass.max(k_tiles, 1))
-    last_tile = cutlass.Int32((it_end - 1) // cutlass.max(k_tiles, 1))
-    work = (clusters_m, clusters_n, k_tiles, first_tile, last_tile, it_begin, it_end)
+    # (TMA, STAGES), (TMA, tiles_n, k_tiles)
+    tBsB, tBgB = cpasync.tma_partition(
+        tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2)
+    )
+
+    work = tile_schedule(mC.shape, k_tiles, bidx, gdimx)
     # programmatic dependent launch: the setup above ran under the previous kernel's tail. Every
     # warp but the TMA warp waits here for that kernel to finish (its writes visible) before its
     # first global read or write; the TMA warp waits just before its first load, once it has
@@ -467,33 +498,13 @@ def gemm_kernel(
         # ---- 2. producer warpgroup: warp TMA_WARP issues the TMA loads -------------------------
         cute.arch.setmaxregister_decrease(PRODUCER_REGS)
         if warp_idx == TMA_WARP:
-            # the ring starts at slot 0, phase 0
-            producer(
-                tma_a, tma_b, sA, sB, gA, gB, full, empty, cutlass.Int32(0), cutlass.Int32(0), work
-            )
+            stage, phase = cutlass.Int32(0), cutlass.Int32(0)  # the ring starts at slot 0, phase 0
+            producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work)
     else:
         # ---- 3. consumer warpgroups: wgmma over the ring, then each tile's epilogue -------------
         cute.arch.setmaxregister_increase(CONSUMER_REGS)
         consumers(
-            tiled_mma,
-            sA,
-            sB,
-            full,
-            empty,
-            storage,
-            tidx,
-            warp_idx,
-            wg_idx,
-            M,
-            N,
-            work,
-            bidx,
-            sk_cta0,
-            sk_ctas,
-            sk_iter0,
-            sk_iters,
-            mC,
-            mWork,
+            tiled_mma, sA, sB, full, empty, storage, tidx, warp_idx, wg_idx, work, bidx, mC, mWork
         )
 
 

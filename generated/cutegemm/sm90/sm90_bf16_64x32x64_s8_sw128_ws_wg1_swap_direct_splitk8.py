@@ -159,20 +159,45 @@ def tile_coords(ct: cutlass.Int32, clusters_m: cutlass.Int32, clusters_n: cutlas
 
 
 @cute.jit
-def producer(tma_a, tma_b, sA, sB, gA, gB, full, empty, stage, phase, work):
+def tile_schedule(shape, k_tiles, k_begin, k_end, cluster_id, num_clusters):
+    """The tile schedule every role walks, `work`: the problem's M, N, its cluster tiles, the K
+    range and this CTA's tile loop."""
+    # static tile order, split-K: each cluster walks output tiles
+    # along M, striding by the number of clusters; its CTAs split K
+    M, N = shape
+    clusters_m = (M + CLUSTER_TILE[0] - 1) // CLUSTER_TILE[0]
+    clusters_n = (N + CLUSTER_TILE[1] - 1) // CLUSTER_TILE[1]
+    num_cluster_tiles = clusters_m * clusters_n
+    return (
+        M,
+        N,
+        clusters_m,
+        clusters_n,
+        k_tiles,
+        k_begin,
+        k_end,
+        cluster_id,
+        num_clusters,
+        num_cluster_tiles,
+    )
+
+
+@cute.jit
+def producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work):
     """The TMA warp: per tile, per k-tile, waits until every reader has released ring slot `stage`,
     arms its full barrier with TX_BYTES and loads A and B into it; returns the ring position."""
-    clusters_m, clusters_n, k_tiles, k_begin, k_end, cluster_id, num_clusters, num_cluster_tiles = (
-        work
-    )
-    # (TMA, STAGES), (TMA, tiles_m, k_tiles)
-    tAsA, tAgA = cpasync.tma_partition(
-        tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2)
-    )
-    # (TMA, STAGES), (TMA, tiles_n, k_tiles)
-    tBsB, tBgB = cpasync.tma_partition(
-        tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2)
-    )
+    (
+        M,
+        N,
+        clusters_m,
+        clusters_n,
+        k_tiles,
+        k_begin,
+        k_end,
+        cluster_id,
+        num_clusters,
+        num_cluster_tiles,
+    ) = work
     for ct in cutlass.range(cluster_id, num_cluster_tiles, num_clusters, unroll=1):
         tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
         for k in cutlass.range(k_begin, k_end, unroll=1):
@@ -235,8 +260,6 @@ def consumers(
     tidx,
     warp_idx,
     wg_idx,
-    M,
-    N,
     work,
     rank,
     staged,
@@ -244,9 +267,18 @@ def consumers(
     mC,
 ):
     """The consumer warpgroups: per tile, its mainloop over the ring, then the reduction and the epilogue."""
-    clusters_m, clusters_n, k_tiles, k_begin, k_end, cluster_id, num_clusters, num_cluster_tiles = (
-        work
-    )
+    (
+        M,
+        N,
+        clusters_m,
+        clusters_n,
+        k_tiles,
+        k_begin,
+        k_end,
+        cluster_id,
+        num_clusters,
+        num_cluster_tiles,
+    ) = work
     ctidx = tidx - MMA_WG * WG_THREADS  # thread index among the consumers
     # A and B are per-warpgroup operands
     thr_wg = tiled_mma.get_slice((wg_idx - MMA_WG) * WG_THREADS)
@@ -390,33 +422,24 @@ def gemm_kernel(
     # leaves an empty range (a partial of zeros) to the low ranks when k_tiles < SPLITS
     k_begin = rank * k_tiles // SPLITS
     k_end = (rank + 1) * k_tiles // SPLITS
-
-    # static tile order, split-K: each cluster walks output tiles
-    # along M, striding by the number of clusters; its CTAs split K
-    M, N = mC.shape
-    clusters_m = (M + CLUSTER_TILE[0] - 1) // CLUSTER_TILE[0]
-    clusters_n = (N + CLUSTER_TILE[1] - 1) // CLUSTER_TILE[1]
-    num_cluster_tiles = clusters_m * clusters_n
-    work = (
-        clusters_m,
-        clusters_n,
-        k_tiles,
-        k_begin,
-        k_end,
-        cluster_id,
-        num_clusters,
-        num_cluster_tiles,
+    # (TMA, STAGES), (TMA, tiles_m, k_tiles)
+    tAsA, tAgA = cpasync.tma_partition(
+        tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2)
     )
+    # (TMA, STAGES), (TMA, tiles_n, k_tiles)
+    tBsB, tBgB = cpasync.tma_partition(
+        tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2)
+    )
+
+    work = tile_schedule(mC.shape, k_tiles, k_begin, k_end, cluster_id, num_clusters)
     cute.arch.cluster_wait()
 
     if wg_idx == PRODUCER_WG:
         # ---- 2. producer warpgroup: warp TMA_WARP issues the TMA loads -------------------------
         cute.arch.setmaxregister_decrease(PRODUCER_REGS)
         if warp_idx == TMA_WARP:
-            # the ring starts at slot 0, phase 0
-            producer(
-                tma_a, tma_b, sA, sB, gA, gB, full, empty, cutlass.Int32(0), cutlass.Int32(0), work
-            )
+            stage, phase = cutlass.Int32(0), cutlass.Int32(0)  # the ring starts at slot 0, phase 0
+            producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work)
     else:
         # ---- 3. consumer warpgroups: wgmma over the ring, then each tile's epilogue -------------
         cute.arch.setmaxregister_increase(CONSUMER_REGS)
@@ -430,8 +453,6 @@ def gemm_kernel(
             tidx,
             warp_idx,
             wg_idx,
-            M,
-            N,
             work,
             rank,
             staged,
