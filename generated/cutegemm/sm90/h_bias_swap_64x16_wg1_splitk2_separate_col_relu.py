@@ -247,7 +247,8 @@ def mainloop(tiled_mma, acc, tCrA, tCrB, full, empty, stage, phase, k_begin, k_e
 
 @cute.jit
 def consumers(tiled_mma, sA, sB, full, empty, storage, tidx, warp_idx, wg_idx, work, split, mWork):
-    """The consumer warpgroups: per tile, its mainloop over the ring, then the reduction and the epilogue."""
+    """The consumer warpgroups: the wgmma operands and the epilogue's setup, then per tile the
+    mainloop over the ring, the reduction and the epilogue."""
     M, N, clusters_m, clusters_n, k_tiles, k_begin, k_end, cluster_id = work
     ctidx = tidx - MMA_WG * WG_THREADS  # thread index among the consumers
     # A and B are per-warpgroup operands

@@ -254,7 +254,8 @@ def mainloop(
 def consumers(
     tiled_mma, sA, sB, full, empty, storage, tidx, warp_idx, wg_idx, work, tma_c, mC_tma, sC_layout
 ):
-    """The consumer warpgroups: per tile, its mainloop over the ring, then the epilogue."""
+    """The consumer warpgroups: the wgmma operands and the epilogue's setup, then per tile the
+    mainloop over the ring and the epilogue."""
     M, N, clusters_m, clusters_n, k_tiles, cluster_id, num_clusters, num_cluster_tiles = work
     # ping-pong: each warpgroup computes whole tiles, taking turns
     # 0 takes this CTA's tiles 0, 2, 4, ..; 1 takes tiles 1, 3, 5, ..

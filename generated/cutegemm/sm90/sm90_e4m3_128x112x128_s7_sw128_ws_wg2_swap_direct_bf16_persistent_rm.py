@@ -222,7 +222,8 @@ def mainloop(tiled_mma, acc, tCrA, tCrB, full, empty, stage, phase, k_tiles):
 
 @cute.jit
 def consumers(tiled_mma, sA, sB, full, empty, storage, tidx, warp_idx, wg_idx, work, mC):
-    """The consumer warpgroups: per tile, its mainloop over the ring, then the epilogue."""
+    """The consumer warpgroups: the wgmma operands and the epilogue's setup, then per tile the
+    mainloop over the ring and the epilogue."""
     M, N, clusters_m, clusters_n, k_tiles, cluster_id, num_clusters, num_cluster_tiles = work
     ctidx = tidx - MMA_WG * WG_THREADS  # thread index among the consumers
     # A and B are per-warpgroup operands

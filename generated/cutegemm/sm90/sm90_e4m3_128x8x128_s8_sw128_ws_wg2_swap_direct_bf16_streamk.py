@@ -326,7 +326,8 @@ def mainloop(tiled_mma, acc, tCrA, tCrB, full, empty, stage, phase, k_begin, k_e
 def consumers(
     tiled_mma, sA, sB, full, empty, storage, tidx, warp_idx, wg_idx, work, bidx, mC, mWork
 ):
-    """The consumer warpgroups: per tile, its mainloop over the ring, then the reduction and the epilogue."""
+    """The consumer warpgroups: the wgmma operands and the epilogue's setup, then per tile the
+    mainloop over the ring, the reduction and the epilogue."""
     (
         M,
         N,

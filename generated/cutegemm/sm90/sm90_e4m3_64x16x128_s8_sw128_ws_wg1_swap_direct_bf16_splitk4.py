@@ -283,7 +283,8 @@ def consumers(
     consumed,
     mC,
 ):
-    """The consumer warpgroups: per tile, its mainloop over the ring, then the reduction and the epilogue."""
+    """The consumer warpgroups: the wgmma operands and the epilogue's setup, then per tile the
+    mainloop over the ring, the reduction and the epilogue."""
     (
         M,
         N,
