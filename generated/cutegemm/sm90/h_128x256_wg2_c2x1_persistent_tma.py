@@ -190,12 +190,13 @@ def tile_schedule(shape, k_tiles, cluster_id, num_clusters, cx, cy):
 
 
 @cute.jit
-def producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work, b_mcast_mask):
+def producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work, mcast_masks):
     """The TMA warp: per tile, per k-tile, waits until every reader has released ring slot `stage`,
     arms its full barrier with TX_BYTES and loads A and B into it; returns the ring position."""
     M, N, clusters_m, clusters_n, k_tiles, cluster_id, num_clusters, num_cluster_tiles, cx, cy = (
         work
     )
+    a_mcast_mask, b_mcast_mask = mcast_masks
     for ct in cutlass.range(cluster_id, num_cluster_tiles, num_clusters, unroll=1):
         tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n, cx, cy)
         for k in cutlass.range(k_tiles, unroll=1):
@@ -369,6 +370,7 @@ def gemm_kernel(
     num_clusters = gdimx // CLUSTER[0]
     a_mcast_mask = cutlass.Int16(A_MCAST_ROW0) << cx  # my cluster row shares my A slice
     b_mcast_mask = cutlass.Int16(B_MCAST_COL0) << (cy * CLUSTER[0])  # my cluster column shares B
+    mcast_masks = (a_mcast_mask, b_mcast_mask)  # for the producer
 
     smem = utils.SmemAllocator()
     storage = smem.allocate(SharedStorage)
@@ -418,7 +420,7 @@ def gemm_kernel(
         if warp_idx == TMA_WARP:
             stage, phase = cutlass.Int32(0), cutlass.Int32(0)  # the ring starts at slot 0, phase 0
             producer(
-                tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work, b_mcast_mask
+                tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work, mcast_masks
             )
     else:
         # ---- 3. consumer warpgroups: wgmma over the ring, then each tile's epilogue -------------
