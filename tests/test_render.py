@@ -636,6 +636,9 @@ def pdl_order_problems(text: str) -> list[str]:
     wait and copy."""
     start = text.index("def gemm_kernel(")
     body = text[start : text.index("\n@cute.jit", start)]
+    if "\ndef producer(" in text:  # sm_90a: the TMA warp's role is a helper the kernel calls
+        role = text.index("\ndef producer(")
+        body += text[role : text.index("\n@cute.jit", role)]
     problems = []
     if body.count("cute.arch.griddepcontrol_wait()") != 2:
         problems.append("not two griddepcontrol_wait: the top one and the TMA warp's")

@@ -109,8 +109,8 @@ def test_the_plan_counts_the_tail_wait(path: Path) -> None:
 def test_sm90_tail_exactly_where_peers_arrive(path: Path) -> None:
     src = path.read_text(encoding="utf-8")
     clustered = "cluster=(CLUSTER[0], CLUSTER[1], 1)" in src
-    kernel = _function(path, "gemm_kernel")
-    assert len(_tail_loops(kernel)) == int(clustered)
+    producer = _function(path, "producer")  # the TMA warp's role helper
+    assert len(_tail_loops(producer)) == int(clustered)
     release = _function(path, "release_stage")
     arrives = [c for c in _calls(release) if c.startswith("cute.arch.mbarrier_arrive(")]
     if clustered:  # remote arrives: the filling CTAs' barriers, the reason for the tail

@@ -83,13 +83,13 @@ def _helper(tree: ast.Module, name: str):
 
 
 def _last_cta(tree: ast.Module, names: dict[str, int]) -> int:
-    """The finisher's last_cta line of the kernel, run on `names`."""
-    kernel = next(
-        n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "gemm_kernel"
-    )
+    """The finisher's last_cta line of the kernel (or of the role helper it calls), run on
+    `names`."""
     line = next(
         n
-        for n in ast.walk(kernel)
+        for fn in tree.body
+        if isinstance(fn, ast.FunctionDef)
+        for n in ast.walk(fn)
         if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "last_cta"
     )
     scope: dict[str, object] = {"cutlass": _Cutlass, **names}

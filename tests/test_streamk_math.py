@@ -119,10 +119,12 @@ def partition_lines(path: Path) -> tuple[str, str, str, str, str]:
     share = fns["stream_k_share"]
     share.decorator_list = []
     # the per-unit k range is the unit_k_range helper every role calls; the rest is the kernel's
+    # (sm_90a: of its tile_schedule and consumers helpers)
+    kernel = [fns[n] for n in ("tile_schedule", "gemm_kernel", "consumers") if n in fns]
     found: dict[str, str] = {}
     for node in [
         n
-        for fn in (fns["unit_k_range"], fns["gemm_kernel"])
+        for fn in (fns["unit_k_range"], *kernel)
         for n in sorted(
             (n for n in ast.walk(fn) if isinstance(n, ast.Assign)), key=lambda n: n.lineno
         )

@@ -49,8 +49,8 @@ WS_MMA_FLIP = """                stage, phase = ring_next(stage, phase, STAGES)
 {{ cluster.commit_acc("acc_full + slot")|indent(4, true) }}"""
 
 # the consumer's ring advance: the mutant steps the slot but never flips the phase
-SM90_CONSUMER_STEP = """                prev_stage = stage
-                stage, phase = ring_next(stage, phase, STAGES)"""
+SM90_CONSUMER_STEP = """        prev_stage = stage
+        stage, phase = ring_next(stage, phase, STAGES)"""
 
 CATALOGUE: tuple[Mutation, ...] = (
     Mutation(

@@ -177,6 +177,114 @@ def tile_coords(ct: cutlass.Int32, clusters_m: cutlass.Int32, clusters_n: cutlas
     return tile_m, tile_n
 
 
+@cute.jit
+def tile_schedule(shape, k_tiles, k_begin, k_end, cluster_id):
+    """The tile schedule every role walks, `work`: the problem's M, N, its cluster tiles, the K
+    range and this CTA's tile loop."""
+    # static tile order: one CTA per output tile and K share; tiles walked along M
+    M, N = shape
+    clusters_m = (M + CLUSTER_TILE[0] - 1) // CLUSTER_TILE[0]
+    clusters_n = (N + CLUSTER_TILE[1] - 1) // CLUSTER_TILE[1]
+    num_cluster_tiles = clusters_m * clusters_n
+    return (M, N, clusters_m, clusters_n, k_tiles, k_begin, k_end, cluster_id)
+
+
+@cute.jit
+def producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work):
+    """The TMA warp: per tile, per k-tile, waits until every reader has released ring slot `stage`,
+    arms its full barrier with TX_BYTES and loads A and B into it; returns the ring position."""
+    M, N, clusters_m, clusters_n, k_tiles, k_begin, k_end, cluster_id = work
+    for ct in cutlass.range(cluster_id, cluster_id + 1, 1, unroll=1):
+        tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
+        for k in cutlass.range(k_begin, k_end, unroll=1):
+            # wait until every reader of this slot (here and in peers) has released it
+            cute.arch.mbarrier_wait(empty + stage, phase)
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES)
+            cute.copy(
+                tma_a,
+                tAgA[(None, tile_m, k)],
+                tAsA[(None, stage)],
+                tma_bar_ptr=full + stage,
+            )
+            cute.copy(
+                tma_b,
+                tBgB[(None, tile_n, k)],
+                tBsB[(None, stage)],
+                tma_bar_ptr=full + stage,
+            )
+            stage, phase = ring_next(stage, phase, STAGES)
+    return stage, phase
+
+
+@cute.jit
+def mainloop(tiled_mma, acc, tCrA, tCrB, full, empty, stage, phase, k_begin, k_end):
+    """One tile's k-tiles from ring position (stage, phase) into acc: per k-tile, waits for slot
+    `stage` to fill, issues its wgmma and releases the previous slot once its group retired;
+    returns the ring position after the tile."""
+    acc.fill(0.0)
+    prev_stage = cutlass.Int32(0)
+    for k in cutlass.range(k_begin, k_end, unroll=1):
+        # this stage's TMA bytes have landed
+        cute.arch.mbarrier_wait(full + stage, phase)
+        warpgroup.fence()
+        for kb in cutlass.range_constexpr(K_BLOCKS):
+            cute.gemm(
+                tiled_mma, acc, tCrA[(None, None, kb, stage)], tCrB[(None, None, kb, stage)], acc
+            )
+        warpgroup.commit_group()
+        # keep this stage's wgmma group in flight; the previous stage's group has retired
+        warpgroup.wait_group(1)
+        if k > k_begin:
+            release_stage(empty + prev_stage)
+        prev_stage = stage
+        stage, phase = ring_next(stage, phase, STAGES)
+    warpgroup.wait_group(0)
+    if k_end > k_begin:
+        release_stage(empty + prev_stage)
+    return stage, phase
+
+
+@cute.jit
+def consumers(tiled_mma, sA, sB, full, empty, storage, tidx, warp_idx, wg_idx, work, split, mWork):
+    """The consumer warpgroups: the wgmma operands and the epilogue's setup, then per tile the
+    mainloop over the ring, the reduction and the epilogue."""
+    M, N, clusters_m, clusters_n, k_tiles, k_begin, k_end, cluster_id = work
+    ctidx = tidx - MMA_WG * WG_THREADS  # thread index among the consumers
+    # A and B are per-warpgroup operands
+    thr_wg = tiled_mma.get_slice((wg_idx - MMA_WG) * WG_THREADS)
+    tCsA = thr_wg.partition_A(sA)  # (MMA, MMA_M, MMA_K, STAGES)
+    tCsB = thr_wg.partition_B(sB)  # (MMA, MMA_N, MMA_K, STAGES)
+    tCrA = tiled_mma.make_fragment_A(tCsA)  # SMEM descriptors, same shape
+    tCrB = tiled_mma.make_fragment_B(tCsB)  # SMEM descriptors, same shape
+    thr_mma = tiled_mma.get_slice(ctidx)
+    acc_shape = thr_mma.partition_shape_C((TILER[0], TILER[1]))  # (MMA_V, MMA_M, MMA_N)
+    acc = cute.make_rmem_tensor(acc_shape, ACC_DTYPE)
+    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+    # workspace slots, each a (TM, TN) tile strided like C (column-major, like C^T), so
+    # the reduce kernel's 16-byte slot loads and its C stores run along the same direction
+    # (TM, TN, MAX_TILES, SPLITS)
+    slots = cute.make_tensor(mWork.iterator, cute.make_layout(SLOT_SHAPE, stride=SLOT_STRIDE))
+    st_partial = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), ACC_DTYPE, num_bits_per_copy=32)
+
+    stage, phase = cutlass.Int32(0), cutlass.Int32(0)
+    for ct in cutlass.range(cluster_id, cluster_id + 1, 1, unroll=1):
+        tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
+        stage, phase = mainloop(
+            tiled_mma, acc, tCrA, tCrB, full, empty, stage, phase, k_begin, k_end
+        )
+
+        # ---- 4. epilogue: f32 accumulators -> this K share's workspace slot ------------------
+        # this CTA's partial (zeros when its K share is empty) to slot [split][ct], whole
+        tCgW = thr_mma.partition_C(slots[(None, None, ct, split)])  # (MMA_V, MMA_M, MMA_N)
+        # (PARTIAL_VEC, VECTORS) each
+        cute.copy(
+            st_partial,
+            cute.zipped_divide(acc, (PARTIAL_VEC,)),
+            cute.zipped_divide(tCgW, (PARTIAL_VEC,)),
+        )
+
+
 @cute.kernel
 def gemm_kernel(
     tiled_mma: cute.TiledMma,
@@ -236,96 +344,20 @@ def gemm_kernel(
         tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2)
     )
 
-    # static tile order: one CTA per output tile and K share; tiles walked along M
-    M, N = mC.shape
-    clusters_m = (M + CLUSTER_TILE[0] - 1) // CLUSTER_TILE[0]
-    clusters_n = (N + CLUSTER_TILE[1] - 1) // CLUSTER_TILE[1]
-    num_cluster_tiles = clusters_m * clusters_n
+    work = tile_schedule(mC.shape, k_tiles, k_begin, k_end, cluster_id)
 
     if wg_idx == PRODUCER_WG:
         # ---- 2. producer warpgroup: warp TMA_WARP issues the TMA loads -------------------------
         cute.arch.setmaxregister_decrease(PRODUCER_REGS)
         if warp_idx == TMA_WARP:
-            stage, phase = cutlass.Int32(0), cutlass.Int32(0)
-            for ct in cutlass.range(cluster_id, cluster_id + 1, 1, unroll=1):
-                tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
-                for k in cutlass.range(k_begin, k_end, unroll=1):
-                    # wait until every reader of this slot (here and in peers) has released it
-                    cute.arch.mbarrier_wait(empty + stage, phase)
-                    with cute.arch.elect_one():
-                        cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES)
-                    cute.copy(
-                        tma_a,
-                        tAgA[(None, tile_m, k)],
-                        tAsA[(None, stage)],
-                        tma_bar_ptr=full + stage,
-                    )
-                    cute.copy(
-                        tma_b,
-                        tBgB[(None, tile_n, k)],
-                        tBsB[(None, stage)],
-                        tma_bar_ptr=full + stage,
-                    )
-                    stage, phase = ring_next(stage, phase, STAGES)
+            stage, phase = cutlass.Int32(0), cutlass.Int32(0)  # the ring starts at slot 0, phase 0
+            producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work)
     else:
-        # ---- 3. consumer warpgroups: wgmma over the ring, accumulators in registers --------------
+        # ---- 3. consumer warpgroups: wgmma over the ring, then each tile's epilogue -------------
         cute.arch.setmaxregister_increase(CONSUMER_REGS)
-        ctidx = tidx - MMA_WG * WG_THREADS  # thread index among the consumers
-        # A and B are per-warpgroup operands
-        thr_wg = tiled_mma.get_slice((wg_idx - MMA_WG) * WG_THREADS)
-        tCsA = thr_wg.partition_A(sA)  # (MMA, MMA_M, MMA_K, STAGES)
-        tCsB = thr_wg.partition_B(sB)  # (MMA, MMA_N, MMA_K, STAGES)
-        tCrA = tiled_mma.make_fragment_A(tCsA)  # SMEM descriptors, same shape
-        tCrB = tiled_mma.make_fragment_B(tCsB)  # SMEM descriptors, same shape
-        thr_mma = tiled_mma.get_slice(ctidx)
-        acc_shape = thr_mma.partition_shape_C((TILER[0], TILER[1]))  # (MMA_V, MMA_M, MMA_N)
-        acc = cute.make_rmem_tensor(acc_shape, ACC_DTYPE)
-        tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
-        # workspace slots, each a (TM, TN) tile strided like C (column-major, like C^T), so
-        # the reduce kernel's 16-byte slot loads and its C stores run along the same direction
-        # (TM, TN, MAX_TILES, SPLITS)
-        slots = cute.make_tensor(mWork.iterator, cute.make_layout(SLOT_SHAPE, stride=SLOT_STRIDE))
-        st_partial = cute.make_copy_atom(
-            cute.nvgpu.CopyUniversalOp(), ACC_DTYPE, num_bits_per_copy=32
+        consumers(
+            tiled_mma, sA, sB, full, empty, storage, tidx, warp_idx, wg_idx, work, split, mWork
         )
-
-        stage, phase = cutlass.Int32(0), cutlass.Int32(0)
-        for ct in cutlass.range(cluster_id, cluster_id + 1, 1, unroll=1):
-            tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
-            acc.fill(0.0)
-            prev_stage = cutlass.Int32(0)
-            for k in cutlass.range(k_begin, k_end, unroll=1):
-                # this stage's TMA bytes have landed
-                cute.arch.mbarrier_wait(full + stage, phase)
-                warpgroup.fence()
-                for kb in cutlass.range_constexpr(K_BLOCKS):
-                    cute.gemm(
-                        tiled_mma,
-                        acc,
-                        tCrA[(None, None, kb, stage)],
-                        tCrB[(None, None, kb, stage)],
-                        acc,
-                    )
-                warpgroup.commit_group()
-                # keep this stage's wgmma group in flight; the previous stage's group has retired
-                warpgroup.wait_group(1)
-                if k > k_begin:
-                    release_stage(empty + prev_stage)
-                prev_stage = stage
-                stage, phase = ring_next(stage, phase, STAGES)
-            warpgroup.wait_group(0)
-            if k_end > k_begin:
-                release_stage(empty + prev_stage)
-
-            # ---- 4. epilogue: f32 accumulators -> this K share's workspace slot ------------------
-            # this CTA's partial (zeros when its K share is empty) to slot [split][ct], whole
-            tCgW = thr_mma.partition_C(slots[(None, None, ct, split)])  # (MMA_V, MMA_M, MMA_N)
-            # (PARTIAL_VEC, VECTORS) each
-            cute.copy(
-                st_partial,
-                cute.zipped_divide(acc, (PARTIAL_VEC,)),
-                cute.zipped_divide(tCgW, (PARTIAL_VEC,)),
-            )
 
 
 @cute.jit

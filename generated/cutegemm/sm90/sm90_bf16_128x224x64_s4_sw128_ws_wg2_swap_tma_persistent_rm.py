@@ -147,6 +147,153 @@ def tile_coords(ct: cutlass.Int32, clusters_m: cutlass.Int32, clusters_n: cutlas
     return tile_m, tile_n
 
 
+@cute.jit
+def tile_schedule(shape, k_tiles, cluster_id, num_clusters):
+    """The tile schedule every role walks, `work`: the problem's M, N, its cluster tiles, the K
+    range and this CTA's tile loop."""
+    # static tile order, persistent: each cluster walks cluster tiles
+    # along M, striding by the number of clusters
+    M, N = shape
+    clusters_m = (M + CLUSTER_TILE[0] - 1) // CLUSTER_TILE[0]
+    clusters_n = (N + CLUSTER_TILE[1] - 1) // CLUSTER_TILE[1]
+    num_cluster_tiles = clusters_m * clusters_n
+    return (M, N, clusters_m, clusters_n, k_tiles, cluster_id, num_clusters, num_cluster_tiles)
+
+
+@cute.jit
+def producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work):
+    """The TMA warp: per tile, per k-tile, waits until every reader has released ring slot `stage`,
+    arms its full barrier with TX_BYTES and loads A and B into it; returns the ring position."""
+    M, N, clusters_m, clusters_n, k_tiles, cluster_id, num_clusters, num_cluster_tiles = work
+    for ct in cutlass.range(cluster_id, num_cluster_tiles, num_clusters, unroll=1):
+        tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
+        for k in cutlass.range(k_tiles, unroll=1):
+            # wait until every reader of this slot (here and in peers) has released it
+            cute.arch.mbarrier_wait(empty + stage, phase)
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES)
+            cute.copy(
+                tma_a,
+                tAgA[(None, tile_m, k)],
+                tAsA[(None, stage)],
+                tma_bar_ptr=full + stage,
+            )
+            cute.copy(
+                tma_b,
+                tBgB[(None, tile_n, k)],
+                tBsB[(None, stage)],
+                tma_bar_ptr=full + stage,
+            )
+            stage, phase = ring_next(stage, phase, STAGES)
+    return stage, phase
+
+
+@cute.jit
+def mainloop(tiled_mma, acc, tCrA, tCrB, full, empty, stage, phase, k_tiles):
+    """One tile's k-tiles from ring position (stage, phase) into acc: per k-tile, waits for slot
+    `stage` to fill, issues its wgmma and releases the previous slot once its group retired;
+    returns the ring position after the tile."""
+    acc.fill(0.0)
+    prev_stage = cutlass.Int32(0)
+    for k in cutlass.range(k_tiles, unroll=1):
+        # this stage's TMA bytes have landed
+        cute.arch.mbarrier_wait(full + stage, phase)
+        warpgroup.fence()
+        for kb in cutlass.range_constexpr(K_BLOCKS):
+            cute.gemm(
+                tiled_mma, acc, tCrA[(None, None, kb, stage)], tCrB[(None, None, kb, stage)], acc
+            )
+        warpgroup.commit_group()
+        # keep this stage's wgmma group in flight; the previous stage's group has retired
+        warpgroup.wait_group(1)
+        if k > 0:
+            release_stage(empty + prev_stage)
+        prev_stage = stage
+        stage, phase = ring_next(stage, phase, STAGES)
+    warpgroup.wait_group(0)
+    if k_tiles > 0:
+        release_stage(empty + prev_stage)
+    return stage, phase
+
+
+@cute.jit
+def consumers(
+    tiled_mma, sA, sB, full, empty, storage, tidx, warp_idx, wg_idx, work, tma_c, mC_tma, sC_layout
+):
+    """The consumer warpgroups: the wgmma operands and the epilogue's setup, then per tile the
+    mainloop over the ring and the epilogue."""
+    M, N, clusters_m, clusters_n, k_tiles, cluster_id, num_clusters, num_cluster_tiles = work
+    ctidx = tidx - MMA_WG * WG_THREADS  # thread index among the consumers
+    # A and B are per-warpgroup operands
+    thr_wg = tiled_mma.get_slice((wg_idx - MMA_WG) * WG_THREADS)
+    tCsA = thr_wg.partition_A(sA)  # (MMA, MMA_M, MMA_K, STAGES)
+    tCsB = thr_wg.partition_B(sB)  # (MMA, MMA_N, MMA_K, STAGES)
+    tCrA = tiled_mma.make_fragment_A(tCsA)  # SMEM descriptors, same shape
+    tCrB = tiled_mma.make_fragment_B(tCsB)  # SMEM descriptors, same shape
+    thr_mma = tiled_mma.get_slice(ctidx)
+    acc_shape = thr_mma.partition_shape_C((TILER[0], TILER[1]))  # (MMA_V, MMA_M, MMA_N)
+    acc = cute.make_rmem_tensor(acc_shape, ACC_DTYPE)
+    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+    # (EPI_M, EPI_N, EPI_BUFFERS)
+    sC = storage.sC.get_tensor(sC_layout.outer, swizzle=sC_layout.inner)
+    # C^T is M-major (a column-major view of C): stmatrix transposes each 8x8 block on its
+    # way to SMEM, so the sub-tile lies as C^T does in memory and the TMA store writes rows of C
+    r2s_atom = sm90_utils.get_smem_store_op(LayoutEnum.COL_MAJOR, OUT_DTYPE, ACC_DTYPE)
+    stmatrix = cute.make_copy_atom(warp.StMatrix8x8x16bOp(True, 4), OUT_DTYPE)
+    r2s = cute.make_tiled_copy_S(r2s_atom, cute.make_tiled_copy_C_atom(stmatrix, tiled_mma))
+    thr_r2s = r2s.get_slice(ctidx)
+    tRS_sC = thr_r2s.partition_D(sC)  # (R2S, R2S_M, R2S_N, EPI_BUFFERS)
+    tRS_acc = r2s.retile(acc)  # ((R2S_V, N_REP), M_REP, 1): the accumulator seen by stmatrix
+    # (R2S, R2S_M, R2S_N)
+    tRS_rAcc = cute.make_rmem_tensor(tRS_sC[(None, None, None, 0)].shape, ACC_DTYPE)
+    # (R2S, R2S_M, R2S_N)
+    tRS_rC = cute.make_rmem_tensor(tRS_sC[(None, None, None, 0)].shape, OUT_DTYPE)
+    sub_size = cute.size(tRS_rC)
+    # the retiled accumulator enumerates (value, N repeat, M repeat) fastest first, so
+    # sub-tile (im, jn) is the flat range starting at (im * EPI_SUBTILES[1] + jn) * sub_size
+    assert cute.size(tRS_acc) == EPI_SUBTILES[0] * EPI_SUBTILES[1] * sub_size
+    assert cute.size(tRS_acc, mode=[1]) == EPI_SUBTILES[0]
+    epi_count = cutlass.Int32(0)  # sub-tiles stored so far: the buffer ring position
+
+    stage, phase = cutlass.Int32(0), cutlass.Int32(0)
+    for ct in cutlass.range(cluster_id, num_cluster_tiles, num_clusters, unroll=1):
+        tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
+        stage, phase = mainloop(tiled_mma, acc, tCrA, tCrB, full, empty, stage, phase, k_tiles)
+
+        # ---- 4. epilogue: f32 accumulators -> bf16 -> C --------------------------------------
+        gC = cute.local_tile(mC_tma, (TILER[0], TILER[1]), (tile_m, tile_n))  # (TM, TN)
+        gC_epi = cute.zipped_divide(gC, (EPI_M, EPI_N))  # ((EPI_M, EPI_N), EPI_SUBTILES)
+        # (TMA, EPI_BUFFERS), (TMA, EPI_SUBTILES)
+        bSG_sC, bSG_gC = cpasync.tma_partition(
+            tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), gC_epi
+        )
+        for im in cutlass.range_constexpr(EPI_SUBTILES[0]):
+            for jn in cutlass.range_constexpr(EPI_SUBTILES[1]):
+                buf = epi_count % EPI_BUFFERS
+                base = (im * EPI_SUBTILES[1] + jn) * sub_size
+                for v in cutlass.range_constexpr(sub_size):
+                    tRS_rAcc[v] = tRS_acc[base + v]
+                d = tRS_rAcc.load()  # f32 sub-tile
+                tRS_rC.store(d.to(OUT_DTYPE))
+                cute.copy(r2s, tRS_rC, tRS_sC[(None, None, None, buf)])
+                # make these generic-proxy SMEM writes visible to the TMA unit (async proxy)
+                cute.arch.fence_proxy("async.shared", space="cta")
+                cute.arch.barrier(barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=MMA_THREADS)
+                if warp_idx == EPILOGUE_WARP:
+                    cute.copy(tma_c, bSG_sC[(None, buf)], bSG_gC[(None, (im, jn))])
+                    cute.arch.cp_async_bulk_commit_group()
+                    # the next buffer is rewritten next: at most EPI_BUFFERS - 1 stores
+                    # may still read
+                    cute.arch.cp_async_bulk_wait_group(EPI_BUFFERS - 1, read=True)
+                cute.arch.barrier(barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=MMA_THREADS)
+                epi_count += 1
+
+    # ---- 5. teardown -------------------------------------------------------------------------
+    # outstanding TMA stores must finish reading SMEM before the CTA exits
+    if warp_idx == EPILOGUE_WARP:
+        cute.arch.cp_async_bulk_wait_group(0, read=True)
+
+
 @cute.kernel
 def gemm_kernel(
     tiled_mma: cute.TiledMma,
@@ -202,133 +349,32 @@ def gemm_kernel(
         tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2)
     )
 
-    # static tile order, persistent: each cluster walks cluster tiles
-    # along M, striding by the number of clusters
-    M, N = mC.shape
-    clusters_m = (M + CLUSTER_TILE[0] - 1) // CLUSTER_TILE[0]
-    clusters_n = (N + CLUSTER_TILE[1] - 1) // CLUSTER_TILE[1]
-    num_cluster_tiles = clusters_m * clusters_n
+    work = tile_schedule(mC.shape, k_tiles, cluster_id, num_clusters)
 
     if wg_idx == PRODUCER_WG:
         # ---- 2. producer warpgroup: warp TMA_WARP issues the TMA loads -------------------------
         cute.arch.setmaxregister_decrease(PRODUCER_REGS)
         if warp_idx == TMA_WARP:
-            stage, phase = cutlass.Int32(0), cutlass.Int32(0)
-            for ct in cutlass.range(cluster_id, num_cluster_tiles, num_clusters, unroll=1):
-                tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
-                for k in cutlass.range(k_tiles, unroll=1):
-                    # wait until every reader of this slot (here and in peers) has released it
-                    cute.arch.mbarrier_wait(empty + stage, phase)
-                    with cute.arch.elect_one():
-                        cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES)
-                    cute.copy(
-                        tma_a,
-                        tAgA[(None, tile_m, k)],
-                        tAsA[(None, stage)],
-                        tma_bar_ptr=full + stage,
-                    )
-                    cute.copy(
-                        tma_b,
-                        tBgB[(None, tile_n, k)],
-                        tBsB[(None, stage)],
-                        tma_bar_ptr=full + stage,
-                    )
-                    stage, phase = ring_next(stage, phase, STAGES)
+            stage, phase = cutlass.Int32(0), cutlass.Int32(0)  # the ring starts at slot 0, phase 0
+            producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work)
     else:
-        # ---- 3. consumer warpgroups: wgmma over the ring, accumulators in registers --------------
+        # ---- 3. consumer warpgroups: wgmma over the ring, then each tile's epilogue -------------
         cute.arch.setmaxregister_increase(CONSUMER_REGS)
-        ctidx = tidx - MMA_WG * WG_THREADS  # thread index among the consumers
-        # A and B are per-warpgroup operands
-        thr_wg = tiled_mma.get_slice((wg_idx - MMA_WG) * WG_THREADS)
-        tCsA = thr_wg.partition_A(sA)  # (MMA, MMA_M, MMA_K, STAGES)
-        tCsB = thr_wg.partition_B(sB)  # (MMA, MMA_N, MMA_K, STAGES)
-        tCrA = tiled_mma.make_fragment_A(tCsA)  # SMEM descriptors, same shape
-        tCrB = tiled_mma.make_fragment_B(tCsB)  # SMEM descriptors, same shape
-        thr_mma = tiled_mma.get_slice(ctidx)
-        acc_shape = thr_mma.partition_shape_C((TILER[0], TILER[1]))  # (MMA_V, MMA_M, MMA_N)
-        acc = cute.make_rmem_tensor(acc_shape, ACC_DTYPE)
-        tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
-        # (EPI_M, EPI_N, EPI_BUFFERS)
-        sC = storage.sC.get_tensor(sC_layout.outer, swizzle=sC_layout.inner)
-        # C^T is M-major (a column-major view of C): stmatrix transposes each 8x8 block on its
-        # way to SMEM, so the sub-tile lies as C^T does in memory and the TMA store writes rows of C
-        r2s_atom = sm90_utils.get_smem_store_op(LayoutEnum.COL_MAJOR, OUT_DTYPE, ACC_DTYPE)
-        stmatrix = cute.make_copy_atom(warp.StMatrix8x8x16bOp(True, 4), OUT_DTYPE)
-        r2s = cute.make_tiled_copy_S(r2s_atom, cute.make_tiled_copy_C_atom(stmatrix, tiled_mma))
-        thr_r2s = r2s.get_slice(ctidx)
-        tRS_sC = thr_r2s.partition_D(sC)  # (R2S, R2S_M, R2S_N, EPI_BUFFERS)
-        tRS_acc = r2s.retile(acc)  # ((R2S_V, N_REP), M_REP, 1): the accumulator seen by stmatrix
-        # (R2S, R2S_M, R2S_N)
-        tRS_rAcc = cute.make_rmem_tensor(tRS_sC[(None, None, None, 0)].shape, ACC_DTYPE)
-        # (R2S, R2S_M, R2S_N)
-        tRS_rC = cute.make_rmem_tensor(tRS_sC[(None, None, None, 0)].shape, OUT_DTYPE)
-        sub_size = cute.size(tRS_rC)
-        # the retiled accumulator enumerates (value, N repeat, M repeat) fastest first, so
-        # sub-tile (im, jn) is the flat range starting at (im * EPI_SUBTILES[1] + jn) * sub_size
-        assert cute.size(tRS_acc) == EPI_SUBTILES[0] * EPI_SUBTILES[1] * sub_size
-        assert cute.size(tRS_acc, mode=[1]) == EPI_SUBTILES[0]
-        epi_count = cutlass.Int32(0)  # sub-tiles stored so far: the buffer ring position
-
-        stage, phase = cutlass.Int32(0), cutlass.Int32(0)
-        for ct in cutlass.range(cluster_id, num_cluster_tiles, num_clusters, unroll=1):
-            tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
-            acc.fill(0.0)
-            prev_stage = cutlass.Int32(0)
-            for k in cutlass.range(k_tiles, unroll=1):
-                # this stage's TMA bytes have landed
-                cute.arch.mbarrier_wait(full + stage, phase)
-                warpgroup.fence()
-                for kb in cutlass.range_constexpr(K_BLOCKS):
-                    cute.gemm(
-                        tiled_mma,
-                        acc,
-                        tCrA[(None, None, kb, stage)],
-                        tCrB[(None, None, kb, stage)],
-                        acc,
-                    )
-                warpgroup.commit_group()
-                # keep this stage's wgmma group in flight; the previous stage's group has retired
-                warpgroup.wait_group(1)
-                if k > 0:
-                    release_stage(empty + prev_stage)
-                prev_stage = stage
-                stage, phase = ring_next(stage, phase, STAGES)
-            warpgroup.wait_group(0)
-            if k_tiles > 0:
-                release_stage(empty + prev_stage)
-
-            # ---- 4. epilogue: f32 accumulators -> bf16 -> C --------------------------------------
-            gC = cute.local_tile(mC_tma, (TILER[0], TILER[1]), (tile_m, tile_n))  # (TM, TN)
-            gC_epi = cute.zipped_divide(gC, (EPI_M, EPI_N))  # ((EPI_M, EPI_N), EPI_SUBTILES)
-            # (TMA, EPI_BUFFERS), (TMA, EPI_SUBTILES)
-            bSG_sC, bSG_gC = cpasync.tma_partition(
-                tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), gC_epi
-            )
-            for im in cutlass.range_constexpr(EPI_SUBTILES[0]):
-                for jn in cutlass.range_constexpr(EPI_SUBTILES[1]):
-                    buf = epi_count % EPI_BUFFERS
-                    base = (im * EPI_SUBTILES[1] + jn) * sub_size
-                    for v in cutlass.range_constexpr(sub_size):
-                        tRS_rAcc[v] = tRS_acc[base + v]
-                    d = tRS_rAcc.load()  # f32 sub-tile
-                    tRS_rC.store(d.to(OUT_DTYPE))
-                    cute.copy(r2s, tRS_rC, tRS_sC[(None, None, None, buf)])
-                    # make these generic-proxy SMEM writes visible to the TMA unit (async proxy)
-                    cute.arch.fence_proxy("async.shared", space="cta")
-                    cute.arch.barrier(barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=MMA_THREADS)
-                    if warp_idx == EPILOGUE_WARP:
-                        cute.copy(tma_c, bSG_sC[(None, buf)], bSG_gC[(None, (im, jn))])
-                        cute.arch.cp_async_bulk_commit_group()
-                        # the next buffer is rewritten next: at most EPI_BUFFERS - 1 stores
-                        # may still read
-                        cute.arch.cp_async_bulk_wait_group(EPI_BUFFERS - 1, read=True)
-                    cute.arch.barrier(barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=MMA_THREADS)
-                    epi_count += 1
-
-        # ---- 5. teardown -------------------------------------------------------------------------
-        # outstanding TMA stores must finish reading SMEM before the CTA exits
-        if warp_idx == EPILOGUE_WARP:
-            cute.arch.cp_async_bulk_wait_group(0, read=True)
+        consumers(
+            tiled_mma,
+            sA,
+            sB,
+            full,
+            empty,
+            storage,
+            tidx,
+            warp_idx,
+            wg_idx,
+            work,
+            tma_c,
+            mC_tma,
+            sC_layout,
+        )
 
 
 @cute.jit

@@ -197,6 +197,225 @@ def unit_k_range(
     return k_begin, k_end
 
 
+@cute.jit
+def tile_schedule(shape, k_tiles, bidx, gdimx):
+    """The tile schedule every role walks, `work`: the problem's M, N, its cluster tiles, the K
+    range and this CTA's tile loop (its stream-K share)."""
+    # static tile order, stream-K in bands: a band is the tiles along M of one tile of the
+    # activations along N; each group of CTAs runs an equal share of its band's k-tiles,
+    # tile after tile, tiles walked along M
+    M, N = shape
+    clusters_m = (M + CLUSTER_TILE[0] - 1) // CLUSTER_TILE[0]
+    clusters_n = (N + CLUSTER_TILE[1] - 1) // CLUSTER_TILE[1]
+    num_cluster_tiles = clusters_m * clusters_n
+    # stream-K: CTA b runs MAC iterations [it_begin, it_end) of its group's bands (tile-major);
+    # the host launches no more CTAs than iterations, so no share is empty
+    sk_cta0, sk_ctas, sk_iter0, sk_iters, it_begin, it_end = stream_k_share(
+        bidx, gdimx, clusters_n, clusters_m, k_tiles
+    )
+    # K = 0: no iteration, so no tile (first_tile > last_tile), and no division by zero
+    first_tile = cutlass.Int32(it_begin // cutlass.max(k_tiles, 1))
+    last_tile = cutlass.Int32((it_end - 1) // cutlass.max(k_tiles, 1))
+    return (
+        M,
+        N,
+        clusters_m,
+        clusters_n,
+        k_tiles,
+        first_tile,
+        last_tile,
+        it_begin,
+        it_end,
+        sk_cta0,
+        sk_ctas,
+        sk_iter0,
+        sk_iters,
+    )
+
+
+@cute.jit
+def producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work):
+    """The TMA warp: per tile, per k-tile, waits until every reader has released ring slot `stage`,
+    arms its full barrier with TX_BYTES and loads A and B into it; returns the ring position."""
+    (
+        M,
+        N,
+        clusters_m,
+        clusters_n,
+        k_tiles,
+        first_tile,
+        last_tile,
+        it_begin,
+        it_end,
+        sk_cta0,
+        sk_ctas,
+        sk_iter0,
+        sk_iters,
+    ) = work
+    for ct in cutlass.range(first_tile, last_tile + 1, 1, unroll=1):
+        tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
+        # this CTA's k-tiles of tile ct: [k_begin, k_end)
+        k_begin, k_end = unit_k_range(ct, it_begin, it_end, k_tiles)
+        for k in cutlass.range(k_begin, k_end, unroll=1):
+            # wait until every reader of this slot (here and in peers) has released it
+            cute.arch.mbarrier_wait(empty + stage, phase)
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES)
+            cute.copy(
+                tma_a,
+                tAgA[(None, tile_m, k)],
+                tAsA[(None, stage)],
+                tma_bar_ptr=full + stage,
+            )
+            cute.copy(
+                tma_b,
+                tBgB[(None, tile_n, k)],
+                tBsB[(None, stage)],
+                tma_bar_ptr=full + stage,
+            )
+            stage, phase = ring_next(stage, phase, STAGES)
+    return stage, phase
+
+
+@cute.jit
+def mainloop(tiled_mma, acc, tCrA, tCrB, full, empty, stage, phase, k_begin, k_end):
+    """One tile's k-tiles from ring position (stage, phase) into acc: per k-tile, waits for slot
+    `stage` to fill, issues its wgmma and releases the previous slot once its group retired;
+    returns the ring position after the tile."""
+    acc.fill(0.0)
+    prev_stage = cutlass.Int32(0)
+    for k in cutlass.range(k_begin, k_end, unroll=1):
+        # this stage's TMA bytes have landed
+        cute.arch.mbarrier_wait(full + stage, phase)
+        warpgroup.fence()
+        for kb in cutlass.range_constexpr(K_BLOCKS):
+            cute.gemm(
+                tiled_mma, acc, tCrA[(None, None, kb, stage)], tCrB[(None, None, kb, stage)], acc
+            )
+        warpgroup.commit_group()
+        # keep this stage's wgmma group in flight; the previous stage's group has retired
+        warpgroup.wait_group(1)
+        if k > k_begin:
+            release_stage(empty + prev_stage)
+        prev_stage = stage
+        stage, phase = ring_next(stage, phase, STAGES)
+    warpgroup.wait_group(0)
+    if k_end > k_begin:
+        release_stage(empty + prev_stage)
+    return stage, phase
+
+
+@cute.jit
+def consumers(
+    tiled_mma, sA, sB, full, empty, storage, tidx, warp_idx, wg_idx, work, bidx, mC, mWork
+):
+    """The consumer warpgroups: the wgmma operands and the epilogue's setup, then per tile the
+    mainloop over the ring, the reduction and the epilogue."""
+    (
+        M,
+        N,
+        clusters_m,
+        clusters_n,
+        k_tiles,
+        first_tile,
+        last_tile,
+        it_begin,
+        it_end,
+        sk_cta0,
+        sk_ctas,
+        sk_iter0,
+        sk_iters,
+    ) = work
+    ctidx = tidx - MMA_WG * WG_THREADS  # thread index among the consumers
+    # A and B are per-warpgroup operands
+    thr_wg = tiled_mma.get_slice((wg_idx - MMA_WG) * WG_THREADS)
+    tCsA = thr_wg.partition_A(sA)  # (MMA, MMA_M, MMA_K, STAGES)
+    tCsB = thr_wg.partition_B(sB)  # (MMA, MMA_N, MMA_K, STAGES)
+    tCrA = tiled_mma.make_fragment_A(tCsA)  # SMEM descriptors, same shape
+    tCrB = tiled_mma.make_fragment_B(tCsB)  # SMEM descriptors, same shape
+    thr_mma = tiled_mma.get_slice(ctidx)
+    acc_shape = thr_mma.partition_shape_C((TILER[0], TILER[1]))  # (MMA_V, MMA_M, MMA_N)
+    acc = cute.make_rmem_tensor(acc_shape, ACC_DTYPE)
+    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+    st_vec = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), OUT_DTYPE, num_bits_per_copy=16)
+    # workspace slot of CTA c: consumer thread t keeps its ACC_VALUES f32 as 16-byte vectors,
+    # vector j at ((c * ACC_VALUES / 4 + j) * MMA_THREADS + t) * 4: consecutive threads store
+    # consecutive 16 bytes. Every CTA runs the same code, so the same t holds the same (row,
+    # col) of a tile in every CTA.
+    acc_values = cute.size(acc)
+    # (4, ACC_VALUES / 4)
+    acc_vec = cute.make_tensor(acc.iterator, cute.make_layout((4, acc_values // 4)))
+    # (4, MMA_THREADS, ACC_VALUES / 4, SK_CTAS)
+    slots = cute.make_tensor(
+        mWork.iterator,
+        cute.make_layout(
+            (4, MMA_THREADS, acc_values // 4, SK_CTAS),
+            stride=(1, 4, 4 * MMA_THREADS, TILE_ELEMS),
+        ),
+    )
+    # (SK_CTAS)
+    flags = cute.recast_ptr(mWork.iterator + SK_CTAS * TILE_ELEMS, dtype=cutlass.Int32)
+    vec_copy = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), ACC_DTYPE, num_bits_per_copy=128)
+    peer_vec = cute.make_rmem_tensor((4,), ACC_DTYPE)
+
+    stage, phase = cutlass.Int32(0), cutlass.Int32(0)
+    for ct in cutlass.range(first_tile, last_tile + 1, 1, unroll=1):
+        tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
+        # this CTA's k-tiles of tile ct: [k_begin, k_end)
+        k_begin, k_end = unit_k_range(ct, it_begin, it_end, k_tiles)
+        stage, phase = mainloop(
+            tiled_mma, acc, tCrA, tCrB, full, empty, stage, phase, k_begin, k_end
+        )
+
+        # ---- 3b. stream-K fix-up through the global workspace -------------------------------
+        if k_begin > 0:
+            # an earlier CTA finishes this tile (this is my first unit): hand it my partial
+            for j in cutlass.range_constexpr(acc_values // 4):
+                cute.copy(vec_copy, acc_vec[(None, j)], slots[(None, ctidx, j, bidx)])
+            # every consumer's stores precede thread 0's release of my flag
+            cute.arch.barrier(barrier_id=FIXUP_BARRIER_ID, number_of_threads=MMA_THREADS)
+            if ctidx == 0:
+                cute.arch.store(flags + bidx, cutlass.Int32(1), sem="release", scope="gpu")
+        elif k_end < k_tiles:
+            # I finish this tile (this is my last unit): add the partials of the CTAs that ran
+            # its k-tiles [k_end, k_tiles), lowest CTA first (a fixed order: deterministic
+            # sums); they ran them first thing, so these waits are short
+            # ran its last k-tile (of my group); 64-bit like it_end, whose rounding this inverts
+            last_cta = sk_cta0 + cutlass.Int32(
+                ((cutlass.Int64(ct + 1) * k_tiles - sk_iter0) * sk_ctas - 1) // sk_iters
+            )
+            for peer in cutlass.range(bidx + 1, last_cta + 1, unroll=1):
+                if ctidx == 0:
+                    wait_flag_acquire(flags + peer)
+                # thread 0's acquire orders the peer's stores before every consumer's loads
+                cute.arch.barrier(barrier_id=FIXUP_BARRIER_ID, number_of_threads=MMA_THREADS)
+                for j in cutlass.range_constexpr(acc_values // 4):
+                    cute.copy(vec_copy, slots[(None, ctidx, j, peer)], peer_vec)
+                    acc_vec[(None, j)].store(acc_vec[(None, j)].load() + peer_vec.load())
+                if ctidx == 0:
+                    # ready for the next launch
+                    cute.arch.store(flags + peer, cutlass.Int32(0))
+
+        # ---- 4. epilogue: f32 accumulators -> bf16 -> C --------------------------------------
+        if k_begin == 0:  # the CTA that ran the tile's first k-tile stores it
+            gC = cute.local_tile(mC, (TILER[0], TILER[1]), (tile_m, tile_n))  # (TM, TN)
+            tCgC = thr_mma.partition_C(gC)  # (MMA_V, MMA_M, MMA_N)
+            # (row, col) of each
+            tCcC = thr_mma.partition_C(cute.make_identity_tensor((TILER[0], TILER[1])))
+            tCgC_v = cute.zipped_divide(tCgC, (STORE_VEC,))  # (STORE_VEC, VECTORS)
+            tCcC_v = cute.zipped_divide(tCcC, (STORE_VEC,))  # (STORE_VEC, VECTORS)
+            rows_left = M - tile_m * TILER[0]
+            cols_left = N - tile_n * TILER[1]
+            d = acc.load()  # (MMA_V, MMA_M, MMA_N) f32
+            rC = cute.make_rmem_tensor(acc_shape, OUT_DTYPE)  # (MMA_V, MMA_M, MMA_N)
+            rC.store(d.to(OUT_DTYPE))
+            rC_v = cute.zipped_divide(rC, (STORE_VEC,))  # (STORE_VEC, VECTORS)
+            for j in cutlass.range_constexpr(cute.size(rC_v, mode=[1])):
+                r, c = tCcC_v[(0, j)]
+                if r < rows_left and c < cols_left:
+                    cute.copy(st_vec, rC_v[(None, j)], tCgC_v[(None, j)])
+
+
 @cute.kernel
 def gemm_kernel(
     tiled_mma: cute.TiledMma,
@@ -249,163 +468,20 @@ def gemm_kernel(
         tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2)
     )
 
-    # static tile order, stream-K in bands: a band is the tiles along M of one tile of the
-    # activations along N; each group of CTAs runs an equal share of its band's k-tiles,
-    # tile after tile, tiles walked along M
-    M, N = mC.shape
-    clusters_m = (M + CLUSTER_TILE[0] - 1) // CLUSTER_TILE[0]
-    clusters_n = (N + CLUSTER_TILE[1] - 1) // CLUSTER_TILE[1]
-    num_cluster_tiles = clusters_m * clusters_n
-    # stream-K: CTA b runs MAC iterations [it_begin, it_end) of its group's bands (tile-major);
-    # the host launches no more CTAs than iterations, so no share is empty
-    sk_cta0, sk_ctas, sk_iter0, sk_iters, it_begin, it_end = stream_k_share(
-        bidx, gdimx, clusters_n, clusters_m, k_tiles
-    )
-    # K = 0: no iteration, so no tile (first_tile > last_tile), and no division by zero
-    first_tile = cutlass.Int32(it_begin // cutlass.max(k_tiles, 1))
-    last_tile = cutlass.Int32((it_end - 1) // cutlass.max(k_tiles, 1))
+    work = tile_schedule(mC.shape, k_tiles, bidx, gdimx)
 
     if wg_idx == PRODUCER_WG:
         # ---- 2. producer warpgroup: warp TMA_WARP issues the TMA loads -------------------------
         cute.arch.setmaxregister_decrease(PRODUCER_REGS)
         if warp_idx == TMA_WARP:
-            stage, phase = cutlass.Int32(0), cutlass.Int32(0)
-            for ct in cutlass.range(first_tile, last_tile + 1, 1, unroll=1):
-                tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
-                # this CTA's k-tiles of tile ct: [k_begin, k_end)
-                k_begin, k_end = unit_k_range(ct, it_begin, it_end, k_tiles)
-                for k in cutlass.range(k_begin, k_end, unroll=1):
-                    # wait until every reader of this slot (here and in peers) has released it
-                    cute.arch.mbarrier_wait(empty + stage, phase)
-                    with cute.arch.elect_one():
-                        cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES)
-                    cute.copy(
-                        tma_a,
-                        tAgA[(None, tile_m, k)],
-                        tAsA[(None, stage)],
-                        tma_bar_ptr=full + stage,
-                    )
-                    cute.copy(
-                        tma_b,
-                        tBgB[(None, tile_n, k)],
-                        tBsB[(None, stage)],
-                        tma_bar_ptr=full + stage,
-                    )
-                    stage, phase = ring_next(stage, phase, STAGES)
+            stage, phase = cutlass.Int32(0), cutlass.Int32(0)  # the ring starts at slot 0, phase 0
+            producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work)
     else:
-        # ---- 3. consumer warpgroups: wgmma over the ring, accumulators in registers --------------
+        # ---- 3. consumer warpgroups: wgmma over the ring, then each tile's epilogue -------------
         cute.arch.setmaxregister_increase(CONSUMER_REGS)
-        ctidx = tidx - MMA_WG * WG_THREADS  # thread index among the consumers
-        # A and B are per-warpgroup operands
-        thr_wg = tiled_mma.get_slice((wg_idx - MMA_WG) * WG_THREADS)
-        tCsA = thr_wg.partition_A(sA)  # (MMA, MMA_M, MMA_K, STAGES)
-        tCsB = thr_wg.partition_B(sB)  # (MMA, MMA_N, MMA_K, STAGES)
-        tCrA = tiled_mma.make_fragment_A(tCsA)  # SMEM descriptors, same shape
-        tCrB = tiled_mma.make_fragment_B(tCsB)  # SMEM descriptors, same shape
-        thr_mma = tiled_mma.get_slice(ctidx)
-        acc_shape = thr_mma.partition_shape_C((TILER[0], TILER[1]))  # (MMA_V, MMA_M, MMA_N)
-        acc = cute.make_rmem_tensor(acc_shape, ACC_DTYPE)
-        tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
-        st_vec = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), OUT_DTYPE, num_bits_per_copy=16)
-        # workspace slot of CTA c: consumer thread t keeps its ACC_VALUES f32 as 16-byte vectors,
-        # vector j at ((c * ACC_VALUES / 4 + j) * MMA_THREADS + t) * 4: consecutive threads store
-        # consecutive 16 bytes. Every CTA runs the same code, so the same t holds the same (row,
-        # col) of a tile in every CTA.
-        acc_values = cute.size(acc)
-        # (4, ACC_VALUES / 4)
-        acc_vec = cute.make_tensor(acc.iterator, cute.make_layout((4, acc_values // 4)))
-        # (4, MMA_THREADS, ACC_VALUES / 4, SK_CTAS)
-        slots = cute.make_tensor(
-            mWork.iterator,
-            cute.make_layout(
-                (4, MMA_THREADS, acc_values // 4, SK_CTAS),
-                stride=(1, 4, 4 * MMA_THREADS, TILE_ELEMS),
-            ),
+        consumers(
+            tiled_mma, sA, sB, full, empty, storage, tidx, warp_idx, wg_idx, work, bidx, mC, mWork
         )
-        # (SK_CTAS)
-        flags = cute.recast_ptr(mWork.iterator + SK_CTAS * TILE_ELEMS, dtype=cutlass.Int32)
-        vec_copy = cute.make_copy_atom(
-            cute.nvgpu.CopyUniversalOp(), ACC_DTYPE, num_bits_per_copy=128
-        )
-        peer_vec = cute.make_rmem_tensor((4,), ACC_DTYPE)
-
-        stage, phase = cutlass.Int32(0), cutlass.Int32(0)
-        for ct in cutlass.range(first_tile, last_tile + 1, 1, unroll=1):
-            tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
-            # this CTA's k-tiles of tile ct: [k_begin, k_end)
-            k_begin, k_end = unit_k_range(ct, it_begin, it_end, k_tiles)
-            acc.fill(0.0)
-            prev_stage = cutlass.Int32(0)
-            for k in cutlass.range(k_begin, k_end, unroll=1):
-                # this stage's TMA bytes have landed
-                cute.arch.mbarrier_wait(full + stage, phase)
-                warpgroup.fence()
-                for kb in cutlass.range_constexpr(K_BLOCKS):
-                    cute.gemm(
-                        tiled_mma,
-                        acc,
-                        tCrA[(None, None, kb, stage)],
-                        tCrB[(None, None, kb, stage)],
-                        acc,
-                    )
-                warpgroup.commit_group()
-                # keep this stage's wgmma group in flight; the previous stage's group has retired
-                warpgroup.wait_group(1)
-                if k > k_begin:
-                    release_stage(empty + prev_stage)
-                prev_stage = stage
-                stage, phase = ring_next(stage, phase, STAGES)
-            warpgroup.wait_group(0)
-            if k_end > k_begin:
-                release_stage(empty + prev_stage)
-
-            # ---- 3b. stream-K fix-up through the global workspace -------------------------------
-            if k_begin > 0:
-                # an earlier CTA finishes this tile (this is my first unit): hand it my partial
-                for j in cutlass.range_constexpr(acc_values // 4):
-                    cute.copy(vec_copy, acc_vec[(None, j)], slots[(None, ctidx, j, bidx)])
-                # every consumer's stores precede thread 0's release of my flag
-                cute.arch.barrier(barrier_id=FIXUP_BARRIER_ID, number_of_threads=MMA_THREADS)
-                if ctidx == 0:
-                    cute.arch.store(flags + bidx, cutlass.Int32(1), sem="release", scope="gpu")
-            elif k_end < k_tiles:
-                # I finish this tile (this is my last unit): add the partials of the CTAs that ran
-                # its k-tiles [k_end, k_tiles), lowest CTA first (a fixed order: deterministic
-                # sums); they ran them first thing, so these waits are short
-                # ran its last k-tile (of my group); 64-bit like it_end, whose rounding this inverts
-                last_cta = sk_cta0 + cutlass.Int32(
-                    ((cutlass.Int64(ct + 1) * k_tiles - sk_iter0) * sk_ctas - 1) // sk_iters
-                )
-                for peer in cutlass.range(bidx + 1, last_cta + 1, unroll=1):
-                    if ctidx == 0:
-                        wait_flag_acquire(flags + peer)
-                    # thread 0's acquire orders the peer's stores before every consumer's loads
-                    cute.arch.barrier(barrier_id=FIXUP_BARRIER_ID, number_of_threads=MMA_THREADS)
-                    for j in cutlass.range_constexpr(acc_values // 4):
-                        cute.copy(vec_copy, slots[(None, ctidx, j, peer)], peer_vec)
-                        acc_vec[(None, j)].store(acc_vec[(None, j)].load() + peer_vec.load())
-                    if ctidx == 0:
-                        # ready for the next launch
-                        cute.arch.store(flags + peer, cutlass.Int32(0))
-
-            # ---- 4. epilogue: f32 accumulators -> bf16 -> C --------------------------------------
-            if k_begin == 0:  # the CTA that ran the tile's first k-tile stores it
-                gC = cute.local_tile(mC, (TILER[0], TILER[1]), (tile_m, tile_n))  # (TM, TN)
-                tCgC = thr_mma.partition_C(gC)  # (MMA_V, MMA_M, MMA_N)
-                # (row, col) of each
-                tCcC = thr_mma.partition_C(cute.make_identity_tensor((TILER[0], TILER[1])))
-                tCgC_v = cute.zipped_divide(tCgC, (STORE_VEC,))  # (STORE_VEC, VECTORS)
-                tCcC_v = cute.zipped_divide(tCcC, (STORE_VEC,))  # (STORE_VEC, VECTORS)
-                rows_left = M - tile_m * TILER[0]
-                cols_left = N - tile_n * TILER[1]
-                d = acc.load()  # (MMA_V, MMA_M, MMA_N) f32
-                rC = cute.make_rmem_tensor(acc_shape, OUT_DTYPE)  # (MMA_V, MMA_M, MMA_N)
-                rC.store(d.to(OUT_DTYPE))
-                rC_v = cute.zipped_divide(rC, (STORE_VEC,))  # (STORE_VEC, VECTORS)
-                for j in cutlass.range_constexpr(cute.size(rC_v, mode=[1])):
-                    r, c = tCcC_v[(0, j)]
-                    if r < rows_left and c < cols_left:
-                        cute.copy(st_vec, rC_v[(None, j)], tCgC_v[(None, j)])
 
 
 @cute.jit
