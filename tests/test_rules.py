@@ -126,7 +126,8 @@ def test_a_cta_pair_splits_each_stage() -> None:
             {"epilogue": {"style": "tma", "out_dtype": "f32"}},
             1024 + 48 * KIB + 2 * 128 * 64 * 4,
         ),
-        ((8, 8, 16), 1, {"epilogue": "tma"}, 2048 + 1024 + 2 * 128 * 64 * 2),
+        # N = 8 is off the 64-column grid: 16-column sub-tiles (the rules refuse N = 8 anyway)
+        ((8, 8, 16), 1, {"epilogue": "tma"}, 2048 + 1024 + 2 * 128 * 16 * 2),
         # sm_90a's TMA-store epilogue: 4 buffers of (64 x warpgroups) x 32
         (
             (128, 256, 64),

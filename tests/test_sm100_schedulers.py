@@ -176,8 +176,11 @@ def test_dynamic_scheduler_rules() -> None:
             ),
         )
     ]
-    ((field, message),) = violations((128, 64, 64), scheduler="dynamic", epilogue="tma")
-    assert field == "scheduler" and message.startswith("scheduler 'dynamic' with the TMA-store")
+    # one TMA-store sub-tile per tile: legal (the tile waits for its store), but not with beta
+    assert violations((128, 64, 64), scheduler="dynamic", epilogue="tma") == []
+    beta = {"style": "tma", "beta": 1.0}
+    ((field, message),) = violations((128, 64, 64), scheduler="dynamic", epilogue=beta)
+    assert field == "scheduler" and message.startswith("scheduler 'dynamic' with beta through")
     for knobs in ({"cluster": [2, 1]}, {"cluster": [1, 2]}):
         ((field, message),) = violations(scheduler="dynamic", **knobs)
         assert field == "cluster" and "with scheduler 'dynamic' is not implemented" in message
