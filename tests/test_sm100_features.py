@@ -143,7 +143,11 @@ def test_every_new_violation_names_a_field_and_what_is_legal() -> None:
         {"tile": (256, 256, 64), "cta_group": 2, "cluster": [2, 2]},
         {"tile": (128, 256, 64), "accumulators": 2},
         {"tile": (128, 16, 64), "cluster": [4, 1], "warp_specialized": False},
-        {"tile": (128, 64, 64), "scheduler": "persistent", "epilogue": {"style": "tma", "beta": 1.0}},
+        {
+            "tile": (128, 64, 64),
+            "scheduler": "persistent",
+            "epilogue": {"style": "tma", "beta": 1.0},
+        },
         {"tile": (64, 40, 64), "epilogue": "tma"},
     ]
     for case in cases:
