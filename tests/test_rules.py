@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from codegen import plan, rules, rules_common
+from codegen.arch.sm90 import counts as counts_sm90
 from codegen.arch.sm90 import rules as rules_sm90
 from codegen.arch.sm100 import counts as counts_sm100
 from codegen.arch.sm100 import rules as rules_sm100
@@ -317,7 +318,11 @@ def test_tcgen05_f16_shape_ok(m: int, n: int, ok: bool) -> None:
         (256, 128, 1, True),
         (512, 128, 1, False),
         (128, 12, 1, False),
-        (128, 264, 1, False),
+        (128, 264, 1, False),  # above 256: two atoms of N / 2, each a multiple of 16
+        (128, 272, 2, False),  # 136-wide atoms: an epilogue sub-tile would straddle them
+        (128, 288, 2, True),  # two 144-wide atoms
+        (128, 512, 2, True),
+        (128, 544, 2, False),  # at most two atoms
     ],
 )
 def test_wgmma_shape_ok(m: int, n: int, wgs: int, ok: bool) -> None:
@@ -574,3 +579,26 @@ def test_direct_epilogue_rejects_n_it_cannot_cover(n: int) -> None:
     )
     messages = [v.message for v in rules.check(spec) if v.field == "tile"]
     assert any(f"tile N={n} does not split" in m for m in messages), messages
+
+
+@pytest.mark.parametrize(
+    ("tile", "cluster", "atoms", "epi_n", "loads"),
+    [
+        ((128, 256, 64), (1, 1), 1, 32, 2),
+        ((128, 288, 64), (1, 1), 2, 16, 3),  # 144-wide atoms: 16-column sub-tiles; B in two boxes
+        ((128, 320, 64), (1, 1), 2, 32, 3),
+        ((128, 288, 64), (2, 1), 2, 16, 2),  # B multicast in 144-row slices: one box each
+    ],
+)
+def test_wide_tile_n(tile: tuple, cluster: tuple, atoms: int, epi_n: int, loads: int) -> None:
+    """A tile N above 256 is two wgmma atoms side by side; sub-tiles never straddle them, and an
+    operand tile of more than 256 rows loads as two TMA boxes."""
+    spec = Spec.model_validate(
+        {"arch": "sm_90a", "dtype": "bf16", "tile": list(tile), "stages": 3,
+         "consumer_warpgroups": 2, "epilogue": "tma", "swap_ab": True,
+         "cluster": list(cluster), "scheduler": {"kind": "persistent"}}
+    )  # fmt: skip
+    assert rules_sm90.wgmma_n_atoms(spec.tile.n) == atoms
+    assert rules_sm90.epi_n(spec) == epi_n
+    assert counts_sm90.tma_load_boxes(spec) == loads
+    assert counts_sm90.expected_counts(spec)["wgmma.mma_async"] == 4 * atoms

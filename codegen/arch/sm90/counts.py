@@ -34,6 +34,7 @@ REPORT_COLUMNS: tuple[str, ...] = (
 )
 
 DSMEM_VECTOR_BYTES = 16  # ld.shared::cluster.v4.b32: a thread's staged f32 run is 16-byte aligned
+TMA_BOX_ROWS = 256  # a TMA box spans at most 256 elements in each dimension
 
 
 def epilogue_loads(spec: Spec) -> int:
@@ -61,6 +62,15 @@ def tma_store_boxes(spec: Spec) -> int:
     return major // rules_common.SWIZZLE_BYTES[rules_common.auto_swizzle(major)]
 
 
+def tma_load_boxes(spec: Spec) -> int:
+    """TMA load instructions per stage: one per operand, two for an operand whose tile (or its
+    multicast slice) has more rows than a TMA box holds (TMA_BOX_ROWS)."""
+    cm, cn = spec.cluster.m, spec.cluster.n
+    a_rows = spec.tile.m // cn if cn > 1 else spec.tile.m
+    b_rows = spec.tile.n // cm if cm > 1 else spec.tile.n
+    return -(-a_rows // TMA_BOX_ROWS) + -(-b_rows // TMA_BOX_ROWS)
+
+
 def expected_counts(spec: Spec) -> dict[str, int]:
     """PTX instruction counts the sm_90a templates must produce (one copy of each loop body)."""
     wgs = rules_sm90.tile_warpgroups(spec)
@@ -69,14 +79,17 @@ def expected_counts(spec: Spec) -> dict[str, int]:
     subtiles = (spec.tile.m // rules_sm90.epi_m(spec)) * (spec.tile.n // rules_sm90.epi_n(spec))
     counts = {
         # one wgmma per k-block (32 bytes of K: 16-deep f16/bf16, 32-deep e4m3) per 64-row atom
-        # the warpgroup owns, in the unrolled stage
-        "wgmma.mma_async": rules_common.mmas_per_stage(spec) * spec.tile.m // (64 * wgs),
+        # the warpgroup owns and per atom along N, in the unrolled stage
+        "wgmma.mma_async": rules_common.mmas_per_stage(spec)
+        * spec.tile.m
+        // (64 * wgs)
+        * rules_sm90.wgmma_n_atoms(spec.tile.n),
         # one load issue site per operand (its own slice when multicast); beta through the TMA
         # store: one C load per sub-tile (the sub-tile loop is unrolled)
-        "cp.async.bulk.tensor": 2
+        "cp.async.bulk.tensor": tma_load_boxes(spec)
         + (subtiles * tma_store_boxes(spec) if rules_sm90.tma_loads_c(spec) else 0),
-        # pdl: the producer's L2 prefetch of its first k-blocks, one site per operand
-        "TMA prefetch": 2 if spec.pdl else 0,
+        # pdl: the producer's L2 prefetch of its first k-blocks, one site per operand box
+        "TMA prefetch": tma_load_boxes(spec) if spec.pdl else 0,
         "TMA multicast": int(cn > 1) + int(cm > 1),
         "setmaxnreg": 2,
         "barrier.cluster": 2 if spec.cluster.size > 1 else 0,

@@ -128,7 +128,8 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
     """The docstring's parameter list."""
     t = spec.tile
     mma_k = rules_common.mma_k(spec.dtype)
-    atoms = t.m // (rules_sm90.WGMMA_M * rules_sm90.tile_warpgroups(spec))
+    n_atoms = rules_sm90.wgmma_n_atoms(t.n)
+    atoms = t.m // (rules_sm90.WGMMA_M * rules_sm90.tile_warpgroups(spec)) * n_atoms
     pingpong = rules_sm90.is_pingpong(spec)
     wgs = rules_sm90.consumer_warpgroups(spec)
     return [
@@ -138,8 +139,8 @@ def parameters(spec: Spec) -> list[tuple[str, str]]:
         (
             "MMA",
             (
-                f"wgmma.mma_async m{rules_sm90.WGMMA_M}n{t.n}k{mma_k}, {atoms} per warpgroup "
-                "per k-block"
+                f"wgmma.mma_async m{rules_sm90.WGMMA_M}n{t.n // n_atoms}k{mma_k}, {atoms} per "
+                f"warpgroup per k-block{' (two along N)' if n_atoms > 1 else ''}"
             ),
         ),
         *(

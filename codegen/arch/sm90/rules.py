@@ -65,12 +65,23 @@ PP_EPI_BARRIER = 1
 PP_TURN_BARRIER = 3
 
 
+WGMMA_N_MAX = 256  # the widest wgmma: a tile N above it takes two atoms side by side along N
+TILE_N_MAX = 2 * WGMMA_N_MAX
+
+
+def wgmma_n_atoms(n: int) -> int:
+    """wgmma atoms side by side along a tile's N: 1, or 2 (each N / 2 wide) above WGMMA_N_MAX."""
+    return 1 if n <= WGMMA_N_MAX else 2
+
+
 def wgmma_shape_ok(m: int, n: int, warpgroups: int) -> bool:
-    """Each consumer warpgroup owns M / warpgroups rows in 64-row wgmma atoms; N % 8 in [8, 256]."""
+    """Each consumer warpgroup owns M / warpgroups rows in 64-row wgmma atoms; N a multiple of 8
+    in [8, 256], or above 256 two atoms of N / 2 (a multiple of 16) side by side, up to 512."""
     rows = m // warpgroups
-    return (
-        m % warpgroups == 0 and rows % WGMMA_M == 0 and rows <= 256 and n % 8 == 0 and 8 <= n <= 256
-    )
+    rows_ok = m % warpgroups == 0 and rows % WGMMA_M == 0 and rows <= 256
+    if n <= WGMMA_N_MAX:
+        return rows_ok and n % 8 == 0 and 8 <= n
+    return rows_ok and n % 32 == 0 and n <= TILE_N_MAX
 
 
 def consumer_warpgroups(spec: Spec) -> int:
@@ -240,9 +251,11 @@ def epi_m(spec: Spec) -> int:
 
 
 def epi_n(spec: Spec) -> int:
-    """Columns of one epilogue sub-tile: EPI_N, or EPI_N_NARROW where tile N (a multiple of 16
-    that is not one of 32, e.g. 80, 112, 144) leaves no whole 32-column sub-tile at the end."""
-    return EPI_N if spec.tile.n % EPI_N == 0 else EPI_N_NARROW
+    """Columns of one epilogue sub-tile: EPI_N, or EPI_N_NARROW where a wgmma atom's N (tile N, or
+    half of it above 256; a multiple of 16 that is not one of 32, e.g. 80, 112, 144) leaves no
+    whole 32-column sub-tile at its end (a sub-tile never straddles two atoms)."""
+    atom_n = spec.tile.n // wgmma_n_atoms(spec.tile.n)
+    return EPI_N if atom_n % EPI_N == 0 else EPI_N_NARROW
 
 
 def epilogue_buffer_sets(spec: Spec) -> int:
@@ -462,7 +475,7 @@ def check(spec: Spec) -> list[Violation]:
                 "tile",
                 f"tile {t.m}x{t.n} with {wgs} consumer warpgroup{'s' if wgs > 1 else ''} is not "
                 "a wgmma layout; legal: M / warpgroups a multiple of 64 up to 256, N a multiple "
-                "of 8 in [8, 256]",
+                "of 8 in [8, 256] or of 32 in (256, 512] (two wgmma atoms along N)",
             )
         )
     elif accumulator_regs(spec) > ACC_REGS_LIMIT and is_pingpong(spec):

@@ -56,6 +56,7 @@ class Sm90Values(shared.SeparateReduceValues):
     b_ring_elems: int
     swizzle_atom: str
     swap_ab: bool
+    mma_n_atoms: int
     # the cluster
     clustered: bool
     cluster_launch: bool
@@ -194,6 +195,8 @@ def mainloop_values(spec: Spec) -> dict[str, object]:
         "mmas_per_stage": rules_common.mmas_per_stage(spec),
         # K depth of one wgmma: 16 (f16/bf16) or 32 (e4m3)
         "mma_k": rules_common.mma_k(spec.dtype),
+        # wgmma atoms side by side along the tile's N (2 above the widest wgmma, N = 256)
+        "mma_n_atoms": rules_sm90.wgmma_n_atoms(t.n),
         "smem_bytes": rules_sm90.smem_bytes(spec, spec.stages),
         # the DSL picks the wgmma SMEM atom from the K row width; the swizzle rule makes it this
         "swizzle_atom": {"32B": "SW32", "64B": "SW64", "128B": "SW128"}[str(spec.swizzle)],
