@@ -221,13 +221,16 @@ def _entries(generated: Path) -> list:
     ]
 
 
-def _pick_of(pkg, rec: gen.Measured, gpu: str) -> str:
-    """The kernel the dispatcher (the package as rendered now, no user cache) picks."""
+def _pick_of(pkg, rec: gen.Measured, gpu: str, arch: str = "sm_90a") -> str:
+    """The kernel the dispatcher (the package as rendered now, no user cache) picks on `gpu` (a
+    GPU with no table or model of its own: as gemm() does there, from one of its `arch`)."""
     import torch
 
     dt = {"bf16": torch.bfloat16, "e4m3": torch.float8_e4m3fn}[rec.dtype]
     p = rec.prod
-    return pkg.kernel_for(p.m, p.n, p.k, dtype=dt, out_dtype=torch.bfloat16, gpu=gpu).name
+    return pkg.kernel_for(
+        p.m, p.n, p.k, dtype=dt, out_dtype=torch.bfloat16, gpu=gpu, arch=arch
+    ).name
 
 
 @app.command("report")
@@ -262,7 +265,7 @@ def report_cmd(
                     continue
                 pick_us, src = [], set()
                 for r in rs:
-                    name = _pick_of(pkg, r, gpu)
+                    name = _pick_of(pkg, r, gpu, meta.get("arch", "sm_90a"))
                     if r.gemm_us is not None and r.gemm_kernel == name:
                         pick_us.append(r.gemm_us)
                         src.add("gemm() timed")

@@ -226,16 +226,22 @@ def kernel_for(
     bias: str | None = None,
     device: torch.device | int | None = None,
     gpu: str | None = None,
+    arch: str | None = None,
 ) -> Kernel:
     """The kernel gemm() runs for this call on this GPU (bias: None, "row" or "col"), or
     GemmError naming why none can. gpu (e.g. "NVIDIA H200"): the pick for that GPU, asked
-    without one (its tuning table and cost model; no user cache)."""
+    without one (its tuning table and cost model; no user cache). A GPU with neither of its own
+    takes those of a GPU of its arch, as gemm() does there: name the arch (e.g. "sm_90a")."""
     cls = _class(dtype, out_dtype, alpha, beta, activation, bias)
     if gpu is not None:
-        arch = next((t[0] for name, t in (*TABLES.items(), *MODELS.items()) if name == gpu), None)
+        known = next((t[0] for name, t in (*TABLES.items(), *MODELS.items()) if name == gpu), None)
+        arch = known or arch
         if arch is None:
-            known = sorted({*TABLES, *MODELS})
-            raise GemmError(f"no tuning table or cost model for {gpu!r}; known: {', '.join(known)}")
+            names = ", ".join(sorted({*TABLES, *MODELS}))
+            raise GemmError(
+                f"no tuning table or cost model for {gpu!r} (known: {names}); pass arch= (e.g. "
+                "'sm_90a') to get the pick gemm() makes there from another GPU's of that arch"
+            )
         return _choose(gpu, arch, cls, m, n, k, use_cache=False)
     index = torch.device("cuda", torch.cuda.current_device()) if device is None else device
     index = torch.device(index).index if not isinstance(index, int) else index
