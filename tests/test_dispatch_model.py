@@ -165,10 +165,13 @@ def test_kernel_for_answers_for_a_named_gpu_without_one(pkg) -> None:
     with pytest.raises(rt.GemmError, match=r"no tuning table or cost model for 'NVIDIA X1'"):
         pkg.cutegemm.kernel_for(1, 64, 64, gpu="NVIDIA X1")
     # a GPU of a known arch with no model of its own: the pick gemm() makes there, from the
-    # model of a GPU of that arch (the same as that GPU's own pick here: one sm_90a model)
+    # model of the first GPU of that arch (what _table falls back to)
+    first = next(gpu for gpu, t in rt.MODELS.items() if t[0] == "sm_90a")
     for mnk in ((1, 5120, 3072), (777, 5120, 17920), (3001, 4096, 4096)):
-        there = pkg.cutegemm.kernel_for(*mnk, gpu="NVIDIA H100 80GB HBM3", arch="sm_90a")
-        assert there.name == pkg.cutegemm.kernel_for(*mnk, gpu="NVIDIA H200").name
+        there = pkg.cutegemm.kernel_for(*mnk, gpu="NVIDIA H800", arch="sm_90a")
+        assert there.name == pkg.cutegemm.kernel_for(*mnk, gpu=first).name
+    with pytest.raises(rt.GemmError, match=r"pass arch="):
+        pkg.cutegemm.kernel_for(1, 64, 64, gpu="NVIDIA H800")
 
 
 def _store_one(cache_dir: str, i: int) -> None:
