@@ -33,11 +33,12 @@ FILES = sorted(kernel_glob("*.py"), key=lambda p: p.stem)
 JOBS = min(2, os.cpu_count() or 1)
 
 L3 = ROOT / "generated" / "cutegemm" / "sm100" / "ladder_3_warp_spec.py"
-# ladder_3's producer tail (templates/sm100/mainloop/_producer_tail.py.j2), comments and all
+# ladder_3's producer tail (templates/sm100/mainloop/_producer_tail.py.j2), comments and all, at
+# the end of its producer helper
 TAIL_BLOCK = re.compile(
-    r"        # tail: .*\n(?:        #.*\n)*"
-    r"        for _ in cutlass\.range\(STAGES, unroll=1\):\n(?:            .*\n)+?"
-    r"(?=    elif warp_idx == MMA_WARP:)"
+    r"    # tail: .*\n(?:    #.*\n)*"
+    r"    for _ in cutlass\.range\(STAGES, unroll=1\):\n(?:        .*\n)+?"
+    r"(?=    return stage, phase\n)"
 )
 
 
@@ -277,8 +278,8 @@ def test_untracked_branch_around_a_barrier_is_not_modelled() -> None:
     text = (ROOT / "generated" / "cutegemm" / "sm100" / "ladder_3_warp_spec.py").read_text()
     # make the MMA warp's commit depend on an accumulator value the model cannot know
     bad = text.replace(
-        "            with cute.arch.elect_one():\n                tcgen05.commit(empty + stage)",
-        "            if acc.load() > 0:\n                tcgen05.commit(empty + stage)",
+        "        with cute.arch.elect_one():\n            tcgen05.commit(empty + stage)",
+        "        if acc.load() > 0:\n            tcgen05.commit(empty + stage)",
         1,
     )
     assert bad != text
