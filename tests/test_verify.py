@@ -168,24 +168,23 @@ def test_mutation_table_markdown() -> None:
 
 # -- the partial-order checker against explicit-state exploration -------------------------------
 
-# ladder_3 with a bare A/B producer tail put back in place of its own, then seeded bugs on top
+# ladder_3 with a bare A/B producer tail put back in place of its own (at the end of its producer
+# helper, the first to return the ring position), then seeded bugs on top
 TAIL_CODE = """\
-        for _ in cutlass.range(STAGES, unroll=1):
-            cute.arch.mbarrier_wait(empty + stage, phase)
-            stage, phase = ring_next(stage, phase, STAGES)
+    for _ in cutlass.range(STAGES, unroll=1):
+        cute.arch.mbarrier_wait(empty + stage, phase)
+        stage, phase = ring_next(stage, phase, STAGES)
 """
-TAIL = ("    elif warp_idx == MMA_WARP:", TAIL_CODE + "    elif warp_idx == MMA_WARP:")
+TAIL = ("    return stage, phase\n", TAIL_CODE + "    return stage, phase\n")
 # a ring advance that keeps its phase (`_`) is a missing parity flip
-FLIP = "            stage, {} = ring_next(stage, phase, STAGES)\n        {}"
+FLIP = "        stage, {} = ring_next(stage, phase, STAGES)\n    {}"
 L3_MUTANTS = {
     "with-tail": [],
     "mma-flip": [(FLIP.format("phase", "with"), FLIP.format("_", "with"))],
     "producer-flip": [(FLIP.format("phase", "for _"), FLIP.format("_", "for _"))],
     "epilogue-parity": [("mbarrier_wait(acc_full, 0)", "mbarrier_wait(acc_full, 1)")],
     "tx-bytes": [("(full + stage, TX_BYTES)", "(full + stage, TX_BYTES // 2)")],
-    "no-full-wait": [
-        ("            cute.arch.mbarrier_wait(full + stage, phase)", "            pass")
-    ],
+    "no-full-wait": [("        cute.arch.mbarrier_wait(full + stage, phase)", "        pass")],
 }
 
 
