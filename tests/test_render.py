@@ -636,9 +636,11 @@ def pdl_order_problems(text: str) -> list[str]:
     wait and copy."""
     start = text.index("def gemm_kernel(")
     body = text[start : text.index("\n@cute.jit", start)]
-    if "\ndef producer(" in text:  # sm_90a: the TMA warp's role is a helper the kernel calls
-        role = text.index("\ndef producer(")
-        body += text[role : text.index("\n@cute.jit", role)]
+    # the TMA warp's role is a helper the kernel calls: producer (sm_100a K-loop kernels: the
+    # one loop warp's mainloop)
+    helper = "\ndef producer(" if "\ndef producer(" in text else "\ndef mainloop("
+    role = text.index(helper)
+    body += text[role : text.index("\n@cute.jit", role)]
     problems = []
     if body.count("cute.arch.griddepcontrol_wait()") != 2:
         problems.append("not two griddepcontrol_wait: the top one and the TMA warp's")
@@ -716,9 +718,8 @@ def test_pdl_order_check_catches_a_misplaced_wait_or_access() -> None:
     base = {"arch": "sm_100a", "dtype": "bf16", "tile": [128, 128, 64], "name": "k", "pdl": True}
     text = render_text({**base, "warp_specialized": True, "scheduler": "persistent"})
     assert pdl_order_problems(text) == []
-    producer_wait = text.index(
-        "cute.arch.griddepcontrol_wait()", text.index(TOP_WAIT) + len(TOP_WAIT)
-    )
+    # the TMA warp's wait, in its role helper
+    producer_wait = text.index("cute.arch.griddepcontrol_wait()", text.index("\ndef producer("))
     indent = text[text.rindex("\n", 0, producer_wait) + 1 : producer_wait]
     early_copy = f"cute.copy(tma_a, x, y)\n{indent}"
     wait_line = f"cute.arch.griddepcontrol_wait()\n{indent}"

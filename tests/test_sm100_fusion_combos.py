@@ -232,10 +232,14 @@ def _text(name: str) -> str:
     return (kernel_file(name)).read_text(encoding="utf-8")
 
 
+def _epilogue(name: str) -> str:
+    """The epilogue warps' role helper."""
+    return _text(name).split("\ndef epilogue(")[1].split("\n@cute.kernel")[0]
+
+
 def _rank0(name: str) -> str:
     """Split-K's rank-0 branch of the epilogue."""
-    epilogue = _text(name).split("# ---- 4. epilogue")[1].split("# ---- 5. teardown")[0]
-    return epilogue.split("wait_cluster_acquire(staged, tile_count % 2)")[1]
+    return _epilogue(name).split("wait_cluster_acquire(staged, tile_count % 2)")[1]
 
 
 @pytest.mark.parametrize(
@@ -247,9 +251,7 @@ def _rank0(name: str) -> str:
 )
 def test_split_k_fuses_in_rank_0_after_the_reduction(name: str) -> None:
     text = _text(name)
-    peers = text.split("# ---- 4. epilogue")[1].split(
-        "wait_cluster_acquire(staged, tile_count % 2)"
-    )[0]
+    peers = _epilogue(name).split("wait_cluster_acquire(staged, tile_count % 2)")[0]
     assert " d = r_acc.load()" not in peers and not re.search(
         r"autovec_copy\(\s*dst", peers
     )  # the peers stage

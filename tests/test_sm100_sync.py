@@ -45,15 +45,18 @@ def _calls(node: ast.AST) -> list[str]:
     return [ast.unparse(c) for c in sorted(calls, key=lambda c: (c.lineno, c.col_offset))]
 
 
-def _producer(kernel: ast.FunctionDef) -> ast.If:
-    """The role branch of TMA_WARP (the producer; in a K-loop kernel, the only loop warp)."""
-    return next(
-        n
-        for n in kernel.body
-        if isinstance(n, ast.If)
-        and ast.unparse(n.test) == "warp_idx == TMA_WARP"
-        and "cute.copy(tma_a" in ast.unparse(n)
-    )
+def _producer(path: Path) -> ast.FunctionDef:
+    """The role helper the kernel's TMA_WARP branch calls: `producer` (in a K-loop kernel,
+    `mainloop`, the only loop warp's)."""
+    fns = {n.name: n for n in _tree(path).body if isinstance(n, ast.FunctionDef)}
+    (call,) = [
+        c
+        for n in fns["gemm_kernel"].body
+        if isinstance(n, ast.If) and ast.unparse(n.test) == "warp_idx == TMA_WARP"
+        for c in _calls(n)
+        if c.startswith(("producer(", "mainloop("))
+    ]
+    return fns[call.split("(")[0]]
 
 
 def _tail_loops(branch: ast.AST) -> list[ast.For]:
@@ -79,7 +82,7 @@ def test_the_families_are_there() -> None:
 
 @pytest.mark.parametrize("path", SM100, ids=lambda p: p.stem)
 def test_every_sm100_producer_waits_for_the_last_commits(path: Path) -> None:
-    branch = _producer(_function(path, "gemm_kernel"))
+    branch = _producer(path)
     (tail,) = _tail_loops(branch)
     # it follows the producer's last load: nothing is loaded after it
     loads = [
@@ -145,7 +148,8 @@ def test_consumers_take_the_answer_before_working_on_a_tile(path: Path) -> None:
     the epilogue read it before the tile's MMAs (stores), or the ring drains at every tile."""
     loops = [
         n
-        for n in ast.walk(_function(path, "gemm_kernel"))
+        for role in ("producer", "mma", "epilogue")  # the role helpers
+        for n in ast.walk(_function(path, role))
         if isinstance(n, ast.While) and ast.unparse(n.test) == "more"
     ]
     assert len(loops) == 3  # producer, MMA, epilogue

@@ -119,8 +119,8 @@ def partition_lines(path: Path) -> tuple[str, str, str, str, str]:
     share = fns["stream_k_share"]
     share.decorator_list = []
     # the per-unit k range is the unit_k_range helper every role calls; the rest is the kernel's
-    # (sm_90a: of its tile_schedule and consumers helpers)
-    kernel = [fns[n] for n in ("tile_schedule", "gemm_kernel", "consumers") if n in fns]
+    # (sm_90a: of its tile_schedule and consumers helpers; sm_100a: of its epilogue helper)
+    kernel = [fns[n] for n in ("tile_schedule", "gemm_kernel", "consumers", "epilogue") if n in fns]
     found: dict[str, str] = {}
     for node in [
         n

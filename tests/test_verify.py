@@ -33,11 +33,12 @@ FILES = sorted(kernel_glob("*.py"), key=lambda p: p.stem)
 JOBS = min(2, os.cpu_count() or 1)
 
 L3 = ROOT / "generated" / "cutegemm" / "sm100" / "ladder_3_warp_spec.py"
-# ladder_3's producer tail (templates/sm100/mainloop/_producer_tail.py.j2), comments and all
+# ladder_3's producer tail (templates/sm100/mainloop/_producer_tail.py.j2), comments and all, at
+# the end of its producer helper
 TAIL_BLOCK = re.compile(
-    r"        # tail: .*\n(?:        #.*\n)*"
-    r"        for _ in cutlass\.range\(STAGES, unroll=1\):\n(?:            .*\n)+?"
-    r"(?=    elif warp_idx == MMA_WARP:)"
+    r"    # tail: .*\n(?:    #.*\n)*"
+    r"    for _ in cutlass\.range\(STAGES, unroll=1\):\n(?:        .*\n)+?"
+    r"(?=    return stage, phase\n)"
 )
 
 
@@ -167,24 +168,23 @@ def test_mutation_table_markdown() -> None:
 
 # -- the partial-order checker against explicit-state exploration -------------------------------
 
-# ladder_3 with a bare A/B producer tail put back in place of its own, then seeded bugs on top
+# ladder_3 with a bare A/B producer tail put back in place of its own (at the end of its producer
+# helper, the first to return the ring position), then seeded bugs on top
 TAIL_CODE = """\
-        for _ in cutlass.range(STAGES, unroll=1):
-            cute.arch.mbarrier_wait(empty + stage, phase)
-            stage, phase = ring_next(stage, phase, STAGES)
+    for _ in cutlass.range(STAGES, unroll=1):
+        cute.arch.mbarrier_wait(empty + stage, phase)
+        stage, phase = ring_next(stage, phase, STAGES)
 """
-TAIL = ("    elif warp_idx == MMA_WARP:", TAIL_CODE + "    elif warp_idx == MMA_WARP:")
+TAIL = ("    return stage, phase\n", TAIL_CODE + "    return stage, phase\n")
 # a ring advance that keeps its phase (`_`) is a missing parity flip
-FLIP = "            stage, {} = ring_next(stage, phase, STAGES)\n        {}"
+FLIP = "        stage, {} = ring_next(stage, phase, STAGES)\n    {}"
 L3_MUTANTS = {
     "with-tail": [],
     "mma-flip": [(FLIP.format("phase", "with"), FLIP.format("_", "with"))],
     "producer-flip": [(FLIP.format("phase", "for _"), FLIP.format("_", "for _"))],
     "epilogue-parity": [("mbarrier_wait(acc_full, 0)", "mbarrier_wait(acc_full, 1)")],
     "tx-bytes": [("(full + stage, TX_BYTES)", "(full + stage, TX_BYTES // 2)")],
-    "no-full-wait": [
-        ("            cute.arch.mbarrier_wait(full + stage, phase)", "            pass")
-    ],
+    "no-full-wait": [("        cute.arch.mbarrier_wait(full + stage, phase)", "        pass")],
 }
 
 
@@ -277,8 +277,8 @@ def test_untracked_branch_around_a_barrier_is_not_modelled() -> None:
     text = (ROOT / "generated" / "cutegemm" / "sm100" / "ladder_3_warp_spec.py").read_text()
     # make the MMA warp's commit depend on an accumulator value the model cannot know
     bad = text.replace(
-        "            with cute.arch.elect_one():\n                tcgen05.commit(empty + stage)",
-        "            if acc.load() > 0:\n                tcgen05.commit(empty + stage)",
+        "        with cute.arch.elect_one():\n            tcgen05.commit(empty + stage)",
+        "        if acc.load() > 0:\n            tcgen05.commit(empty + stage)",
         1,
     )
     assert bad != text

@@ -45,7 +45,7 @@ class Mutation:
         return text[:start] + self.new + text[start + len(self.old) :]
 
 
-WS_MMA_FLIP = """                stage, phase = ring_next(stage, phase, STAGES)
+WS_MMA_FLIP = """            stage, phase = ring_next(stage, phase, STAGES)
 {{ cluster.commit_acc("acc_full + slot")|indent(4, true) }}"""
 
 # the consumer's ring advance: the mutant steps the slot but never flips the phase

@@ -132,6 +132,112 @@ def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexp
     return index, phase
 
 
+@cute.jit
+def producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, k_tiles, is_leader):
+    """The TMA warp: per k-tile, waits until the MMAs have released ring slot `stage`, arms its
+    full barrier with TX_BYTES and loads A and B into it; returns the ring position."""
+    for k in cutlass.range(k_tiles, unroll=1):
+        cute.arch.mbarrier_wait(empty + stage, phase)
+        if is_leader:  # the leader arms its full barrier with the bytes of both CTAs
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES)
+        # cta_group::2 TMA: the bytes land in this CTA's SMEM, the complete_tx on the
+        # leader's full barrier (the DSL clears the peer bit of the barrier address)
+        cute.copy(tma_a, tAgA[(None, k)], tAsA[(None, stage)], tma_bar_ptr=full + stage)
+        cute.copy(tma_b, tBgB[(None, k)], tBsB[(None, stage)], tma_bar_ptr=full + stage)
+        # the next slot; past the last one the ring wraps to slot 0, one phase later
+        stage, phase = ring_next(stage, phase, STAGES)
+    # tail: the leader's MMA warp (for both CTAs) released the last STAGES loads' slots
+    # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
+    # the arrivals, so none targets this CTA's SMEM after it exits
+    for _ in cutlass.range(STAGES, unroll=1):
+        cute.arch.mbarrier_wait(empty + stage, phase)
+        # the next ring position: past the last slot, slot 0 one phase later
+        stage, phase = ring_next(stage, phase, STAGES)
+    return stage, phase
+
+
+@cute.jit
+def mma(tiled_mma, acc, tCrA, tCrB, full, empty, stage, phase, acc_full, k_tiles):
+    """The MMA warp: per k-tile, waits for ring slot `stage` to fill, issues its MMAs into the
+    TMEM accumulator and commits the slot back empty; then commits acc_full; returns the ring
+    position."""
+    # TMEM is not zeroed: the first MMA of the tile overwrites, every later one adds
+    tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
+    for k in cutlass.range(k_tiles, unroll=1):
+        cute.arch.mbarrier_wait(full + stage, phase)
+        for kb in cutlass.range_constexpr(K_BLOCKS):
+            cute.gemm(
+                tiled_mma, acc, tCrA[(None, None, kb, stage)], tCrB[(None, None, kb, stage)], acc
+            )
+            tiled_mma.set(tcgen05.Field.ACCUMULATE, True)  # every later MMA adds
+        with cute.arch.elect_one():
+            # arrives on empty[stage] of both CTAs once these MMAs have read the slot
+            tcgen05.commit(empty + stage, PAIR_MASK, tcgen05.CtaGroup.TWO)
+        # the next slot; past the last one the ring wraps to slot 0, one phase later
+        stage, phase = ring_next(stage, phase, STAGES)
+    with cute.arch.elect_one():
+        # arrives in both CTAs once every MMA of the tile has finished
+        tcgen05.commit(acc_full, PAIR_MASK, tcgen05.CtaGroup.TWO)
+    return stage, phase
+
+
+@cute.jit
+def epilogue(acc, tCgC, tidx, acc_full, warp_idx, tma_c, sC):
+    """Every warp, once the tile's MMAs have finished: TMEM -> registers -> f16 -> SMEM -> TMA
+    store."""
+    cute.arch.mbarrier_wait(acc_full, 0)  # completes once, at phase 0, after the final commit
+    # (EPI_M, EPI_N, 1, SUBTILES): the accumulator and the C tile cut into sub-tiles
+    acc_epi = cute.flat_divide(acc[((None, None), 0, 0)], EPI_TILE)
+    gC_epi = cute.flat_divide(tCgC[((None, None), 0, 0)], EPI_TILE)
+    # (TMA, EPI_BUFFERS), (TMA, 1, SUBTILES)
+    tDsC, tDgC = cpasync.tma_partition(
+        tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), cute.group_modes(gC_epi, 0, 2)
+    )
+    # warp w reads TMEM lanes 32 (w % 4) ... + 31: each thread owns one row of a sub-tile
+    t2r = tcgen05.make_tmem_copy(
+        cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x64), ACC_DTYPE),
+        acc_epi[(None, None, 0, 0)],
+    )
+    t2r_thr = t2r.get_slice(tidx)
+    src = t2r_thr.partition_S(acc_epi)  # (T2R, T2R_M, T2R_N, 1, SUBTILES)
+    # (T2R, T2R_M, T2R_N): one sub-tile's f32 accumulators
+    r_acc = cute.make_rmem_tensor(
+        t2r_thr.partition_D(gC_epi)[(None, None, None, 0, 0)].shape, ACC_DTYPE
+    )
+    # registers -> SMEM with the same thread/value ownership, 16-byte stores; the 128B
+    # swizzle puts 8 consecutive rows' chunk c in 8 different bank groups
+    r2s = cute.make_tiled_copy_D(
+        cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), OUT_DTYPE, num_bits_per_copy=128), t2r
+    )
+    r2s_thr = r2s.get_slice(tidx)
+    r2s_sC = r2s_thr.partition_D(sC)  # (R2S, R2S_M, R2S_N, EPI_BUFFERS)
+    r2s_acc = r2s.retile(r_acc)  # (R2S, R2S_M, R2S_N)
+    r_out = cute.make_rmem_tensor(r2s_acc.shape, OUT_DTYPE)
+    for i in cutlass.range_constexpr(EPI_SUBTILES):
+        buf = i % EPI_BUFFERS  # the buffers alternate
+        cute.copy(t2r, src[(None, None, None, 0, i)], r_acc)
+        r_out.store(r2s_acc.load().to(OUT_DTYPE))
+        cute.copy(r2s, r_out, r2s_sC[(None, None, None, buf)])
+        # make the SMEM writes visible to the async proxy (TMA), then gather all
+        cute.arch.fence_proxy("async.shared", space="cta")
+        # every row of the sub-tile is in SMEM
+        cute.arch.sync_threads()
+        if warp_idx == TMA_WARP:
+            # one elected lane stores the sub-tile; TMA clips rows and columns past M
+            # and N
+            cute.copy(tma_c, tDsC[(None, buf)], tDgC[(None, 0, i)])
+            cute.arch.cp_async_bulk_commit_group()
+            # at most EPI_BUFFERS - 1 stores may still read SMEM: the next buffer is
+            # free
+            cute.arch.cp_async_bulk_wait_group(EPI_BUFFERS - 1, read=True)
+        # nobody refills a buffer before its store has read it
+        cute.arch.sync_threads()
+    if warp_idx == TMA_WARP:
+        # SMEM must outlive the last store's read
+        cute.arch.cp_async_bulk_wait_group(0, read=True)
+
+
 @cute.kernel
 def gemm_kernel(
     tiled_mma: cute.TiledMma,
@@ -224,103 +330,18 @@ def gemm_kernel(
     if warp_idx == TMA_WARP:
         # ---- 3a. TMA producer: wait for an empty slot, arm its full barrier, load --------------
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
-        for k in cutlass.range(k_tiles, unroll=1):
-            cute.arch.mbarrier_wait(empty + stage, phase)
-            if is_leader:  # the leader arms its full barrier with the bytes of both CTAs
-                with cute.arch.elect_one():
-                    cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES)
-            # cta_group::2 TMA: the bytes land in this CTA's SMEM, the complete_tx on the
-            # leader's full barrier (the DSL clears the peer bit of the barrier address)
-            cute.copy(tma_a, tAgA[(None, k)], tAsA[(None, stage)], tma_bar_ptr=full + stage)
-            cute.copy(tma_b, tBgB[(None, k)], tBsB[(None, stage)], tma_bar_ptr=full + stage)
-            # the next slot; past the last one the ring wraps to slot 0, one phase later
-            stage, phase = ring_next(stage, phase, STAGES)
-        # tail: the leader's MMA warp (for both CTAs) released the last STAGES loads' slots
-        # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
-        # the arrivals, so none targets this CTA's SMEM after it exits
-        for _ in cutlass.range(STAGES, unroll=1):
-            cute.arch.mbarrier_wait(empty + stage, phase)
-            # the next ring position: past the last slot, slot 0 one phase later
-            stage, phase = ring_next(stage, phase, STAGES)
+        producer(
+            tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, k_tiles, is_leader
+        )
     elif warp_idx == MMA_WARP and is_leader:
         # ---- 3b. MMA issuer: wait for a full slot, run its MMAs, commit it back empty ----------
         # the leader alone issues the pair's MMAs; every commit names BOTH CTAs (PAIR_MASK):
         # without the follower in the mask its producer waits forever once the ring wraps
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
-        # TMEM is not zeroed: the first MMA of the tile overwrites, every later one adds
-        tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
-        for k in cutlass.range(k_tiles, unroll=1):
-            cute.arch.mbarrier_wait(full + stage, phase)
-            for kb in cutlass.range_constexpr(K_BLOCKS):
-                cute.gemm(
-                    tiled_mma,
-                    acc,
-                    tCrA[(None, None, kb, stage)],
-                    tCrB[(None, None, kb, stage)],
-                    acc,
-                )
-                tiled_mma.set(tcgen05.Field.ACCUMULATE, True)  # every later MMA adds
-            with cute.arch.elect_one():
-                # arrives on empty[stage] of both CTAs once these MMAs have read the slot
-                tcgen05.commit(empty + stage, PAIR_MASK, tcgen05.CtaGroup.TWO)
-            # the next slot; past the last one the ring wraps to slot 0, one phase later
-            stage, phase = ring_next(stage, phase, STAGES)
-        with cute.arch.elect_one():
-            # arrives in both CTAs once every MMA of the tile has finished
-            tcgen05.commit(acc_full, PAIR_MASK, tcgen05.CtaGroup.TWO)
+        mma(tiled_mma, acc, tCrA, tCrB, full, empty, stage, phase, acc_full, k_tiles)
 
     # ---- 4. epilogue (all warps) -----------------------------------------------------------------
-    # TMEM -> registers -> f16 -> SMEM -> TMA store
-    cute.arch.mbarrier_wait(acc_full, 0)  # completes once, at phase 0, after the final commit
-    # (EPI_M, EPI_N, 1, SUBTILES): the accumulator and the C tile cut into sub-tiles
-    acc_epi = cute.flat_divide(acc[((None, None), 0, 0)], EPI_TILE)
-    gC_epi = cute.flat_divide(tCgC[((None, None), 0, 0)], EPI_TILE)
-    # (TMA, EPI_BUFFERS), (TMA, 1, SUBTILES)
-    tDsC, tDgC = cpasync.tma_partition(
-        tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), cute.group_modes(gC_epi, 0, 2)
-    )
-    # warp w reads TMEM lanes 32 (w % 4) ... + 31: each thread owns one row of a sub-tile
-    t2r = tcgen05.make_tmem_copy(
-        cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x64), ACC_DTYPE),
-        acc_epi[(None, None, 0, 0)],
-    )
-    t2r_thr = t2r.get_slice(tidx)
-    src = t2r_thr.partition_S(acc_epi)  # (T2R, T2R_M, T2R_N, 1, SUBTILES)
-    # (T2R, T2R_M, T2R_N): one sub-tile's f32 accumulators
-    r_acc = cute.make_rmem_tensor(
-        t2r_thr.partition_D(gC_epi)[(None, None, None, 0, 0)].shape, ACC_DTYPE
-    )
-    # registers -> SMEM with the same thread/value ownership, 16-byte stores; the 128B
-    # swizzle puts 8 consecutive rows' chunk c in 8 different bank groups
-    r2s = cute.make_tiled_copy_D(
-        cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), OUT_DTYPE, num_bits_per_copy=128), t2r
-    )
-    r2s_thr = r2s.get_slice(tidx)
-    r2s_sC = r2s_thr.partition_D(sC)  # (R2S, R2S_M, R2S_N, EPI_BUFFERS)
-    r2s_acc = r2s.retile(r_acc)  # (R2S, R2S_M, R2S_N)
-    r_out = cute.make_rmem_tensor(r2s_acc.shape, OUT_DTYPE)
-    for i in cutlass.range_constexpr(EPI_SUBTILES):
-        buf = i % EPI_BUFFERS  # the buffers alternate
-        cute.copy(t2r, src[(None, None, None, 0, i)], r_acc)
-        r_out.store(r2s_acc.load().to(OUT_DTYPE))
-        cute.copy(r2s, r_out, r2s_sC[(None, None, None, buf)])
-        # make the SMEM writes visible to the async proxy (TMA), then gather all
-        cute.arch.fence_proxy("async.shared", space="cta")
-        # every row of the sub-tile is in SMEM
-        cute.arch.sync_threads()
-        if warp_idx == TMA_WARP:
-            # one elected lane stores the sub-tile; TMA clips rows and columns past M
-            # and N
-            cute.copy(tma_c, tDsC[(None, buf)], tDgC[(None, 0, i)])
-            cute.arch.cp_async_bulk_commit_group()
-            # at most EPI_BUFFERS - 1 stores may still read SMEM: the next buffer is
-            # free
-            cute.arch.cp_async_bulk_wait_group(EPI_BUFFERS - 1, read=True)
-        # nobody refills a buffer before its store has read it
-        cute.arch.sync_threads()
-    if warp_idx == TMA_WARP:
-        # SMEM must outlive the last store's read
-        cute.arch.cp_async_bulk_wait_group(0, read=True)
+    epilogue(acc, tCgC, tidx, acc_full, warp_idx, tma_c, sC)
 
     # ---- 5. teardown: free the pair's TMEM once both CTAs have read their halves ---------------
     cute.arch.sync_threads()

@@ -117,6 +117,74 @@ def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexp
     return index, phase
 
 
+@cute.jit
+def producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, k_tiles):
+    """The TMA warp: per k-tile, waits until the MMAs have released ring slot `stage`, arms its
+    full barrier with TX_BYTES and loads A and B into it; returns the ring position."""
+    for k in cutlass.range(k_tiles, unroll=1):
+        cute.arch.mbarrier_wait(empty + stage, phase)
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES)
+        cute.copy(tma_a, tAgA[(None, k)], tAsA[(None, stage)], tma_bar_ptr=full + stage)
+        cute.copy(tma_b, tBgB[(None, k)], tBsB[(None, stage)], tma_bar_ptr=full + stage)
+        # the next slot; past the last one the ring wraps to slot 0, one phase later
+        stage, phase = ring_next(stage, phase, STAGES)
+    # tail: this CTA's MMA warp released the last STAGES loads' slots
+    # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
+    # the arrivals, so none targets this CTA's SMEM after it exits
+    for _ in cutlass.range(STAGES, unroll=1):
+        cute.arch.mbarrier_wait(empty + stage, phase)
+        # the next ring position: past the last slot, slot 0 one phase later
+        stage, phase = ring_next(stage, phase, STAGES)
+    return stage, phase
+
+
+@cute.jit
+def mma(tiled_mma, acc, tCrA, tCrB, full, empty, stage, phase, acc_full, k_tiles):
+    """The MMA warp: per k-tile, waits for ring slot `stage` to fill, issues its MMAs into the
+    TMEM accumulator and commits the slot back empty; then commits acc_full; returns the ring
+    position."""
+    # TMEM is not zeroed: the first MMA of the tile overwrites, every later one adds
+    tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
+    for k in cutlass.range(k_tiles, unroll=1):
+        cute.arch.mbarrier_wait(full + stage, phase)
+        for kb in cutlass.range_constexpr(K_BLOCKS):
+            cute.gemm(
+                tiled_mma, acc, tCrA[(None, None, kb, stage)], tCrB[(None, None, kb, stage)], acc
+            )
+            tiled_mma.set(tcgen05.Field.ACCUMULATE, True)  # every later MMA adds
+        with cute.arch.elect_one():
+            tcgen05.commit(empty + stage)  # arrives once these MMAs have read the slot
+        # the next slot; past the last one the ring wraps to slot 0, one phase later
+        stage, phase = ring_next(stage, phase, STAGES)
+    with cute.arch.elect_one():
+        tcgen05.commit(acc_full)  # arrives once every MMA of the tile has finished
+    return stage, phase
+
+
+@cute.jit
+def epilogue(acc, tCgC, tidx, acc_full):
+    """Every warp, once the tile's MMAs have finished: TMEM -> registers (32 lanes per warp) -> f16
+    -> global."""
+    cute.arch.mbarrier_wait(acc_full, 0)  # completes once, at phase 0, after the final commit
+    epi = ((cute.size(acc, mode=[0, 0]), EPI_COLS),)
+    acc_epi = cute.zipped_divide(acc, epi)  # ((TM, EPI_COLS), chunks)
+    gC_epi = cute.zipped_divide(tCgC, epi)  # ((TM, EPI_COLS), chunks)
+    t2r = tcgen05.make_tmem_copy(
+        cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x64), ACC_DTYPE),
+        acc_epi[None, 0],
+    )
+    t2r_thr = t2r.get_slice(tidx)
+    src = t2r_thr.partition_S(acc_epi)  # (T2R, T2R_M, chunks)
+    dst = t2r_thr.partition_D(gC_epi)  # (T2R, T2R_M, chunks)
+    r_acc = cute.make_rmem_tensor(dst[None, None, 0].shape, ACC_DTYPE)
+    r_out = cute.make_rmem_tensor(dst[None, None, 0].shape, IO_DTYPE)
+    for i in cutlass.range_constexpr(EPI_CHUNKS):
+        cute.copy(t2r, src[None, None, i], r_acc)
+        r_out.store(r_acc.load().to(IO_DTYPE))
+        cute.autovec_copy(r_out, dst[None, None, i])
+
+
 @cute.kernel
 def gemm_kernel(
     tiled_mma: cute.TiledMma,
@@ -194,63 +262,14 @@ def gemm_kernel(
     if warp_idx == TMA_WARP:
         # ---- 3a. TMA producer: wait for an empty slot, arm its full barrier, load --------------
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
-        for k in cutlass.range(k_tiles, unroll=1):
-            cute.arch.mbarrier_wait(empty + stage, phase)
-            with cute.arch.elect_one():
-                cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES)
-            cute.copy(tma_a, tAgA[(None, k)], tAsA[(None, stage)], tma_bar_ptr=full + stage)
-            cute.copy(tma_b, tBgB[(None, k)], tBsB[(None, stage)], tma_bar_ptr=full + stage)
-            # the next slot; past the last one the ring wraps to slot 0, one phase later
-            stage, phase = ring_next(stage, phase, STAGES)
-        # tail: this CTA's MMA warp released the last STAGES loads' slots
-        # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
-        # the arrivals, so none targets this CTA's SMEM after it exits
-        for _ in cutlass.range(STAGES, unroll=1):
-            cute.arch.mbarrier_wait(empty + stage, phase)
-            # the next ring position: past the last slot, slot 0 one phase later
-            stage, phase = ring_next(stage, phase, STAGES)
+        producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, k_tiles)
     elif warp_idx == MMA_WARP:
         # ---- 3b. MMA issuer: wait for a full slot, run its MMAs, commit it back empty ----------
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
-        # TMEM is not zeroed: the first MMA of the tile overwrites, every later one adds
-        tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
-        for k in cutlass.range(k_tiles, unroll=1):
-            cute.arch.mbarrier_wait(full + stage, phase)
-            for kb in cutlass.range_constexpr(K_BLOCKS):
-                cute.gemm(
-                    tiled_mma,
-                    acc,
-                    tCrA[(None, None, kb, stage)],
-                    tCrB[(None, None, kb, stage)],
-                    acc,
-                )
-                tiled_mma.set(tcgen05.Field.ACCUMULATE, True)  # every later MMA adds
-            with cute.arch.elect_one():
-                tcgen05.commit(empty + stage)  # arrives once these MMAs have read the slot
-            # the next slot; past the last one the ring wraps to slot 0, one phase later
-            stage, phase = ring_next(stage, phase, STAGES)
-        with cute.arch.elect_one():
-            tcgen05.commit(acc_full)  # arrives once every MMA of the tile has finished
+        mma(tiled_mma, acc, tCrA, tCrB, full, empty, stage, phase, acc_full, k_tiles)
 
     # ---- 4. epilogue (all warps) -----------------------------------------------------------------
-    # TMEM -> registers (32 lanes per warp) -> f16 -> global
-    cute.arch.mbarrier_wait(acc_full, 0)  # completes once, at phase 0, after the final commit
-    epi = ((cute.size(acc, mode=[0, 0]), EPI_COLS),)
-    acc_epi = cute.zipped_divide(acc, epi)  # ((TM, EPI_COLS), chunks)
-    gC_epi = cute.zipped_divide(tCgC, epi)  # ((TM, EPI_COLS), chunks)
-    t2r = tcgen05.make_tmem_copy(
-        cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x64), ACC_DTYPE),
-        acc_epi[None, 0],
-    )
-    t2r_thr = t2r.get_slice(tidx)
-    src = t2r_thr.partition_S(acc_epi)  # (T2R, T2R_M, chunks)
-    dst = t2r_thr.partition_D(gC_epi)  # (T2R, T2R_M, chunks)
-    r_acc = cute.make_rmem_tensor(dst[None, None, 0].shape, ACC_DTYPE)
-    r_out = cute.make_rmem_tensor(dst[None, None, 0].shape, IO_DTYPE)
-    for i in cutlass.range_constexpr(EPI_CHUNKS):
-        cute.copy(t2r, src[None, None, i], r_acc)
-        r_out.store(r_acc.load().to(IO_DTYPE))
-        cute.autovec_copy(r_out, dst[None, None, i])
+    epilogue(acc, tCgC, tidx, acc_full)
 
     # ---- 5. teardown: the allocating warp frees TMEM once every warp has read it ----------------
     cute.arch.sync_threads()

@@ -163,6 +163,255 @@ def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexp
     return index, phase
 
 
+@cute.jit
+def producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, schedule):
+    """The TMA warp: per tile, per k-tile, waits until the MMAs have released ring slot `stage`,
+    arms its full barrier with TX_BYTES and loads A and B into it; returns the ring position."""
+    k_tiles, tiles_m, tiles_n, first_tile, last_tile, it_begin, it_end = schedule
+    for t in cutlass.range(first_tile, last_tile + 1, unroll=1):
+        tm, tn = tile_coords(t, tiles_m, tiles_n)
+        # this CTA's k-tiles of tile t: [k_begin, k_end)
+        k_begin, k_end = unit_k_range(t, it_begin, it_end, k_tiles)
+        for k in cutlass.range(k_begin, k_end, unroll=1):
+            cute.arch.mbarrier_wait(empty + stage, phase)
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES)
+            cute.copy(tma_a, tAgA[(None, tm, k)], tAsA[(None, stage)], tma_bar_ptr=full + stage)
+            cute.copy(tma_b, tBgB[(None, tn, k)], tBsB[(None, stage)], tma_bar_ptr=full + stage)
+            # the next slot; past the last one the ring wraps to slot 0, one phase later
+            stage, phase = ring_next(stage, phase, STAGES)
+    # tail: this CTA's MMA warp released the last STAGES loads' slots
+    # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
+    # the arrivals, so none targets this CTA's SMEM after it exits
+    for _ in cutlass.range(STAGES, unroll=1):
+        cute.arch.mbarrier_wait(empty + stage, phase)
+        # the next ring position: past the last slot, slot 0 one phase later
+        stage, phase = ring_next(stage, phase, STAGES)
+    return stage, phase
+
+
+@cute.jit
+def mma(
+    tiled_mma,
+    acc,
+    tCrA,
+    tCrB,
+    full,
+    empty,
+    stage,
+    phase,
+    acc_full,
+    acc_empty,
+    slot,
+    slot_phase,
+    schedule,
+):
+    """The MMA warp: per tile, waits until the epilogue has drained accumulator slot `slot`, then
+    per k-tile waits for ring slot `stage` to fill, issues its MMAs and commits the slot back
+    empty, and commits the accumulator slot full; returns the ring and slot positions."""
+    k_tiles, tiles_m, tiles_n, first_tile, last_tile, it_begin, it_end = schedule
+    # one unit per accumulator slot: the ACCUMULATE reset below makes each unit's first k-tile
+    # overwrite the slot, so a unit holds only its own k-tiles' partial sum
+    for t in cutlass.range(first_tile, last_tile + 1, unroll=1):
+        # this CTA's k-tiles of tile t: [k_begin, k_end)
+        k_begin, k_end = unit_k_range(t, it_begin, it_end, k_tiles)
+        cute.arch.mbarrier_wait(acc_empty + slot, slot_phase)  # the epilogue drained the slot
+        acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): this tile's accumulator
+        # TMEM is not zeroed: the first MMA of each tile overwrites, every later one adds
+        tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
+        for k in cutlass.range(k_begin, k_end, unroll=1):
+            cute.arch.mbarrier_wait(full + stage, phase)
+            for kb in cutlass.range_constexpr(K_BLOCKS):
+                cute.gemm(
+                    tiled_mma,
+                    acc_t,
+                    tCrA[(None, None, kb, stage)],
+                    tCrB[(None, None, kb, stage)],
+                    acc_t,
+                )
+                tiled_mma.set(tcgen05.Field.ACCUMULATE, True)  # every later MMA adds
+            with cute.arch.elect_one():
+                tcgen05.commit(empty + stage)  # arrives once these MMAs have read the slot
+            # the next slot; past the last one the ring wraps to slot 0, one phase later
+            stage, phase = ring_next(stage, phase, STAGES)
+        with cute.arch.elect_one():
+            tcgen05.commit(acc_full + slot)  # arrives once every MMA of the tile has finished
+        # the next accumulator slot; past the last one, slot 0 one phase later
+        slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
+    # tail: wait until the epilogue has released every slot, so no arrive targets this CTA's
+    # SMEM after it exits
+    for _ in cutlass.range(ACC_SLOTS, unroll=1):
+        cute.arch.mbarrier_wait(acc_empty + slot, slot_phase)
+        slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
+    return stage, phase, slot, slot_phase
+
+
+@cute.jit
+def epilogue(
+    acc,
+    tCgC,
+    tidx,
+    acc_full,
+    acc_empty,
+    slot,
+    slot_phase,
+    schedule,
+    bidx,
+    sk_cta0,
+    sk_ctas,
+    sk_iter0,
+    sk_iters,
+    mWork,
+    warp_idx,
+    tma_c,
+    sC,
+):
+    """The epilogue warps, per unit: wait for its partial in the accumulator slot; hand it over
+    through this CTA's workspace slot, or (the tile's first k-tile ran here) add the later CTAs'
+    partials and store: TMEM -> registers -> bf16 -> SMEM -> TMA store; returns the slot
+    position."""
+    k_tiles, tiles_m, tiles_n, first_tile, last_tile, it_begin, it_end = schedule
+    # hand the partial over, or fix the tile up and store
+    # a named barrier syncs the epilogue warps alone; the producer and MMA warps keep looping
+    etidx = tidx % EPILOGUE_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
+    # workspace slot of CTA c: thread t keeps its 256 f32 of a tile as 16-byte
+    # vectors, vector j of chunk i at (((i * CHUNK_VECS + j) * EPILOGUE_THREADS + t) * 4):
+    # consecutive threads store consecutive 16 bytes. Every CTA runs the same code, so the
+    # same t holds the same (row, col) of a tile in every CTA.
+    # (4, EPILOGUE_THREADS, CHUNK_VECS, chunks, SK_CTAS)
+    work = cute.make_tensor(
+        mWork.iterator,
+        cute.make_layout(
+            (4, EPILOGUE_THREADS, CHUNK_VECS, 4, SK_CTAS),
+            stride=(1, 4, 4 * EPILOGUE_THREADS, 4 * EPILOGUE_THREADS * CHUNK_VECS, TILE_ELEMS),
+        ),
+    )
+    # (SK_CTAS)
+    flags = cute.recast_ptr(mWork.iterator + SK_CTAS * TILE_ELEMS, dtype=cutlass.Int32)
+    vec_copy = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), ACC_DTYPE, num_bits_per_copy=128)
+    peer_vec = cute.make_rmem_tensor((4,), ACC_DTYPE)
+    for t in cutlass.range(first_tile, last_tile + 1, unroll=1):
+        tm, tn = tile_coords(t, tiles_m, tiles_n)
+        # this CTA's k-tiles of tile t: [k_begin, k_end)
+        k_begin, k_end = unit_k_range(t, it_begin, it_end, k_tiles)
+        acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): the unit's partial
+        tCgC_t = tCgC[(None, None, None, tm, tn)]  # (MMA, MMA_M, MMA_N): the tile's C
+        cute.arch.mbarrier_wait(acc_full + slot, slot_phase)  # the unit's MMAs have finished
+        # (EPI_M, EPI_N, 1, SUBTILES): the accumulator and the C tile cut into sub-tiles
+        acc_epi = cute.flat_divide(acc_t[((None, None), 0, 0)], EPI_TILE)
+        gC_epi = cute.flat_divide(tCgC_t[((None, None), 0, 0)], EPI_TILE)
+        # (TMA, EPI_BUFFERS), (TMA, 1, SUBTILES)
+        tDsC, tDgC = cpasync.tma_partition(
+            tma_c,
+            0,
+            cute.make_layout(1),
+            cute.group_modes(sC, 0, 2),
+            cute.group_modes(gC_epi, 0, 2),
+        )
+        # warp w reads TMEM lanes 32 (w % 4) ... + 31: each thread owns one row of a sub-tile
+        t2r = tcgen05.make_tmem_copy(
+            cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x64), ACC_DTYPE),
+            acc_epi[(None, None, 0, 0)],
+        )
+        t2r_thr = t2r.get_slice(etidx)
+        src = t2r_thr.partition_S(acc_epi)  # (T2R, T2R_M, T2R_N, 1, SUBTILES)
+        # (T2R, T2R_M, T2R_N): one sub-tile's f32 accumulators
+        r_acc = cute.make_rmem_tensor(
+            t2r_thr.partition_D(gC_epi)[(None, None, None, 0, 0)].shape, ACC_DTYPE
+        )
+        # registers -> SMEM with the same thread/value ownership, 16-byte stores; the 128B
+        # swizzle puts 8 consecutive rows' chunk c in 8 different bank groups
+        r2s = cute.make_tiled_copy_D(
+            cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), OUT_DTYPE, num_bits_per_copy=128), t2r
+        )
+        r2s_thr = r2s.get_slice(etidx)
+        r2s_sC = r2s_thr.partition_D(sC)  # (R2S, R2S_M, R2S_N, EPI_BUFFERS)
+        r2s_acc = r2s.retile(r_acc)  # (R2S, R2S_M, R2S_N)
+        r_out = cute.make_rmem_tensor(r2s_acc.shape, OUT_DTYPE)
+        # the chunk's registers as 16-byte runs: (4, CHUNK_VECS)
+        r_vec = cute.make_tensor(r_acc.iterator, cute.make_layout((4, CHUNK_VECS)))
+        if k_begin > 0:
+            # an earlier CTA runs this tile's first k-tile and finishes it (this is my first
+            # unit): hand it my partial, TMEM -> registers -> my workspace slot
+            for i in cutlass.range_constexpr(4):
+                cute.copy(t2r, src[(None, None, None, 0, i)], r_acc)
+                # tcgen05.wait::ld per chunk: the chunk is in registers before its stores, and
+                # one chunk's registers are live at a time
+                cute.arch.fence_view_async_tmem_load()
+                if i == EPI_SUBTILES - 1:
+                    # the unit's last TMEM load is done: hand the slot back to the MMA warp;
+                    # one arrive per warp (elect.sync reconverges the warp after the waits)
+                    with cute.arch.elect_one():
+                        cute.arch.mbarrier_arrive(acc_empty + slot)
+                for j in cutlass.range_constexpr(CHUNK_VECS):
+                    cute.copy(vec_copy, r_vec[(None, j)], work[(None, etidx, j, i, bidx)])
+            # every epilogue thread's stores precede thread 0's release of my flag
+            cute.arch.barrier(barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=EPILOGUE_THREADS)
+            if etidx == 0:
+                cute.arch.store(flags + bidx, cutlass.Int32(1), sem="release", scope="gpu")
+        else:
+            # I ran the tile's first k-tile, so I store it. CTAs bidx + 1 .. last_cta ran its
+            # k-tiles [k_end, k_tiles) (last_cta ran the last one; last_cta == bidx when I did)
+            # (of my group; 64-bit like it_end, whose rounding this inverts)
+            last_cta = sk_cta0 + cutlass.Int32(
+                ((cutlass.Int64(t + 1) * k_tiles - sk_iter0) * sk_ctas - 1) // sk_iters
+            )
+            if last_cta > bidx:
+                # they ran those k-tiles first (their first unit), so these waits are short
+                if etidx == 0:
+                    for peer in cutlass.range(bidx + 1, last_cta + 1, unroll=1):
+                        wait_flag_acquire(flags + peer)
+                        # cleared for the next launch (which is stream-ordered after this one)
+                        cute.arch.store(flags + peer, cutlass.Int32(0))
+                # thread 0's acquires order the peers' stores before every thread's loads
+                cute.arch.barrier(
+                    barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=EPILOGUE_THREADS
+                )
+            for i in cutlass.range_constexpr(EPI_SUBTILES):
+                buf = i % EPI_BUFFERS  # the buffers alternate
+                cute.copy(t2r, src[(None, None, None, 0, i)], r_acc)
+                # the tile's last TMEM load: hand the slot back before converting and storing
+                if i == EPI_SUBTILES - 1:
+                    cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld
+                    # one arrive per warp: elect.sync reconverges the warp after every
+                    # lane's wait
+                    with cute.arch.elect_one():
+                        cute.arch.mbarrier_arrive(acc_empty + slot)
+                # stream-K fix-up: add the partials of CTAs bidx + 1 .. last_cta to the
+                # chunk's registers, lowest first (a fixed order: deterministic sums); none
+                # when I ran the last k-tile
+                for peer in cutlass.range(bidx + 1, last_cta + 1, unroll=1):
+                    for j in cutlass.range_constexpr(CHUNK_VECS):
+                        cute.copy(vec_copy, work[(None, etidx, j, i, peer)], peer_vec)
+                        r_vec[(None, j)].store(r_vec[(None, j)].load() + peer_vec.load())
+                r_out.store(r2s_acc.load().to(OUT_DTYPE))
+                cute.copy(r2s, r_out, r2s_sC[(None, None, None, buf)])
+                # make the SMEM writes visible to the async proxy (TMA), then gather all
+                cute.arch.fence_proxy("async.shared", space="cta")
+                # every row of the sub-tile is in SMEM
+                cute.arch.barrier(
+                    barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=EPILOGUE_THREADS
+                )
+                if warp_idx == EPILOGUE_WARP:
+                    # one elected lane stores the sub-tile; TMA clips rows and columns past M
+                    # and N
+                    cute.copy(tma_c, tDsC[(None, buf)], tDgC[(None, 0, i)])
+                    cute.arch.cp_async_bulk_commit_group()
+                    # at most EPI_BUFFERS - 1 stores may still read SMEM: the next buffer is
+                    # free
+                    cute.arch.cp_async_bulk_wait_group(EPI_BUFFERS - 1, read=True)
+                # nobody refills a buffer before its store has read it
+                cute.arch.barrier(
+                    barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=EPILOGUE_THREADS
+                )
+        # the next accumulator slot; past the last one, slot 0 one phase later
+        slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
+    if warp_idx == EPILOGUE_WARP:
+        # SMEM must outlive the last store's read
+        cute.arch.cp_async_bulk_wait_group(0, read=True)
+    return slot, slot_phase
+
+
 @cute.kernel
 def gemm_kernel(
     tiled_mma: cute.TiledMma,
@@ -264,212 +513,54 @@ def gemm_kernel(
     first_tile = cutlass.Int32(it_begin // cutlass.max(k_tiles, 1))
     last_tile = cutlass.Int32((it_end - 1) // cutlass.max(k_tiles, 1))
 
+    # the tile schedule every role walks
+    schedule = (k_tiles, tiles_m, tiles_n, first_tile, last_tile, it_begin, it_end)
     if warp_idx == TMA_WARP:
         # ---- 3a. TMA producer: per tile, wait for empty slots, arm them, load ------------------
         # the ring's stage and phase run on across tiles
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
-        for t in cutlass.range(first_tile, last_tile + 1, unroll=1):
-            tm, tn = tile_coords(t, tiles_m, tiles_n)
-            # this CTA's k-tiles of tile t: [k_begin, k_end)
-            k_begin, k_end = unit_k_range(t, it_begin, it_end, k_tiles)
-            for k in cutlass.range(k_begin, k_end, unroll=1):
-                cute.arch.mbarrier_wait(empty + stage, phase)
-                with cute.arch.elect_one():
-                    cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES)
-                cute.copy(tma_a, tAgA[(None, tm, k)], tAsA[(None, stage)], tma_bar_ptr=full + stage)
-                cute.copy(tma_b, tBgB[(None, tn, k)], tBsB[(None, stage)], tma_bar_ptr=full + stage)
-                # the next slot; past the last one the ring wraps to slot 0, one phase later
-                stage, phase = ring_next(stage, phase, STAGES)
-        # tail: this CTA's MMA warp released the last STAGES loads' slots
-        # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
-        # the arrivals, so none targets this CTA's SMEM after it exits
-        for _ in cutlass.range(STAGES, unroll=1):
-            cute.arch.mbarrier_wait(empty + stage, phase)
-            # the next ring position: past the last slot, slot 0 one phase later
-            stage, phase = ring_next(stage, phase, STAGES)
+        producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, schedule)
     elif warp_idx == MMA_WARP:
         # ---- 3b. MMA issuer: per tile, claim a drained accumulator slot, run the ring
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
-        # one unit per accumulator slot: the ACCUMULATE reset below makes each unit's first k-tile
-        # overwrite the slot, so a unit holds only its own k-tiles' partial sum
-        for t in cutlass.range(first_tile, last_tile + 1, unroll=1):
-            # this CTA's k-tiles of tile t: [k_begin, k_end)
-            k_begin, k_end = unit_k_range(t, it_begin, it_end, k_tiles)
-            cute.arch.mbarrier_wait(acc_empty + slot, slot_phase)  # the epilogue drained the slot
-            acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): this tile's accumulator
-            # TMEM is not zeroed: the first MMA of each tile overwrites, every later one adds
-            tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
-            for k in cutlass.range(k_begin, k_end, unroll=1):
-                cute.arch.mbarrier_wait(full + stage, phase)
-                for kb in cutlass.range_constexpr(K_BLOCKS):
-                    cute.gemm(
-                        tiled_mma,
-                        acc_t,
-                        tCrA[(None, None, kb, stage)],
-                        tCrB[(None, None, kb, stage)],
-                        acc_t,
-                    )
-                    tiled_mma.set(tcgen05.Field.ACCUMULATE, True)  # every later MMA adds
-                with cute.arch.elect_one():
-                    tcgen05.commit(empty + stage)  # arrives once these MMAs have read the slot
-                # the next slot; past the last one the ring wraps to slot 0, one phase later
-                stage, phase = ring_next(stage, phase, STAGES)
-            with cute.arch.elect_one():
-                tcgen05.commit(acc_full + slot)  # arrives once every MMA of the tile has finished
-            # the next accumulator slot; past the last one, slot 0 one phase later
-            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
-        # tail: wait until the epilogue has released every slot, so no arrive targets this CTA's
-        # SMEM after it exits
-        for _ in cutlass.range(ACC_SLOTS, unroll=1):
-            cute.arch.mbarrier_wait(acc_empty + slot, slot_phase)
-            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
+        mma(
+            tiled_mma,
+            acc,
+            tCrA,
+            tCrB,
+            full,
+            empty,
+            stage,
+            phase,
+            acc_full,
+            acc_empty,
+            slot,
+            slot_phase,
+            schedule,
+        )
     elif warp_idx >= EPILOGUE_WARP:
         # ---- 4. epilogue (warps 2-5), per unit ---------------------------------------------------
-        # hand the partial over, or fix the tile up and store
-        # a named barrier syncs the epilogue warps alone; the producer and MMA warps keep looping
-        etidx = tidx % EPILOGUE_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
-        # workspace slot of CTA c: thread t keeps its 256 f32 of a tile as 16-byte
-        # vectors, vector j of chunk i at (((i * CHUNK_VECS + j) * EPILOGUE_THREADS + t) * 4):
-        # consecutive threads store consecutive 16 bytes. Every CTA runs the same code, so the
-        # same t holds the same (row, col) of a tile in every CTA.
-        # (4, EPILOGUE_THREADS, CHUNK_VECS, chunks, SK_CTAS)
-        work = cute.make_tensor(
-            mWork.iterator,
-            cute.make_layout(
-                (4, EPILOGUE_THREADS, CHUNK_VECS, 4, SK_CTAS),
-                stride=(1, 4, 4 * EPILOGUE_THREADS, 4 * EPILOGUE_THREADS * CHUNK_VECS, TILE_ELEMS),
-            ),
-        )
-        # (SK_CTAS)
-        flags = cute.recast_ptr(mWork.iterator + SK_CTAS * TILE_ELEMS, dtype=cutlass.Int32)
-        vec_copy = cute.make_copy_atom(
-            cute.nvgpu.CopyUniversalOp(), ACC_DTYPE, num_bits_per_copy=128
-        )
-        peer_vec = cute.make_rmem_tensor((4,), ACC_DTYPE)
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
-        for t in cutlass.range(first_tile, last_tile + 1, unroll=1):
-            tm, tn = tile_coords(t, tiles_m, tiles_n)
-            # this CTA's k-tiles of tile t: [k_begin, k_end)
-            k_begin, k_end = unit_k_range(t, it_begin, it_end, k_tiles)
-            acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): the unit's partial
-            tCgC_t = tCgC[(None, None, None, tm, tn)]  # (MMA, MMA_M, MMA_N): the tile's C
-            cute.arch.mbarrier_wait(acc_full + slot, slot_phase)  # the unit's MMAs have finished
-            # (EPI_M, EPI_N, 1, SUBTILES): the accumulator and the C tile cut into sub-tiles
-            acc_epi = cute.flat_divide(acc_t[((None, None), 0, 0)], EPI_TILE)
-            gC_epi = cute.flat_divide(tCgC_t[((None, None), 0, 0)], EPI_TILE)
-            # (TMA, EPI_BUFFERS), (TMA, 1, SUBTILES)
-            tDsC, tDgC = cpasync.tma_partition(
-                tma_c,
-                0,
-                cute.make_layout(1),
-                cute.group_modes(sC, 0, 2),
-                cute.group_modes(gC_epi, 0, 2),
-            )
-            # warp w reads TMEM lanes 32 (w % 4) ... + 31: each thread owns one row of a sub-tile
-            t2r = tcgen05.make_tmem_copy(
-                cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x64), ACC_DTYPE),
-                acc_epi[(None, None, 0, 0)],
-            )
-            t2r_thr = t2r.get_slice(etidx)
-            src = t2r_thr.partition_S(acc_epi)  # (T2R, T2R_M, T2R_N, 1, SUBTILES)
-            # (T2R, T2R_M, T2R_N): one sub-tile's f32 accumulators
-            r_acc = cute.make_rmem_tensor(
-                t2r_thr.partition_D(gC_epi)[(None, None, None, 0, 0)].shape, ACC_DTYPE
-            )
-            # registers -> SMEM with the same thread/value ownership, 16-byte stores; the 128B
-            # swizzle puts 8 consecutive rows' chunk c in 8 different bank groups
-            r2s = cute.make_tiled_copy_D(
-                cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), OUT_DTYPE, num_bits_per_copy=128),
-                t2r,
-            )
-            r2s_thr = r2s.get_slice(etidx)
-            r2s_sC = r2s_thr.partition_D(sC)  # (R2S, R2S_M, R2S_N, EPI_BUFFERS)
-            r2s_acc = r2s.retile(r_acc)  # (R2S, R2S_M, R2S_N)
-            r_out = cute.make_rmem_tensor(r2s_acc.shape, OUT_DTYPE)
-            # the chunk's registers as 16-byte runs: (4, CHUNK_VECS)
-            r_vec = cute.make_tensor(r_acc.iterator, cute.make_layout((4, CHUNK_VECS)))
-            if k_begin > 0:
-                # an earlier CTA runs this tile's first k-tile and finishes it (this is my first
-                # unit): hand it my partial, TMEM -> registers -> my workspace slot
-                for i in cutlass.range_constexpr(4):
-                    cute.copy(t2r, src[(None, None, None, 0, i)], r_acc)
-                    # tcgen05.wait::ld per chunk: the chunk is in registers before its stores, and
-                    # one chunk's registers are live at a time
-                    cute.arch.fence_view_async_tmem_load()
-                    if i == EPI_SUBTILES - 1:
-                        # the unit's last TMEM load is done: hand the slot back to the MMA warp;
-                        # one arrive per warp (elect.sync reconverges the warp after the waits)
-                        with cute.arch.elect_one():
-                            cute.arch.mbarrier_arrive(acc_empty + slot)
-                    for j in cutlass.range_constexpr(CHUNK_VECS):
-                        cute.copy(vec_copy, r_vec[(None, j)], work[(None, etidx, j, i, bidx)])
-                # every epilogue thread's stores precede thread 0's release of my flag
-                cute.arch.barrier(
-                    barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=EPILOGUE_THREADS
-                )
-                if etidx == 0:
-                    cute.arch.store(flags + bidx, cutlass.Int32(1), sem="release", scope="gpu")
-            else:
-                # I ran the tile's first k-tile, so I store it. CTAs bidx + 1 .. last_cta ran its
-                # k-tiles [k_end, k_tiles) (last_cta ran the last one; last_cta == bidx when I did)
-                # (of my group; 64-bit like it_end, whose rounding this inverts)
-                last_cta = sk_cta0 + cutlass.Int32(
-                    ((cutlass.Int64(t + 1) * k_tiles - sk_iter0) * sk_ctas - 1) // sk_iters
-                )
-                if last_cta > bidx:
-                    # they ran those k-tiles first (their first unit), so these waits are short
-                    if etidx == 0:
-                        for peer in cutlass.range(bidx + 1, last_cta + 1, unroll=1):
-                            wait_flag_acquire(flags + peer)
-                            # cleared for the next launch (which is stream-ordered after this one)
-                            cute.arch.store(flags + peer, cutlass.Int32(0))
-                    # thread 0's acquires order the peers' stores before every thread's loads
-                    cute.arch.barrier(
-                        barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=EPILOGUE_THREADS
-                    )
-                for i in cutlass.range_constexpr(EPI_SUBTILES):
-                    buf = i % EPI_BUFFERS  # the buffers alternate
-                    cute.copy(t2r, src[(None, None, None, 0, i)], r_acc)
-                    # the tile's last TMEM load: hand the slot back before converting and storing
-                    if i == EPI_SUBTILES - 1:
-                        cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld
-                        # one arrive per warp: elect.sync reconverges the warp after every
-                        # lane's wait
-                        with cute.arch.elect_one():
-                            cute.arch.mbarrier_arrive(acc_empty + slot)
-                    # stream-K fix-up: add the partials of CTAs bidx + 1 .. last_cta to the
-                    # chunk's registers, lowest first (a fixed order: deterministic sums); none
-                    # when I ran the last k-tile
-                    for peer in cutlass.range(bidx + 1, last_cta + 1, unroll=1):
-                        for j in cutlass.range_constexpr(CHUNK_VECS):
-                            cute.copy(vec_copy, work[(None, etidx, j, i, peer)], peer_vec)
-                            r_vec[(None, j)].store(r_vec[(None, j)].load() + peer_vec.load())
-                    r_out.store(r2s_acc.load().to(OUT_DTYPE))
-                    cute.copy(r2s, r_out, r2s_sC[(None, None, None, buf)])
-                    # make the SMEM writes visible to the async proxy (TMA), then gather all
-                    cute.arch.fence_proxy("async.shared", space="cta")
-                    # every row of the sub-tile is in SMEM
-                    cute.arch.barrier(
-                        barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=EPILOGUE_THREADS
-                    )
-                    if warp_idx == EPILOGUE_WARP:
-                        # one elected lane stores the sub-tile; TMA clips rows and columns past M
-                        # and N
-                        cute.copy(tma_c, tDsC[(None, buf)], tDgC[(None, 0, i)])
-                        cute.arch.cp_async_bulk_commit_group()
-                        # at most EPI_BUFFERS - 1 stores may still read SMEM: the next buffer is
-                        # free
-                        cute.arch.cp_async_bulk_wait_group(EPI_BUFFERS - 1, read=True)
-                    # nobody refills a buffer before its store has read it
-                    cute.arch.barrier(
-                        barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=EPILOGUE_THREADS
-                    )
-            # the next accumulator slot; past the last one, slot 0 one phase later
-            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
-        if warp_idx == EPILOGUE_WARP:
-            # SMEM must outlive the last store's read
-            cute.arch.cp_async_bulk_wait_group(0, read=True)
+        epilogue(
+            acc,
+            tCgC,
+            tidx,
+            acc_full,
+            acc_empty,
+            slot,
+            slot_phase,
+            schedule,
+            bidx,
+            sk_cta0,
+            sk_ctas,
+            sk_iter0,
+            sk_iters,
+            mWork,
+            warp_idx,
+            tma_c,
+            sC,
+        )
 
     # ---- 5. teardown: the allocating warp frees TMEM once every warp has read it ----------------
     cute.arch.sync_threads()

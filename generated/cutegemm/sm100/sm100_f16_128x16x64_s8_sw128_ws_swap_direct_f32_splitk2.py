@@ -156,6 +156,184 @@ def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexp
     return index, phase
 
 
+@cute.jit
+def producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, schedule):
+    """The TMA warp: per tile, per k-tile, waits until the MMAs have released ring slot `stage`,
+    arms its full barrier with TX_BYTES and loads A and B into it; returns the ring position."""
+    k_tiles, worker, workers, num_tiles, tiles_m, tiles_n, k_begin, k_end = schedule
+    for t in cutlass.range(worker, num_tiles, workers, unroll=1):
+        tm, tn = tile_coords(t, tiles_m, tiles_n)
+        for k in cutlass.range(k_begin, k_end, unroll=1):
+            cute.arch.mbarrier_wait(empty + stage, phase)
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES)
+            cute.copy(tma_a, tAgA[(None, tm, k)], tAsA[(None, stage)], tma_bar_ptr=full + stage)
+            cute.copy(tma_b, tBgB[(None, tn, k)], tBsB[(None, stage)], tma_bar_ptr=full + stage)
+            # the next slot; past the last one the ring wraps to slot 0, one phase later
+            stage, phase = ring_next(stage, phase, STAGES)
+    # tail: this CTA's MMA warp released the last STAGES loads' slots
+    # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
+    # the arrivals, so none targets this CTA's SMEM after it exits
+    for _ in cutlass.range(STAGES, unroll=1):
+        cute.arch.mbarrier_wait(empty + stage, phase)
+        # the next ring position: past the last slot, slot 0 one phase later
+        stage, phase = ring_next(stage, phase, STAGES)
+    return stage, phase
+
+
+@cute.jit
+def mma(
+    tiled_mma,
+    acc,
+    tCrA,
+    tCrB,
+    full,
+    empty,
+    stage,
+    phase,
+    acc_full,
+    acc_empty,
+    slot,
+    slot_phase,
+    schedule,
+):
+    """The MMA warp: per tile, waits until the epilogue has drained accumulator slot `slot`, then
+    per k-tile waits for ring slot `stage` to fill, issues its MMAs and commits the slot back
+    empty, and commits the accumulator slot full; returns the ring and slot positions."""
+    k_tiles, worker, workers, num_tiles, tiles_m, tiles_n, k_begin, k_end = schedule
+    for t in cutlass.range(worker, num_tiles, workers, unroll=1):
+        cute.arch.mbarrier_wait(acc_empty + slot, slot_phase)  # the epilogue drained the slot
+        acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): this tile's accumulator
+        # TMEM is not zeroed: the first MMA of each tile overwrites, every later one adds
+        tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
+        for k in cutlass.range(k_begin, k_end, unroll=1):
+            cute.arch.mbarrier_wait(full + stage, phase)
+            for kb in cutlass.range_constexpr(K_BLOCKS):
+                cute.gemm(
+                    tiled_mma,
+                    acc_t,
+                    tCrA[(None, None, kb, stage)],
+                    tCrB[(None, None, kb, stage)],
+                    acc_t,
+                )
+                tiled_mma.set(tcgen05.Field.ACCUMULATE, True)  # every later MMA adds
+            with cute.arch.elect_one():
+                tcgen05.commit(empty + stage)  # arrives once these MMAs have read the slot
+            # the next slot; past the last one the ring wraps to slot 0, one phase later
+            stage, phase = ring_next(stage, phase, STAGES)
+        with cute.arch.elect_one():
+            tcgen05.commit(acc_full + slot)  # arrives once every MMA of the tile has finished
+        # the next accumulator slot; past the last one, slot 0 one phase later
+        slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
+    # tail: wait until the epilogue has released every slot, so no arrive targets this CTA's
+    # SMEM after it exits
+    for _ in cutlass.range(ACC_SLOTS, unroll=1):
+        cute.arch.mbarrier_wait(acc_empty + slot, slot_phase)
+        slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
+    return stage, phase, slot, slot_phase
+
+
+@cute.jit
+def epilogue(
+    acc, tCgC, tidx, acc_full, acc_empty, slot, slot_phase, schedule, rank, sStage, staged, consumed
+):
+    """The epilogue warps, per tile: wait for this rank's partial in its accumulator slot; ranks 1..
+    stage it in SMEM for rank 0, which adds them through DSMEM in rank order and stores C; returns
+    the slot position."""
+    k_tiles, worker, workers, num_tiles, tiles_m, tiles_n, k_begin, k_end = schedule
+    # split-K reduction through DSMEM; rank 0 stores
+    etidx = tidx % EPILOGUE_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
+    # this thread's staging row, cut like the accumulator into EPI_COLS-column chunks:
+    # (STAGE_VEC, EPI_COLS / STAGE_VEC, 1, chunks)
+    my_stage = cute.flat_divide(sStage[(etidx, None, None)], (STAGE_VEC, EPI_COLS // STAGE_VEC))
+    empty_share = k_end == k_begin  # no MMA ran here: the TMEM slot holds no partial
+    tile_count = cutlass.Int32(0)  # tiles done: the parity of the staged / consumed barriers
+    for t in cutlass.range(worker, num_tiles, workers, unroll=1):
+        tm, tn = tile_coords(t, tiles_m, tiles_n)
+        acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): the tile's partial
+        tCgC_t = tCgC[(None, None, None, tm, tn)]  # (MMA, MMA_M, MMA_N): the tile's C
+        cute.arch.mbarrier_wait(acc_full + slot, slot_phase)  # this rank's MMAs have finished
+        epi = ((cute.size(acc_t, mode=[0, 0]), EPI_COLS),)
+        acc_epi = cute.zipped_divide(acc_t, epi)  # ((TM, EPI_COLS), chunks)
+        gC_epi = cute.zipped_divide(tCgC_t, epi)  # ((TM, EPI_COLS), chunks)
+        t2r = tcgen05.make_tmem_copy(
+            cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x16), ACC_DTYPE),
+            acc_epi[None, 0],
+        )
+        t2r_thr = t2r.get_slice(etidx)
+        src = t2r_thr.partition_S(acc_epi)  # (T2R, T2R_M, chunks)
+        dst = t2r_thr.partition_D(gC_epi)  # (T2R, T2R_M, chunks)
+        r_acc = cute.make_rmem_tensor(dst[None, None, 0].shape, ACC_DTYPE)
+        r_out = cute.make_rmem_tensor(dst[None, None, 0].shape, OUT_DTYPE)
+        # the chunk's registers as 16-byte runs: (STAGE_VEC, EPI_COLS / STAGE_VEC)
+        r_vec = cute.make_tensor(
+            r_acc.iterator, cute.make_layout((STAGE_VEC, EPI_COLS // STAGE_VEC))
+        )
+        if rank != 0:
+            if tile_count > 0:
+                # rank 0 has read the previous tile's partial out of my staging
+                wait_cluster_acquire(consumed, (tile_count - 1) % 2)
+            for i in cutlass.range_constexpr(EPI_CHUNKS):
+                cute.copy(t2r, src[None, None, i], r_acc)
+                # the tile's last TMEM load: hand the slot back before converting and storing
+                if i == 0:
+                    cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld
+                    # one arrive per warp: elect.sync reconverges the warp after every
+                    # lane's wait
+                    with cute.arch.elect_one():
+                        cute.arch.mbarrier_arrive(acc_empty + slot)
+                if empty_share:
+                    r_acc.fill(0.0)
+                cute.autovec_copy(r_vec, my_stage[(None, None, 0, i)])
+            # the warp's staging stores precede its elected lane's release arrive on rank 0
+            cute.arch.sync_warp()
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive(
+                    staged, peer_cta_rank_in_cluster=0, scope=nvvm.MemScopeKind.CLUSTER
+                )
+        else:
+            # every peer's partial of this tile is staged (acquire: their stores are visible)
+            wait_cluster_acquire(staged, tile_count % 2)
+            for i in cutlass.range_constexpr(EPI_CHUNKS):
+                cute.copy(t2r, src[None, None, i], r_acc)
+                # the tile's last TMEM load: hand the slot back before converting and storing
+                if i == 0:
+                    cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld
+                    # one arrive per warp: elect.sync reconverges the warp after every
+                    # lane's wait
+                    with cute.arch.elect_one():
+                        cute.arch.mbarrier_arrive(acc_empty + slot)
+                if empty_share:
+                    r_acc.fill(0.0)
+                mine = my_stage[(None, None, 0, i)]  # (STAGE_VEC, EPI_COLS / STAGE_VEC)
+                # fixed order: deterministic sums
+                for peer in cutlass.range_constexpr(1, SPLITS):
+                    # (STAGE_VEC, EPI_COLS / STAGE_VEC) in the peer's SMEM
+                    peer_stage = cute.make_tensor(
+                        cute.arch.map_dsmem_ptr(mine.iterator, peer), mine.layout
+                    )
+                    peer_vals = cute.make_rmem_tensor(r_vec.layout, ACC_DTYPE)
+                    cute.autovec_copy(peer_stage, peer_vals)
+                    r_vec.store(r_vec.load() + peer_vals.load())
+                r_out.store(r_acc.load().to(OUT_DTYPE))
+                cute.autovec_copy(r_out, dst[None, None, i])
+            # the warp's DSMEM loads precede its elected lane's release of the peers' staging
+            cute.arch.sync_warp()
+            with cute.arch.elect_one():
+                for peer in cutlass.range_constexpr(1, SPLITS):
+                    cute.arch.mbarrier_arrive(
+                        consumed, peer_cta_rank_in_cluster=peer, scope=nvvm.MemScopeKind.CLUSTER
+                    )
+        # one staged / consumed phase per tile: the next wait is one parity later
+        tile_count += 1
+        # the next accumulator slot; past the last one, slot 0 one phase later
+        slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
+    # rank 0 must finish reading my staging before this CTA exits
+    if rank != 0 and tile_count > 0:
+        wait_cluster_acquire(consumed, (tile_count - 1) % 2)
+    return slot, slot_phase
+
+
 @cute.kernel
 def gemm_kernel(
     tiled_mma: cute.TiledMma,
@@ -264,153 +442,49 @@ def gemm_kernel(
     k_begin = rank * k_tiles // SPLITS
     k_end = (rank + 1) * k_tiles // SPLITS
 
+    # the tile schedule every role walks
+    schedule = (k_tiles, worker, workers, num_tiles, tiles_m, tiles_n, k_begin, k_end)
     if warp_idx == TMA_WARP:
         # ---- 3a. TMA producer: per tile, wait for empty slots, arm them, load ------------------
         # the ring's stage and phase run on across tiles
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
-        for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            tm, tn = tile_coords(t, tiles_m, tiles_n)
-            for k in cutlass.range(k_begin, k_end, unroll=1):
-                cute.arch.mbarrier_wait(empty + stage, phase)
-                with cute.arch.elect_one():
-                    cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES)
-                cute.copy(tma_a, tAgA[(None, tm, k)], tAsA[(None, stage)], tma_bar_ptr=full + stage)
-                cute.copy(tma_b, tBgB[(None, tn, k)], tBsB[(None, stage)], tma_bar_ptr=full + stage)
-                # the next slot; past the last one the ring wraps to slot 0, one phase later
-                stage, phase = ring_next(stage, phase, STAGES)
-        # tail: this CTA's MMA warp released the last STAGES loads' slots
-        # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
-        # the arrivals, so none targets this CTA's SMEM after it exits
-        for _ in cutlass.range(STAGES, unroll=1):
-            cute.arch.mbarrier_wait(empty + stage, phase)
-            # the next ring position: past the last slot, slot 0 one phase later
-            stage, phase = ring_next(stage, phase, STAGES)
+        producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, schedule)
     elif warp_idx == MMA_WARP:
         # ---- 3b. MMA issuer: per tile, claim a drained accumulator slot, run the ring
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
-        for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            cute.arch.mbarrier_wait(acc_empty + slot, slot_phase)  # the epilogue drained the slot
-            acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): this tile's accumulator
-            # TMEM is not zeroed: the first MMA of each tile overwrites, every later one adds
-            tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
-            for k in cutlass.range(k_begin, k_end, unroll=1):
-                cute.arch.mbarrier_wait(full + stage, phase)
-                for kb in cutlass.range_constexpr(K_BLOCKS):
-                    cute.gemm(
-                        tiled_mma,
-                        acc_t,
-                        tCrA[(None, None, kb, stage)],
-                        tCrB[(None, None, kb, stage)],
-                        acc_t,
-                    )
-                    tiled_mma.set(tcgen05.Field.ACCUMULATE, True)  # every later MMA adds
-                with cute.arch.elect_one():
-                    tcgen05.commit(empty + stage)  # arrives once these MMAs have read the slot
-                # the next slot; past the last one the ring wraps to slot 0, one phase later
-                stage, phase = ring_next(stage, phase, STAGES)
-            with cute.arch.elect_one():
-                tcgen05.commit(acc_full + slot)  # arrives once every MMA of the tile has finished
-            # the next accumulator slot; past the last one, slot 0 one phase later
-            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
-        # tail: wait until the epilogue has released every slot, so no arrive targets this CTA's
-        # SMEM after it exits
-        for _ in cutlass.range(ACC_SLOTS, unroll=1):
-            cute.arch.mbarrier_wait(acc_empty + slot, slot_phase)
-            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
+        mma(
+            tiled_mma,
+            acc,
+            tCrA,
+            tCrB,
+            full,
+            empty,
+            stage,
+            phase,
+            acc_full,
+            acc_empty,
+            slot,
+            slot_phase,
+            schedule,
+        )
     elif warp_idx >= EPILOGUE_WARP:
         # ---- 4. epilogue (warps 2-5), per tile ---------------------------------------------------
-        # split-K reduction through DSMEM; rank 0 stores
-        etidx = tidx % EPILOGUE_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
-        # this thread's staging row, cut like the accumulator into EPI_COLS-column chunks:
-        # (STAGE_VEC, EPI_COLS / STAGE_VEC, 1, chunks)
-        my_stage = cute.flat_divide(sStage[(etidx, None, None)], (STAGE_VEC, EPI_COLS // STAGE_VEC))
-        empty_share = k_end == k_begin  # no MMA ran here: the TMEM slot holds no partial
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
-        tile_count = cutlass.Int32(0)  # tiles done: the parity of the staged / consumed barriers
-        for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            tm, tn = tile_coords(t, tiles_m, tiles_n)
-            acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): the tile's partial
-            tCgC_t = tCgC[(None, None, None, tm, tn)]  # (MMA, MMA_M, MMA_N): the tile's C
-            cute.arch.mbarrier_wait(acc_full + slot, slot_phase)  # this rank's MMAs have finished
-            epi = ((cute.size(acc_t, mode=[0, 0]), EPI_COLS),)
-            acc_epi = cute.zipped_divide(acc_t, epi)  # ((TM, EPI_COLS), chunks)
-            gC_epi = cute.zipped_divide(tCgC_t, epi)  # ((TM, EPI_COLS), chunks)
-            t2r = tcgen05.make_tmem_copy(
-                cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x16), ACC_DTYPE),
-                acc_epi[None, 0],
-            )
-            t2r_thr = t2r.get_slice(etidx)
-            src = t2r_thr.partition_S(acc_epi)  # (T2R, T2R_M, chunks)
-            dst = t2r_thr.partition_D(gC_epi)  # (T2R, T2R_M, chunks)
-            r_acc = cute.make_rmem_tensor(dst[None, None, 0].shape, ACC_DTYPE)
-            r_out = cute.make_rmem_tensor(dst[None, None, 0].shape, OUT_DTYPE)
-            # the chunk's registers as 16-byte runs: (STAGE_VEC, EPI_COLS / STAGE_VEC)
-            r_vec = cute.make_tensor(
-                r_acc.iterator, cute.make_layout((STAGE_VEC, EPI_COLS // STAGE_VEC))
-            )
-            if rank != 0:
-                if tile_count > 0:
-                    # rank 0 has read the previous tile's partial out of my staging
-                    wait_cluster_acquire(consumed, (tile_count - 1) % 2)
-                for i in cutlass.range_constexpr(EPI_CHUNKS):
-                    cute.copy(t2r, src[None, None, i], r_acc)
-                    # the tile's last TMEM load: hand the slot back before converting and storing
-                    if i == 0:
-                        cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld
-                        # one arrive per warp: elect.sync reconverges the warp after every
-                        # lane's wait
-                        with cute.arch.elect_one():
-                            cute.arch.mbarrier_arrive(acc_empty + slot)
-                    if empty_share:
-                        r_acc.fill(0.0)
-                    cute.autovec_copy(r_vec, my_stage[(None, None, 0, i)])
-                # the warp's staging stores precede its elected lane's release arrive on rank 0
-                cute.arch.sync_warp()
-                with cute.arch.elect_one():
-                    cute.arch.mbarrier_arrive(
-                        staged, peer_cta_rank_in_cluster=0, scope=nvvm.MemScopeKind.CLUSTER
-                    )
-            else:
-                # every peer's partial of this tile is staged (acquire: their stores are visible)
-                wait_cluster_acquire(staged, tile_count % 2)
-                for i in cutlass.range_constexpr(EPI_CHUNKS):
-                    cute.copy(t2r, src[None, None, i], r_acc)
-                    # the tile's last TMEM load: hand the slot back before converting and storing
-                    if i == 0:
-                        cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld
-                        # one arrive per warp: elect.sync reconverges the warp after every
-                        # lane's wait
-                        with cute.arch.elect_one():
-                            cute.arch.mbarrier_arrive(acc_empty + slot)
-                    if empty_share:
-                        r_acc.fill(0.0)
-                    mine = my_stage[(None, None, 0, i)]  # (STAGE_VEC, EPI_COLS / STAGE_VEC)
-                    # fixed order: deterministic sums
-                    for peer in cutlass.range_constexpr(1, SPLITS):
-                        # (STAGE_VEC, EPI_COLS / STAGE_VEC) in the peer's SMEM
-                        peer_stage = cute.make_tensor(
-                            cute.arch.map_dsmem_ptr(mine.iterator, peer), mine.layout
-                        )
-                        peer_vals = cute.make_rmem_tensor(r_vec.layout, ACC_DTYPE)
-                        cute.autovec_copy(peer_stage, peer_vals)
-                        r_vec.store(r_vec.load() + peer_vals.load())
-                    r_out.store(r_acc.load().to(OUT_DTYPE))
-                    cute.autovec_copy(r_out, dst[None, None, i])
-                # the warp's DSMEM loads precede its elected lane's release of the peers' staging
-                cute.arch.sync_warp()
-                with cute.arch.elect_one():
-                    for peer in cutlass.range_constexpr(1, SPLITS):
-                        cute.arch.mbarrier_arrive(
-                            consumed, peer_cta_rank_in_cluster=peer, scope=nvvm.MemScopeKind.CLUSTER
-                        )
-            # one staged / consumed phase per tile: the next wait is one parity later
-            tile_count += 1
-            # the next accumulator slot; past the last one, slot 0 one phase later
-            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
-        # rank 0 must finish reading my staging before this CTA exits
-        if rank != 0 and tile_count > 0:
-            wait_cluster_acquire(consumed, (tile_count - 1) % 2)
+        epilogue(
+            acc,
+            tCgC,
+            tidx,
+            acc_full,
+            acc_empty,
+            slot,
+            slot_phase,
+            schedule,
+            rank,
+            sStage,
+            staged,
+            consumed,
+        )
 
     # ---- 5. teardown: the allocating warp frees TMEM once every warp has read it ----------------
     cute.arch.sync_threads()

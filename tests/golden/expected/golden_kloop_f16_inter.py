@@ -112,6 +112,93 @@ def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexp
     return index, phase
 
 
+@cute.jit
+def mainloop(
+    tma_a,
+    tAgA,
+    tAsA,
+    tma_b,
+    tBgB,
+    tBsB,
+    tiled_mma,
+    acc,
+    tCrA,
+    tCrB,
+    full,
+    empty,
+    acc_full,
+    p_stage,
+    p_phase,
+    c_stage,
+    c_phase,
+    k_tiles,
+):
+    """The one loop warp: per step, loads k-tile k into ring slot `p_stage` once the MMAs have
+    released it, and multiplies k-tile k - (STAGES - 1) from slot `c_stage` once it has filled;
+    then commits acc_full; returns both ring positions."""
+    # TMEM is not zeroed: the first MMA of the tile overwrites, every later one adds
+    tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
+    for k in cutlass.range(k_tiles + STAGES - 1, unroll=1):
+        # load k-tile k into the next slot once its MMAs have retired
+        if k < k_tiles:
+            cute.arch.mbarrier_wait(empty + p_stage, p_phase)
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive_and_expect_tx(full + p_stage, TX_BYTES)
+            cute.copy(tma_a, tAgA[(None, k)], tAsA[(None, p_stage)], tma_bar_ptr=full + p_stage)
+            cute.copy(tma_b, tBgB[(None, k)], tBsB[(None, p_stage)], tma_bar_ptr=full + p_stage)
+            # the next slot; past the last one the ring wraps to slot 0, one phase later
+            p_stage, p_phase = ring_next(p_stage, p_phase, STAGES)
+        # multiply k-tile k - (STAGES - 1)
+        if k >= STAGES - 1 and k - (STAGES - 1) < k_tiles:
+            cute.arch.mbarrier_wait(full + c_stage, c_phase)
+            for kb in cutlass.range_constexpr(K_BLOCKS):
+                cute.gemm(
+                    tiled_mma,
+                    acc,
+                    tCrA[(None, None, kb, c_stage)],
+                    tCrB[(None, None, kb, c_stage)],
+                    acc,
+                )
+                tiled_mma.set(tcgen05.Field.ACCUMULATE, True)  # every later MMA adds
+            with cute.arch.elect_one():
+                tcgen05.commit(empty + c_stage)  # arrives once these MMAs have read the slot
+            # the next slot; past the last one the ring wraps to slot 0, one phase later
+            c_stage, c_phase = ring_next(c_stage, c_phase, STAGES)
+    with cute.arch.elect_one():
+        tcgen05.commit(acc_full)  # arrives once every MMA of the tile has finished
+    # tail: this warp released the last STAGES loads' slots
+    # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
+    # the arrivals, so none targets this CTA's SMEM after it exits
+    for _ in cutlass.range(STAGES, unroll=1):
+        cute.arch.mbarrier_wait(empty + p_stage, p_phase)
+        # the next ring position: past the last slot, slot 0 one phase later
+        p_stage, p_phase = ring_next(p_stage, p_phase, STAGES)
+    return p_stage, p_phase, c_stage, c_phase
+
+
+@cute.jit
+def epilogue(acc, tCgC, tidx, acc_full):
+    """Every warp, once the tile's MMAs have finished: TMEM -> registers (32 lanes per warp) -> f16
+    -> global."""
+    cute.arch.mbarrier_wait(acc_full, 0)  # completes once, at phase 0, after the final commit
+    epi = ((cute.size(acc, mode=[0, 0]), EPI_COLS),)
+    acc_epi = cute.zipped_divide(acc, epi)  # ((TM, EPI_COLS), chunks)
+    gC_epi = cute.zipped_divide(tCgC, epi)  # ((TM, EPI_COLS), chunks)
+    t2r = tcgen05.make_tmem_copy(
+        cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x64), ACC_DTYPE),
+        acc_epi[None, 0],
+    )
+    t2r_thr = t2r.get_slice(tidx)
+    src = t2r_thr.partition_S(acc_epi)  # (T2R, T2R_M, chunks)
+    dst = t2r_thr.partition_D(gC_epi)  # (T2R, T2R_M, chunks)
+    r_acc = cute.make_rmem_tensor(dst[None, None, 0].shape, ACC_DTYPE)
+    r_out = cute.make_rmem_tensor(dst[None, None, 0].shape, IO_DTYPE)
+    for i in cutlass.range_constexpr(EPI_CHUNKS):
+        cute.copy(t2r, src[None, None, i], r_acc)
+        r_out.store(r_acc.load().to(IO_DTYPE))
+        cute.autovec_copy(r_out, dst[None, None, i])
+
+
 @cute.kernel
 def gemm_kernel(
     tiled_mma: cute.TiledMma,
@@ -191,63 +278,29 @@ def gemm_kernel(
         # producer (p_*) and consumer (c_*) walk the same ring with their own stage/phase counters
         p_stage, p_phase = cutlass.Int32(0), cutlass.Int32(0)
         c_stage, c_phase = cutlass.Int32(0), cutlass.Int32(0)
-        # TMEM is not zeroed: the first MMA of the tile overwrites, every later one adds
-        tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
-        for k in cutlass.range(k_tiles + STAGES - 1, unroll=1):
-            # load k-tile k into the next slot once its MMAs have retired
-            if k < k_tiles:
-                cute.arch.mbarrier_wait(empty + p_stage, p_phase)
-                with cute.arch.elect_one():
-                    cute.arch.mbarrier_arrive_and_expect_tx(full + p_stage, TX_BYTES)
-                cute.copy(tma_a, tAgA[(None, k)], tAsA[(None, p_stage)], tma_bar_ptr=full + p_stage)
-                cute.copy(tma_b, tBgB[(None, k)], tBsB[(None, p_stage)], tma_bar_ptr=full + p_stage)
-                # the next slot; past the last one the ring wraps to slot 0, one phase later
-                p_stage, p_phase = ring_next(p_stage, p_phase, STAGES)
-            # multiply k-tile k - (STAGES - 1)
-            if k >= STAGES - 1 and k - (STAGES - 1) < k_tiles:
-                cute.arch.mbarrier_wait(full + c_stage, c_phase)
-                for kb in cutlass.range_constexpr(K_BLOCKS):
-                    cute.gemm(
-                        tiled_mma,
-                        acc,
-                        tCrA[(None, None, kb, c_stage)],
-                        tCrB[(None, None, kb, c_stage)],
-                        acc,
-                    )
-                    tiled_mma.set(tcgen05.Field.ACCUMULATE, True)  # every later MMA adds
-                with cute.arch.elect_one():
-                    tcgen05.commit(empty + c_stage)  # arrives once these MMAs have read the slot
-                # the next slot; past the last one the ring wraps to slot 0, one phase later
-                c_stage, c_phase = ring_next(c_stage, c_phase, STAGES)
-        with cute.arch.elect_one():
-            tcgen05.commit(acc_full)  # arrives once every MMA of the tile has finished
-        # tail: this warp released the last STAGES loads' slots
-        # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
-        # the arrivals, so none targets this CTA's SMEM after it exits
-        for _ in cutlass.range(STAGES, unroll=1):
-            cute.arch.mbarrier_wait(empty + p_stage, p_phase)
-            # the next ring position: past the last slot, slot 0 one phase later
-            p_stage, p_phase = ring_next(p_stage, p_phase, STAGES)
+        mainloop(
+            tma_a,
+            tAgA,
+            tAsA,
+            tma_b,
+            tBgB,
+            tBsB,
+            tiled_mma,
+            acc,
+            tCrA,
+            tCrB,
+            full,
+            empty,
+            acc_full,
+            p_stage,
+            p_phase,
+            c_stage,
+            c_phase,
+            k_tiles,
+        )
 
     # ---- 4. epilogue (all warps) -----------------------------------------------------------------
-    # TMEM -> registers (32 lanes per warp) -> f16 -> global
-    cute.arch.mbarrier_wait(acc_full, 0)  # completes once, at phase 0, after the final commit
-    epi = ((cute.size(acc, mode=[0, 0]), EPI_COLS),)
-    acc_epi = cute.zipped_divide(acc, epi)  # ((TM, EPI_COLS), chunks)
-    gC_epi = cute.zipped_divide(tCgC, epi)  # ((TM, EPI_COLS), chunks)
-    t2r = tcgen05.make_tmem_copy(
-        cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x64), ACC_DTYPE),
-        acc_epi[None, 0],
-    )
-    t2r_thr = t2r.get_slice(tidx)
-    src = t2r_thr.partition_S(acc_epi)  # (T2R, T2R_M, chunks)
-    dst = t2r_thr.partition_D(gC_epi)  # (T2R, T2R_M, chunks)
-    r_acc = cute.make_rmem_tensor(dst[None, None, 0].shape, ACC_DTYPE)
-    r_out = cute.make_rmem_tensor(dst[None, None, 0].shape, IO_DTYPE)
-    for i in cutlass.range_constexpr(EPI_CHUNKS):
-        cute.copy(t2r, src[None, None, i], r_acc)
-        r_out.store(r_acc.load().to(IO_DTYPE))
-        cute.autovec_copy(r_out, dst[None, None, i])
+    epilogue(acc, tCgC, tidx, acc_full)
 
     # ---- 5. teardown: the allocating warp frees TMEM once every warp has read it ----------------
     cute.arch.sync_threads()
