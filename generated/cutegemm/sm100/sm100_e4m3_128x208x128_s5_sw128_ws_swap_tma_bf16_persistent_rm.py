@@ -139,6 +139,171 @@ def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexp
     return index, phase
 
 
+@cute.jit
+def producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, schedule):
+    """The TMA warp: per tile, per k-tile, waits until the MMAs have released ring slot `stage`,
+    arms its full barrier with TX_BYTES and loads A and B into it; returns the ring position."""
+    k_tiles, worker, workers, num_tiles, tiles_m, tiles_n = schedule
+    for t in cutlass.range(worker, num_tiles, workers, unroll=1):
+        tm, tn = tile_coords(t, tiles_m, tiles_n)
+        for k in cutlass.range(k_tiles, unroll=1):
+            cute.arch.mbarrier_wait(empty + stage, phase)
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES)
+            cute.copy(tma_a, tAgA[(None, tm, k)], tAsA[(None, stage)], tma_bar_ptr=full + stage)
+            cute.copy(tma_b, tBgB[(None, tn, k)], tBsB[(None, stage)], tma_bar_ptr=full + stage)
+            # the next slot; past the last one the ring wraps to slot 0, one phase later
+            stage, phase = ring_next(stage, phase, STAGES)
+    # tail: this CTA's MMA warp released the last STAGES loads' slots
+    # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
+    # the arrivals, so none targets this CTA's SMEM after it exits
+    for _ in cutlass.range(STAGES, unroll=1):
+        cute.arch.mbarrier_wait(empty + stage, phase)
+        # the next ring position: past the last slot, slot 0 one phase later
+        stage, phase = ring_next(stage, phase, STAGES)
+    return stage, phase
+
+
+@cute.jit
+def mma(
+    tiled_mma,
+    acc,
+    tCrA,
+    tCrB,
+    full,
+    empty,
+    stage,
+    phase,
+    acc_full,
+    acc_empty,
+    slot,
+    slot_phase,
+    schedule,
+):
+    """The MMA warp: per tile, waits until the epilogue has drained accumulator slot `slot`, then
+    per k-tile waits for ring slot `stage` to fill, issues its MMAs and commits the slot back
+    empty, and commits the accumulator slot full; returns the ring and slot positions."""
+    k_tiles, worker, workers, num_tiles, tiles_m, tiles_n = schedule
+    for t in cutlass.range(worker, num_tiles, workers, unroll=1):
+        cute.arch.mbarrier_wait(acc_empty + slot, slot_phase)  # the epilogue drained the slot
+        acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): this tile's accumulator
+        # TMEM is not zeroed: the first MMA of each tile overwrites, every later one adds
+        tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
+        for k in cutlass.range(k_tiles, unroll=1):
+            cute.arch.mbarrier_wait(full + stage, phase)
+            for kb in cutlass.range_constexpr(K_BLOCKS):
+                cute.gemm(
+                    tiled_mma,
+                    acc_t,
+                    tCrA[(None, None, kb, stage)],
+                    tCrB[(None, None, kb, stage)],
+                    acc_t,
+                )
+                tiled_mma.set(tcgen05.Field.ACCUMULATE, True)  # every later MMA adds
+            with cute.arch.elect_one():
+                tcgen05.commit(empty + stage)  # arrives once these MMAs have read the slot
+            # the next slot; past the last one the ring wraps to slot 0, one phase later
+            stage, phase = ring_next(stage, phase, STAGES)
+        with cute.arch.elect_one():
+            tcgen05.commit(acc_full + slot)  # arrives once every MMA of the tile has finished
+        # the next accumulator slot; past the last one, slot 0 one phase later
+        slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
+    # tail: wait until the epilogue has released every slot, so no arrive targets this CTA's
+    # SMEM after it exits
+    for _ in cutlass.range(ACC_SLOTS, unroll=1):
+        cute.arch.mbarrier_wait(acc_empty + slot, slot_phase)
+        slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
+    return stage, phase, slot, slot_phase
+
+
+@cute.jit
+def epilogue(acc, tCgC, tidx, acc_full, acc_empty, slot, slot_phase, schedule, warp_idx, tma_c, sC):
+    """The epilogue warps, per tile: wait for its accumulator slot to fill, then TMEM -> registers
+    -> bf16 -> SMEM -> TMA store, handing the slot back after the last TMEM load; returns the slot
+    position."""
+    k_tiles, worker, workers, num_tiles, tiles_m, tiles_n = schedule
+    # a named barrier syncs the epilogue warps alone; the producer and MMA warps keep looping
+    etidx = tidx % EPILOGUE_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
+    for t in cutlass.range(worker, num_tiles, workers, unroll=1):
+        tm, tn = tile_coords(t, tiles_m, tiles_n)
+        acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): the tile's accumulator
+        tCgC_t = tCgC[(None, None, None, tm, tn)]  # (MMA, MMA_M, MMA_N): the tile's C
+        cute.arch.mbarrier_wait(acc_full + slot, slot_phase)  # the tile's MMAs have finished
+        # (EPI_M, EPI_N, 1, SUBTILES): the accumulator and the C tile cut into sub-tiles
+        acc_epi = cute.flat_divide(acc_t[((None, None), 0, 0)], EPI_TILE)
+        gC_epi = cute.flat_divide(tCgC_t[((None, None), 0, 0)], EPI_TILE)
+        # (TMA, EPI_BUFFERS), (TMA, 1, SUBTILES)
+        tDsC, tDgC = cpasync.tma_partition(
+            tma_c,
+            0,
+            cute.make_layout(1),
+            cute.group_modes(sC, 0, 2),
+            cute.group_modes(gC_epi, 0, 2),
+        )
+        # warp w reads TMEM lanes 32 (w % 4) ... + 31: each thread owns one row of a sub-tile
+        t2r = tcgen05.make_tmem_copy(
+            cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x16), ACC_DTYPE),
+            acc_epi[(None, None, 0, 0)],
+        )
+        t2r_thr = t2r.get_slice(etidx)
+        src = t2r_thr.partition_S(acc_epi)  # (T2R, T2R_M, T2R_N, 1, SUBTILES)
+        # (T2R, T2R_M, T2R_N): one sub-tile's f32 accumulators
+        r_acc = cute.make_rmem_tensor(
+            t2r_thr.partition_D(gC_epi)[(None, None, None, 0, 0)].shape, ACC_DTYPE
+        )
+        # registers -> SMEM with the same thread/value ownership, one element per store: the
+        # sub-tile is M-major, so a thread's row is strided; the warp's 32 rows of one column
+        # are contiguous
+        r2s = cute.make_tiled_copy_D(
+            cute.make_copy_atom(
+                cute.nvgpu.CopyUniversalOp(), OUT_DTYPE, num_bits_per_copy=OUT_DTYPE.width
+            ),
+            t2r,
+        )
+        r2s_thr = r2s.get_slice(etidx)
+        r2s_sC = r2s_thr.partition_D(sC)  # (R2S, R2S_M, R2S_N, EPI_BUFFERS)
+        r2s_acc = r2s.retile(r_acc)  # (R2S, R2S_M, R2S_N)
+        r_out = cute.make_rmem_tensor(r2s_acc.shape, OUT_DTYPE)
+        for i in cutlass.range_constexpr(EPI_SUBTILES):
+            buf = i % EPI_BUFFERS  # the buffers alternate
+            cute.copy(t2r, src[(None, None, None, 0, i)], r_acc)
+            # the tile's last TMEM load: hand the slot back before converting and storing
+            if i == EPI_SUBTILES - 1:
+                cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld
+                # one arrive per warp: elect.sync reconverges the warp after every
+                # lane's wait
+                with cute.arch.elect_one():
+                    cute.arch.mbarrier_arrive(acc_empty + slot)
+            r_out.store(r2s_acc.load().to(OUT_DTYPE))
+            cute.copy(r2s, r_out, r2s_sC[(None, None, None, buf)])
+            # make the SMEM writes visible to the async proxy (TMA), then gather all
+            cute.arch.fence_proxy("async.shared", space="cta")
+            # every row of the sub-tile is in SMEM
+            cute.arch.barrier(barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=EPILOGUE_THREADS)
+            if warp_idx == EPILOGUE_WARP:
+                # one elected lane stores the sub-tile; TMA clips rows and columns past M
+                # and N
+                cute.copy(tma_c, tDsC[(None, buf)], tDgC[(None, 0, i)])
+                cute.arch.cp_async_bulk_commit_group()
+                # at most EPI_BUFFERS - 1 stores may still read SMEM: the next buffer is
+                # free
+                cute.arch.cp_async_bulk_wait_group(EPI_BUFFERS - 1, read=True)
+            # nobody refills a buffer before its store has read it
+            cute.arch.barrier(barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=EPILOGUE_THREADS)
+        # an odd number of sub-tiles: the next tile's first one fills the buffer the last store
+        # may still read
+        if warp_idx == EPILOGUE_WARP:
+            cute.arch.cp_async_bulk_wait_group(0, read=True)
+        # the last store has read its buffer
+        cute.arch.barrier(barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=EPILOGUE_THREADS)
+        # the next accumulator slot; past the last one, slot 0 one phase later
+        slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
+    if warp_idx == EPILOGUE_WARP:
+        # SMEM must outlive the last store's read
+        cute.arch.cp_async_bulk_wait_group(0, read=True)
+    return slot, slot_phase
+
+
 @cute.kernel
 def gemm_kernel(
     tiled_mma: cute.TiledMma,
@@ -231,147 +396,38 @@ def gemm_kernel(
     )
     k_tiles = cute.size(gA, mode=[3])
 
+    # the tile schedule every role walks
+    schedule = (k_tiles, worker, workers, num_tiles, tiles_m, tiles_n)
     if warp_idx == TMA_WARP:
         # ---- 3a. TMA producer: per tile, wait for empty slots, arm them, load ------------------
         # the ring's stage and phase run on across tiles
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
-        for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            tm, tn = tile_coords(t, tiles_m, tiles_n)
-            for k in cutlass.range(k_tiles, unroll=1):
-                cute.arch.mbarrier_wait(empty + stage, phase)
-                with cute.arch.elect_one():
-                    cute.arch.mbarrier_arrive_and_expect_tx(full + stage, TX_BYTES)
-                cute.copy(tma_a, tAgA[(None, tm, k)], tAsA[(None, stage)], tma_bar_ptr=full + stage)
-                cute.copy(tma_b, tBgB[(None, tn, k)], tBsB[(None, stage)], tma_bar_ptr=full + stage)
-                # the next slot; past the last one the ring wraps to slot 0, one phase later
-                stage, phase = ring_next(stage, phase, STAGES)
-        # tail: this CTA's MMA warp released the last STAGES loads' slots
-        # with tcgen05.commit, which arrives asynchronously, once those MMAs finish: wait for
-        # the arrivals, so none targets this CTA's SMEM after it exits
-        for _ in cutlass.range(STAGES, unroll=1):
-            cute.arch.mbarrier_wait(empty + stage, phase)
-            # the next ring position: past the last slot, slot 0 one phase later
-            stage, phase = ring_next(stage, phase, STAGES)
+        producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, schedule)
     elif warp_idx == MMA_WARP:
         # ---- 3b. MMA issuer: per tile, claim a drained accumulator slot, run the ring
         stage, phase = cutlass.Int32(0), cutlass.Int32(0)
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
-        for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            cute.arch.mbarrier_wait(acc_empty + slot, slot_phase)  # the epilogue drained the slot
-            acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): this tile's accumulator
-            # TMEM is not zeroed: the first MMA of each tile overwrites, every later one adds
-            tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
-            for k in cutlass.range(k_tiles, unroll=1):
-                cute.arch.mbarrier_wait(full + stage, phase)
-                for kb in cutlass.range_constexpr(K_BLOCKS):
-                    cute.gemm(
-                        tiled_mma,
-                        acc_t,
-                        tCrA[(None, None, kb, stage)],
-                        tCrB[(None, None, kb, stage)],
-                        acc_t,
-                    )
-                    tiled_mma.set(tcgen05.Field.ACCUMULATE, True)  # every later MMA adds
-                with cute.arch.elect_one():
-                    tcgen05.commit(empty + stage)  # arrives once these MMAs have read the slot
-                # the next slot; past the last one the ring wraps to slot 0, one phase later
-                stage, phase = ring_next(stage, phase, STAGES)
-            with cute.arch.elect_one():
-                tcgen05.commit(acc_full + slot)  # arrives once every MMA of the tile has finished
-            # the next accumulator slot; past the last one, slot 0 one phase later
-            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
-        # tail: wait until the epilogue has released every slot, so no arrive targets this CTA's
-        # SMEM after it exits
-        for _ in cutlass.range(ACC_SLOTS, unroll=1):
-            cute.arch.mbarrier_wait(acc_empty + slot, slot_phase)
-            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
+        mma(
+            tiled_mma,
+            acc,
+            tCrA,
+            tCrB,
+            full,
+            empty,
+            stage,
+            phase,
+            acc_full,
+            acc_empty,
+            slot,
+            slot_phase,
+            schedule,
+        )
     elif warp_idx >= EPILOGUE_WARP:
         # ---- 4. epilogue (warps 2-5), per tile ---------------------------------------------------
-        # TMEM -> registers -> bf16 -> SMEM -> TMA store
-        # a named barrier syncs the epilogue warps alone; the producer and MMA warps keep looping
-        etidx = tidx % EPILOGUE_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
-        for t in cutlass.range(worker, num_tiles, workers, unroll=1):
-            tm, tn = tile_coords(t, tiles_m, tiles_n)
-            acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): the tile's accumulator
-            tCgC_t = tCgC[(None, None, None, tm, tn)]  # (MMA, MMA_M, MMA_N): the tile's C
-            cute.arch.mbarrier_wait(acc_full + slot, slot_phase)  # the tile's MMAs have finished
-            # (EPI_M, EPI_N, 1, SUBTILES): the accumulator and the C tile cut into sub-tiles
-            acc_epi = cute.flat_divide(acc_t[((None, None), 0, 0)], EPI_TILE)
-            gC_epi = cute.flat_divide(tCgC_t[((None, None), 0, 0)], EPI_TILE)
-            # (TMA, EPI_BUFFERS), (TMA, 1, SUBTILES)
-            tDsC, tDgC = cpasync.tma_partition(
-                tma_c,
-                0,
-                cute.make_layout(1),
-                cute.group_modes(sC, 0, 2),
-                cute.group_modes(gC_epi, 0, 2),
-            )
-            # warp w reads TMEM lanes 32 (w % 4) ... + 31: each thread owns one row of a sub-tile
-            t2r = tcgen05.make_tmem_copy(
-                cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x16), ACC_DTYPE),
-                acc_epi[(None, None, 0, 0)],
-            )
-            t2r_thr = t2r.get_slice(etidx)
-            src = t2r_thr.partition_S(acc_epi)  # (T2R, T2R_M, T2R_N, 1, SUBTILES)
-            # (T2R, T2R_M, T2R_N): one sub-tile's f32 accumulators
-            r_acc = cute.make_rmem_tensor(
-                t2r_thr.partition_D(gC_epi)[(None, None, None, 0, 0)].shape, ACC_DTYPE
-            )
-            # registers -> SMEM with the same thread/value ownership, one element per store: the
-            # sub-tile is M-major, so a thread's row is strided; the warp's 32 rows of one column
-            # are contiguous
-            r2s = cute.make_tiled_copy_D(
-                cute.make_copy_atom(
-                    cute.nvgpu.CopyUniversalOp(), OUT_DTYPE, num_bits_per_copy=OUT_DTYPE.width
-                ),
-                t2r,
-            )
-            r2s_thr = r2s.get_slice(etidx)
-            r2s_sC = r2s_thr.partition_D(sC)  # (R2S, R2S_M, R2S_N, EPI_BUFFERS)
-            r2s_acc = r2s.retile(r_acc)  # (R2S, R2S_M, R2S_N)
-            r_out = cute.make_rmem_tensor(r2s_acc.shape, OUT_DTYPE)
-            for i in cutlass.range_constexpr(EPI_SUBTILES):
-                buf = i % EPI_BUFFERS  # the buffers alternate
-                cute.copy(t2r, src[(None, None, None, 0, i)], r_acc)
-                # the tile's last TMEM load: hand the slot back before converting and storing
-                if i == EPI_SUBTILES - 1:
-                    cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld
-                    # one arrive per warp: elect.sync reconverges the warp after every
-                    # lane's wait
-                    with cute.arch.elect_one():
-                        cute.arch.mbarrier_arrive(acc_empty + slot)
-                r_out.store(r2s_acc.load().to(OUT_DTYPE))
-                cute.copy(r2s, r_out, r2s_sC[(None, None, None, buf)])
-                # make the SMEM writes visible to the async proxy (TMA), then gather all
-                cute.arch.fence_proxy("async.shared", space="cta")
-                # every row of the sub-tile is in SMEM
-                cute.arch.barrier(
-                    barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=EPILOGUE_THREADS
-                )
-                if warp_idx == EPILOGUE_WARP:
-                    # one elected lane stores the sub-tile; TMA clips rows and columns past M
-                    # and N
-                    cute.copy(tma_c, tDsC[(None, buf)], tDgC[(None, 0, i)])
-                    cute.arch.cp_async_bulk_commit_group()
-                    # at most EPI_BUFFERS - 1 stores may still read SMEM: the next buffer is
-                    # free
-                    cute.arch.cp_async_bulk_wait_group(EPI_BUFFERS - 1, read=True)
-                # nobody refills a buffer before its store has read it
-                cute.arch.barrier(
-                    barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=EPILOGUE_THREADS
-                )
-            # an odd number of sub-tiles: the next tile's first one fills the buffer the last store
-            # may still read
-            if warp_idx == EPILOGUE_WARP:
-                cute.arch.cp_async_bulk_wait_group(0, read=True)
-            # the last store has read its buffer
-            cute.arch.barrier(barrier_id=EPILOGUE_BARRIER_ID, number_of_threads=EPILOGUE_THREADS)
-            # the next accumulator slot; past the last one, slot 0 one phase later
-            slot, slot_phase = ring_next(slot, slot_phase, ACC_SLOTS)
-        if warp_idx == EPILOGUE_WARP:
-            # SMEM must outlive the last store's read
-            cute.arch.cp_async_bulk_wait_group(0, read=True)
+        epilogue(
+            acc, tCgC, tidx, acc_full, acc_empty, slot, slot_phase, schedule, warp_idx, tma_c, sC
+        )
 
     # ---- 5. teardown: the allocating warp frees TMEM once every warp has read it ----------------
     cute.arch.sync_threads()
