@@ -1,6 +1,8 @@
 """Generated files carry no residue: each pattern below is a thing a reviewer should never have to
 read past in generated/ (formatter-wrapped comments, no-ops, unused or magic numbers, mixed
-spellings, the ring advance written out at every site, the other architecture's knobs).
+spellings, the ring advance written out at every site, the other architecture's knobs), and in
+their docstrings and comments (lines over 100 columns, a paragraph said twice, files that do not
+exist, "(s)" plurals, "1 CTAs", placeholders printed as they are).
 
 Each test names the files and lines that break its rule, so a failure says what to fix in which
 template.
@@ -186,7 +188,7 @@ def test_rules_catch_their_example(pattern: str) -> None:
     assert any(re.search(pattern, e) for e in examples)
 
 
-# ---- docstrings and comments: line length, references, repeated paragraphs ---------------------
+# ---- docstrings and comments: line length, references, repeated paragraphs, words ----------------
 
 GENERATED = ROOT / "generated"
 TEMPLATES = ROOT / "templates"
@@ -333,6 +335,56 @@ def test_no_reference_to_a_file_that_does_not_exist() -> None:
     assert not hits, "names of files that do not exist:\n" + "\n".join(sorted(set(hits))[:40])
 
 
+# Words a docstring or comment must not hold: (rule, regex over its prose, what to write instead)
+WORD_RULES: list[tuple[str, str, str]] = [
+    (
+        "a plural hedged with (s)",
+        r"\w\(s\)",
+        "the count's own number: plural() in codegen/plan_common",
+    ),
+    (
+        "one of a plural noun",
+        (
+            r"(?<![-+*/%<>=] )(?<!rank )(?<!warp )\b1 (?:CTAs|SMs|slots|stages|warps|warpgroups|"
+            r"buffers|tiles|splits|peers|clusters|workers|threads|columns|rows|answers|arrives)\b"
+        ),
+        "the singular: plural() in codegen/plan_common",
+    ),
+    (
+        "a placeholder printed as it is (an f-string that is not one, or template residue)",
+        r"\{[A-Za-z_][\w.]*\}|\{\{|\{%|\{#",
+        "the value it stands for",
+    ),
+]
+
+
+def _prose_words(text: str) -> list[tuple[int, str]]:
+    """(line, words) of every docstring line and comment: a comment without the code before it."""
+    out = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node, clean=False)
+            if doc is not None:
+                out += [(node.body[0].lineno + i, s) for i, s in enumerate(doc.splitlines())]
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type == tokenize.COMMENT and not PRAGMA.match(tok.string):
+            out.append((tok.start[0], tok.string))
+    return out
+
+
+@pytest.mark.parametrize("rule,pattern,instead", WORD_RULES, ids=[r[0] for r in WORD_RULES])
+def test_no_wrong_words(rule: str, pattern: str, instead: str) -> None:
+    """Docstrings and comments of every package file and of codegen/ say what they mean."""
+    rx = re.compile(pattern)
+    hits = [
+        f"{_rel(path)}:{no}: {m.group(0)!r}"
+        for path in [*PACKAGE_PY, *SOURCE_PY]
+        for no, words in _prose_words(path.read_text(encoding="utf-8"))
+        for m in rx.finditer(words)
+    ]
+    assert not hits, f"{rule} ({instead}); {len(hits)} hit(s):\n" + "\n".join(hits[:40])
+
+
 def test_no_paragraph_repeated_within_a_file() -> None:
     hits = []
     for path in PACKAGE_PY:
@@ -363,3 +415,10 @@ def test_the_prose_rules_catch_their_example() -> None:
         "templates/sm90/nothing.py.j2",
         "specs/a.toml",
     ]
+    words = [w for _, w in _prose_words('"""1 CTAs, slot(s), {__package__}.KERNELS"""\nx = 1\n')]
+    for _, pattern, _ in WORD_RULES:
+        assert re.search(pattern, words[0]), pattern
+    fine = (
+        "rank 1 consumers; STAGES - 1 stages; 1 CTA; {'a': 1}; {name: (params,)}}; 1 + 16 tx bytes"
+    )
+    assert not any(re.search(p, fine) for _, p, _ in WORD_RULES)
