@@ -18,6 +18,7 @@ from rich.text import Text
 
 from codegen import loader
 from codegen.output import console, err, fail
+from codegen.plan_common import plural
 
 app = typer.Typer(
     help="Generate specialized CuTe DSL GEMM kernels from TOML specs.",
@@ -47,7 +48,7 @@ def load_specs(paths: list[Path] | None, skip_illegal: bool = False) -> list[loa
         specs = loader.load(paths or [Path("specs")], skipped)
     except loader.SpecErrors as e:
         lines = loader.capped(e.problems, MAX_PROBLEM_LINES)
-        lines.append(f"{len(e.problems)} problem(s); nothing written.")
+        lines.append(f"{plural(len(e.problems), 'problem')}; nothing written.")
         if any(p.swept for p in e.problems):
             lines.append("(illegal [[sweep]] combinations can be left out with --skip-illegal)")
         fail(lines)
@@ -56,6 +57,11 @@ def load_specs(paths: list[Path] | None, skip_illegal: bool = False) -> list[loa
         for line in loader.skip_summary(skipped):
             err.print(line, markup=False, soft_wrap=True)
     return specs
+
+
+def _count(count: int | None, word: str) -> str:
+    """plural(), or "? errors" where the tool printed no count."""
+    return f"? {word}s" if count is None else plural(count, word)
 
 
 def exit_interrupted(message: str) -> None:
@@ -218,7 +224,7 @@ def _render(
     console.print(
         f"{len(rendered)} kernels: {len(kernels & set(outcome.written))} "
         f"written, {len(kernels & set(outcome.unchanged))} unchanged, "
-        f"{len(outcome.orphans)} orphan(s) removed; package files "
+        f"{plural(len(outcome.orphans), 'orphan')} removed; package files "
         f"{len(set(outcome.written) - kernels)} written; in {out}/"
     )
     if outcome.interrupted:
@@ -676,7 +682,9 @@ def _test_sanitize(files: list[Path], tools: str, jobs: int, here: str, logs: Pa
     unknown = [t for t in chosen if t not in san.TOOLS]
     if unknown or not chosen:
         fail([f"--tools {tools!r}: choose from {', '.join(san.TOOLS)}"])
-    console.print(f"compute-sanitizer ({', '.join(chosen)}): {len(files)} variant(s) on {here}")
+    console.print(
+        f"compute-sanitizer ({', '.join(chosen)}): {plural(len(files), 'variant')} on {here}"
+    )
 
     def show(f: san.Finding) -> None:
         state = "clean" if f.clean else "explained" if f.passed else "REPORTED"
@@ -697,8 +705,8 @@ def _test_sanitize(files: list[Path], tools: str, jobs: int, here: str, logs: Pa
         f"explained, {len(bad)} reported" + (f"; full tool output in {logs}/" if logs else "")
     )
     if bad:
-        fail([f"{f.variant} [{f.tool}]: {f.errors} error(s), {f.warnings} warning(s), result "
-              f"{f.result}" for f in bad])  # fmt: skip
+        fail([f"{f.variant} [{f.tool}]: {_count(f.errors, 'error')}, "
+              f"{plural(f.warnings, 'warning')}, result {f.result}" for f in bad])  # fmt: skip
 
 
 @app.command("test")
@@ -775,7 +783,7 @@ def test_cmd(
             ]
         )
     console.print(
-        f"running {len(runnable)} {arch} variant(s) on {here}, "
+        f"running {plural(len(runnable), arch + ' variant')} on {here}, "
         f"{'AOT from ' + str(aot) if aot else 'JIT'}"
     )
     cases = []
@@ -1239,7 +1247,7 @@ def export_cmd(
         except export.ExportError as e:
             progress.stop()
             fail(str(e).splitlines())
-    console.print(f"exported {len(dirs)} kernel(s) to {out}/ (NAME.o, NAME.h, NAME_shim.c)")
+    console.print(f"exported {plural(len(dirs), 'kernel')} to {out}/ (NAME.o, NAME.h, NAME_shim.c)")
     include = export.find_cuda_include() if link else None
     if include is None:
         console.print(f"not linked here; on the GPU machine run: sh {out}/build.sh")

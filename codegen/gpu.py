@@ -18,6 +18,7 @@ from pathlib import Path
 
 from codegen import registry
 from codegen.build import load_module, read_spec
+from codegen.plan_common import plural
 
 TOLERANCE = {"f16": 2e-3, "bf16": 1e-2, "f32": 2e-3}  # by output dtype (f32: fast tanh/exp)
 
@@ -67,8 +68,8 @@ def split_by_arch(files: list[Path], arch: str | None) -> tuple[list[Path], dict
 
 def skip_lines(skipped: dict[str, list[Path]], here: str) -> list[str]:
     return [
-        f"skipped {len(fs)} {a} variant(s): compiled only (codegen build), not run: they need "
-        f"an {GPU_NAME_OF_ARCH[a]} GPU; here: {here}."
+        f"skipped {plural(len(fs), a + ' variant')}: compiled only (codegen build), not run: "
+        f"they need an {GPU_NAME_OF_ARCH[a]} GPU; here: {here}."
         for a, fs in sorted(skipped.items())
     ]
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from codegen import rules
+from codegen.plan_common import plural
 from codegen.spec import Spec
 
 TOP_LEVEL_KEYS = ("defaults", "variant", "sweep")
@@ -383,7 +384,7 @@ def skip_summary(skipped: list[SpecProblem]) -> list[str]:
     for p in skipped:
         by_rule.setdefault(_rule_of(p), []).append(p)
     combos = len({(p.path, p.variant) for p in skipped})
-    lines = [f"skipped {combos} illegal sweep combination(s):"]
+    lines = [f"skipped {plural(combos, 'illegal sweep combination')}:"]
     for (field, _), found in sorted(by_rule.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         first = found[0]
         lines.append(
@@ -398,5 +399,7 @@ def capped(problems: list[SpecProblem], limit: int) -> list[str]:
     rest = problems[limit:]
     if rest:
         rules_left = len({_rule_of(p) for p in rest})
-        lines.append(f"... and {len(rest)} more problem(s), breaking {rules_left} rule(s)")
+        lines.append(
+            f"... and {plural(len(rest), 'more problem')}, breaking {plural(rules_left, 'rule')}"
+        )
     return lines

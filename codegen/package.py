@@ -26,6 +26,7 @@ from importlib import metadata
 from pathlib import Path
 
 from codegen import registry
+from codegen.plan_common import plural
 
 PKG = "cutegemm"
 PKG_VERSION = "0.1.0"
@@ -375,7 +376,7 @@ def load_tables(folder: Path, kernels: dict[str, KernelClass], display: str) -> 
     if problems:
         rest = len(problems) - MAX_TABLE_PROBLEMS
         lines = problems[:MAX_TABLE_PROBLEMS] + (
-            [f"... and {rest} more problem(s)"] if rest > 0 else []
+            [f"... and {plural(rest, 'more problem')}"] if rest > 0 else []
         )
         raise TuningError("\n".join(lines))
     return tables

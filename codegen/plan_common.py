@@ -1,5 +1,5 @@
 """What every architecture's planner shares: the :class:`Plan` a template reads, dtype names, the
-fusion and bias values, the docstring table, the tile order and the GPU-sized grid.
+fusion and bias values, the docstring's Pipeline rings, the tile order and the GPU-sized grid.
 
 Templates place these values; they never compute. This module imports no architecture: each
 planner (``codegen/arch/<name>/values.py``) builds on it, and :mod:`codegen.plan` picks the
@@ -130,9 +130,44 @@ def plural(count: int, word: str) -> str:
     return f"{count} {word}{'s' if count != 1 else ''}"
 
 
-def table(rows: list[tuple[str, ...]]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+@dataclass(frozen=True)
+class Ring:
+    """One ring of a kernel docstring's Pipeline section."""
+
+    name: str  # "A/B SMEM", "accumulator", ...
+    flow: str  # producer -> consumer
+    size: str  # its buffers ("4 stages x 49152 bytes"); "" when it has none of its own
+    full: str  # the arrivals that complete a phase of its full barrier
+    empty: str  # ... of its empty barrier; "" when it has none
+
+
+RING_NAME = 13  # the ring's name column: "accumulator" and two spaces
+
+
+def ring_lines(rings: list[Ring], width: int) -> list[str]:
+    """The Pipeline section, `width` columns wide: per ring its name, producer -> consumer and its
+    buffers, then what its full and empty barriers count. Clauses that do not fit on one line
+    stand on a line each, under the first; a clause too long for a line continues two columns
+    further in."""
+    lines = []
+    for ring in rings:
+        clauses = [
+            [ring.flow, *([ring.size] if ring.size else [])],
+            [
+                f"full arrives: {ring.full}",
+                *([f"empty arrives: {ring.empty}"] if ring.empty else []),
+            ],
+        ]
+        texts = []
+        for group in clauses:
+            joined = "; ".join(group)
+            texts += [joined] if len(joined) <= width - RING_NAME else group
+        for i, text in enumerate(texts):
+            first, *rest = wrap_words(text, width - RING_NAME)
+            lines.append((ring.name if i == 0 else "").ljust(RING_NAME) + first)
+            more = wrap_words(" ".join(rest), width - RING_NAME - 2)
+            lines += [" " * (RING_NAME + 2) + line for line in more]
+    return lines
 
 
 def binary(mask: int, bits: int) -> str:

@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 from conftest import TESTS, run_cli
 
+from codegen.plan_common import plural
+
 SNAPSHOTS = TESTS / "snapshots"
 UPDATE = os.environ.get("UPDATE_SNAPSHOTS") == "1"
 
@@ -71,7 +73,7 @@ def checked_lines(proc: subprocess.CompletedProcess[str], out: Path) -> list[str
 def check_shape(lines: list[str], files: list[str]) -> list[re.Match[str]]:
     """One line per problem, each naming one of `files`, then the count."""
     *problems, summary = lines
-    assert summary == f"{len(problems)} problem(s); nothing written."
+    assert summary == f"{plural(len(problems), 'problem')}; nothing written."
     assert problems, "at least one problem"
     matches = []
     for line in problems:
@@ -204,12 +206,12 @@ def test_a_legal_file_beside_a_bad_one_is_not_written(tmp_path: Path) -> None:
     good = tmp_path / "good.toml"
     good.write_text('[[variant]]\nname = "fine"\ntile = [128, 256, 64]\n')
     lines = render_errors([str(good), "bad_specs/six_stages.toml"], tmp_path)
-    assert lines[-1] == "1 problem(s); nothing written."
+    assert lines[-1] == "1 problem; nothing written."
 
 
 def test_missing_spec_file_is_an_error_line(tmp_path: Path) -> None:
     lines = render_errors(["bad_specs/no_such_file.toml"], tmp_path)
-    assert lines == ["bad_specs/no_such_file.toml: no such file", "1 problem(s); nothing written."]
+    assert lines == ["bad_specs/no_such_file.toml: no such file", "1 problem; nothing written."]
 
 
 def test_long_problem_lines_are_not_wrapped(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from codegen import loader, registry, render
+from codegen.plan_common import plural
 from codegen.spec import Spec
 
 # ---- values, valid and invalid, for each knob -----------------------------------------------------
@@ -267,7 +268,7 @@ def test_fuzzed_specs_render_or_fail_cleanly(case: tuple[Entry, list[Entry]]) ->
             event("spec errors")
             check_problems(e, shown, defaults, variants)
             return
-    event(f"loaded {len(loaded)} variant(s)")
+    event(f"loaded {plural(len(loaded), 'variant')}")
 
     invalid = defaults.invalid | set().union(*(v.invalid for v in variants))
     assert not invalid, f"{sorted(invalid)} were invalid, yet the file loaded"
@@ -388,5 +389,5 @@ def test_skip_illegal_keeps_exactly_the_legal_combinations(case: tuple[str, int]
     assert (strict is None) == bool(skipped)
     if skipped:
         head, *per_rule = loader.skip_summary(skipped)
-        assert head == f"skipped {len(illegal)} illegal sweep combination(s):"
+        assert head == f"skipped {plural(len(illegal), 'illegal sweep combination')}:"
         assert sum(int(line.split()[0]) for line in per_rule) == len(skipped)

@@ -1,6 +1,8 @@
 """Generated files carry no residue: each pattern below is a thing a reviewer should never have to
 read past in generated/ (formatter-wrapped comments, no-ops, unused or magic numbers, mixed
-spellings, the ring advance written out at every site, the other architecture's knobs).
+spellings, the ring advance written out at every site, the other architecture's knobs), and in
+their docstrings and comments (lines over 100 columns, a paragraph said twice, files that do not
+exist, "(s)" plurals, "1 CTAs", placeholders printed as they are).
 
 Each test names the files and lines that break its rule, so a failure says what to fix in which
 template.
@@ -186,7 +188,7 @@ def test_rules_catch_their_example(pattern: str) -> None:
     assert any(re.search(pattern, e) for e in examples)
 
 
-# ---- docstrings and comments: line length, references, repeated paragraphs ---------------------
+# ---- docstrings and comments: line length, references, repeated paragraphs, words ----------------
 
 GENERATED = ROOT / "generated"
 TEMPLATES = ROOT / "templates"
@@ -198,26 +200,19 @@ SOURCE_PY = sorted([*(ROOT / "codegen").rglob("*.py"), *(TEMPLATES / "package").
 PRAGMA = re.compile(r"#\s*(?:fmt:|type:|noqa\b|pragma:)")
 # stand-ins for any name in a file a comment names: cutegemm/sm90/NAME.py, GPU.model.toml
 PLACEHOLDERS = ("NAME", "GPU")
-# Docstring and comment lines over MAX_LINE columns not wrapped yet, by kind; any other long line
-# fails. Remove a kind once its lines are wrapped.
-LONG_LINES_LEFT = {
-    "pipeline": "a kernel docstring's Pipeline table: one row per ring (the lines below it wrap)",
-}
-# Paragraphs a kernel repeats on purpose: each stands above the same step in another role
-# (producer, MMA, epilogue compute their k-tile range, slot and tile each at their own call site,
-# until those roles share helpers: issue 20), so a reader of one role finds it there.
+# Paragraphs a kernel repeats on purpose: each stands above the same step in another role of an
+# sm_100a kernel (the ring and accumulator-slot advance in the TMA, MMA and epilogue warps; the
+# slot hand-back after the last TMEM load in each epilogue branch; the tile-answer read of the
+# dynamic scheduler in every role), so a reader of one role finds it there. Each must still occur
+# twice somewhere: an entry nothing repeats any more fails the test.
 INTENDED_REPEATS = (
-    "this CTA's k-tiles of tile ",
     "the tile's last TMEM load: hand the slot back",
     "tcgen05.wait::ld one arrive per warp",
     "the next slot; past the last one the ring wraps",
     "the next accumulator slot; past the last one",
-    "tile swizzle: bands of GROUP",
-    "tiles walked along M this CTA's k-tiles",
     "this CTA's own tile first, then the tiles of CTAs it cancels",
     "answer j completes clc_full's phase j",
     "one answer per tile, in a ring of one slot",
-    "raster along M: the cluster tiles running at once",
 )
 MIN_PARAGRAPH = 60  # shorter paragraphs ("wait full[s]") may well stand twice
 # a file a comment or docstring names: templates/sm90/gemm.py.j2, specs/sm90/family.toml, ...
@@ -264,44 +259,22 @@ def _paragraphs(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def _long_line_kind(path: Path, text: str) -> dict[int, str]:
-    """Line -> its LONG_LINES_LEFT kind, for the lines of `path` that have one."""
-    lines = text.splitlines()
-    kinds: dict[int, str] = {}
-    first = ast.parse(text).body[0]
-    if ast.get_docstring(ast.parse(text)) is not None and path.parent.name in ARCH_DIRS:
-        section = ""
-        for no in range(first.lineno, first.end_lineno + 1):
-            line = lines[no - 1]
-            if line and not line.startswith(" "):
-                section = line.split()[0]
-            elif not line.strip():
-                section = ""  # the table ends at the first blank line
-            if section == "Pipeline":
-                kinds[no] = "pipeline"
-    return kinds
-
-
 def _rel(path: Path) -> str:
     return path.relative_to(ROOT).as_posix()
 
 
 def test_docstrings_and_comments_within_line_length() -> None:
-    hits, left = [], set()
-    for path in PACKAGE_PY:
-        text = path.read_text(encoding="utf-8")
-        known = _long_line_kind(path, text)
-        for no, kind, line in _prose(text):
-            if len(line) > MAX_LINE and no in known:
-                left.add(known[no])
-            elif len(line) > MAX_LINE:
-                hits.append(f"{_rel(path)}:{no}: {kind} line of {len(line)} columns")
+    """Every docstring and comment line of the package within MAX_LINE columns, the kernels'
+    Pipeline sections (codegen.plan_common.ring_lines) and parameter lists included."""
+    hits = [
+        f"{_rel(path)}:{no}: {kind} line of {len(line)} columns"
+        for path in PACKAGE_PY
+        for no, kind, line in _prose(path.read_text(encoding="utf-8"))
+        if len(line) > MAX_LINE
+    ]
     assert not hits, (
         f"{len(hits)} docstring or comment line(s) over {MAX_LINE} columns (the `wrap` filter of "
         "codegen/render.py wraps prose in a template):\n" + "\n".join(hits[:40])
-    )
-    assert left == set(LONG_LINES_LEFT), (
-        f"wrapped now, drop from LONG_LINES_LEFT: {set(LONG_LINES_LEFT) - left}"
     )
 
 
@@ -360,19 +333,74 @@ def test_no_reference_to_a_file_that_does_not_exist() -> None:
     assert not hits, "names of files that do not exist:\n" + "\n".join(sorted(set(hits))[:40])
 
 
+# Words a docstring or comment must not hold: (rule, regex over its prose, what to write instead)
+WORD_RULES: list[tuple[str, str, str]] = [
+    (
+        "a plural hedged with (s)",
+        r"\w\(s\)",
+        "the count's own number: plural() in codegen/plan_common",
+    ),
+    (
+        "one of a plural noun",
+        (
+            r"(?<![-+*/%<>=] )(?<!rank )(?<!warp )\b1 (?:CTAs|SMs|slots|stages|warps|warpgroups|"
+            r"buffers|tiles|splits|peers|clusters|workers|threads|columns|rows|answers|arrives)\b"
+        ),
+        "the singular: plural() in codegen/plan_common",
+    ),
+    (
+        "a placeholder printed as it is (an f-string that is not one, or template residue)",
+        r"\{[A-Za-z_][\w.]*\}|\{\{|\{%|\{#",
+        "the value it stands for",
+    ),
+]
+
+
+def _prose_words(text: str) -> list[tuple[int, str]]:
+    """(line, words) of every docstring line and comment: a comment without the code before it."""
+    out = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node, clean=False)
+            if doc is not None:
+                out += [(node.body[0].lineno + i, s) for i, s in enumerate(doc.splitlines())]
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type == tokenize.COMMENT and not PRAGMA.match(tok.string):
+            out.append((tok.start[0], tok.string))
+    return out
+
+
+@pytest.mark.parametrize("rule,pattern,instead", WORD_RULES, ids=[r[0] for r in WORD_RULES])
+def test_no_wrong_words(rule: str, pattern: str, instead: str) -> None:
+    """Docstrings and comments of every package file and of codegen/ say what they mean."""
+    rx = re.compile(pattern)
+    hits = [
+        f"{_rel(path)}:{no}: {m.group(0)!r}"
+        for path in [*PACKAGE_PY, *SOURCE_PY]
+        for no, words in _prose_words(path.read_text(encoding="utf-8"))
+        for m in rx.finditer(words)
+    ]
+    assert not hits, f"{rule} ({instead}); {len(hits)} hit(s):\n" + "\n".join(hits[:40])
+
+
 def test_no_paragraph_repeated_within_a_file() -> None:
-    hits = []
+    hits, intended = [], set()
     for path in PACKAGE_PY:
         seen: dict[str, int] = {}
         for no, para in _paragraphs(path.read_text(encoding="utf-8")):
-            if len(para) < MIN_PARAGRAPH or para.startswith(INTENDED_REPEATS):
+            if len(para) < MIN_PARAGRAPH:
                 continue
-            if para in seen:
+            if para in seen and para.startswith(INTENDED_REPEATS):
+                intended |= {p for p in INTENDED_REPEATS if para.startswith(p)}
+            elif para in seen:
                 hits.append(f"{_rel(path)}:{no}: repeats line {seen[para]}: {para[:80]}")
             seen.setdefault(para, no)
     assert not hits, (
         "a paragraph repeated within a file (say it once, or add it to INTENDED_REPEATS with "
         "why):\n" + "\n".join(hits[:40])
+    )
+    assert intended == set(INTENDED_REPEATS), (
+        f"repeated nowhere now, drop from INTENDED_REPEATS: {set(INTENDED_REPEATS) - intended}"
     )
 
 
@@ -390,3 +418,10 @@ def test_the_prose_rules_catch_their_example() -> None:
         "templates/sm90/nothing.py.j2",
         "specs/a.toml",
     ]
+    words = [w for _, w in _prose_words('"""1 CTAs, slot(s), {__package__}.KERNELS"""\nx = 1\n')]
+    for _, pattern, _ in WORD_RULES:
+        assert re.search(pattern, words[0]), pattern
+    fine = (
+        "rank 1 consumers; STAGES - 1 stages; 1 CTA; {'a': 1}; {name: (params,)}}; 1 + 16 tx bytes"
+    )
+    assert not any(re.search(p, fine) for _, p, _ in WORD_RULES)

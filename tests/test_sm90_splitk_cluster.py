@@ -174,10 +174,12 @@ def test_max_clusters_cap() -> None:
 
 def test_pipeline_table_has_the_handshake() -> None:
     lines = plan(split()).values["pipeline_table"]
-    staged = next(line for line in lines if line.startswith("staged"))
-    consumed = next(line for line in lines if line.startswith("consumed"))
-    assert "4096" in staged and "4 (1 peer CTA x 4 consumer warps)" in staged
-    assert "4 (rank 0's 4 consumer warps)" in consumed
+    # a ring: the line that names it and the full (and empty) arrives under it
+    staged = lines.index(next(line for line in lines if line.startswith("staged")))
+    consumed = lines.index(next(line for line in lines if line.startswith("consumed")))
+    assert "1 buffer x 4096 bytes" in lines[staged]
+    assert lines[staged + 1].strip() == "full arrives: 4 (1 peer CTA x 4 consumer warps)"
+    assert lines[consumed + 1].strip() == "full arrives: 4 (rank 0's 4 consumer warps)"
 
 
 @pytest.mark.parametrize(

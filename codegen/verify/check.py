@@ -38,6 +38,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from codegen.plan_common import plural
 from codegen.verify.model import (
     WARPGROUP_WARPS,
     Actor,
@@ -1233,7 +1234,7 @@ class Checker:
         recent = [self.text[i] for i in range(max(self.base, len(self.text) - 8), len(self.text))]
         self.violate(
             "deadlock",
-            f"{len(stuck)} actor(s) can never finish: "
+            f"{plural(len(stuck), 'actor')} can never finish: "
             + "; ".join(lines[:4])
             + (" ..." if len(lines) > 4 else ""),
             lines + pending[:4] + ["recent events:"] + recent,
@@ -1247,7 +1248,8 @@ class Checker:
             if b is None or b.count is None:
                 return f"wait {bar.show()} parity {parity}: barrier never initialized"
             return (
-                f"wait {bar.show()} parity {parity} for phase {n}; {len(b.completions)} phase(s) completed, "
+                f"wait {bar.show()} parity {parity} for phase {n}; "
+                f"{plural(len(b.completions), 'phase')} completed, "
                 f"current phase has {b.count - b.pending}/{b.count} arrivals, tx {b.tx}"
             )
         if op.kind in ("nbar", "warp_sync") and st.sync_pending:

@@ -18,6 +18,7 @@ from pathlib import Path
 import jinja2
 
 from codegen import loader, render
+from codegen.plan_common import plural
 from codegen.verify import KernelReport, verify_text
 
 
@@ -540,7 +541,7 @@ def _run(mutations, limit, renderer, progress, results, originals, verify_all) -
             step = len(hits) / limit
             hits = [hits[int(i * step)] for i in range(limit)]
         if progress:
-            progress(f"{m.name}: {len(hits)} hit(s)")
+            progress(f"{m.name}: {plural(len(hits), 'hit')}")
         todo = [(spec.name, renderer.original(spec)) for spec, _ in hits]
         todo = [w for w in todo if w[0] not in originals]
         reports = verify_all(todo + [(spec.name, text) for spec, text in hits])

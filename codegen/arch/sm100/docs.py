@@ -24,10 +24,11 @@ from codegen.arch.sm100.rules import (
 from codegen.plan_common import (
     DOC_WIDTH,
     TIMELINE_HEAD,
+    Ring,
     binary,
     fusion_note,
     plural,
-    table,
+    ring_lines,
     timeline_rows,
     wrap_words,
 )
@@ -44,8 +45,9 @@ def _wrap(text: str, width: int = DOC_WIDTH) -> list[str]:
 
 
 def pipeline_lines(spec: Spec) -> list[str]:
-    """The docstring's pipeline table: every ring, producer -> consumer, stages, bytes per stage,
-    full and empty arrive counts; then the SMEM and TMEM budget."""
+    """The docstring's Pipeline section: every ring, producer -> consumer, its buffers and what its
+    full and empty barriers count; then the notes of the variant's mechanisms and the SMEM and TMEM
+    budget."""
     assert isinstance(spec.stages, int)
     kind, persistent = cluster_kind(spec), is_persistent(spec)
     stages, stage = spec.stages, rules_sm100.stage_bytes(spec)
@@ -61,15 +63,13 @@ def pipeline_lines(spec: Spec) -> list[str]:
         if persistent
         else f"epilogue ({EPILOGUE_WARPS} warps)"
     )
-    header = ("ring", "producer -> consumer", "stages", "bytes/stage", "full arrives")
-    rows: list[tuple[str, ...]] = [(*header, "empty arrives")]
+    rings: list[Ring] = []
     if kind == "pair":
-        rows.append(
-            (
+        rings.append(
+            Ring(
                 "A/B SMEM",
                 f"TMA (warp {tma}, both CTAs) -> MMA (warp {mma_warp}, leader)",
-                str(stages),
-                f"{stage} per CTA",
+                f"{plural(stages, 'stage')} x {stage} bytes per CTA",
                 f"1 + {tx} tx bytes (leader's)",
                 f"1 (leader's tcgen05.commit, mask {binary(PAIR_MASK, 2)})",
             )
@@ -80,12 +80,11 @@ def pipeline_lines(spec: Spec) -> list[str]:
             if kind == "multicast"
             else "1 (tcgen05.commit)"
         )
-        rows.append(
-            (
+        rings.append(
+            Ring(
                 "A/B SMEM",
                 f"TMA (warp {tma}) -> {consumer}",
-                str(stages),
-                str(stage),
+                f"{plural(stages, 'stage')} x {stage} bytes",
                 f"1 + {tx} tx bytes",
                 empty,
             )
@@ -95,86 +94,73 @@ def pipeline_lines(spec: Spec) -> list[str]:
     commit = (
         f"1 per CTA (leader's tcgen05.commit, mask {binary(PAIR_MASK, 2)})"
         if kind == "pair"
-        else None
+        else "1 (tcgen05.commit)"
     )
+    acc_flow = f"{mma} -> {epi_warps.removesuffix(')')}{both})"
     if persistent:
         per_cta = " x 2 CTAs" if kind == "pair" else ""
-        rows.append(
-            (
+        rings.append(
+            Ring(
                 "accumulator",
-                f"{mma} -> {epi_warps.removesuffix(')')}{both})",
-                f"{spec.accumulators} slot{'s' if spec.accumulators > 1 else ''}",
-                f"{spec.tile.n} TMEM cols",
-                commit or "1 (tcgen05.commit)",
+                acc_flow,
+                f"{plural(spec.accumulators, 'slot')} x {spec.tile.n} TMEM columns",
+                commit,
                 f"{rules_sm100.acc_empty_arrives(spec)} (one per epilogue warp{per_cta})",
             )
         )
     else:
-        rows.append(
-            (
-                "accumulator",
-                f"{mma} -> {epi_warps.removesuffix(')')}{both})",
-                "1",
-                "-",
-                commit or "1 (tcgen05.commit)",
-                "-",
-            )
-        )
+        rings.append(Ring("accumulator", acc_flow, "1 slot", commit, ""))
     if shared.is_split_k_cluster(spec):
         n = shared.splits(spec)
         peers = f"ranks 1..{n - 1}" if n > 2 else "rank 1"
         staged_from = f"{plural(n - 1, 'peer CTA')} x {EPILOGUE_WARPS} epilogue warps"
-        rows += [
-            (
+        rings += [
+            Ring(
                 "staged",
                 f"{peers} epilogue -> rank 0 epilogue",
-                "1",
-                str(rules_sm100.splitk_staging_bytes(spec)),
+                f"1 buffer x {rules_sm100.splitk_staging_bytes(spec)} bytes",
                 f"{rules_sm100.staged_arrives(spec)} ({staged_from})",
-                "-",
+                "",
             ),
-            (
+            Ring(
                 "consumed",
                 "rank 0 epilogue -> each peer's epilogue",
-                "1",
-                "-",
+                "",
                 f"{rules_sm100.consumed_arrives(spec)} (rank 0's {EPILOGUE_WARPS} epilogue warps)",
-                "-",
+                "",
             ),
         ]
     if rules_sm100.is_dynamic(spec):
         readers = rules_sm100.clc_readers(spec)
-        rows.append(
-            (
+        rings.append(
+            Ring(
                 "tile answer",
                 f"try_cancel (warp {rules_sm100.TMA_WARP}) -> every warp",
-                "1",
-                str(rules_sm100.CLC_RESPONSE_BYTES),
+                f"1 slot x {rules_sm100.CLC_RESPONSE_BYTES} bytes",
                 f"1 + {rules_sm100.CLC_RESPONSE_BYTES} tx bytes",
                 f"{readers} (one per reading warp)",
             )
         )
     if is_tma_store(spec):
-        rows.append(
-            (
+        bufs = rules_sm100.EPI_BUFS
+        rings.append(
+            Ring(
                 "C sub-tiles",
                 f"{epi_warps} -> TMA store",
-                str(rules_sm100.EPI_BUFS),
-                str(epi_bytes // rules_sm100.EPI_BUFS),
+                f"{plural(bufs, 'buffer')} x {epi_bytes // bufs} bytes",
                 "bulk async-group",
                 "wait_group.read",
             )
         )
     if rules_sm100.loads_c_by_tma(spec):
         c_bytes = rules_sm100.c_load_bytes(spec)
-        rows.append(
-            (
+        rings.append(
+            Ring(
                 "C in (beta)",
                 f"TMA -> {epi_warps}",
-                "1 per sub-tile",
-                str(c_bytes),
+                f"one load of {c_bytes} bytes per sub-tile, into its buffer",
                 f"1 + {c_bytes} tx bytes (c_full)",
-                "- (into the sub-tile's buffer)",
+                "",
             )
         )
     notes: list[str] = []
@@ -247,7 +233,7 @@ def pipeline_lines(spec: Spec) -> list[str]:
         f"TMEM {tmem} of {rules_sm100.TMEM_COLUMNS} columns{per_cta}"
     )
     wrapped = [line for note in notes for line in wrap_words(note, DOC_WIDTH)]
-    return table(rows) + [""] + wrapped + _wrap(budget)
+    return ring_lines(rings, DOC_WIDTH) + [""] + wrapped + _wrap(budget)
 
 
 def parameters(spec: Spec) -> list[tuple[str, str]]:

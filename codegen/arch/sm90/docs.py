@@ -19,9 +19,10 @@ from codegen.arch.sm90.rules import (
 from codegen.plan_common import (
     DOC_WIDTH,
     TIMELINE_HEAD,
+    Ring,
     fusion_note,
     plural,
-    table,
+    ring_lines,
     timeline_rows,
     wrap_words,
 )
@@ -184,9 +185,9 @@ def shape_note(spec: Spec) -> str:
     )
 
 
-def ring_rows(spec: Spec) -> list[tuple[str, ...]]:
-    """The pipeline table: every ring, producer -> consumer, stages, bytes per stage, full and
-    empty arrive counts."""
+def rings(spec: Spec) -> list[Ring]:
+    """The Pipeline section: every ring, producer -> consumer, its buffers, and what its full and
+    empty barriers count."""
     assert isinstance(spec.stages, int)
     wgs = rules_sm90.consumer_warpgroups(spec)
     tile_wgs = rules_sm90.tile_warpgroups(spec)
@@ -200,25 +201,26 @@ def ring_rows(spec: Spec) -> list[tuple[str, ...]]:
     if rules_sm90.is_pingpong(spec):
         consumers = f"wgmma ({wgs} ping-pong consumer warpgroups, alternate tiles)"
         empty_who += ": the warpgroup owning the tile"
-    rows = [
-        ("ring", "producer -> consumer", "stages", "bytes/stage", "full arrives", "empty arrives"),
-        (
+    out = [
+        Ring(
             "A/B SMEM",
             f"TMA (warp {rules_sm90.TMA_WARP}) -> {consumers}",
-            str(spec.stages),
-            str(stage),
+            f"{plural(spec.stages, 'stage')} x {stage} bytes",
             f"1 + {stage} tx bytes",
             f"{rules_sm90.empty_arrives(spec)} ({empty_who})",
         ),
     ]
     if isinstance(spec.epilogue, TmaStoreEpilogue):
         epi_sets = rules_sm90.epilogue_buffer_sets(spec)
-        rows.append(
-            (
+        buffers = plural(EPI_STAGES, "buffer")
+        if rules_sm90.is_pingpong(spec):
+            buffers = f"{epi_sets} sets of {buffers}"
+        out.append(
+            Ring(
                 "C sub-tiles",
                 "consumers (stmatrix) -> TMA store",
-                f"{epi_sets} x {EPI_STAGES}" if rules_sm90.is_pingpong(spec) else str(EPI_STAGES),
-                str(rules_sm90.tma_store_smem_bytes(spec) // (epi_sets * EPI_STAGES)),
+                f"{buffers} x {rules_sm90.tma_store_smem_bytes(spec) // (epi_sets * EPI_STAGES)} "
+                "bytes",
                 "named barrier",
                 "bulk wait_group",
             )
@@ -228,25 +230,23 @@ def ring_rows(spec: Spec) -> list[tuple[str, ...]]:
         peer_ctas = plural(splits - 1, "peer CTA")
         peer_ranks = f"ranks 1..{splits - 1}" if splits > 2 else "rank 1"
         warps = WARPGROUP_WARPS * wgs
-        rows += [
-            (
+        out += [
+            Ring(
                 "staged",
                 f"{peer_ranks} consumers -> rank 0 consumers",
-                "1",
-                str(rules_sm90.splitk_staging_bytes(spec)),
+                f"1 buffer x {rules_sm90.splitk_staging_bytes(spec)} bytes",
                 f"{rules_sm90.staged_arrives(spec)} ({peer_ctas} x {warps} consumer warps)",
-                "-",
+                "",
             ),
-            (
+            Ring(
                 "consumed",
                 "rank 0 consumers -> each peer's consumers",
-                "1",
-                "-",
+                "",
                 f"{rules_sm90.consumed_arrives(spec)} (rank 0's {warps} consumer warps)",
-                "-",
+                "",
             ),
         ]
-    return rows
+    return out
 
 
 def budget_line(spec: Spec) -> str:
@@ -385,9 +385,10 @@ def streamk_lines(spec: Spec) -> list[str]:
 
 
 def pipeline_lines(spec: Spec) -> list[str]:
-    """The docstring's pipeline table, budget line and the notes of the variant's mechanisms."""
+    """The docstring's Pipeline section: its rings, budget line and the notes of the variant's
+    mechanisms."""
     return (
-        table(ring_rows(spec))
+        ring_lines(rings(spec), DOC_WIDTH)
         + [""]
         + wrap_words(budget_line(spec), DOC_WIDTH)
         + occupancy_lines(spec)

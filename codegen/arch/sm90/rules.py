@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from codegen import rules_common
 from codegen.arch import shared
+from codegen.plan_common import plural
 from codegen.rules_common import (
     DTYPE_BYTES,
     MBARRIER_BYTES,
@@ -492,7 +493,7 @@ def check(spec: Spec) -> list[Violation]:
         out.append(
             Violation(
                 "tile",
-                f"tile {t.m}x{t.n} with {wgs} consumer warpgroup(s) holds "
+                f"tile {t.m}x{t.n} with {plural(wgs, 'consumer warpgroup')} holds "
                 f"{accumulator_regs(spec)} f32 accumulator registers per thread and would spill; "
                 f"at most {ACC_REGS_LIMIT}: use 2 consumer warpgroups or a smaller tile",
             )

@@ -23,9 +23,10 @@ Parameters
         B200), worker w taking tiles w, w + workers, ... rastered along M; 2 TMEM accumulator slots
 
 Pipeline
-    ring         producer -> consumer                  stages   bytes/stage    full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> MMA (warp 1)          4        49152          1 + 49152 tx bytes  1 (tcgen05.commit)
-    accumulator  MMA (warp 1) -> epilogue (warps 2-5)  2 slots  256 TMEM cols  1 (tcgen05.commit)  4 (one per epilogue warp)
+    A/B SMEM     TMA (warp 0) -> MMA (warp 1); 4 stages x 49152 bytes
+                 full arrives: 1 + 49152 tx bytes; empty arrives: 1 (tcgen05.commit)
+    accumulator  MMA (warp 1) -> epilogue (warps 2-5); 2 slots x 256 TMEM columns
+                 full arrives: 1 (tcgen05.commit); empty arrives: 4 (one per epilogue warp)
 
     SMEM 197632 B of 232448 (4 x 48 KiB ring + 1 KiB barriers and alignment);
     TMEM 512 of 512 columns

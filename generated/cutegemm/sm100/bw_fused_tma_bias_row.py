@@ -21,10 +21,12 @@ Parameters
     scheduler: grid
 
 Pipeline
-    ring         producer -> consumer                stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> MMA (warp 1)        4       49152        1 + 49152 tx bytes  1 (tcgen05.commit)
-    accumulator  MMA (warp 1) -> epilogue (4 warps)  1       -            1 (tcgen05.commit)  -
-    C sub-tiles  epilogue (4 warps) -> TMA store     2       16384        bulk async-group    wait_group.read
+    A/B SMEM     TMA (warp 0) -> MMA (warp 1); 4 stages x 49152 bytes
+                 full arrives: 1 + 49152 tx bytes; empty arrives: 1 (tcgen05.commit)
+    accumulator  MMA (warp 1) -> epilogue (4 warps); 1 slot
+                 full arrives: 1 (tcgen05.commit)
+    C sub-tiles  epilogue (4 warps) -> TMA store; 2 buffers x 16384 bytes
+                 full arrives: bulk async-group; empty arrives: wait_group.read
 
     SMEM 230400 B of 232448 (4 x 48 KiB ring + 2 x 16 KiB C sub-tiles + 1 KiB barriers and
     alignment);

@@ -22,10 +22,12 @@ Parameters
         B200), worker w taking tiles w, w + workers, ... rastered along M; 1 TMEM accumulator slot
 
 Pipeline
-    ring         producer -> consumer                  stages  bytes/stage    full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> MMA (warp 1)          5       32768          1 + 32768 tx bytes  1 (tcgen05.commit)
-    accumulator  MMA (warp 1) -> epilogue (warps 2-5)  1 slot  128 TMEM cols  1 (tcgen05.commit)  4 (one per epilogue warp)
-    C sub-tiles  epilogue (warps 2-5) -> TMA store     2       32768          bulk async-group    wait_group.read
+    A/B SMEM     TMA (warp 0) -> MMA (warp 1); 5 stages x 32768 bytes
+                 full arrives: 1 + 32768 tx bytes; empty arrives: 1 (tcgen05.commit)
+    accumulator  MMA (warp 1) -> epilogue (warps 2-5); 1 slot x 128 TMEM columns
+                 full arrives: 1 (tcgen05.commit); empty arrives: 4 (one per epilogue warp)
+    C sub-tiles  epilogue (warps 2-5) -> TMA store; 2 buffers x 32768 bytes
+                 full arrives: bulk async-group; empty arrives: wait_group.read
 
     SMEM 230400 B of 232448 (5 x 32 KiB ring + 2 x 32 KiB C sub-tiles + 1 KiB barriers and
     alignment);

@@ -24,11 +24,14 @@ Parameters
         B200), worker w taking tiles w, w + workers, ... rastered along M; 2 TMEM accumulator slots
 
 Pipeline
-    ring         producer -> consumer                  stages          bytes/stage    full arrives                 empty arrives
-    A/B SMEM     TMA (warp 0) -> MMA (warp 1)          3               49152          1 + 49152 tx bytes           1 (tcgen05.commit)
-    accumulator  MMA (warp 1) -> epilogue (warps 2-5)  2 slots         256 TMEM cols  1 (tcgen05.commit)           4 (one per epilogue warp)
-    C sub-tiles  epilogue (warps 2-5) -> TMA store     2               32768          bulk async-group             wait_group.read
-    C in (beta)  TMA -> epilogue (warps 2-5)           1 per sub-tile  32768          1 + 32768 tx bytes (c_full)  - (into the sub-tile's buffer)
+    A/B SMEM     TMA (warp 0) -> MMA (warp 1); 3 stages x 49152 bytes
+                 full arrives: 1 + 49152 tx bytes; empty arrives: 1 (tcgen05.commit)
+    accumulator  MMA (warp 1) -> epilogue (warps 2-5); 2 slots x 256 TMEM columns
+                 full arrives: 1 (tcgen05.commit); empty arrives: 4 (one per epilogue warp)
+    C sub-tiles  epilogue (warps 2-5) -> TMA store; 2 buffers x 32768 bytes
+                 full arrives: bulk async-group; empty arrives: wait_group.read
+    C in (beta)  TMA -> epilogue (warps 2-5); one load of 32768 bytes per sub-tile, into its buffer
+                 full arrives: 1 + 32768 tx bytes (c_full)
 
     SMEM 214016 B of 232448 (3 x 48 KiB ring + 2 x 32 KiB C sub-tiles + 1 KiB barriers and
     alignment);

@@ -24,10 +24,14 @@ Parameters
         4; 2 TMEM accumulator slots
 
 Pipeline
-    ring         producer -> consumer                                     stages   bytes/stage    full arrives                                    empty arrives
-    A/B SMEM     TMA (warp 0, both CTAs) -> MMA (warp 1, leader)          6        32768 per CTA  1 + 65536 tx bytes (leader's)                   1 (leader's tcgen05.commit, mask 0b11)
-    accumulator  MMA (warp 1, leader) -> epilogue (warps 2-5, both CTAs)  2 slots  256 TMEM cols  1 per CTA (leader's tcgen05.commit, mask 0b11)  8 (one per epilogue warp x 2 CTAs)
-    C sub-tiles  epilogue (warps 2-5) -> TMA store                        2        16384          bulk async-group                                wait_group.read
+    A/B SMEM     TMA (warp 0, both CTAs) -> MMA (warp 1, leader); 6 stages x 32768 bytes per CTA
+                 full arrives: 1 + 65536 tx bytes (leader's)
+                 empty arrives: 1 (leader's tcgen05.commit, mask 0b11)
+    accumulator  MMA (warp 1, leader) -> epilogue (warps 2-5, both CTAs); 2 slots x 256 TMEM columns
+                 full arrives: 1 per CTA (leader's tcgen05.commit, mask 0b11)
+                 empty arrives: 8 (one per epilogue warp x 2 CTAs)
+    C sub-tiles  epilogue (warps 2-5) -> TMA store; 2 buffers x 16384 bytes
+                 full arrives: bulk async-group; empty arrives: wait_group.read
 
     Only the leader's full barriers are used: its producer arms them with both CTAs' bytes (2 x
     32768), and the follower's cta_group::2 loads complete_tx on them.

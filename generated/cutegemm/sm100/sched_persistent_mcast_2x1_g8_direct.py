@@ -22,9 +22,11 @@ Parameters
         group 8; 2 TMEM accumulator slots
 
 Pipeline
-    ring         producer -> consumer                  stages   bytes/stage    full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> MMA (warp 1)          7        32768          1 + 32768 tx bytes  2 (tcgen05.commit of each CTA sharing the slot)
-    accumulator  MMA (warp 1) -> epilogue (warps 2-5)  2 slots  128 TMEM cols  1 (tcgen05.commit)  4 (one per epilogue warp)
+    A/B SMEM     TMA (warp 0) -> MMA (warp 1); 7 stages x 32768 bytes
+                 full arrives: 1 + 32768 tx bytes
+                 empty arrives: 2 (tcgen05.commit of each CTA sharing the slot)
+    accumulator  MMA (warp 1) -> epilogue (warps 2-5); 2 slots x 128 TMEM columns
+                 full arrives: 1 (tcgen05.commit); empty arrives: 4 (one per epilogue warp)
 
     Each CTA loads 1/1 of the A tile (multicast to its cluster row) and 1/2 of the B tile (to its
     column); its full barrier expects the whole stage.

@@ -24,10 +24,13 @@ Parameters
         accumulator slots
 
 Pipeline
-    ring         producer -> consumer                  stages   bytes/stage    full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> MMA (warp 1)          4        49152          1 + 49152 tx bytes  3 (tcgen05.commit of each CTA sharing the slot)
-    accumulator  MMA (warp 1) -> epilogue (warps 2-5)  2 slots  256 TMEM cols  1 (tcgen05.commit)  4 (one per epilogue warp)
-    C sub-tiles  epilogue (warps 2-5) -> TMA store     2        16384          bulk async-group    wait_group.read
+    A/B SMEM     TMA (warp 0) -> MMA (warp 1); 4 stages x 49152 bytes
+                 full arrives: 1 + 49152 tx bytes
+                 empty arrives: 3 (tcgen05.commit of each CTA sharing the slot)
+    accumulator  MMA (warp 1) -> epilogue (warps 2-5); 2 slots x 256 TMEM columns
+                 full arrives: 1 (tcgen05.commit); empty arrives: 4 (one per epilogue warp)
+    C sub-tiles  epilogue (warps 2-5) -> TMA store; 2 buffers x 16384 bytes
+                 full arrives: bulk async-group; empty arrives: wait_group.read
 
     Each CTA loads 1/2 of the A tile (multicast to its cluster row) and 1/2 of the B tile (to its
     column); its full barrier expects the whole stage.

@@ -22,9 +22,10 @@ Parameters
         cluster; workspace of 4 splits x MAX_TILES = 1024 tile slots
 
 Pipeline
-    ring         producer -> consumer                  stages  bytes/stage   full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> MMA (warp 1)          9       24576         1 + 24576 tx bytes  1 (tcgen05.commit)
-    accumulator  MMA (warp 1) -> epilogue (warps 2-5)  1 slot  64 TMEM cols  1 (tcgen05.commit)  4 (one per epilogue warp)
+    A/B SMEM     TMA (warp 0) -> MMA (warp 1); 9 stages x 24576 bytes
+                 full arrives: 1 + 24576 tx bytes; empty arrives: 1 (tcgen05.commit)
+    accumulator  MMA (warp 1) -> epilogue (warps 2-5); 1 slot x 64 TMEM columns
+                 full arrives: 1 (tcgen05.commit); empty arrives: 4 (one per epilogue warp)
 
     Split K, separate reduce: the GEMM kernel runs one CTA per (tile, K share), no cluster: CTA b
     accumulates k-tiles [s * k_tiles // SPLITS, (s + 1) * k_tiles // SPLITS) of tile b // SPLITS, s

@@ -22,10 +22,12 @@ Parameters
         runs a tile's first k-tile finishes it; 2 TMEM accumulator slots, one per unit
 
 Pipeline
-    ring         producer -> consumer                  stages   bytes/stage    full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> MMA (warp 1)          4        49152          1 + 49152 tx bytes  1 (tcgen05.commit)
-    accumulator  MMA (warp 1) -> epilogue (warps 2-5)  2 slots  256 TMEM cols  1 (tcgen05.commit)  4 (one per epilogue warp)
-    C sub-tiles  epilogue (warps 2-5) -> TMA store     2        16384          bulk async-group    wait_group.read
+    A/B SMEM     TMA (warp 0) -> MMA (warp 1); 4 stages x 49152 bytes
+                 full arrives: 1 + 49152 tx bytes; empty arrives: 1 (tcgen05.commit)
+    accumulator  MMA (warp 1) -> epilogue (warps 2-5); 2 slots x 256 TMEM columns
+                 full arrives: 1 (tcgen05.commit); empty arrives: 4 (one per epilogue warp)
+    C sub-tiles  epilogue (warps 2-5) -> TMA store; 2 buffers x 16384 bytes
+                 full arrives: bulk async-group; empty arrives: wait_group.read
 
     Stream-K in bands (a band: a row of tiles, which read the same B tiles): the CTAS CTAs split
     into min(rows, CTAS) groups, each on whole rows; CTA r of a group of C runs MAC iterations [r *

@@ -21,9 +21,10 @@ Parameters
         runs a tile's first k-tile finishes it; 2 TMEM accumulator slots, one per unit
 
 Pipeline
-    ring         producer -> consumer                  stages   bytes/stage   full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> MMA (warp 1)          11       20480         1 + 20480 tx bytes  1 (tcgen05.commit)
-    accumulator  MMA (warp 1) -> epilogue (warps 2-5)  2 slots  32 TMEM cols  1 (tcgen05.commit)  4 (one per epilogue warp)
+    A/B SMEM     TMA (warp 0) -> MMA (warp 1); 11 stages x 20480 bytes
+                 full arrives: 1 + 20480 tx bytes; empty arrives: 1 (tcgen05.commit)
+    accumulator  MMA (warp 1) -> epilogue (warps 2-5); 2 slots x 32 TMEM columns
+                 full arrives: 1 (tcgen05.commit); empty arrives: 4 (one per epilogue warp)
 
     Stream-K in bands (a band: a row of tiles, which read the same B tiles): the CTAS CTAs split
     into min(rows, CTAS) groups, each on whole rows; CTA r of a group of C runs MAC iterations [r *

@@ -18,9 +18,10 @@ Parameters
     scheduler: grid
 
 Pipeline
-    ring         producer -> consumer                stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> MMA (warp 1)        2       49152        1 + 49152 tx bytes  1 (tcgen05.commit)
-    accumulator  MMA (warp 1) -> epilogue (4 warps)  1       -            1 (tcgen05.commit)  -
+    A/B SMEM     TMA (warp 0) -> MMA (warp 1); 2 stages x 49152 bytes
+                 full arrives: 1 + 49152 tx bytes; empty arrives: 1 (tcgen05.commit)
+    accumulator  MMA (warp 1) -> epilogue (4 warps); 1 slot
+                 full arrives: 1 (tcgen05.commit)
 
     SMEM 99328 B of 232448 (2 x 48 KiB ring + 1 KiB barriers and alignment); TMEM 256 of 512 columns
 

@@ -23,11 +23,14 @@ Parameters
         DSMEM and storing; 1 TMEM accumulator slot
 
 Pipeline
-    ring         producer -> consumer                     stages  bytes/stage   full arrives                         empty arrives
-    A/B SMEM     TMA (warp 0) -> MMA (warp 1)             8       20480         1 + 20480 tx bytes                   1 (tcgen05.commit)
-    accumulator  MMA (warp 1) -> epilogue (warps 2-5)     1 slot  32 TMEM cols  1 (tcgen05.commit)                   4 (one per epilogue warp)
-    staged       ranks 1..7 epilogue -> rank 0 epilogue   1       16384         28 (7 peer CTAs x 4 epilogue warps)  -
-    consumed     rank 0 epilogue -> each peer's epilogue  1       -             4 (rank 0's 4 epilogue warps)        -
+    A/B SMEM     TMA (warp 0) -> MMA (warp 1); 8 stages x 20480 bytes
+                 full arrives: 1 + 20480 tx bytes; empty arrives: 1 (tcgen05.commit)
+    accumulator  MMA (warp 1) -> epilogue (warps 2-5); 1 slot x 32 TMEM columns
+                 full arrives: 1 (tcgen05.commit); empty arrives: 4 (one per epilogue warp)
+    staged       ranks 1..7 epilogue -> rank 0 epilogue; 1 buffer x 16384 bytes
+                 full arrives: 28 (7 peer CTAs x 4 epilogue warps)
+    consumed     rank 0 epilogue -> each peer's epilogue
+                 full arrives: 4 (rank 0's 4 epilogue warps)
 
     Split K: cluster rank r accumulates k-tiles [r * k_tiles // SPLITS, (r + 1) * k_tiles // SPLITS)
     of the cluster's tile in its TMEM (an empty share contributes zeros). Ranks 1.. copy their f32

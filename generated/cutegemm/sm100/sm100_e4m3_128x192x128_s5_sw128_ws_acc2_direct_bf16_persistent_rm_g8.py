@@ -21,9 +21,10 @@ Parameters
         TMEM accumulator slots
 
 Pipeline
-    ring         producer -> consumer                  stages   bytes/stage    full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> MMA (warp 1)          5        40960          1 + 40960 tx bytes  1 (tcgen05.commit)
-    accumulator  MMA (warp 1) -> epilogue (warps 2-5)  2 slots  192 TMEM cols  1 (tcgen05.commit)  4 (one per epilogue warp)
+    A/B SMEM     TMA (warp 0) -> MMA (warp 1); 5 stages x 40960 bytes
+                 full arrives: 1 + 40960 tx bytes; empty arrives: 1 (tcgen05.commit)
+    accumulator  MMA (warp 1) -> epilogue (warps 2-5); 2 slots x 192 TMEM columns
+                 full arrives: 1 (tcgen05.commit); empty arrives: 4 (one per epilogue warp)
 
     SMEM 205824 B of 232448 (5 x 40 KiB ring + 1 KiB barriers and alignment);
     TMEM 512 of 512 columns

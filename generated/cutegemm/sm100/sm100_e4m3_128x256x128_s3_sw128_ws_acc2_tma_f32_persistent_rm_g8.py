@@ -22,10 +22,12 @@ Parameters
         TMEM accumulator slots
 
 Pipeline
-    ring         producer -> consumer                  stages   bytes/stage    full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> MMA (warp 1)          3        49152          1 + 49152 tx bytes  1 (tcgen05.commit)
-    accumulator  MMA (warp 1) -> epilogue (warps 2-5)  2 slots  256 TMEM cols  1 (tcgen05.commit)  4 (one per epilogue warp)
-    C sub-tiles  epilogue (warps 2-5) -> TMA store     2        32768          bulk async-group    wait_group.read
+    A/B SMEM     TMA (warp 0) -> MMA (warp 1); 3 stages x 49152 bytes
+                 full arrives: 1 + 49152 tx bytes; empty arrives: 1 (tcgen05.commit)
+    accumulator  MMA (warp 1) -> epilogue (warps 2-5); 2 slots x 256 TMEM columns
+                 full arrives: 1 (tcgen05.commit); empty arrives: 4 (one per epilogue warp)
+    C sub-tiles  epilogue (warps 2-5) -> TMA store; 2 buffers x 32768 bytes
+                 full arrives: bulk async-group; empty arrives: wait_group.read
 
     SMEM 214016 B of 232448 (3 x 48 KiB ring + 2 x 32 KiB C sub-tiles + 1 KiB barriers and
     alignment);

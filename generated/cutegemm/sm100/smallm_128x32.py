@@ -18,9 +18,10 @@ Parameters
     scheduler: grid
 
 Pipeline
-    ring         producer -> consumer                stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> MMA (warp 1)        11      20480        1 + 20480 tx bytes  1 (tcgen05.commit)
-    accumulator  MMA (warp 1) -> epilogue (4 warps)  1       -            1 (tcgen05.commit)  -
+    A/B SMEM     TMA (warp 0) -> MMA (warp 1); 11 stages x 20480 bytes
+                 full arrives: 1 + 20480 tx bytes; empty arrives: 1 (tcgen05.commit)
+    accumulator  MMA (warp 1) -> epilogue (4 warps); 1 slot
+                 full arrives: 1 (tcgen05.commit)
 
     SMEM 226304 B of 232448 (11 x 20 KiB ring + 1 KiB barriers and alignment);
     TMEM 32 of 512 columns

@@ -18,10 +18,12 @@ Parameters
     scheduler: grid
 
 Pipeline
-    ring         producer -> consumer                stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> MMA (warp 1)        8       24576        1 + 24576 tx bytes  1 (tcgen05.commit)
-    accumulator  MMA (warp 1) -> epilogue (4 warps)  1       -            1 (tcgen05.commit)  -
-    C sub-tiles  epilogue (4 warps) -> TMA store     2       8192         bulk async-group    wait_group.read
+    A/B SMEM     TMA (warp 0) -> MMA (warp 1); 8 stages x 24576 bytes
+                 full arrives: 1 + 24576 tx bytes; empty arrives: 1 (tcgen05.commit)
+    accumulator  MMA (warp 1) -> epilogue (4 warps); 1 slot
+                 full arrives: 1 (tcgen05.commit)
+    C sub-tiles  epilogue (4 warps) -> TMA store; 2 buffers x 8192 bytes
+                 full arrives: bulk async-group; empty arrives: wait_group.read
 
     SMEM 214016 B of 232448 (8 x 24 KiB ring + 2 x 8 KiB C sub-tiles + 1 KiB barriers and
     alignment);

@@ -20,9 +20,10 @@ Parameters
     scheduler: grid
 
 Pipeline
-    ring         producer -> consumer                stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> MMA (warp 1)        22      10240        1 + 10240 tx bytes  1 (tcgen05.commit)
-    accumulator  MMA (warp 1) -> epilogue (4 warps)  1       -            1 (tcgen05.commit)  -
+    A/B SMEM     TMA (warp 0) -> MMA (warp 1); 22 stages x 10240 bytes
+                 full arrives: 1 + 10240 tx bytes; empty arrives: 1 (tcgen05.commit)
+    accumulator  MMA (warp 1) -> epilogue (4 warps); 1 slot
+                 full arrives: 1 (tcgen05.commit)
 
     SMEM 226304 B of 232448 (22 x 10 KiB ring + 1 KiB barriers and alignment);
     TMEM 32 of 512 columns

@@ -21,9 +21,10 @@ Parameters
         B200), worker w taking tiles w, w + workers, ... rastered along M; 1 TMEM accumulator slot
 
 Pipeline
-    ring         producer -> consumer                  stages  bytes/stage   full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> MMA (warp 1)          18      12288         1 + 12288 tx bytes  1 (tcgen05.commit)
-    accumulator  MMA (warp 1) -> epilogue (warps 2-5)  1 slot  32 TMEM cols  1 (tcgen05.commit)  4 (one per epilogue warp)
+    A/B SMEM     TMA (warp 0) -> MMA (warp 1); 18 stages x 12288 bytes
+                 full arrives: 1 + 12288 tx bytes; empty arrives: 1 (tcgen05.commit)
+    accumulator  MMA (warp 1) -> epilogue (warps 2-5); 1 slot x 32 TMEM columns
+                 full arrives: 1 (tcgen05.commit); empty arrives: 4 (one per epilogue warp)
 
     SMEM 222208 B of 232448 (18 x 12 KiB ring + 1 KiB barriers and alignment);
     TMEM 32 of 512 columns

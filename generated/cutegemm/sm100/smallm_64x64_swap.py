@@ -20,9 +20,10 @@ Parameters
     scheduler: grid
 
 Pipeline
-    ring         producer -> consumer                stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> MMA (warp 1)        14      16384        1 + 16384 tx bytes  1 (tcgen05.commit)
-    accumulator  MMA (warp 1) -> epilogue (4 warps)  1       -            1 (tcgen05.commit)  -
+    A/B SMEM     TMA (warp 0) -> MMA (warp 1); 14 stages x 16384 bytes
+                 full arrives: 1 + 16384 tx bytes; empty arrives: 1 (tcgen05.commit)
+    accumulator  MMA (warp 1) -> epilogue (4 warps); 1 slot
+                 full arrives: 1 (tcgen05.commit)
 
     SMEM 230400 B of 232448 (14 x 16 KiB ring + 1 KiB barriers and alignment);
     TMEM 64 of 512 columns

@@ -21,9 +21,10 @@ Parameters
         a tile's first k-tile finishes it
 
 Pipeline
-    ring         producer -> consumer                          stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> wgmma (1 consumer warpgroup)  6       32768        1 + 32768 tx bytes  4 (1 CTA x 4 consumer warps)
-    C sub-tiles  consumers (stmatrix) -> TMA store             4       4096         named barrier       bulk wait_group
+    A/B SMEM     TMA (warp 0) -> wgmma (1 consumer warpgroup); 6 stages x 32768 bytes
+                 full arrives: 1 + 32768 tx bytes; empty arrives: 4 (1 CTA x 4 consumer warps)
+    C sub-tiles  consumers (stmatrix) -> TMA store; 4 buffers x 4096 bytes
+                 full arrives: named barrier; empty arrives: bulk wait_group
 
     SMEM 214016 B of 232448 (6 x 32 KiB ring + 16 KiB C sub-tiles + barriers and alignment);
     accumulators in registers: 128 f32 per consumer thread

@@ -20,9 +20,10 @@ Parameters
         grid: 132 on an H200)
 
 Pipeline
-    ring         producer -> consumer                          stages  bytes/stage  full arrives       empty arrives
-    A/B SMEM     TMA (warp 0) -> wgmma (1 consumer warpgroup)  35      6144         1 + 6144 tx bytes  4 (1 CTA x 4 consumer warps)
-    C sub-tiles  consumers (stmatrix) -> TMA store             4       4096         named barrier      bulk wait_group
+    A/B SMEM     TMA (warp 0) -> wgmma (1 consumer warpgroup); 35 stages x 6144 bytes
+                 full arrives: 1 + 6144 tx bytes; empty arrives: 4 (1 CTA x 4 consumer warps)
+    C sub-tiles  consumers (stmatrix) -> TMA store; 4 buffers x 4096 bytes
+                 full arrives: named barrier; empty arrives: bulk wait_group
 
     SMEM 232448 B of 232448 (35 x 6 KiB ring + 16 KiB C sub-tiles + barriers and alignment);
     accumulators in registers: 64 f32 per consumer thread

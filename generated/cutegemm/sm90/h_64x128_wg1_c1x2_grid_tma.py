@@ -20,9 +20,10 @@ Parameters
     scheduler: grid (one cluster per cluster tile)
 
 Pipeline
-    ring         producer -> consumer                          stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> wgmma (1 consumer warpgroup)  8       24576        1 + 24576 tx bytes  2 (2 CTAs x 1 consumer warpgroup)
-    C sub-tiles  consumers (stmatrix) -> TMA store             4       4096         named barrier       bulk wait_group
+    A/B SMEM     TMA (warp 0) -> wgmma (1 consumer warpgroup); 8 stages x 24576 bytes
+                 full arrives: 1 + 24576 tx bytes; empty arrives: 2 (2 CTAs x 1 consumer warpgroup)
+    C sub-tiles  consumers (stmatrix) -> TMA store; 4 buffers x 4096 bytes
+                 full arrives: named barrier; empty arrives: bulk wait_group
 
     SMEM 214016 B of 232448 (8 x 24 KiB ring + 16 KiB C sub-tiles + barriers and alignment);
     accumulators in registers: 64 f32 per consumer thread

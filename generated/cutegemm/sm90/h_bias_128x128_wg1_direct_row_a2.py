@@ -20,8 +20,8 @@ Parameters
     scheduler: grid (one cluster per cluster tile)
 
 Pipeline
-    ring      producer -> consumer                          stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM  TMA (warp 0) -> wgmma (1 consumer warpgroup)  7       32768        1 + 32768 tx bytes  4 (1 CTA x 4 consumer warps)
+    A/B SMEM     TMA (warp 0) -> wgmma (1 consumer warpgroup); 7 stages x 32768 bytes
+                 full arrives: 1 + 32768 tx bytes; empty arrives: 4 (1 CTA x 4 consumer warps)
 
     SMEM 230400 B of 232448 (7 x 32 KiB ring + barriers and alignment); accumulators in registers:
     128 f32 per consumer thread

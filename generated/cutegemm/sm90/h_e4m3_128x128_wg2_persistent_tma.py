@@ -20,9 +20,10 @@ Parameters
         grid: 132 on an H200)
 
 Pipeline
-    ring         producer -> consumer                           stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> wgmma (2 consumer warpgroups)  6       32768        1 + 32768 tx bytes  8 (1 CTA x 8 consumer warps)
-    C sub-tiles  consumers (stmatrix) -> TMA store              4       8192         named barrier       bulk wait_group
+    A/B SMEM     TMA (warp 0) -> wgmma (2 consumer warpgroups); 6 stages x 32768 bytes
+                 full arrives: 1 + 32768 tx bytes; empty arrives: 8 (1 CTA x 8 consumer warps)
+    C sub-tiles  consumers (stmatrix) -> TMA store; 4 buffers x 8192 bytes
+                 full arrives: named barrier; empty arrives: bulk wait_group
 
     SMEM 230400 B of 232448 (6 x 32 KiB ring + 32 KiB C sub-tiles + barriers and alignment);
     accumulators in registers: 64 f32 per consumer thread

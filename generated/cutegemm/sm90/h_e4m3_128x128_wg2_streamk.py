@@ -21,8 +21,8 @@ Parameters
         a tile's first k-tile finishes it
 
 Pipeline
-    ring      producer -> consumer                           stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM  TMA (warp 0) -> wgmma (2 consumer warpgroups)  7       32768        1 + 32768 tx bytes  8 (1 CTA x 8 consumer warps)
+    A/B SMEM     TMA (warp 0) -> wgmma (2 consumer warpgroups); 7 stages x 32768 bytes
+                 full arrives: 1 + 32768 tx bytes; empty arrives: 8 (1 CTA x 8 consumer warps)
 
     SMEM 230400 B of 232448 (7 x 32 KiB ring + barriers and alignment); accumulators in registers:
     64 f32 per consumer thread

@@ -21,9 +21,10 @@ Parameters
         grid: 66 on an H200)
 
 Pipeline
-    ring         producer -> consumer                           stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> wgmma (2 consumer warpgroups)  8       24576        1 + 24576 tx bytes  4 (2 CTAs x 2 consumer warpgroups)
-    C sub-tiles  consumers (stmatrix) -> TMA store              4       8192         named barrier       bulk wait_group
+    A/B SMEM     TMA (warp 0) -> wgmma (2 consumer warpgroups); 8 stages x 24576 bytes
+                 full arrives: 1 + 24576 tx bytes; empty arrives: 4 (2 CTAs x 2 consumer warpgroups)
+    C sub-tiles  consumers (stmatrix) -> TMA store; 4 buffers x 8192 bytes
+                 full arrives: named barrier; empty arrives: bulk wait_group
 
     SMEM 230400 B of 232448 (8 x 24 KiB ring + 32 KiB C sub-tiles + barriers and alignment);
     accumulators in registers: 32 f32 per consumer thread

@@ -22,8 +22,8 @@ Parameters
         kernel
 
 Pipeline
-    ring      producer -> consumer                          stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM  TMA (warp 0) -> wgmma (1 consumer warpgroup)  9       24576        1 + 24576 tx bytes  4 (1 CTA x 4 consumer warps)
+    A/B SMEM     TMA (warp 0) -> wgmma (1 consumer warpgroup); 9 stages x 24576 bytes
+                 full arrives: 1 + 24576 tx bytes; empty arrives: 4 (1 CTA x 4 consumer warps)
 
     SMEM 222208 B of 232448 (9 x 24 KiB ring + barriers and alignment); accumulators in registers:
     64 f32 per consumer thread

@@ -21,8 +21,8 @@ Parameters
         kernel
 
 Pipeline
-    ring      producer -> consumer                          stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM  TMA (warp 0) -> wgmma (1 consumer warpgroup)  18      12288        1 + 12288 tx bytes  4 (1 CTA x 4 consumer warps)
+    A/B SMEM     TMA (warp 0) -> wgmma (1 consumer warpgroup); 18 stages x 12288 bytes
+                 full arrives: 1 + 12288 tx bytes; empty arrives: 4 (1 CTA x 4 consumer warps)
 
     SMEM 222208 B of 232448 (18 x 12 KiB ring + barriers and alignment); accumulators in registers:
     16 f32 per consumer thread

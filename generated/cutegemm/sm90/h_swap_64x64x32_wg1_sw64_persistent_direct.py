@@ -21,8 +21,8 @@ Parameters
         grid: 132 on an H200)
 
 Pipeline
-    ring      producer -> consumer                          stages  bytes/stage  full arrives       empty arrives
-    A/B SMEM  TMA (warp 0) -> wgmma (1 consumer warpgroup)  28      8192         1 + 8192 tx bytes  4 (1 CTA x 4 consumer warps)
+    A/B SMEM     TMA (warp 0) -> wgmma (1 consumer warpgroup); 28 stages x 8192 bytes
+                 full arrives: 1 + 8192 tx bytes; empty arrives: 4 (1 CTA x 4 consumer warps)
 
     SMEM 230400 B of 232448 (28 x 8 KiB ring + barriers and alignment); accumulators in registers:
     32 f32 per consumer thread

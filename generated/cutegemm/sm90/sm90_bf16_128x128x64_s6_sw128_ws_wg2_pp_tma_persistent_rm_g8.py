@@ -21,9 +21,12 @@ Parameters
         grid: 132 on an H200), tile swizzle group 8
 
 Pipeline
-    ring         producer -> consumer                                                      stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> wgmma (2 ping-pong consumer warpgroups, alternate tiles)  6       32768        1 + 32768 tx bytes  4 (1 CTA x 4 consumer warps: the warpgroup owning the tile)
-    C sub-tiles  consumers (stmatrix) -> TMA store                                         2 x 4   4096         named barrier       bulk wait_group
+    A/B SMEM     TMA (warp 0) -> wgmma (2 ping-pong consumer warpgroups, alternate tiles)
+                 6 stages x 32768 bytes
+                 full arrives: 1 + 32768 tx bytes
+                 empty arrives: 4 (1 CTA x 4 consumer warps: the warpgroup owning the tile)
+    C sub-tiles  consumers (stmatrix) -> TMA store; 2 sets of 4 buffers x 4096 bytes
+                 full arrives: named barrier; empty arrives: bulk wait_group
 
     SMEM 230400 B of 232448 (6 x 32 KiB ring + 32 KiB C sub-tiles + barriers and alignment);
     accumulators in registers: 128 f32 per consumer thread

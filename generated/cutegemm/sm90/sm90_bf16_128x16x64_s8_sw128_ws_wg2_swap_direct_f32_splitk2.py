@@ -21,10 +21,12 @@ Parameters
         an H200)
 
 Pipeline
-    ring      producer -> consumer                           stages  bytes/stage  full arrives                       empty arrives
-    A/B SMEM  TMA (warp 0) -> wgmma (2 consumer warpgroups)  8       18432        1 + 18432 tx bytes                 8 (1 CTA x 8 consumer warps)
-    staged    rank 1 consumers -> rank 0 consumers           1       8192         8 (1 peer CTA x 8 consumer warps)  -
-    consumed  rank 0 consumers -> each peer's consumers      1       -            8 (rank 0's 8 consumer warps)      -
+    A/B SMEM     TMA (warp 0) -> wgmma (2 consumer warpgroups); 8 stages x 18432 bytes
+                 full arrives: 1 + 18432 tx bytes; empty arrives: 8 (1 CTA x 8 consumer warps)
+    staged       rank 1 consumers -> rank 0 consumers; 1 buffer x 8192 bytes
+                 full arrives: 8 (1 peer CTA x 8 consumer warps)
+    consumed     rank 0 consumers -> each peer's consumers
+                 full arrives: 8 (rank 0's 8 consumer warps)
 
     SMEM 156672 B of 232448 (8 x 18 KiB ring + 8 KiB split-K staging + barriers and alignment);
     accumulators in registers: 8 f32 per consumer thread

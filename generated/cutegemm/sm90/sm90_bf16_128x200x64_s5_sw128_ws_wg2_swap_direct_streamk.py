@@ -22,8 +22,8 @@ Parameters
         a tile's first k-tile finishes it
 
 Pipeline
-    ring      producer -> consumer                           stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM  TMA (warp 0) -> wgmma (2 consumer warpgroups)  5       41984        1 + 41984 tx bytes  8 (1 CTA x 8 consumer warps)
+    A/B SMEM     TMA (warp 0) -> wgmma (2 consumer warpgroups); 5 stages x 41984 bytes
+                 full arrives: 1 + 41984 tx bytes; empty arrives: 8 (1 CTA x 8 consumer warps)
 
     SMEM 210944 B of 232448 (5 x 41 KiB ring + barriers and alignment); accumulators in registers:
     100 f32 per consumer thread

@@ -20,9 +20,10 @@ Parameters
         grid: 132 on an H200), tile swizzle group 8
 
 Pipeline
-    ring         producer -> consumer                           stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> wgmma (2 consumer warpgroups)  4       45056        1 + 45056 tx bytes  8 (1 CTA x 8 consumer warps)
-    C sub-tiles  consumers (stmatrix) -> TMA store              4       8192         named barrier       bulk wait_group
+    A/B SMEM     TMA (warp 0) -> wgmma (2 consumer warpgroups); 4 stages x 45056 bytes
+                 full arrives: 1 + 45056 tx bytes; empty arrives: 8 (1 CTA x 8 consumer warps)
+    C sub-tiles  consumers (stmatrix) -> TMA store; 4 buffers x 8192 bytes
+                 full arrives: named barrier; empty arrives: bulk wait_group
 
     SMEM 214016 B of 232448 (4 x 44 KiB ring + 32 KiB C sub-tiles + barriers and alignment);
     accumulators in registers: 112 f32 per consumer thread

@@ -20,8 +20,8 @@ Parameters
         grid: 132 on an H200), tile swizzle group 8
 
 Pipeline
-    ring      producer -> consumer                           stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM  TMA (warp 0) -> wgmma (2 consumer warpgroups)  4       49152        1 + 49152 tx bytes  8 (1 CTA x 8 consumer warps)
+    A/B SMEM     TMA (warp 0) -> wgmma (2 consumer warpgroups); 4 stages x 49152 bytes
+                 full arrives: 1 + 49152 tx bytes; empty arrives: 8 (1 CTA x 8 consumer warps)
 
     SMEM 197632 B of 232448 (4 x 48 KiB ring + barriers and alignment); accumulators in registers:
     128 f32 per consumer thread

@@ -22,8 +22,8 @@ Parameters
         a tile's first k-tile finishes it
 
 Pipeline
-    ring      producer -> consumer                           stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM  TMA (warp 0) -> wgmma (2 consumer warpgroups)  8       20480        1 + 20480 tx bytes  8 (1 CTA x 8 consumer warps)
+    A/B SMEM     TMA (warp 0) -> wgmma (2 consumer warpgroups); 8 stages x 20480 bytes
+                 full arrives: 1 + 20480 tx bytes; empty arrives: 8 (1 CTA x 8 consumer warps)
 
     SMEM 164864 B of 232448 (8 x 20 KiB ring + barriers and alignment); accumulators in registers:
     16 f32 per consumer thread

@@ -21,10 +21,12 @@ Parameters
         an H200)
 
 Pipeline
-    ring      producer -> consumer                          stages  bytes/stage  full arrives                       empty arrives
-    A/B SMEM  TMA (warp 0) -> wgmma (1 consumer warpgroup)  8       24576        1 + 24576 tx bytes                 4 (1 CTA x 4 consumer warps)
-    staged    rank 1 consumers -> rank 0 consumers          1       32768        4 (1 peer CTA x 4 consumer warps)  -
-    consumed  rank 0 consumers -> each peer's consumers     1       -            4 (rank 0's 4 consumer warps)      -
+    A/B SMEM     TMA (warp 0) -> wgmma (1 consumer warpgroup); 8 stages x 24576 bytes
+                 full arrives: 1 + 24576 tx bytes; empty arrives: 4 (1 CTA x 4 consumer warps)
+    staged       rank 1 consumers -> rank 0 consumers; 1 buffer x 32768 bytes
+                 full arrives: 4 (1 peer CTA x 4 consumer warps)
+    consumed     rank 0 consumers -> each peer's consumers
+                 full arrives: 4 (rank 0's 4 consumer warps)
 
     SMEM 230400 B of 232448 (8 x 24 KiB ring + 32 KiB split-K staging + barriers and alignment);
     accumulators in registers: 64 f32 per consumer thread

@@ -22,8 +22,8 @@ Parameters
         a tile's first k-tile finishes it
 
 Pipeline
-    ring      producer -> consumer                          stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM  TMA (warp 0) -> wgmma (1 consumer warpgroup)  12      10240        1 + 10240 tx bytes  4 (1 CTA x 4 consumer warps)
+    A/B SMEM     TMA (warp 0) -> wgmma (1 consumer warpgroup); 12 stages x 10240 bytes
+                 full arrives: 1 + 10240 tx bytes; empty arrives: 4 (1 CTA x 4 consumer warps)
 
     SMEM 123904 B of 232448 (12 x 10 KiB ring + barriers and alignment); accumulators in registers:
     8 f32 per consumer thread

@@ -21,8 +21,8 @@ Parameters
         grid: 132 on an H200)
 
 Pipeline
-    ring      producer -> consumer                          stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM  TMA (warp 0) -> wgmma (1 consumer warpgroup)  22      10240        1 + 10240 tx bytes  4 (1 CTA x 4 consumer warps)
+    A/B SMEM     TMA (warp 0) -> wgmma (1 consumer warpgroup); 22 stages x 10240 bytes
+                 full arrives: 1 + 10240 tx bytes; empty arrives: 4 (1 CTA x 4 consumer warps)
 
     SMEM 226304 B of 232448 (22 x 10 KiB ring + barriers and alignment); accumulators in registers:
     8 f32 per consumer thread

@@ -21,9 +21,12 @@ Parameters
         grid: 132 on an H200)
 
 Pipeline
-    ring         producer -> consumer                                                      stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> wgmma (2 ping-pong consumer warpgroups, alternate tiles)  4       40960        1 + 40960 tx bytes  4 (1 CTA x 4 consumer warps: the warpgroup owning the tile)
-    C sub-tiles  consumers (stmatrix) -> TMA store                                         2 x 4   4096         named barrier       bulk wait_group
+    A/B SMEM     TMA (warp 0) -> wgmma (2 ping-pong consumer warpgroups, alternate tiles)
+                 4 stages x 40960 bytes
+                 full arrives: 1 + 40960 tx bytes
+                 empty arrives: 4 (1 CTA x 4 consumer warps: the warpgroup owning the tile)
+    C sub-tiles  consumers (stmatrix) -> TMA store; 2 sets of 4 buffers x 4096 bytes
+                 full arrives: named barrier; empty arrives: bulk wait_group
 
     SMEM 197632 B of 232448 (4 x 40 KiB ring + 32 KiB C sub-tiles + barriers and alignment);
     accumulators in registers: 128 f32 per consumer thread

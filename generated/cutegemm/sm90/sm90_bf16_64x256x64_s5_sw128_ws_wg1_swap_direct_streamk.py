@@ -22,8 +22,8 @@ Parameters
         a tile's first k-tile finishes it
 
 Pipeline
-    ring      producer -> consumer                          stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM  TMA (warp 0) -> wgmma (1 consumer warpgroup)  5       40960        1 + 40960 tx bytes  4 (1 CTA x 4 consumer warps)
+    A/B SMEM     TMA (warp 0) -> wgmma (1 consumer warpgroup); 5 stages x 40960 bytes
+                 full arrives: 1 + 40960 tx bytes; empty arrives: 4 (1 CTA x 4 consumer warps)
 
     SMEM 205824 B of 232448 (5 x 40 KiB ring + barriers and alignment); accumulators in registers:
     128 f32 per consumer thread

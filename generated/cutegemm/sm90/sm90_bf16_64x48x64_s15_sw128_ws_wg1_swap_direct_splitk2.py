@@ -21,10 +21,12 @@ Parameters
         an H200)
 
 Pipeline
-    ring      producer -> consumer                          stages  bytes/stage  full arrives                       empty arrives
-    A/B SMEM  TMA (warp 0) -> wgmma (1 consumer warpgroup)  15      14336        1 + 14336 tx bytes                 4 (1 CTA x 4 consumer warps)
-    staged    rank 1 consumers -> rank 0 consumers          1       12288        4 (1 peer CTA x 4 consumer warps)  -
-    consumed  rank 0 consumers -> each peer's consumers     1       -            4 (rank 0's 4 consumer warps)      -
+    A/B SMEM     TMA (warp 0) -> wgmma (1 consumer warpgroup); 15 stages x 14336 bytes
+                 full arrives: 1 + 14336 tx bytes; empty arrives: 4 (1 CTA x 4 consumer warps)
+    staged       rank 1 consumers -> rank 0 consumers; 1 buffer x 12288 bytes
+                 full arrives: 4 (1 peer CTA x 4 consumer warps)
+    consumed     rank 0 consumers -> each peer's consumers
+                 full arrives: 4 (rank 0's 4 consumer warps)
 
     SMEM 228352 B of 232448 (15 x 14 KiB ring + 12 KiB split-K staging + barriers and alignment);
     accumulators in registers: 24 f32 per consumer thread

@@ -21,8 +21,8 @@ Parameters
         grid: 132 on an H200)
 
 Pipeline
-    ring      producer -> consumer                          stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM  TMA (warp 0) -> wgmma (1 consumer warpgroup)  14      16384        1 + 16384 tx bytes  4 (1 CTA x 4 consumer warps)
+    A/B SMEM     TMA (warp 0) -> wgmma (1 consumer warpgroup); 14 stages x 16384 bytes
+                 full arrives: 1 + 16384 tx bytes; empty arrives: 4 (1 CTA x 4 consumer warps)
 
     SMEM 230400 B of 232448 (14 x 16 KiB ring + barriers and alignment); accumulators in registers:
     32 f32 per consumer thread

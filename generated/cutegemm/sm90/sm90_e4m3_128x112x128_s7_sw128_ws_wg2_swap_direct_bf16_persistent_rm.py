@@ -21,8 +21,8 @@ Parameters
         grid: 132 on an H200)
 
 Pipeline
-    ring      producer -> consumer                           stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM  TMA (warp 0) -> wgmma (2 consumer warpgroups)  7       30720        1 + 30720 tx bytes  8 (1 CTA x 8 consumer warps)
+    A/B SMEM     TMA (warp 0) -> wgmma (2 consumer warpgroups); 7 stages x 30720 bytes
+                 full arrives: 1 + 30720 tx bytes; empty arrives: 8 (1 CTA x 8 consumer warps)
 
     SMEM 216064 B of 232448 (7 x 30 KiB ring + barriers and alignment); accumulators in registers:
     56 f32 per consumer thread

@@ -21,10 +21,12 @@ Parameters
         an H200)
 
 Pipeline
-    ring      producer -> consumer                          stages  bytes/stage  full arrives                         empty arrives
-    A/B SMEM  TMA (warp 0) -> wgmma (1 consumer warpgroup)  8       12288        1 + 12288 tx bytes                   4 (1 CTA x 4 consumer warps)
-    staged    ranks 1..7 consumers -> rank 0 consumers      1       8192         28 (7 peer CTAs x 4 consumer warps)  -
-    consumed  rank 0 consumers -> each peer's consumers     1       -            4 (rank 0's 4 consumer warps)        -
+    A/B SMEM     TMA (warp 0) -> wgmma (1 consumer warpgroup); 8 stages x 12288 bytes
+                 full arrives: 1 + 12288 tx bytes; empty arrives: 4 (1 CTA x 4 consumer warps)
+    staged       ranks 1..7 consumers -> rank 0 consumers; 1 buffer x 8192 bytes
+                 full arrives: 28 (7 peer CTAs x 4 consumer warps)
+    consumed     rank 0 consumers -> each peer's consumers
+                 full arrives: 4 (rank 0's 4 consumer warps)
 
     SMEM 107520 B of 232448 (8 x 12 KiB ring + 8 KiB split-K staging + barriers and alignment);
     accumulators in registers: 16 f32 per consumer thread

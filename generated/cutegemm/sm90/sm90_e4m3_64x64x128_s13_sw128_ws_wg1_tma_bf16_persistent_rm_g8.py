@@ -20,9 +20,10 @@ Parameters
         grid: 132 on an H200), tile swizzle group 8
 
 Pipeline
-    ring         producer -> consumer                          stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> wgmma (1 consumer warpgroup)  13      16384        1 + 16384 tx bytes  4 (1 CTA x 4 consumer warps)
-    C sub-tiles  consumers (stmatrix) -> TMA store             4       4096         named barrier       bulk wait_group
+    A/B SMEM     TMA (warp 0) -> wgmma (1 consumer warpgroup); 13 stages x 16384 bytes
+                 full arrives: 1 + 16384 tx bytes; empty arrives: 4 (1 CTA x 4 consumer warps)
+    C sub-tiles  consumers (stmatrix) -> TMA store; 4 buffers x 4096 bytes
+                 full arrives: named barrier; empty arrives: bulk wait_group
 
     SMEM 230400 B of 232448 (13 x 16 KiB ring + 16 KiB C sub-tiles + barriers and alignment);
     accumulators in registers: 32 f32 per consumer thread

@@ -20,9 +20,10 @@ Parameters
         grid: 132 on an H200)
 
 Pipeline
-    ring         producer -> consumer                          stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> wgmma (1 consumer warpgroup)  12      18432        1 + 18432 tx bytes  4 (1 CTA x 4 consumer warps)
-    C sub-tiles  consumers (stmatrix) -> TMA store             4       2048         named barrier       bulk wait_group
+    A/B SMEM     TMA (warp 0) -> wgmma (1 consumer warpgroup); 12 stages x 18432 bytes
+                 full arrives: 1 + 18432 tx bytes; empty arrives: 4 (1 CTA x 4 consumer warps)
+    C sub-tiles  consumers (stmatrix) -> TMA store; 4 buffers x 2048 bytes
+                 full arrives: named barrier; empty arrives: bulk wait_group
 
     SMEM 230400 B of 232448 (12 x 18 KiB ring + 8 KiB C sub-tiles + barriers and alignment);
     accumulators in registers: 40 f32 per consumer thread

@@ -22,8 +22,8 @@ Parameters
         a tile's first k-tile finishes it
 
 Pipeline
-    ring      producer -> consumer                          stages  bytes/stage  full arrives       empty arrives
-    A/B SMEM  TMA (warp 0) -> wgmma (1 consumer warpgroup)  12      9216         1 + 9216 tx bytes  4 (1 CTA x 4 consumer warps)
+    A/B SMEM     TMA (warp 0) -> wgmma (1 consumer warpgroup); 12 stages x 9216 bytes
+                 full arrives: 1 + 9216 tx bytes; empty arrives: 4 (1 CTA x 4 consumer warps)
 
     SMEM 111616 B of 232448 (12 x 9 KiB ring + barriers and alignment); accumulators in registers: 4
     f32 per consumer thread
