@@ -22,10 +22,12 @@ Parameters
         B200), worker w taking tiles w, w + workers, ... rastered along M; 1 TMEM accumulator slot
 
 Pipeline
-    ring         producer -> consumer                  stages  bytes/stage    full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> MMA (warp 1)          5       43008          1 + 43008 tx bytes  1 (tcgen05.commit)
-    accumulator  MMA (warp 1) -> epilogue (warps 2-5)  1 slot  208 TMEM cols  1 (tcgen05.commit)  4 (one per epilogue warp)
-    C sub-tiles  epilogue (warps 2-5) -> TMA store     2       4096           bulk async-group    wait_group.read
+    A/B SMEM     TMA (warp 0) -> MMA (warp 1); 5 stages x 43008 bytes
+                 full arrives: 1 + 43008 tx bytes; empty arrives: 1 (tcgen05.commit)
+    accumulator  MMA (warp 1) -> epilogue (warps 2-5); 1 slot x 208 TMEM columns
+                 full arrives: 1 (tcgen05.commit); empty arrives: 4 (one per epilogue warp)
+    C sub-tiles  epilogue (warps 2-5) -> TMA store; 2 buffers x 4096 bytes
+                 full arrives: bulk async-group; empty arrives: wait_group.read
 
     SMEM 224256 B of 232448 (5 x 42 KiB ring + 2 x 4 KiB C sub-tiles + 1 KiB barriers and
     alignment);

@@ -21,9 +21,10 @@ Parameters
         grid: 132 on an H200)
 
 Pipeline
-    ring         producer -> consumer                           stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> wgmma (2 consumer warpgroups)  5       43008        1 + 43008 tx bytes  8 (1 CTA x 8 consumer warps)
-    C sub-tiles  consumers (stmatrix) -> TMA store              4       4096         named barrier       bulk wait_group
+    A/B SMEM     TMA (warp 0) -> wgmma (2 consumer warpgroups); 5 stages x 43008 bytes
+                 full arrives: 1 + 43008 tx bytes; empty arrives: 8 (1 CTA x 8 consumer warps)
+    C sub-tiles  consumers (stmatrix) -> TMA store; 4 buffers x 4096 bytes
+                 full arrives: named barrier; empty arrives: bulk wait_group
 
     SMEM 232448 B of 232448 (5 x 42 KiB ring + 16 KiB C sub-tiles + barriers and alignment);
     accumulators in registers: 104 f32 per consumer thread

@@ -21,9 +21,10 @@ Parameters
         grid: 132 on an H200)
 
 Pipeline
-    ring         producer -> consumer                           stages  bytes/stage  full arrives        empty arrives
-    A/B SMEM     TMA (warp 0) -> wgmma (2 consumer warpgroups)  4       53248        1 + 53248 tx bytes  8 (1 CTA x 8 consumer warps)
-    C sub-tiles  consumers (stmatrix) -> TMA store              4       4096         named barrier       bulk wait_group
+    A/B SMEM     TMA (warp 0) -> wgmma (2 consumer warpgroups); 4 stages x 53248 bytes
+                 full arrives: 1 + 53248 tx bytes; empty arrives: 8 (1 CTA x 8 consumer warps)
+    C sub-tiles  consumers (stmatrix) -> TMA store; 4 buffers x 4096 bytes
+                 full arrives: named barrier; empty arrives: bulk wait_group
 
     SMEM 230400 B of 232448 (4 x 52 KiB ring + 16 KiB C sub-tiles + barriers and alignment);
     accumulators in registers: 144 f32 per consumer thread
