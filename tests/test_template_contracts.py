@@ -129,6 +129,23 @@ def test_sm90_families_have_contracts() -> None:
     } <= have
 
 
+def test_both_arches_cut_the_same_families() -> None:
+    """scheduler, reduce, cluster and epilogue are families on both arches; the MMA side is
+    consumer/ (sm_90a) and mainloop/ + mma/ (sm_100a), README.md's "Template families"."""
+    have = {c.rsplit("/", 1)[0] for c in CONTRACTS}
+    for family in ("scheduler", "reduce", "cluster", "epilogue"):
+        assert {f"sm90/{family}", f"sm100/{family}"} <= have, family
+    assert {"sm90/consumer", "sm100/mainloop", "sm100/mma"} <= have
+
+
+def test_sm100_reduce_keeps_the_scheduler_contract() -> None:
+    """An sm_100a reduce partial is imported in the scheduler's place: the same hooks."""
+    env, sources = _env(), _tree_sources()
+    assert macros(env, sources["sm100/reduce/" + CONTRACT]) == macros(
+        env, sources["sm100/scheduler/" + CONTRACT]
+    )
+
+
 @pytest.mark.parametrize("contract", CONTRACTS)
 def test_family_keeps_its_contract(contract: str) -> None:
     folder = contract.rsplit("/", 1)[0]

@@ -14,8 +14,9 @@ from codegen.rules_common import DTYPE_BYTES, Violation
 from codegen.spec import Spec, SplitKScheduler, StreamKScheduler
 
 ACC_BYTES = 4  # one f32 accumulator value (split-K and stream-K hand partial tiles over in f32)
-# stream-K's partition math is 64-bit (templates/*/scheduler/stream_k.py.j2): one div.s64 each
-# for it_begin, it_end, first_tile, last_tile and the finisher's last_cta
+# stream-K's partition math is 64-bit (templates/common/stream_k.py.j2 and the stream-K partials
+# of each arch): one div.s64 each for it_begin, it_end, first_tile, last_tile and the finisher's
+# last_cta
 STREAMK_WIDE_DIVS = 5
 
 # ---- split K ------------------------------------------------------------------------------------
@@ -30,6 +31,18 @@ def is_split_k_cluster(spec: Spec) -> bool:
 def is_split_k_separate(spec: Spec) -> bool:
     """Split-K reduced by a second kernel from a global workspace (reduce = "separate")."""
     return isinstance(spec.scheduler, SplitKScheduler) and spec.scheduler.reduce == "separate"
+
+
+def reduce_kind(spec: Spec) -> str:
+    """How the CTAs that share one output tile's K range combine their partials, the partial of
+    the reduce/ template family on both architectures: "none" (every CTA runs a whole tile's K),
+    "cluster" (split-K over a cluster, DSMEM), "separate" (split-K, a second kernel sums a global
+    workspace) or "stream_k" (stream-K's fix-up through a global workspace)."""
+    if is_stream_k(spec):
+        return "stream_k"
+    if isinstance(spec.scheduler, SplitKScheduler):
+        return spec.scheduler.reduce
+    return "none"
 
 
 def splits(spec: Spec) -> int:

@@ -166,7 +166,7 @@ CATALOGUE: tuple[Mutation, ...] = (
     Mutation(
         "sm100-splitk-restage",
         "early slot release",
-        "sm100/scheduler/split_k.py.j2",
+        "sm100/reduce/cluster.py.j2",
         "wait_cluster_acquire(consumed, (tile_count - 1) % 2)",
         "pass",
     ),
@@ -189,14 +189,14 @@ CATALOGUE: tuple[Mutation, ...] = (
     Mutation(
         "sm100-sk-empty-grid",
         "empty grid",
-        "sm100/scheduler/stream_k.py.j2",
+        "sm100/reduce/stream_k.py.j2",
         "cutlass.max(cutlass.min(k_iters, max_workers(sm_count)), 1)",
         "cutlass.min(k_iters, max_workers(sm_count))",
     ),
     Mutation(
         "sm100-sk-flag-reset",
         "missing flag reset",
-        "sm100/scheduler/stream_k.py.j2",
+        "sm100/reduce/stream_k.py.j2",
         "cute.arch.store(flags + peer, cutlass.Int32(0))",
         "cute.arch.store(flags + peer, cutlass.Int32(1))",
     ),
@@ -270,7 +270,7 @@ CATALOGUE: tuple[Mutation, ...] = (
     Mutation(
         "sm100-splitk-cta-scope",
         "CTA-scope hand-off",
-        "sm100/scheduler/split_k.py.j2",
+        "sm100/reduce/cluster.py.j2",
         # the peer's staged partial is read by rank 0 through DSMEM: a CTA-scope release does
         # not make the staging stores visible to another CTA
         "cute.arch.mbarrier_arrive(staged, peer_cta_rank_in_cluster=0, scope=nvvm.MemScopeKind.CLUSTER)",
@@ -343,7 +343,7 @@ CATALOGUE: tuple[Mutation, ...] = (
     Mutation(
         "sm100-splitk-drop-partial",
         "split-K partial dropped",
-        "sm100/scheduler/split_k.py.j2",
+        "sm100/reduce/cluster.py.j2",
         # rank 0 sums the staged partials of ranks 2.. only (rank 1's is still released)
         "for peer in cutlass.range_constexpr(1, SPLITS):",
         "for peer in cutlass.range_constexpr(2, SPLITS):",
@@ -351,7 +351,7 @@ CATALOGUE: tuple[Mutation, ...] = (
     Mutation(
         "sm100-sk-drop-partial",
         "stream-K partial dropped",
-        "sm100/scheduler/stream_k.py.j2",
+        "sm100/reduce/stream_k.py.j2",
         # the fix-up adds the partials of CTAs bidx + 1 .. last_cta - 1 (it still waits for all)
         "for peer in cutlass.range(bidx + 1, last_cta + 1, unroll=1):",
         "for peer in cutlass.range(bidx + 1, last_cta, unroll=1):",

@@ -1,9 +1,12 @@
 """Plan of a Blackwell (sm_100a) kernel: every value its templates print.
 
-The partials are chosen here, one per knob value: ``cluster/`` (single, multicast, pair, split),
-``scheduler/`` (grid, persistent, dynamic, split_k, stream_k), ``epilogue/`` (direct, tma,
-partial) and the mainloop (kloop, ws, ws_persistent). Every number comes from
-:mod:`codegen.arch.sm100.rules`; the docstring prose from :mod:`codegen.arch.sm100.docs`.
+The partials are chosen here (:func:`partials`), one per family: ``cluster/`` (single,
+multicast, pair, split), ``scheduler/`` (grid, persistent, dynamic), ``reduce/`` (cluster,
+separate, stream_k; in the scheduler's place), ``mainloop/`` (kloop, ws, ws_persistent), ``mma/``
+(f16, f8f6f4), ``operands/`` (plain, swap) and ``epilogue/`` (direct, tma, partial); README.md's
+"Template families" says why the families are cut this way on both architectures. Every number
+comes from :mod:`codegen.arch.sm100.rules`; the docstring prose from
+:mod:`codegen.arch.sm100.docs`.
 
 The values are one frozen :class:`Sm100Values`: plain required fields, and for each feature a
 variant may lack (a bias, a TMA-store epilogue, persistent warp roles, a static tile order, each
@@ -259,8 +262,8 @@ def multicast(spec: Spec) -> Multicast | None:
 
 
 def persistent_roles(spec: Spec) -> PersistentRoles | None:
-    """What every persistent scheduler partial prints (persistent, dynamic, split-K, stream-K):
-    the epilogue warps and the TMEM accumulator slots they hand back to the MMA warp."""
+    """What every persistent scheduler or reduce partial prints (persistent, dynamic, split-K,
+    stream-K): the epilogue warps and the TMEM accumulator slots they hand back to the MMA warp."""
     if not is_persistent(spec):
         return None
     warps = rules_sm100.EPILOGUE_WARPS
@@ -294,8 +297,8 @@ def clc(spec: Spec) -> Clc | None:
 
 
 def splitk_cluster(spec: Spec) -> SplitKCluster | None:
-    """What the split-K scheduler partial prints: the staged / consumed handshake of the DSMEM
-    reduction (its tile loop is plan.order's)."""
+    """What the split-K reduce partial (sm100/reduce/cluster.py.j2) prints: the staged / consumed
+    handshake of the DSMEM reduction (its tile loop is plan.order's)."""
     if not shared.is_split_k_cluster(spec):
         return None
     warps = rules_sm100.EPILOGUE_WARPS
@@ -318,7 +321,7 @@ SEPARATE_FIELDS = tuple(
 
 
 def separate_values(spec: Spec) -> dict[str, object]:
-    """What the separate-reduce partials print (sm100/scheduler/split_k_separate.py.j2,
+    """What the separate-reduce partials print (sm100/reduce/separate.py.j2,
     sm100/epilogue/partial.py.j2 and the shared common/split_k_reduce.py.j2): the workspace
     geometry and reduce-kernel vectors both arches share (its tensors are workspace_values')."""
     if not shared.is_split_k_separate(spec):
@@ -328,8 +331,8 @@ def separate_values(spec: Spec) -> dict[str, object]:
 
 
 def stream_k(spec: Spec) -> StreamK | None:
-    """What the stream-K scheduler partial prints: the workspace (a partial-tile slot per CTA,
-    then the flags) and how one epilogue chunk maps onto it."""
+    """What the stream-K reduce partial (sm100/reduce/stream_k.py.j2) prints: the workspace (a
+    partial-tile slot per CTA, then the flags) and how one epilogue chunk maps onto it."""
     if not shared.is_stream_k(spec):
         return None
     _, chunks = epilogue_chunks(spec)
@@ -527,9 +530,12 @@ def store_dtype(spec: Spec) -> str:
 
 
 def partials(spec: Spec) -> dict[str, str]:
-    """One partial per knob value; split-K reduce = "separate" has its own scheduler and epilogue
-    (f32 partials to the workspace)."""
-    separate = shared.is_split_k_separate(spec)
+    """One partial per family (templates/sm100/<family>/), chosen here and nowhere else: the
+    skeleton imports each by its ``<family>_partial`` name. A kernel whose CTAs share a tile's K
+    range takes its reduce/ partial (cluster, separate, stream_k: each is the persistent
+    scheduler plus the reduction, so it keeps the scheduler contract) in the scheduler's place;
+    split-K reduce = "separate" has its own epilogue (f32 partials to the workspace)."""
+    reduce = shared.reduce_kind(spec)
     if not spec.warp_specialized:
         mainloop = "kloop"
     else:
@@ -539,8 +545,14 @@ def partials(spec: Spec) -> dict[str, str]:
         "operands_partial": f"sm100/operands/{'swap' if spec.swap_ab else 'plain'}.py.j2",
         "mainloop_partial": f"sm100/mainloop/{mainloop}.py.j2",
         "cluster_partial": f"sm100/cluster/{cluster_kind(spec)}.py.j2",
-        "epilogue_partial": f"sm100/epilogue/{'partial' if separate else spec.epilogue.style}.py.j2",
-        "scheduler_partial": f"sm100/scheduler/{spec.scheduler.kind}{'_separate' if separate else ''}.py.j2",
+        "epilogue_partial": (
+            f"sm100/epilogue/{'partial' if reduce == 'separate' else spec.epilogue.style}.py.j2"
+        ),
+        "scheduler_partial": (
+            f"sm100/scheduler/{spec.scheduler.kind}.py.j2"
+            if reduce == "none"
+            else f"sm100/reduce/{reduce}.py.j2"
+        ),
     }
 
 

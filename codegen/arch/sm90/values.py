@@ -1,5 +1,11 @@
 """Plan of a Hopper (sm_90a) kernel: every value its templates print. Every number comes from
 :mod:`codegen.arch.sm90.rules`; the docstring prose from :mod:`codegen.arch.sm90.docs`.
+
+The partials are chosen here (:func:`partials`), one per family: ``cluster/`` (single,
+multicast), ``consumer/`` (cooperative, pingpong), ``scheduler/`` (grid, persistent, split_k,
+split_k_separate, stream_k), ``reduce/`` (none, cluster, separate, stream_k) and ``epilogue/``
+(direct, tma, partial); the mainloop is the skeleton's own. README.md's "Template families" says
+why the families are cut this way on both architectures.
 """
 
 from __future__ import annotations
@@ -340,19 +346,27 @@ def separate_reduce_values(spec: Spec) -> dict[str, object]:
 
 
 def partials(spec: Spec) -> dict[str, str]:
-    """One partial per knob value; split-K reduce = "separate" has its own scheduler and epilogue
-    (f32 partials to the workspace)."""
+    """One partial per family (templates/sm90/<family>/), chosen here and nowhere else: the
+    skeleton imports each by its ``<family>_partial`` name. Split-K reduce = "separate" has its
+    own scheduler and epilogue (f32 partials to the workspace)."""
     separate = shared.is_split_k_separate(spec)
     return {
-        "epilogue_partial": (
-            "sm90/epilogue/partial.py.j2"
-            if separate
-            else f"sm90/epilogue/{spec.epilogue.style}.py.j2"
+        "cluster_partial": (
+            f"sm90/cluster/{'multicast' if spec.cluster.size > 1 else 'single'}.py.j2"
+        ),
+        "consumer_partial": (
+            f"sm90/consumer/{'pingpong' if rules_sm90.is_pingpong(spec) else 'cooperative'}.py.j2"
         ),
         "scheduler_partial": (
             "sm90/scheduler/split_k_separate.py.j2"
             if separate
             else f"sm90/scheduler/{spec.scheduler.kind}.py.j2"
+        ),
+        "reduce_partial": f"sm90/reduce/{shared.reduce_kind(spec)}.py.j2",
+        "epilogue_partial": (
+            "sm90/epilogue/partial.py.j2"
+            if separate
+            else f"sm90/epilogue/{spec.epilogue.style}.py.j2"
         ),
     }
 
