@@ -399,57 +399,6 @@ def pipeline_lines(spec: Spec) -> list[str]:
     )
 
 
-def regs_note(spec: Spec) -> str:
-    """The producer's and consumers' registers within the CTA's: the register file, or with
-    ctas_per_sm > 1 the CTA's pool (its threads x the registers each launches with)."""
-    wgs = rules_sm90.consumer_warpgroups(spec)
-    split = (
-        f"{WARPGROUP_THREADS} x {rules_sm90.PRODUCER_REGS} + {WARPGROUP_THREADS * wgs} x "
-        f"{rules_sm90.consumer_regs(spec)}"
-    )
-    if spec.ctas_per_sm == 1:
-        return f"{split} <= {rules_sm90.REGISTER_FILE}"
-    return (
-        f"{split} <= {rules_sm90.register_pool(spec)} = {rules_sm90.threads(spec)} threads x "
-        f"{rules_sm90.launch_regs(spec)} at launch"
-    )
-
-
-def notes(spec: Spec) -> dict[str, str]:
-    """The comments on the kernel's constants."""
-    wgs = rules_sm90.consumer_warpgroups(spec)
-    warps = WARPGROUP_WARPS * wgs
-    readers = spec.cluster.m + spec.cluster.n - 1
-    persistent = isinstance(spec.scheduler, PersistentScheduler)
-    raster_note = ""
-    if persistent or shared.is_split_k_cluster(spec):
-        raster = spec.scheduler.raster if persistent else "m"
-        raster_note = f"along {raster.upper()}, striding by the number of clusters"
-    return {
-        "dtype_note": dtype_note(spec),
-        "regs_note": regs_note(spec),
-        "empty_note": (
-            f"every consumer warpgroup ({wgs}) of every CTA this producer fills ({readers})"
-            if rules_sm90.releases_per_warpgroup(spec)
-            else f"every consumer warp ({warps}) of every CTA this producer fills ({readers})"
-            if not rules_sm90.is_pingpong(spec)
-            else f"the {WARPGROUP_WARPS * rules_sm90.tile_warpgroups(spec)} warps of the one "
-            "warpgroup that consumes the stage"
-        ),
-        "raster_note": raster_note,
-        "staged_note": (
-            f"rank 0's staged barrier: every consumer warp ({warps}) of every peer "
-            f"({shared.splits(spec) - 1})"
-        ),
-        "consumed_note": f"a peer's consumed barrier: every consumer warp ({warps}) of rank 0",
-        "store_vec_note": (
-            "swap AB: a thread's adjacent values are adjacent rows of C, one element per store"
-            if spec.swap_ab
-            else "wgmma gives each thread pairs of adjacent columns: one 2-element store each"
-        ),
-    }
-
-
 def timeline(spec: Spec) -> list[str]:
     """The docstring's timeline: each role's loop in program order, with the barriers it waits on
     and arrives on under the names the kernel uses."""

@@ -39,18 +39,16 @@ class Sm90Values(shared.SeparateReduceValues):
     """Every value the sm_90a templates read as ``plan.NAME`` (tests/test_plan_fields.py checks
     that each name a template reads is a field here); None: the variant has no such value."""
 
-    # the comments on the constants (docs.notes)
-    regs_note: str
-    empty_note: str
-    raster_note: str
-    staged_note: str
-    consumed_note: str
-    store_vec_note: str
     # the mainloop: warpgroups, registers, ring
     consumer_wg: int
+    consumer_warps: int
+    tile_warps: int
     mma_threads: int
     producer_regs: int
     consumer_regs: int
+    # the register file, and the CTA's registers (its threads x its launch registers)
+    register_file: int
+    register_pool: int
     # the launch: CTAs of this kernel resident on one SM (ctas_per_sm), the registers per thread
     # each launches with, its SMEM budget and the SMEM carveout (percent) the launch asks for
     min_blocks_per_mp: int
@@ -58,6 +56,9 @@ class Sm90Values(shared.SeparateReduceValues):
     smem_limit: int
     smem_carveout: int
     empty_arrives: int
+    # a stage is released once per consumer warpgroup (multicast) or warp, by every CTA it fills
+    releases_per_warpgroup: bool
+    empty_readers: int
     a_ring_elems: int
     b_ring_elems: int
     swizzle_atom: str
@@ -115,6 +116,7 @@ class Sm90Values(shared.SeparateReduceValues):
     raster_major: str
     raster_minor: str
     splits: int
+    split_peers: int
     staged_arrives: int
     consumed_arrives: int
     staging_elems: int
@@ -186,16 +188,22 @@ def mainloop_values(spec: Spec) -> dict[str, object]:
         "tiler": (t.m, t.n, t.k),
         "stages": spec.stages,
         "consumer_wg": wgs,
+        "consumer_warps": rules_sm90.WARPGROUP_WARPS * wgs,
+        "tile_warps": rules_sm90.WARPGROUP_WARPS * rules_sm90.tile_warpgroups(spec),
         "threads": rules_sm90.threads(spec),
         "mma_threads": WARPGROUP_THREADS * wgs,
         "producer_regs": rules_sm90.PRODUCER_REGS,
         "consumer_regs": rules_sm90.consumer_regs(spec),
+        "register_file": rules_sm90.REGISTER_FILE,
+        "register_pool": rules_sm90.register_pool(spec),
         "min_blocks_per_mp": rules_sm90.min_blocks_per_mp(spec),
         "launch_regs": rules_sm90.launch_regs(spec),
         "smem_limit": rules_common.smem_limit(spec),
         "smem_carveout": rules_sm90.SMEM_CARVEOUT_MAX,
         "tx_bytes": rules_sm90.full_tx_bytes(spec),
         "empty_arrives": rules_sm90.empty_arrives(spec),
+        "releases_per_warpgroup": rules_sm90.releases_per_warpgroup(spec),
+        "empty_readers": spec.cluster.m + spec.cluster.n - 1,
         "a_ring_elems": t.m * t.k * spec.stages,
         "b_ring_elems": t.n * t.k * spec.stages,
         "mmas_per_stage": rules_common.mmas_per_stage(spec),
@@ -288,6 +296,7 @@ def scheduler_values(spec: Spec) -> dict[str, object]:
         "raster_major": raster,
         "raster_minor": ("n" if raster == "m" else "m") if persistent else "n",
         "splits": shared.splits(spec),
+        "split_peers": shared.splits(spec) - 1,
         "staged_arrives": rules_sm90.staged_arrives(spec),
         "consumed_arrives": rules_sm90.consumed_arrives(spec),
         "staging_elems": rules_sm90.splitk_staging_elems(spec),
@@ -380,7 +389,7 @@ def values(spec: Spec) -> Sm90Values:
         pipeline_table=docs.pipeline_lines(spec),
         timeline=docs.timeline(spec),
         shape_note=docs.shape_note(spec),
-        **docs.notes(spec),
+        dtype_note=docs.dtype_note(spec),
         **dtype_values(spec),
         **mainloop_values(spec),
         **role_values(spec),
