@@ -5,8 +5,6 @@ and budget line, and the comments on its constants, each built from the numbers 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from codegen import rules_common
 from codegen.arch import shared
 from codegen.arch.shared import splitk_max_tiles_line
@@ -15,8 +13,6 @@ from codegen.arch.sm100.rules import (
     EPI_WARPS_RANGE,
     EPILOGUE_WARPS,
     PAIR_MASK,
-    PERSISTENT_WARPS,
-    TMEM_LANES,
     cluster_kind,
     is_persistent,
     is_tma_store,
@@ -433,81 +429,6 @@ def shape_note(spec: Spec) -> str:
         f"M must be a multiple of {multiples['M']} and N of {multiples['N']} ({whole}; run() "
         f"rejects other shapes); K any multiple of {k} (TMA needs 16-byte strides; the K tail is "
         "zero-filled by TMA)."
-    )
-
-
-@dataclass(frozen=True, kw_only=True)
-class Notes:
-    """The comments on the kernel's constants (``plan.notes``): MMA_INST, TILER, THREADS,
-    TMEM_COLS and TX_BYTES."""
-
-    mma_inst: str
-    tiler: str
-    threads: str
-    tmem: str
-    tx: str
-
-
-def notes(spec: Spec) -> Notes:
-    """The comments on the kernel's constants."""
-    kind, persistent = cluster_kind(spec), is_persistent(spec)
-    pair = kind == "pair"
-    kind_ = rules_sm100.mma_kind(spec)
-    if rules_sm100.is_dynamic(spec):
-        threads = (
-            f"{PERSISTENT_WARPS} warps: 0 = TMA producer and tile requests, 1 = MMA issuer, "
-            f"{EPI_WARPS_RANGE} = epilogue"
-        )
-    elif persistent:
-        threads = (
-            f"{PERSISTENT_WARPS} warps: 0 = TMA producer, 1 = MMA issuer"
-            + (" (leader CTA)" if pair else "")
-            + f", {EPI_WARPS_RANGE} = epilogue"
-        )
-    elif spec.warp_specialized:
-        threads = (
-            f"{EPILOGUE_WARPS} warps: 0 = TMA producer, 1 = MMA issuer"
-            + (" (leader CTA)" if pair else "")
-            + ", all = epilogue"
-        )
-    else:
-        threads = f"{EPILOGUE_WARPS} warps: 0 = TMA loads and MMAs, all = epilogue"
-    if persistent:
-        tmem = (
-            f"{plural(spec.accumulators, 'f32 accumulator slot')} x {spec.tile.n} columns"
-            + (f" (this CTA's {TMEM_LANES} rows)" if pair else "")
-            + ", power of two"
-        )
-    elif pair:
-        tmem = (
-            f"f32 accumulator: this CTA's {TMEM_LANES} rows, one column per output column, power "
-            "of two"
-        )
-    else:
-        tmem = "f32 accumulator: one TMEM column per output column, power of two"
-    if pair:
-        tx = (
-            f"A + B bytes of BOTH CTAs (2 x {rules_sm100.stage_bytes(spec)}): all land on the leader's "
-            "full barrier"
-        )
-    elif kind == "multicast":
-        tx = "A + B bytes landing in EACH CTA per stage: own slices + peers' multicast"
-    else:
-        tx = "A + B bytes one stage's TMA copies deliver to its full barrier"
-    return Notes(
-        mma_inst=(
-            f"one tcgen05.mma.cta_group::2 kind::{kind_} instruction: the CTA pair's tile"
-            if pair
-            else f"one tcgen05.mma.cta_group::1 kind::{kind_} instruction"
-        ),
-        tiler=(
-            "one CTA pair's output tile and the K depth of a stage"
-            if pair
-            else "one CTA's output tile and the K depth of a stage"
-        ),
-        threads=threads,
-        tmem=tmem,
-        tx=tx,
     )
 
 

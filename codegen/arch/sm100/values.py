@@ -194,15 +194,21 @@ class Sm100Values(shared.SeparateReduceValues):
     (tests/test_plan_fields.py checks that each name a template reads is a field); a group is
     None where the variant has no such feature (tests/test_sm100_plan_groups.py)."""
 
-    notes: docs.Notes  # the comments on the constants
-    # what the partials branch on
+    # what the partials and the comments on the constants branch on
     persistent: bool  # a CTA loops over tiles (rules.is_persistent)
+    dynamic: bool  # the next tile comes from cluster launch control (rules.is_dynamic)
+    warp_specialized: bool  # TMA and MMA in warps of their own
+    cluster_kind: str  # single, multicast, pair or split (rules.cluster_kind)
     tma_store: bool  # the TMA-store epilogue
+    warps: int  # the CTA's warps
     # the MMA, the ring, TMEM
     tma_warp: int
     mma_warp: int
     mma_inst: tuple[int, int, int]
+    mma_kind: str  # the tcgen05.mma kind: f16 or f8f6f4
     tmem_cols: int
+    tmem_lanes: int  # one CTA's accumulator rows
+    stage_bytes: int  # A + B bytes of one stage in one CTA
     cta_group_enum: str
     smem_atom: str
     # the epilogue
@@ -600,15 +606,21 @@ def values(spec: Spec) -> Sm100Values:
         pipeline_table=docs.pipeline_lines(spec),
         timeline=docs.timeline(spec),
         shape_note=docs.shape_note(spec),
-        notes=docs.notes(spec),
         **dtype_values(spec),
         **mainloop_values(spec),
         persistent=is_persistent(spec),
+        dynamic=rules_sm100.is_dynamic(spec),
+        warp_specialized=spec.warp_specialized,
+        cluster_kind=cluster_kind(spec),
         tma_store=is_tma_store(spec),
+        warps=rules_sm100.PERSISTENT_WARPS if is_persistent(spec) else rules_sm100.EPILOGUE_WARPS,
         tma_warp=rules_sm100.TMA_WARP,
         mma_warp=rules_sm100.MMA_WARP,
         mma_inst=(spec.tile.m, spec.tile.n, rules_common.mma_k(spec.dtype)),
+        mma_kind=rules_sm100.mma_kind(spec),
         tmem_cols=rules_sm100.spec_tmem_columns(spec),
+        tmem_lanes=rules_sm100.TMEM_LANES,
+        stage_bytes=rules_sm100.stage_bytes(spec),
         cta_group_enum="TWO" if spec.cta_group == 2 else "ONE",
         smem_atom=SMEM_ATOM[str(spec.swizzle)],
         **fusion_values(spec),
