@@ -46,7 +46,9 @@ class Values:
     # the docstring
     title: str
     dtype_note: str
-    parameters: list[tuple[str, str]]
+    arch: str
+    dtype_name: str  # the input dtype, as the spec names it
+    swizzle: str
     pipeline_table: list[str]
     timeline: list[str]
     shape_note: str
@@ -376,6 +378,11 @@ def wrap_words(text: str, width: int) -> list[str]:
         else:
             line = f"{line} {word}" if line else word
     return lines + [line] if line else lines
+
+
+def spec_values(spec: Spec) -> dict[str, object]:
+    """The spec's own names the docstring prints: its arch, dtype and swizzle."""
+    return {"arch": spec.arch, "dtype_name": spec.dtype, "swizzle": str(spec.swizzle)}
 
 
 def dtype_values(spec: Spec) -> dict[str, object]:

@@ -43,6 +43,7 @@ from codegen.plan_common import (
     extra_tensors,
     fusion_values,
     sm_sized_values,
+    spec_values,
 )
 from codegen.spec import PersistentScheduler, Spec, SplitKScheduler
 
@@ -194,6 +195,7 @@ class Sm100Values(shared.SeparateReduceValues):
     (tests/test_plan_fields.py checks that each name a template reads is a field); a group is
     None where the variant has no such feature (tests/test_sm100_plan_groups.py)."""
 
+    parameters: list[tuple[str, str]]  # the docstring's parameter list
     # what the partials and the comments on the constants branch on
     persistent: bool  # a CTA loops over tiles (rules.is_persistent)
     dynamic: bool  # the next tile comes from cluster launch control (rules.is_dynamic)
@@ -607,6 +609,7 @@ def values(spec: Spec) -> Sm100Values:
         timeline=docs.timeline(spec),
         shape_note=docs.shape_note(spec),
         **dtype_values(spec),
+        **spec_values(spec),
         **mainloop_values(spec),
         persistent=is_persistent(spec),
         dynamic=rules_sm100.is_dynamic(spec),

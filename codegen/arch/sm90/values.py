@@ -30,8 +30,9 @@ from codegen.plan_common import (
     extra_tensors,
     fusion_values,
     sm_sized_values,
+    spec_values,
 )
-from codegen.spec import PersistentScheduler, Spec
+from codegen.spec import PersistentScheduler, Spec, TmaStoreEpilogue
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,6 +40,15 @@ class Sm90Values(shared.SeparateReduceValues):
     """Every value the sm_90a templates read as ``plan.NAME`` (tests/test_plan_fields.py checks
     that each name a template reads is a field here); None: the variant has no such value."""
 
+    # the docstring's parameters
+    scheduler_kind: (
+        str  # the scheduler partial: grid, persistent, split_k, split_k_separate, stream_k
+    )
+    max_clusters: int  # clusters of the persistent grid on the flagship GPU (0: not persistent)
+    tma_store: bool  # the TMA-store epilogue
+    wgmma_m: int
+    wgmma_n: int  # N of one wgmma atom
+    wgmma_atoms: int  # wgmma instructions per warpgroup per k-block
     # the mainloop: warpgroups, registers, ring
     consumer_wg: int
     consumer_warps: int
@@ -354,6 +364,26 @@ def separate_reduce_values(spec: Spec) -> dict[str, object]:
     return sep
 
 
+def scheduler_kind(spec: Spec) -> str:
+    """The scheduler partial's name: split-K reduce = "separate" has its own."""
+    return "split_k_separate" if shared.is_split_k_separate(spec) else spec.scheduler.kind
+
+
+def doc_values(spec: Spec) -> dict[str, object]:
+    """The facts the docstring's parameters print (templates/sm90/_docs.py.j2)."""
+    n_atoms = rules_sm90.wgmma_n_atoms(spec.tile.n)
+    return {
+        "scheduler_kind": scheduler_kind(spec),
+        "max_clusters": docs.max_clusters(spec),
+        "tma_store": isinstance(spec.epilogue, TmaStoreEpilogue),
+        "wgmma_m": rules_sm90.WGMMA_M,
+        "wgmma_n": spec.tile.n // n_atoms,
+        "wgmma_atoms": (
+            spec.tile.m // (rules_sm90.WGMMA_M * rules_sm90.tile_warpgroups(spec)) * n_atoms
+        ),
+    }
+
+
 def partials(spec: Spec) -> dict[str, str]:
     """One partial per family (templates/sm90/<family>/), chosen here and nowhere else: the
     skeleton imports each by its ``<family>_partial`` name. Split-K reduce = "separate" has its
@@ -366,11 +396,7 @@ def partials(spec: Spec) -> dict[str, str]:
         "consumer_partial": (
             f"sm90/consumer/{'pingpong' if rules_sm90.is_pingpong(spec) else 'cooperative'}.py.j2"
         ),
-        "scheduler_partial": (
-            "sm90/scheduler/split_k_separate.py.j2"
-            if separate
-            else f"sm90/scheduler/{spec.scheduler.kind}.py.j2"
-        ),
+        "scheduler_partial": f"sm90/scheduler/{scheduler_kind(spec)}.py.j2",
         "reduce_partial": f"sm90/reduce/{shared.reduce_kind(spec)}.py.j2",
         "epilogue_partial": (
             "sm90/epilogue/partial.py.j2"
@@ -385,12 +411,13 @@ def values(spec: Spec) -> Sm90Values:
     value set twice is a TypeError)."""
     return Sm90Values(
         title=docs.title(spec),
-        parameters=docs.parameters(spec),
         pipeline_table=docs.pipeline_lines(spec),
         timeline=docs.timeline(spec),
         shape_note=docs.shape_note(spec),
         dtype_note=docs.dtype_note(spec),
+        **doc_values(spec),
         **dtype_values(spec),
+        **spec_values(spec),
         **mainloop_values(spec),
         **role_values(spec),
         **cluster_values(spec),
