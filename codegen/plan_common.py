@@ -68,6 +68,7 @@ class Values:
     smem_bytes: int
     shape_multiples: dict[str, int]
     # fusion (plan_common.fusion_values)
+    fusion_formula: str  # D = this; empty for a plain store
     alpha: float
     beta: float
     activation: str
@@ -232,6 +233,12 @@ def stream_k_last_cta(tile: int, cta0: int, ctas: int, iter0: int, iters: int, k
 
 def fusion_note(spec: Spec) -> str:
     """The fused epilogue as a formula, or nothing when it is a plain store."""
+    formula = fusion_formula(spec)
+    return f"; D = {formula}" if formula else ""
+
+
+def fusion_formula(spec: Spec) -> str:
+    """The fused epilogue's right-hand side (D = it), or nothing when it is a plain store."""
     epi = spec.epilogue
     if not epi.fused:
         return ""
@@ -242,7 +249,7 @@ def fusion_note(spec: Spec) -> str:
         expr += f" + bias[{'row' if epi.bias == 'row' else 'column'}]"
     if epi.activation != "none":
         expr = f"{epi.activation}({expr})"
-    return f"; D = {expr}"
+    return expr
 
 
 def fusion_values(spec: Spec) -> dict[str, object]:
@@ -251,6 +258,7 @@ def fusion_values(spec: Spec) -> dict[str, object]:
     bias, and along which axis of the kernel's tile, comes from bias_values."""
     epi = spec.epilogue
     values: dict[str, object] = {
+        "fusion_formula": fusion_formula(spec),
         "alpha": epi.alpha,
         "beta": epi.beta,
         "activation": epi.activation,

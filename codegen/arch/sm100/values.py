@@ -175,6 +175,8 @@ class CtaPair:
 
     mask: str  # both CTAs, as a binary literal
     cta_rows: int  # the rows of the tile each CTA loads: TM / 2
+    b_rows: int  # the rows of B each CTA loads: TN / 2
+    cols: int  # the accumulator's columns: TN
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -183,6 +185,7 @@ class Multicast:
     templates/sm100/cluster/multicast.py.j2)."""
 
     cluster_m: int
+    cluster_n: int
     a_mask: str  # the CTAs an A tile lands in, as a binary literal
     b_mask: str
     empty_arrives: int  # commits that free a ring slot
@@ -195,7 +198,11 @@ class Sm100Values(shared.SeparateReduceValues):
     (tests/test_plan_fields.py checks that each name a template reads is a field); a group is
     None where the variant has no such feature (tests/test_sm100_plan_groups.py)."""
 
-    parameters: list[tuple[str, str]]  # the docstring's parameter list
+    # the docstring's parameters (templates/sm100/_docs.py.j2)
+    scheduler_kind: str  # grid, persistent, dynamic, split_k, split_k_separate or stream_k
+    max_workers: int  # workers of the persistent grid on the flagship GPU
+    epilogue_style: str
+    tmem_ld_shape: str  # the epilogue's tcgen05.ld shape: 32x32b, or 16x32bx2 for 64 rows
     # what the partials and the comments on the constants branch on
     persistent: bool  # a CTA loops over tiles (rules.is_persistent)
     dynamic: bool  # the next tile comes from cluster launch control (rules.is_dynamic)
@@ -234,6 +241,15 @@ class Sm100Values(shared.SeparateReduceValues):
     mcast: Multicast | None = None  # a multicast cluster's
 
 
+def scheduler_kind(spec: Spec) -> str:
+    """The scheduler as the docstring tells it: split-K by its reduce, else the spec's kind."""
+    if shared.is_split_k_cluster(spec):
+        return "split_k"
+    if shared.is_split_k_separate(spec):
+        return "split_k_separate"
+    return spec.scheduler.kind
+
+
 def cluster_shape(spec: Spec) -> tuple[int, int, int]:
     """The cluster: one CTA, split-K's (splits, 1, 1), or the spec's (a CTA pair, multicast)."""
     kind = cluster_kind(spec)
@@ -248,7 +264,8 @@ def cta_pair(spec: Spec) -> CtaPair | None:
     """What the CTA-pair cluster partial prints."""
     if cluster_kind(spec) != "pair":
         return None
-    return CtaPair(mask=binary(PAIR_MASK, 2), cta_rows=spec.tile.m // 2)
+    t = spec.tile
+    return CtaPair(mask=binary(PAIR_MASK, 2), cta_rows=t.m // 2, b_rows=t.n // 2, cols=t.n)
 
 
 def multicast(spec: Spec) -> Multicast | None:
@@ -260,6 +277,7 @@ def multicast(spec: Spec) -> Multicast | None:
     a_ctas, b_ctas = rules_sm100.multicast_ctas(spec)
     return Multicast(
         cluster_m=spec.cluster.m,
+        cluster_n=spec.cluster.n,
         a_mask=binary(a_mask, spec.cluster.size),
         b_mask=binary(b_mask, spec.cluster.size),
         empty_arrives=rules_sm100.empty_arrives(spec),
@@ -604,7 +622,10 @@ def values(spec: Spec) -> Sm100Values:
     return Sm100Values(
         title=docs.title(spec),
         dtype_note=docs.dtype_note(spec),
-        parameters=docs.parameters(spec),
+        scheduler_kind=scheduler_kind(spec),
+        max_workers=rules_sm100.max_workers(spec),
+        epilogue_style=spec.epilogue.style,
+        tmem_ld_shape=rules_sm100.tmem_load_shape(spec),
         pipeline_table=docs.pipeline_lines(spec),
         timeline=docs.timeline(spec),
         shape_note=docs.shape_note(spec),
