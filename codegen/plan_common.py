@@ -45,7 +45,6 @@ class Values:
 
     # the docstring
     title: str
-    dtype_note: str
     arch: str
     dtype_name: str  # the input dtype, as the spec names it
     swizzle: str
@@ -229,12 +228,6 @@ def stream_k_last_cta(tile: int, cta0: int, ctas: int, iter0: int, iters: int, k
     """The CTA of a stream-K group (stream_k_share's first four values) that runs the last k-tile
     of tile `tile`: the finisher waits for CTAs up to it."""
     return cta0 + (((tile + 1) * k_tiles - iter0) * ctas - 1) // iters
-
-
-def fusion_note(spec: Spec) -> str:
-    """The fused epilogue as a formula, or nothing when it is a plain store."""
-    formula = fusion_formula(spec)
-    return f"; D = {formula}" if formula else ""
 
 
 def fusion_formula(spec: Spec) -> str:

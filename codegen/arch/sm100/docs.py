@@ -22,7 +22,6 @@ from codegen.plan_common import (
     TIMELINE_HEAD,
     Ring,
     binary,
-    fusion_note,
     plural,
     ring_lines,
     timeline_rows,
@@ -230,11 +229,6 @@ def pipeline_lines(spec: Spec) -> list[str]:
     )
     wrapped = [line for note in notes for line in wrap_words(note, DOC_WIDTH)]
     return ring_lines(rings, DOC_WIDTH) + [""] + wrapped + _wrap(budget)
-
-
-def dtype_note(spec: Spec) -> str:
-    out = spec.epilogue.out_dtype or spec.dtype
-    return f"{spec.dtype} in, f32 accumulate, {out} out{fusion_note(spec)}"
 
 
 def title(spec: Spec) -> str:

@@ -621,7 +621,6 @@ def values(spec: Spec) -> Sm100Values:
     work = [t for t in tensors["kernel_tensors"] if t[0] == "mWork"]  # stream-K's, split-K's
     return Sm100Values(
         title=docs.title(spec),
-        dtype_note=docs.dtype_note(spec),
         scheduler_kind=scheduler_kind(spec),
         max_workers=rules_sm100.max_workers(spec),
         epilogue_style=spec.epilogue.style,

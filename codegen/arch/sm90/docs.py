@@ -20,7 +20,6 @@ from codegen.plan_common import (
     DOC_WIDTH,
     TIMELINE_HEAD,
     Ring,
-    fusion_note,
     plural,
     ring_lines,
     timeline_rows,
@@ -58,11 +57,6 @@ def title(spec: Spec) -> str:
         )
         + "."
     )
-
-
-def dtype_note(spec: Spec) -> str:
-    out = spec.epilogue.out_dtype or spec.dtype
-    return f"{spec.dtype} in, f32 accumulate, {out} out" + fusion_note(spec)
 
 
 def shape_note(spec: Spec) -> str:

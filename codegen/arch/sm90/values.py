@@ -414,7 +414,6 @@ def values(spec: Spec) -> Sm90Values:
         pipeline_table=docs.pipeline_lines(spec),
         timeline=docs.timeline(spec),
         shape_note=docs.shape_note(spec),
-        dtype_note=docs.dtype_note(spec),
         **doc_values(spec),
         **dtype_values(spec),
         **spec_values(spec),
