@@ -44,7 +44,7 @@ class Values:
     an error), as a key missing from a dict was."""
 
     # the docstring
-    title: str
+    tile_name: str  # the tile as the spec names it: MxNxK
     arch: str
     dtype_name: str  # the input dtype, as the spec names it
     swizzle: str
@@ -382,8 +382,13 @@ def wrap_words(text: str, width: int) -> list[str]:
 
 
 def spec_values(spec: Spec) -> dict[str, object]:
-    """The spec's own names the docstring prints: its arch, dtype and swizzle."""
-    return {"arch": spec.arch, "dtype_name": spec.dtype, "swizzle": str(spec.swizzle)}
+    """The spec's own names the docstring prints: its arch, dtype, tile and swizzle."""
+    return {
+        "arch": spec.arch,
+        "dtype_name": spec.dtype,
+        "tile_name": str(spec.tile),
+        "swizzle": str(spec.swizzle),
+    }
 
 
 def dtype_values(spec: Spec) -> dict[str, object]:

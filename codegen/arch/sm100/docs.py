@@ -231,38 +231,6 @@ def pipeline_lines(spec: Spec) -> list[str]:
     return ring_lines(rings, DOC_WIDTH) + [""] + wrapped + _wrap(budget)
 
 
-def title(spec: Spec) -> str:
-    assert isinstance(spec.stages, int)
-    t, kind = spec.tile, cluster_kind(spec)
-    mode = "warp-specialized" if spec.warp_specialized else "single-warp K-loop"
-    parts = [f"Blackwell (sm_100a) {spec.dtype} GEMM"]
-    if kind == "pair":
-        parts.append(f"2-CTA {t} tile ({t.m // 2}x{t.n} per CTA)")
-    else:
-        parts.append(f"{t} tile")
-    parts.append(f"{spec.stages}-stage ring")
-    if kind == "multicast":
-        parts.append(f"{spec.cluster.m}x{spec.cluster.n} cluster with TMA multicast")
-    if is_persistent(spec):
-        slots = spec.accumulators
-        how = "persistent"
-        if rules_sm100.is_dynamic(spec):
-            how = "dynamic persistent (cluster launch control)"
-        if shared.is_split_k_cluster(spec):
-            how = f"split-K over {shared.splits(spec)}-CTA clusters, persistent"
-        if shared.is_stream_k(spec):
-            how = "stream-K, persistent"
-        if shared.is_split_k_separate(spec):
-            how = (
-                f"split-K over {shared.splits(spec)} CTAs per tile and a separate reduce "
-                "kernel, one tile per CTA"
-            )
-        parts.append(f"{how} with {slots} TMEM accumulator slot{'s' if slots > 1 else ''}")
-    if spec.swap_ab:
-        parts.append("swap AB (C^T = B @ A^T)")
-    return ", ".join(parts + [mode]) + "."
-
-
 def shape_note(spec: Spec) -> str:
     multiples = rules_sm100.shape_multiples(spec)
     k = multiples["K"]

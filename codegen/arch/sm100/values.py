@@ -620,7 +620,6 @@ def values(spec: Spec) -> Sm100Values:
     tensors = workspace_values(spec)
     work = [t for t in tensors["kernel_tensors"] if t[0] == "mWork"]  # stream-K's, split-K's
     return Sm100Values(
-        title=docs.title(spec),
         scheduler_kind=scheduler_kind(spec),
         max_workers=rules_sm100.max_workers(spec),
         epilogue_style=spec.epilogue.style,

@@ -37,28 +37,6 @@ def max_clusters(spec: Spec) -> int:
     return (spec.scheduler.sm_count or rules_sm90.SM_COUNT) // spec.cluster.size
 
 
-def title(spec: Spec) -> str:
-    assert isinstance(spec.stages, int)
-    wgs = rules_sm90.consumer_warpgroups(spec)
-    cm, cn = spec.cluster.m, spec.cluster.n
-    splits = shared.splits(spec)
-    return (
-        f"Hopper (sm_90a) {spec.dtype} GEMM, {spec.tile} tile, {spec.stages}-stage ring, "
-        f"{plural(wgs, 'consumer warpgroup')}"
-        + (" (ping-pong)" if rules_sm90.is_pingpong(spec) else "")
-        + (f", cluster {cm}x{cn} with TMA multicast" if spec.cluster.size > 1 else "")
-        + (", swap AB (C^T = B @ A^T)" if spec.swap_ab else "")
-        + (f", split-K over {splits}-CTA clusters" if shared.is_split_k_cluster(spec) else "")
-        + (", stream-K" if shared.is_stream_k(spec) else "")
-        + (
-            f", split-K over {splits} CTAs with a separate reduce kernel"
-            if shared.is_split_k_separate(spec)
-            else ""
-        )
-        + "."
-    )
-
-
 def shape_note(spec: Spec) -> str:
     multiples = rules_sm90.shape_multiples(spec)
     multiples_note = (

@@ -410,7 +410,6 @@ def values(spec: Spec) -> Sm90Values:
     """Every value the sm_90a templates print, each from one concern, built once by keyword (a
     value set twice is a TypeError)."""
     return Sm90Values(
-        title=docs.title(spec),
         pipeline_table=docs.pipeline_lines(spec),
         timeline=docs.timeline(spec),
         shape_note=docs.shape_note(spec),
