@@ -50,7 +50,6 @@ class Values:
     swizzle: str
     pipeline_table: list[str]
     timeline: list[str]
-    shape_note: str
     # dtypes
     io_dtype: str
     out_dtype: str

@@ -231,28 +231,6 @@ def pipeline_lines(spec: Spec) -> list[str]:
     return ring_lines(rings, DOC_WIDTH) + [""] + wrapped + _wrap(budget)
 
 
-def shape_note(spec: Spec) -> str:
-    multiples = rules_sm100.shape_multiples(spec)
-    k = multiples["K"]
-    if is_tma_store(spec):
-        nk = "N and K multiples of 8" if k == 8 else f"N a multiple of 8, K of {k}"
-        return (
-            f"M any; {nk} (TMA needs 16-byte row strides). Partial tiles are "
-            "safe: TMA loads zero-fill rows and columns past M, N and K, and the TMA store clips "
-            "them."
-        )
-    whole = "the direct epilogue stores whole tiles without predication"
-    if multiples["M"] * multiples["N"] > spec.tile.m * spec.tile.n:
-        whole += f", and the grid covers whole {spec.cluster.m}x{spec.cluster.n} clusters of tiles"
-    if spec.swap_ab:
-        whole += f"; swap AB: the {spec.tile.m}-row tile runs along N, its N along M"
-    return (
-        f"M must be a multiple of {multiples['M']} and N of {multiples['N']} ({whole}; run() "
-        f"rejects other shapes); K any multiple of {k} (TMA needs 16-byte strides; the K tail is "
-        "zero-filled by TMA)."
-    )
-
-
 def _epilogue_store(spec: Spec, store_warp: str) -> str:
     """The epilogue's steps per tile after its accumulator wait; `store_warp` issues TMA stores."""
     if not is_tma_store(spec):

@@ -203,6 +203,9 @@ class Sm100Values(shared.SeparateReduceValues):
     max_workers: int  # workers of the persistent grid on the flagship GPU
     epilogue_style: str
     tmem_ld_shape: str  # the epilogue's tcgen05.ld shape: 32x32b, or 16x32bx2 for 64 rows
+    spec_cluster: tuple[int, int]  # the spec's cluster (M, N)
+    # the direct epilogue's M and N multiples span a cluster of tiles
+    covers_clusters: bool
     # what the partials and the comments on the constants branch on
     persistent: bool  # a CTA loops over tiles (rules.is_persistent)
     dynamic: bool  # the next tile comes from cluster launch control (rules.is_dynamic)
@@ -248,6 +251,12 @@ def scheduler_kind(spec: Spec) -> str:
     if shared.is_split_k_separate(spec):
         return "split_k_separate"
     return spec.scheduler.kind
+
+
+def covers_clusters(spec: Spec) -> bool:
+    """The direct epilogue's shape multiples span a cluster of tiles, not one tile."""
+    multiples = rules_sm100.shape_multiples(spec)
+    return multiples["M"] * multiples["N"] > spec.tile.m * spec.tile.n
 
 
 def cluster_shape(spec: Spec) -> tuple[int, int, int]:
@@ -624,9 +633,10 @@ def values(spec: Spec) -> Sm100Values:
         max_workers=rules_sm100.max_workers(spec),
         epilogue_style=spec.epilogue.style,
         tmem_ld_shape=rules_sm100.tmem_load_shape(spec),
+        spec_cluster=(spec.cluster.m, spec.cluster.n),
+        covers_clusters=covers_clusters(spec),
         pipeline_table=docs.pipeline_lines(spec),
         timeline=docs.timeline(spec),
-        shape_note=docs.shape_note(spec),
         **dtype_values(spec),
         **spec_values(spec),
         **mainloop_values(spec),

@@ -37,24 +37,6 @@ def max_clusters(spec: Spec) -> int:
     return (spec.scheduler.sm_count or rules_sm90.SM_COUNT) // spec.cluster.size
 
 
-def shape_note(spec: Spec) -> str:
-    multiples = rules_sm90.shape_multiples(spec)
-    multiples_note = (
-        f"any M; N and K multiples of {multiples['N']}"
-        if multiples["N"] == multiples["K"]
-        else f"any M; N a multiple of {multiples['N']}, K of {multiples['K']}"
-    )
-    return (
-        multiples_note + " (TMA needs 16-byte row strides). Tails are exact: TMA "
-        "zero-fills loads past M, N and K, and "
-        + (
-            "the TMA store clips at the edges of C."
-            if isinstance(spec.epilogue, TmaStoreEpilogue)
-            else "the direct epilogue predicates every store on M and N."
-        )
-    )
-
-
 def rings(spec: Spec) -> list[Ring]:
     """The Pipeline section: every ring, producer -> consumer, its buffers, and what its full and
     empty barriers count."""

@@ -412,7 +412,6 @@ def values(spec: Spec) -> Sm90Values:
     return Sm90Values(
         pipeline_table=docs.pipeline_lines(spec),
         timeline=docs.timeline(spec),
-        shape_note=docs.shape_note(spec),
         **doc_values(spec),
         **dtype_values(spec),
         **spec_values(spec),
