@@ -7,13 +7,9 @@ from __future__ import annotations
 
 from codegen import rules_common
 from codegen.arch import shared
-from codegen.arch.shared import splitk_max_tiles_line
 from codegen.arch.sm90 import rules as rules_sm90
 from codegen.arch.sm90.rules import (
     EPI_STAGES,
-    PP_EPI_BARRIER,
-    PP_TURN_BARRIER,
-    WARPGROUP_THREADS,
     WARPGROUP_WARPS,
 )
 from codegen.plan_common import (
@@ -122,133 +118,10 @@ def budget_line(spec: Spec) -> str:
     )
 
 
-def occupancy_lines(spec: Spec) -> list[str]:
-    """What ctas_per_sm > 1 gives each CTA, and what for (none with the whole SM)."""
-    n = spec.ctas_per_sm
-    if n == 1:
-        return []
-    threads, launch = rules_sm90.threads(spec), rules_sm90.launch_regs(spec)
-    smem = rules_sm90.smem_bytes(spec, int(spec.stages))
-    grid = (
-        " The persistent grid is still sized to one CTA per SM: the other slot is the next"
-        " kernel's."
-        if rules_sm90.is_sm_sized(spec)
-        else ""
-    )
-    text = (
-        f"{n} CTAs per SM (ctas_per_sm): a CTA launches with {threads} threads x {launch} "
-        f"registers = {rules_sm90.register_pool(spec)} of the SM's {rules_sm90.REGISTER_FILE} "
-        f"(min_blocks_per_mp = {rules_sm90.min_blocks_per_mp(spec)}); setmaxnreg moves them "
-        f"within the CTA: producer {rules_sm90.PRODUCER_REGS}, consumers "
-        f"{rules_sm90.consumer_regs(spec)} per thread. Its SMEM is {smem} B of "
-        f"{rules_common.smem_limit_note(spec)}; the launch asks for the largest SMEM "
-        f"carveout. So a CTA of the next kernel (programmatic dependent launch) fits beside a "
-        f"running one and runs its setup and L2 prefetch under that CTA's tail.{grid}"
-    )
-    return [""] + wrap_words(text, 92)
-
-
-def pingpong_lines(spec: Spec) -> list[str]:
-    """How the ping-pong warpgroups take turns (none when cooperative)."""
-    if not rules_sm90.is_pingpong(spec):
-        return []
-    acc_regs = rules_sm90.accumulator_regs(spec)
-    turn, epi_bar, wg_t = PP_TURN_BARRIER, PP_EPI_BARRIER, WARPGROUP_THREADS
-    tma_epi = isinstance(spec.epilogue, TmaStoreEpilogue)
-    epi_own = " and stores through its own set of C sub-tiles." if tma_epi else "."
-    return [
-        "",
-        "Ping-pong: consumer warpgroup w (0, 1) computes the CTA's tiles w, w + 2, w + 4, ..",
-        f"(each a whole tile, {acc_regs} f32 accumulators per thread). The producer fills the",
-        "ring in tile order, so after each of its tiles a warpgroup skips the other's k_tiles",
-        f"ring positions (ring_advance). Turnstile: named barrier {turn} + w ({2 * wg_t} threads)",
-        "is warpgroup w's turn: it waits there (bar.sync) before each mainloop but the CTA's",
-        "first, and after its mainloop arrives (bar.arrive) on the other's when the CTA has a",
-        "next tile; so mainloops alternate and each epilogue overlaps the other warpgroup's",
-        f"mainloop. Each warpgroup syncs its epilogue on named barrier {epi_bar} + w ({wg_t}",
-        f"threads){epi_own}",
-    ]
-
-
-def splitk_lines(spec: Spec) -> list[str]:
-    """The DSMEM reduction of split-K over a cluster (none without it)."""
-    if not shared.is_split_k_cluster(spec):
-        return []
-    return [
-        "",
-        "Split K: CTA rank r of a cluster accumulates k-tiles [r * k_tiles // SPLITS,",
-        "(r + 1) * k_tiles // SPLITS) of the cluster's output tile (an empty range contributes",
-        "zeros). Ranks 1.. write their f32 fragments to their own `staging` SMEM and arrive",
-        "(release, cluster scope) on rank 0's `staged` barrier; rank 0 waits on it (acquire,",
-        "cluster scope), reads each peer's staging through DSMEM (ld.shared::cluster) in rank",
-        "order 1, 2, .., adds into its registers, arrives on every peer's `consumed` barrier and",
-        "stores C. A peer waits on its `consumed` barrier before it overwrites its staging for",
-        "the next tile, and before it exits. Fixed summation order: deterministic.",
-    ]
-
-
-def separate_lines(spec: Spec) -> list[str]:
-    """Split-K's separate reduce kernel and its workspace (none without it)."""
-    if not shared.is_split_k_separate(spec):
-        return []
-    acc = shared.ACC_BYTES
-    sep_slot_kib = rules_common.kib(shared.separate_tile_elems(spec) * acc)
-    ws_mib = shared.separate_workspace_elems(spec) * acc / 2**20
-    return [
-        "",
-        "Split K, separate reduce: the GEMM kernel runs one CTA per (tile, K share), no cluster:",
-        "CTA b accumulates k-tiles [s * k_tiles // SPLITS, (s + 1) * k_tiles // SPLITS) of tile",
-        "b // SPLITS, s = b % SPLITS (an empty range stores zeros), and stores its f32 partial",
-        "to workspace slot [s][tile], laid out like C. The reduce kernel, launched right after",
-        "on the same stream (so it sees every partial), runs one CTA per tile: each thread sums",
-        "16-byte vectors of the SPLITS slots in split order 0, 1, .. (deterministic), applies",
-        "the epilogue and stores C, predicated on M and N.",
-        f"Workspace: {splitk_max_tiles_line(spec)} x {sep_slot_kib} KiB slots =",
-        f"{ws_mib:g} MiB, fixed at generation time (AOT shim: allocated once). A call with more",
-        "than MAX_TILES output tiles is rejected by launcher() and by the AOT shim",
-        "(cudaErrorInvalidValue), and a direct `gemm` call computes only the first MAX_TILES",
-        "tiles: a fixed capacity keeps the workspace a static argument, allocated once.",
-    ]
-
-
-def streamk_lines(spec: Spec) -> list[str]:
-    """Stream-K's hand-over through the global workspace (none without it)."""
-    if not shared.is_stream_k(spec):
-        return []
-    acc = shared.ACC_BYTES
-    ws_bytes = rules_sm90.streamk_workspace_elems(spec) * acc
-    slot_kib = rules_common.kib(shared.streamk_tile_elems(spec) * acc)
-    band = "a column of tiles: swap AB" if spec.swap_ab else "a row of tiles"
-    text = (
-        f"Stream-K in bands (a band: the tiles that read the same weight tiles, {band}): the "
-        "CTAs split into min(bands, CTAS) groups, each on whole bands; CTA r of a group of C "
-        "runs MAC iterations [r * T // C, (r + 1) * T // C) of its bands' T = tiles x k_tiles, "
-        "tile after tile, so the groups read each weight k-tile at about the same time (one DRAM "
-        "read, L2 hits after). A CTA that does not run a tile's first k-tile (only its first "
-        "unit can be such) stores its f32 partial in its workspace slot, as 16-byte vectors per "
-        "consumer thread, then thread 0 stores its flag (st.release.gpu) after a named barrier. "
-        "The finisher (its last unit) has thread 0 wait on each such CTA's flag (ld.acquire.gpu), "
-        "lowest CTA first; after a named barrier every consumer adds that partial (fixed order: "
-        "deterministic) and thread 0 clears the flag for the next launch. Workspace: "
-        f"{ws_bytes} B of global memory ({rules_sm90.streamk_ctas(spec)} x {slot_kib} KiB slots "
-        "+ flags)."
-    )
-    return [""] + wrap_words(text, 92)
-
-
 def pipeline_lines(spec: Spec) -> list[str]:
     """The docstring's Pipeline section: its rings, budget line and the notes of the variant's
     mechanisms."""
-    return (
-        ring_lines(rings(spec), DOC_WIDTH)
-        + [""]
-        + wrap_words(budget_line(spec), DOC_WIDTH)
-        + occupancy_lines(spec)
-        + pingpong_lines(spec)
-        + splitk_lines(spec)
-        + separate_lines(spec)
-        + streamk_lines(spec)
-    )
+    return ring_lines(rings(spec), DOC_WIDTH) + [""] + wrap_words(budget_line(spec), DOC_WIDTH)
 
 
 def timeline(spec: Spec) -> list[str]:

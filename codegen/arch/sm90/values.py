@@ -40,6 +40,11 @@ class Sm90Values(shared.SeparateReduceValues):
     """Every value the sm_90a templates read as ``plan.NAME`` (tests/test_plan_fields.py checks
     that each name a template reads is a field here); None: the variant has no such value."""
 
+    # the docstring's Pipeline notes
+    acc_regs: int  # f32 accumulators per consumer thread
+    smem_limit_note: str
+    sk_workspace_bytes: int
+    sk_slot_kib: str
     # the docstring's parameters
     scheduler_kind: (
         str  # the scheduler partial: grid, persistent, split_k, split_k_separate, stream_k
@@ -370,12 +375,16 @@ def scheduler_kind(spec: Spec) -> str:
 
 
 def doc_values(spec: Spec) -> dict[str, object]:
-    """The facts the docstring's parameters print (templates/sm90/_docs.py.j2)."""
+    """The facts the docstring's parameters and Pipeline notes print (sm90/_docs.py.j2)."""
     n_atoms = rules_sm90.wgmma_n_atoms(spec.tile.n)
     return {
         "scheduler_kind": scheduler_kind(spec),
         "max_clusters": docs.max_clusters(spec),
         "tma_store": isinstance(spec.epilogue, TmaStoreEpilogue),
+        "acc_regs": rules_sm90.accumulator_regs(spec),
+        "smem_limit_note": rules_common.smem_limit_note(spec),
+        "sk_workspace_bytes": rules_sm90.streamk_workspace_elems(spec) * shared.ACC_BYTES,
+        "sk_slot_kib": rules_common.kib(shared.streamk_tile_elems(spec) * shared.ACC_BYTES),
         "wgmma_m": rules_sm90.WGMMA_M,
         "wgmma_n": spec.tile.n // n_atoms,
         "wgmma_atoms": (
