@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from codegen import rules_common
 from codegen.arch import shared
-from codegen.arch.shared import splitk_max_tiles_line
 from codegen.arch.sm100 import rules as rules_sm100
 from codegen.arch.sm100.rules import (
     EPI_WARPS_RANGE,
@@ -40,16 +39,14 @@ def _wrap(text: str, width: int = DOC_WIDTH) -> list[str]:
 
 
 def pipeline_lines(spec: Spec) -> list[str]:
-    """The docstring's Pipeline section: every ring, producer -> consumer, its buffers and what its
-    full and empty barriers count; then the notes of the variant's mechanisms and the SMEM and TMEM
-    budget."""
+    """The docstring's Pipeline table: every ring, producer -> consumer, its buffers and what its
+    full and empty barriers count (templates/sm100/_docs.py.j2 adds the notes of the variant's
+    mechanisms, then :func:`budget_lines`)."""
     assert isinstance(spec.stages, int)
     kind, persistent = cluster_kind(spec), is_persistent(spec)
     stages, stage = spec.stages, rules_sm100.stage_bytes(spec)
     tx = rules_sm100.full_tx_bytes(spec)
-    smem = rules_sm100.smem_bytes(spec, stages)
     epi_bytes = rules_sm100.epilogue_smem_bytes(spec)
-    tmem = rules_sm100.spec_tmem_columns(spec)
     ws = spec.warp_specialized
     tma, mma_warp = rules_sm100.TMA_WARP, rules_sm100.MMA_WARP
     consumer = f"MMA (warp {mma_warp})" if ws else f"MMA (warp {tma})"
@@ -158,61 +155,17 @@ def pipeline_lines(spec: Spec) -> list[str]:
                 "",
             )
         )
-    notes: list[str] = []
-    if kind == "pair":
-        notes.append(
-            f"Only the leader's full barriers are used: its producer arms them with both CTAs' "
-            f"bytes (2 x {stage}), and the follower's cta_group::2 loads complete_tx on them."
-        )
-    if kind == "split":
-        notes.append(
-            "Split K: cluster rank r accumulates k-tiles [r * k_tiles // SPLITS, (r + 1) * k_tiles "
-            "// SPLITS) of the cluster's tile in its TMEM (an empty share contributes zeros). Ranks "
-            "1.. copy their f32 partial TMEM -> registers -> their own `staging` SMEM and arrive "
-            "(release, cluster scope) on rank 0's `staged` barrier; rank 0 waits on it (acquire), "
-            "adds each peer's staging read through DSMEM (ld.shared::cluster) in rank order 1, 2, "
-            "... to its own partial, stores C and arrives on every peer's `consumed` barrier, which "
-            "a peer waits on before it restages and before it exits. Fixed summation order: "
-            "deterministic."
-        )
-    if shared.is_split_k_separate(spec):
-        ws_mib = shared.separate_workspace_elems(spec) * shared.ACC_BYTES / 2**20
-        notes.append(
-            "Split K, separate reduce: the GEMM kernel runs one CTA per (tile, K share), no "
-            "cluster: CTA b accumulates k-tiles [s * k_tiles // SPLITS, (s + 1) * k_tiles // "
-            "SPLITS) of tile b // SPLITS, s = b % SPLITS, in TMEM (an empty share stores zeros); "
-            "its epilogue warps copy the f32 partial TMEM -> registers -> workspace slot [s][tile], "
-            "laid out like C, in 16-byte vectors along each thread's row. The reduce kernel, "
-            "launched right after on the same stream (so it sees every partial), runs one CTA per "
-            "tile: each thread sums its 16-byte vectors over the splits in split order "
-            "(deterministic), applies the fusions and stores C predicated on M and N. Workspace: "
-            f"{ws_mib:g} MiB of global memory ({splitk_max_tiles_line(spec)} slots)."
-        )
-    if shared.is_stream_k(spec):
-        ws_bytes = rules_sm100.streamk_workspace_elems(spec) * shared.ACC_BYTES
-        slot_kib = rules_common.kib(shared.streamk_tile_elems(spec) * shared.ACC_BYTES)
-        notes.append(
-            "Stream-K in bands (a band: a row of tiles, which read the same B tiles): the CTAS "
-            "CTAs split into min(rows, CTAS) groups, each on whole rows; CTA r of a group of C "
-            "runs MAC iterations [r * T // C, (r + 1) * T // C) of its rows' T = tiles x k_tiles, "
-            "tile after tile (tiles along N), so the groups read each B k-tile at about the same "
-            "time (one DRAM read, L2 hits after); each unit (tile, [k_begin, k_end)) "
-            "fills one TMEM slot, its first k-tile overwriting it. A CTA that does not run a "
-            "tile's first k-tile (only its first unit can be such) copies its f32 partial TMEM -> "
-            "registers -> its workspace slot, 16-byte vectors per epilogue thread, hands the TMEM "
-            "slot back, and after a named barrier thread 0 stores its flag (st.release.gpu). The "
-            "finisher (its last unit) has thread 0 wait on each such CTA's flag (ld.acquire.gpu), "
-            "lowest CTA first, and clear it for the next launch; after a named barrier every "
-            "epilogue thread adds those partials (fixed order: deterministic) to each chunk it "
-            f"loads from TMEM, then stores C. Workspace: {ws_bytes} B of global memory "
-            f"({rules_sm100.streamk_ctas(spec)} x {slot_kib} KiB slots + flags)."
-        )
-    if kind == "multicast":
-        a_ctas, b_ctas = rules_sm100.multicast_ctas(spec)
-        notes.append(
-            f"Each CTA loads 1/{a_ctas} of the A tile (multicast to its cluster row) and 1/{b_ctas} "
-            "of the B tile (to its column); its full barrier expects the whole stage."
-        )
+    return ring_lines(rings, DOC_WIDTH)
+
+
+def budget_lines(spec: Spec) -> list[str]:
+    """The SMEM and TMEM budget line, after the Pipeline section's notes."""
+    assert isinstance(spec.stages, int)
+    kind = cluster_kind(spec)
+    stages, stage = spec.stages, rules_sm100.stage_bytes(spec)
+    smem = rules_sm100.smem_bytes(spec, stages)
+    epi_bytes = rules_sm100.epilogue_smem_bytes(spec)
+    tmem = rules_sm100.spec_tmem_columns(spec)
     ring = f"{stages} x {rules_common.kib(stage)} KiB ring"
     parts = [ring]
     if epi_bytes and shared.is_split_k_cluster(spec):
@@ -227,8 +180,7 @@ def pipeline_lines(spec: Spec) -> list[str]:
         f"SMEM{per_cta} {smem} B of {rules_common.SMEM_LIMIT_BYTES} ({' + '.join(parts)}); "
         f"TMEM {tmem} of {rules_sm100.TMEM_COLUMNS} columns{per_cta}"
     )
-    wrapped = [line for note in notes for line in wrap_words(note, DOC_WIDTH)]
-    return ring_lines(rings, DOC_WIDTH) + [""] + wrapped + _wrap(budget)
+    return _wrap(budget)
 
 
 def _epilogue_store(spec: Spec, store_warp: str) -> str:

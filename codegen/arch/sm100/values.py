@@ -164,6 +164,8 @@ class StreamK:
     ctas: int  # persistent CTAs at most: the workspace's slots
     tile_elems: int  # f32 of one slot
     workspace_elems: int
+    workspace_bytes: int
+    slot_kib: str  # one slot, in KiB
     values: int  # f32 one epilogue thread holds of a tile
     chunk_vecs: int  # 16-byte vectors of one thread per epilogue chunk
     chunk_vecs_note: str
@@ -190,6 +192,8 @@ class Multicast:
     b_mask: str
     empty_arrives: int  # commits that free a ring slot
     empty_arrives_note: str
+    a_ctas: int  # the CTAs one A tile is multicast to
+    b_ctas: int
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -198,7 +202,8 @@ class Sm100Values(shared.SeparateReduceValues):
     (tests/test_plan_fields.py checks that each name a template reads is a field); a group is
     None where the variant has no such feature (tests/test_sm100_plan_groups.py)."""
 
-    # the docstring's parameters (templates/sm100/_docs.py.j2)
+    # the docstring (templates/sm100/_docs.py.j2): the SMEM and TMEM budget, the parameters
+    budget_lines: list[str]
     scheduler_kind: str  # grid, persistent, dynamic, split_k, split_k_separate or stream_k
     max_workers: int  # workers of the persistent grid on the flagship GPU
     epilogue_style: str
@@ -293,6 +298,8 @@ def multicast(spec: Spec) -> Multicast | None:
         empty_arrives_note=(
             f"commits that free a slot: this CTA's and its sharers' ({a_ctas} + {b_ctas} - 1)"
         ),
+        a_ctas=a_ctas,
+        b_ctas=b_ctas,
     )
 
 
@@ -376,6 +383,8 @@ def stream_k(spec: Spec) -> StreamK | None:
         ctas=rules_sm100.streamk_ctas(spec),
         tile_elems=shared.streamk_tile_elems(spec),
         workspace_elems=rules_sm100.streamk_workspace_elems(spec),
+        workspace_bytes=rules_sm100.streamk_workspace_elems(spec) * shared.ACC_BYTES,
+        slot_kib=rules_common.kib(shared.streamk_tile_elems(spec) * shared.ACC_BYTES),
         values=values_per_thread(spec),
         chunk_vecs=vectors // chunks,
         chunk_vecs_note=(
@@ -636,6 +645,7 @@ def values(spec: Spec) -> Sm100Values:
         spec_cluster=(spec.cluster.m, spec.cluster.n),
         covers_clusters=covers_clusters(spec),
         pipeline_table=docs.pipeline_lines(spec),
+        budget_lines=docs.budget_lines(spec),
         timeline=docs.timeline(spec),
         **dtype_values(spec),
         **spec_values(spec),

@@ -119,8 +119,8 @@ def budget_line(spec: Spec) -> str:
 
 
 def pipeline_lines(spec: Spec) -> list[str]:
-    """The docstring's Pipeline section: its rings, budget line and the notes of the variant's
-    mechanisms."""
+    """The docstring's Pipeline table and budget line (templates/sm90/_docs.py.j2 adds the notes
+    of the variant's mechanisms)."""
     return ring_lines(rings(spec), DOC_WIDTH) + [""] + wrap_words(budget_line(spec), DOC_WIDTH)
 
 
