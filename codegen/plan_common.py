@@ -49,7 +49,6 @@ class Values:
     dtype_name: str  # the input dtype, as the spec names it
     swizzle: str
     pipeline_table: list[str]
-    timeline: list[str]
     # dtypes
     io_dtype: str
     out_dtype: str
@@ -349,9 +348,6 @@ def sm_sized_values(
         # the generated function's docstring, wrapped at its indentation
         "workers_doc": "\n    ".join(textwrap.wrap(doc + ".", 92)),
     }
-
-
-TIMELINE_HEAD = "Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)"
 
 
 def timeline_rows(rows: list[tuple[str, str]], width: int = 96) -> list[str]:

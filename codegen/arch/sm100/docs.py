@@ -18,7 +18,6 @@ from codegen.arch.sm100.rules import (
 )
 from codegen.plan_common import (
     DOC_WIDTH,
-    TIMELINE_HEAD,
     Ring,
     binary,
     plural,
@@ -220,7 +219,7 @@ def timeline(spec: Spec) -> list[str]:
             f"per step k < k_tiles + STAGES - 1: if k < k_tiles, wait empty[s] -> {arm}; "
             f"then, STAGES - 1 k-tiles behind, {per_k}; after the loop commit acc_full"
         )
-        return [TIMELINE_HEAD] + timeline_rows(
+        return timeline_rows(
             [
                 (f"TMA warp (TMA_WARP = {rules_sm100.TMA_WARP})", steps),
                 (
@@ -235,7 +234,7 @@ def timeline(spec: Spec) -> list[str]:
         mma_role = f"MMA warp (MMA_WARP = {rules_sm100.MMA_WARP}" + (
             ", leader)" if kind == "pair" else ")"
         )
-        return [TIMELINE_HEAD] + timeline_rows(
+        return timeline_rows(
             [
                 (
                     f"TMA warp (TMA_WARP = {rules_sm100.TMA_WARP})",
@@ -300,7 +299,7 @@ def timeline(spec: Spec) -> list[str]:
         ", leader)" if kind == "pair" else ")"
     )
     tma_role = f"TMA warp (TMA_WARP = {rules_sm100.TMA_WARP})"
-    return [TIMELINE_HEAD] + timeline_rows(
+    return timeline_rows(
         [
             (tma_role, tma_steps + tail),
             (mma_role, mma_steps),

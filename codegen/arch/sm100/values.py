@@ -204,6 +204,7 @@ class Sm100Values(shared.SeparateReduceValues):
 
     # the docstring (templates/sm100/_docs.py.j2): the SMEM and TMEM budget, the parameters
     budget_lines: list[str]
+    timeline: list[str]  # the Timeline section's lines
     scheduler_kind: str  # grid, persistent, dynamic, split_k, split_k_separate or stream_k
     max_workers: int  # workers of the persistent grid on the flagship GPU
     epilogue_style: str

@@ -121,6 +121,7 @@ class Sm90Values(shared.SeparateReduceValues):
     # warp roles and named barriers
     producer_wg: int
     mma_wg: int
+    mma_wg_next: int  # ping-pong's second consumer warpgroup
     tma_warp: int
     epilogue_warp: int
     epilogue_barrier_id: int
@@ -352,6 +353,7 @@ def role_values(spec: Spec) -> dict[str, object]:
     return {
         "producer_wg": rules_sm90.PRODUCER_WG,
         "mma_wg": rules_sm90.MMA_WG,
+        "mma_wg_next": rules_sm90.MMA_WG + 1,
         "tma_warp": rules_sm90.TMA_WARP,
         "epilogue_warp": rules_sm90.EPILOGUE_WARP,
         "epilogue_barrier_id": rules_sm90.EPILOGUE_BARRIER_ID,
@@ -420,7 +422,6 @@ def values(spec: Spec) -> Sm90Values:
     value set twice is a TypeError)."""
     return Sm90Values(
         pipeline_table=docs.pipeline_lines(spec),
-        timeline=docs.timeline(spec),
         **doc_values(spec),
         **dtype_values(spec),
         **spec_values(spec),
