@@ -350,17 +350,6 @@ def sm_sized_values(
     }
 
 
-def timeline_rows(rows: list[tuple[str, str]], width: int = 96) -> list[str]:
-    """The timeline's lines: each role, a colon, then its steps wrapped at the docstring's width
-    (continuation lines indented one level further)."""
-    lines: list[str] = []
-    for role, steps in rows:
-        first, *rest = wrap_words(f"{role}: {steps}", width)
-        lines.append(first)
-        lines += ["    " + line for line in wrap_words(" ".join(rest), width - 4)]
-    return lines
-
-
 DOC_WIDTH = 96  # a docstring line inside a function: its 4 columns of indent left of 100
 
 

@@ -204,7 +204,6 @@ class Sm100Values(shared.SeparateReduceValues):
 
     # the docstring (templates/sm100/_docs.py.j2): the SMEM and TMEM budget, the parameters
     budget_lines: list[str]
-    timeline: list[str]  # the Timeline section's lines
     scheduler_kind: str  # grid, persistent, dynamic, split_k, split_k_separate or stream_k
     max_workers: int  # workers of the persistent grid on the flagship GPU
     epilogue_style: str
@@ -647,7 +646,6 @@ def values(spec: Spec) -> Sm100Values:
         covers_clusters=covers_clusters(spec),
         pipeline_table=docs.pipeline_lines(spec),
         budget_lines=docs.budget_lines(spec),
-        timeline=docs.timeline(spec),
         **dtype_values(spec),
         **spec_values(spec),
         **mainloop_values(spec),
