@@ -44,12 +44,11 @@ class Values:
     an error), as a key missing from a dict was."""
 
     # the docstring
-    title: str
-    dtype_note: str
-    parameters: list[tuple[str, str]]
+    tile_name: str  # the tile as the spec names it: MxNxK
+    arch: str
+    dtype_name: str  # the input dtype, as the spec names it
+    swizzle: str
     pipeline_table: list[str]
-    timeline: list[str]
-    shape_note: str
     # dtypes
     io_dtype: str
     out_dtype: str
@@ -66,6 +65,7 @@ class Values:
     smem_bytes: int
     shape_multiples: dict[str, int]
     # fusion (plan_common.fusion_values)
+    fusion_formula: str  # D = this; empty for a plain store
     alpha: float
     beta: float
     activation: str
@@ -228,8 +228,8 @@ def stream_k_last_cta(tile: int, cta0: int, ctas: int, iter0: int, iters: int, k
     return cta0 + (((tile + 1) * k_tiles - iter0) * ctas - 1) // iters
 
 
-def fusion_note(spec: Spec) -> str:
-    """The fused epilogue as a formula, or nothing when it is a plain store."""
+def fusion_formula(spec: Spec) -> str:
+    """The fused epilogue's right-hand side (D = it), or nothing when it is a plain store."""
     epi = spec.epilogue
     if not epi.fused:
         return ""
@@ -240,7 +240,7 @@ def fusion_note(spec: Spec) -> str:
         expr += f" + bias[{'row' if epi.bias == 'row' else 'column'}]"
     if epi.activation != "none":
         expr = f"{epi.activation}({expr})"
-    return f"; D = {expr}"
+    return expr
 
 
 def fusion_values(spec: Spec) -> dict[str, object]:
@@ -249,6 +249,7 @@ def fusion_values(spec: Spec) -> dict[str, object]:
     bias, and along which axis of the kernel's tile, comes from bias_values."""
     epi = spec.epilogue
     values: dict[str, object] = {
+        "fusion_formula": fusion_formula(spec),
         "alpha": epi.alpha,
         "beta": epi.beta,
         "activation": epi.activation,
@@ -349,20 +350,6 @@ def sm_sized_values(
     }
 
 
-TIMELINE_HEAD = "Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)"
-
-
-def timeline_rows(rows: list[tuple[str, str]], width: int = 96) -> list[str]:
-    """The timeline's lines: each role, a colon, then its steps wrapped at the docstring's width
-    (continuation lines indented one level further)."""
-    lines: list[str] = []
-    for role, steps in rows:
-        first, *rest = wrap_words(f"{role}: {steps}", width)
-        lines.append(first)
-        lines += ["    " + line for line in wrap_words(" ".join(rest), width - 4)]
-    return lines
-
-
 DOC_WIDTH = 96  # a docstring line inside a function: its 4 columns of indent left of 100
 
 
@@ -376,6 +363,16 @@ def wrap_words(text: str, width: int) -> list[str]:
         else:
             line = f"{line} {word}" if line else word
     return lines + [line] if line else lines
+
+
+def spec_values(spec: Spec) -> dict[str, object]:
+    """The spec's own names the docstring prints: its arch, dtype, tile and swizzle."""
+    return {
+        "arch": spec.arch,
+        "dtype_name": spec.dtype,
+        "tile_name": str(spec.tile),
+        "swizzle": str(spec.swizzle),
+    }
 
 
 def dtype_values(spec: Spec) -> dict[str, object]:

@@ -72,12 +72,14 @@ def indent_lines(text: str, width: int) -> str:
     return "".join(pad + ln if ln.strip() else ln for ln in str(text).splitlines(keepends=True))
 
 
-def wrap_prose(text: str, first: str = "", rest: str | None = None) -> str:
-    """One paragraph of docstring prose in lines of at most LINE_LENGTH columns, the first
-    indented by `first`, the others by `rest` (default: `first`); words are never split."""
+def wrap_prose(
+    text: str, first: str = "", rest: str | None = None, width: int = LINE_LENGTH
+) -> str:
+    """One paragraph of docstring prose in lines of at most `width` columns (LINE_LENGTH), the
+    first indented by `first`, the others by `rest` (default: `first`); words are never split."""
     return textwrap.fill(
         " ".join(text.split()),
-        width=LINE_LENGTH,
+        width=width,
         initial_indent=first,
         subsequent_indent=first if rest is None else rest,
         break_long_words=False,

@@ -110,7 +110,8 @@ def test_fp8_plan_numbers() -> None:
     assert p.out_dtype == "cutlass.BFloat16"
     assert p.torch_dtype == "torch.float8_e4m3fn"
     assert p.mma_k == 32
-    assert ("MMA", "wgmma.mma_async m64n256k32, 1 per warpgroup per k-block") in p.parameters
+    # the docstring's MMA: wgmma.mma_async m64n256k32, 1 per warpgroup per k-block
+    assert (p.wgmma_m, p.wgmma_n, p.wgmma_atoms) == (64, 256, 1)
     small = fp8((64, 128, 128), consumer_warpgroups=1, epilogue="direct")
     assert expected_counts_sm90(small)["wgmma.mma_async"] == 4
 

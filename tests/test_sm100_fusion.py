@@ -143,13 +143,16 @@ def test_bias_values_name_the_dimension_it_runs_along() -> None:
 
 def test_fusion_formula_in_the_docstring() -> None:
     spec = make(epilogue={"style": "tma", "alpha": 2.0, "beta": 1.0, "bias": "row"})
-    assert plan_common.fusion_note(spec) == "; D = 2 * A @ B^T + 1 * C + bias[row]"
-    note = plan.plan(spec).values["dtype_note"]
-    assert note.endswith("f16 out; D = 2 * A @ B^T + 1 * C + bias[row]")
+    assert plan_common.fusion_formula(spec) == "2 * A @ B^T + 1 * C + bias[row]"
+    values = plan.plan(spec).values
+    assert (values["out_dtype_name"], values["fusion_formula"]) == (
+        "f16",
+        "2 * A @ B^T + 1 * C + bias[row]",
+    )
     # one formula for both architectures (sm_90a's docstrings say the same)
     h = make(arch="sm_90a", epilogue={"style": "direct", "bias": "col", "activation": "relu"})
-    assert plan_common.fusion_note(h) == "; D = relu(A @ B^T + bias[column])"
-    assert plan_common.fusion_note(make()) == ""
+    assert plan_common.fusion_formula(h) == "relu(A @ B^T + bias[column])"
+    assert plan_common.fusion_formula(make()) == ""
 
 
 # ---- expected counts: pinned per shipped variant ------------------------------------------------

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import SPECS, kernel_file
 
-from codegen import build, loader, plan, rules
+from codegen import build, loader, plan, render, rules
 from codegen.arch.sm100 import rules as rules_sm100
 from codegen.build import BuildResult
 from codegen.plan_common import tile_order
@@ -305,7 +305,9 @@ def test_split_k_plan(shipped: dict[str, Spec]) -> None:
     table = "\n".join(v4["pipeline_table"])
     assert "staged       ranks 1..3 epilogue -> rank 0 epilogue" in table
     assert "12 (3 peer CTAs x 4 epilogue warps)" in table and "32768 " in table  # 128 x 64 f32
-    assert "Fixed summation order: deterministic." in " ".join(v4["pipeline_table"])
+    docs = render.environment().get_template("sm100/_docs.py.j2")
+    pipeline = docs.make_module({"plan": plan.plan(shipped["sched_splitk4_acc2"])}).pipeline()
+    assert "Fixed summation order: deterministic." in " ".join(pipeline.split())
     c = plan.expected_counts(shipped["sched_splitk4_acc2"])
     # 3 peers: one mapa per peer staging chunk (1 chunk), per peer consumed, and rank 0's staged
     assert (c["mapa"], c["ld.shared::cluster"], c["tcgen05.ld"]) == (3 + 3 + 1, 3 * 16, 2)

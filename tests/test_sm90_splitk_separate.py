@@ -15,7 +15,7 @@ import pytest
 from conftest import kernel_file
 
 from codegen import build as b
-from codegen import loader, rules
+from codegen import loader, render, rules
 from codegen.arch import shared
 from codegen.arch.sm90 import rules as rules_sm90
 from codegen.arch.sm90.counts import expected_counts as expected_counts_sm90
@@ -247,7 +247,8 @@ def test_expected_counts() -> None:
 
 
 def test_docstring_explains_the_workspace() -> None:
-    text = "\n".join(plan(separate()).values["pipeline_table"])
+    docs = render.environment().get_template("sm90/_docs.py.j2")
+    text = docs.make_module({"plan": plan(separate())}).pipeline()
     assert "Workspace: 4 splits x MAX_TILES = 4096 x 8 KiB slots" in text
     assert "rejected by launcher() and by the AOT shim" in text
 

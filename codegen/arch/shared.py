@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from codegen.plan_common import Values
-from codegen.rules_common import DTYPE_BYTES, Violation
+from codegen.rules_common import DTYPE_BYTES, Violation, kib
 from codegen.spec import Spec, SplitKScheduler, StreamKScheduler
 
 ACC_BYTES = 4  # one f32 accumulator value (split-K and stream-K hand partial tiles over in f32)
@@ -167,6 +167,8 @@ class SeparateReduceValues(Values):
 
     max_tiles: int | None = None
     max_tiles_note: str | None = None
+    sep_slot_kib: str | None = None  # one workspace slot, in KiB
+    sep_workspace_mib: str | None = None  # the workspace, in MiB
     sep_tile_elems: int | None = None
     sep_workspace_elems: int | None = None
     slot_shape: tuple[int, int, int, int] | None = None
@@ -208,6 +210,8 @@ def separate_workspace_values(spec: Spec, bias: dict[str, object]) -> dict[str, 
         ),
         "sep_tile_elems": tile_elems,
         "sep_workspace_elems": separate_workspace_elems(spec),
+        "sep_slot_kib": kib(tile_elems * ACC_BYTES),
+        "sep_workspace_mib": f"{separate_workspace_elems(spec) * ACC_BYTES / 2**20:g}",
         "slot_shape": (t.m, t.n, max_tiles, n),
         "slot_stride": (*slot_mn, tile_elems, max_tiles * tile_elems),
         "slot_note": "column-major, like C^T" if spec.swap_ab else "row-major, like C",

@@ -5,31 +5,23 @@ and budget line, and the comments on its constants, each built from the numbers 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from codegen import rules_common
 from codegen.arch import shared
-from codegen.arch.shared import splitk_max_tiles_line
 from codegen.arch.sm100 import rules as rules_sm100
 from codegen.arch.sm100.rules import (
     EPI_WARPS_RANGE,
     EPILOGUE_WARPS,
     PAIR_MASK,
-    PERSISTENT_WARPS,
-    TMEM_LANES,
     cluster_kind,
     is_persistent,
     is_tma_store,
 )
 from codegen.plan_common import (
     DOC_WIDTH,
-    TIMELINE_HEAD,
     Ring,
     binary,
-    fusion_note,
     plural,
     ring_lines,
-    timeline_rows,
     wrap_words,
 )
 from codegen.spec import Spec
@@ -45,16 +37,14 @@ def _wrap(text: str, width: int = DOC_WIDTH) -> list[str]:
 
 
 def pipeline_lines(spec: Spec) -> list[str]:
-    """The docstring's Pipeline section: every ring, producer -> consumer, its buffers and what its
-    full and empty barriers count; then the notes of the variant's mechanisms and the SMEM and TMEM
-    budget."""
+    """The docstring's Pipeline table: every ring, producer -> consumer, its buffers and what its
+    full and empty barriers count (templates/sm100/_docs.py.j2 adds the notes of the variant's
+    mechanisms, then :func:`budget_lines`)."""
     assert isinstance(spec.stages, int)
     kind, persistent = cluster_kind(spec), is_persistent(spec)
     stages, stage = spec.stages, rules_sm100.stage_bytes(spec)
     tx = rules_sm100.full_tx_bytes(spec)
-    smem = rules_sm100.smem_bytes(spec, stages)
     epi_bytes = rules_sm100.epilogue_smem_bytes(spec)
-    tmem = rules_sm100.spec_tmem_columns(spec)
     ws = spec.warp_specialized
     tma, mma_warp = rules_sm100.TMA_WARP, rules_sm100.MMA_WARP
     consumer = f"MMA (warp {mma_warp})" if ws else f"MMA (warp {tma})"
@@ -163,61 +153,17 @@ def pipeline_lines(spec: Spec) -> list[str]:
                 "",
             )
         )
-    notes: list[str] = []
-    if kind == "pair":
-        notes.append(
-            f"Only the leader's full barriers are used: its producer arms them with both CTAs' "
-            f"bytes (2 x {stage}), and the follower's cta_group::2 loads complete_tx on them."
-        )
-    if kind == "split":
-        notes.append(
-            "Split K: cluster rank r accumulates k-tiles [r * k_tiles // SPLITS, (r + 1) * k_tiles "
-            "// SPLITS) of the cluster's tile in its TMEM (an empty share contributes zeros). Ranks "
-            "1.. copy their f32 partial TMEM -> registers -> their own `staging` SMEM and arrive "
-            "(release, cluster scope) on rank 0's `staged` barrier; rank 0 waits on it (acquire), "
-            "adds each peer's staging read through DSMEM (ld.shared::cluster) in rank order 1, 2, "
-            "... to its own partial, stores C and arrives on every peer's `consumed` barrier, which "
-            "a peer waits on before it restages and before it exits. Fixed summation order: "
-            "deterministic."
-        )
-    if shared.is_split_k_separate(spec):
-        ws_mib = shared.separate_workspace_elems(spec) * shared.ACC_BYTES / 2**20
-        notes.append(
-            "Split K, separate reduce: the GEMM kernel runs one CTA per (tile, K share), no "
-            "cluster: CTA b accumulates k-tiles [s * k_tiles // SPLITS, (s + 1) * k_tiles // "
-            "SPLITS) of tile b // SPLITS, s = b % SPLITS, in TMEM (an empty share stores zeros); "
-            "its epilogue warps copy the f32 partial TMEM -> registers -> workspace slot [s][tile], "
-            "laid out like C, in 16-byte vectors along each thread's row. The reduce kernel, "
-            "launched right after on the same stream (so it sees every partial), runs one CTA per "
-            "tile: each thread sums its 16-byte vectors over the splits in split order "
-            "(deterministic), applies the fusions and stores C predicated on M and N. Workspace: "
-            f"{ws_mib:g} MiB of global memory ({splitk_max_tiles_line(spec)} slots)."
-        )
-    if shared.is_stream_k(spec):
-        ws_bytes = rules_sm100.streamk_workspace_elems(spec) * shared.ACC_BYTES
-        slot_kib = rules_common.kib(shared.streamk_tile_elems(spec) * shared.ACC_BYTES)
-        notes.append(
-            "Stream-K in bands (a band: a row of tiles, which read the same B tiles): the CTAS "
-            "CTAs split into min(rows, CTAS) groups, each on whole rows; CTA r of a group of C "
-            "runs MAC iterations [r * T // C, (r + 1) * T // C) of its rows' T = tiles x k_tiles, "
-            "tile after tile (tiles along N), so the groups read each B k-tile at about the same "
-            "time (one DRAM read, L2 hits after); each unit (tile, [k_begin, k_end)) "
-            "fills one TMEM slot, its first k-tile overwriting it. A CTA that does not run a "
-            "tile's first k-tile (only its first unit can be such) copies its f32 partial TMEM -> "
-            "registers -> its workspace slot, 16-byte vectors per epilogue thread, hands the TMEM "
-            "slot back, and after a named barrier thread 0 stores its flag (st.release.gpu). The "
-            "finisher (its last unit) has thread 0 wait on each such CTA's flag (ld.acquire.gpu), "
-            "lowest CTA first, and clear it for the next launch; after a named barrier every "
-            "epilogue thread adds those partials (fixed order: deterministic) to each chunk it "
-            f"loads from TMEM, then stores C. Workspace: {ws_bytes} B of global memory "
-            f"({rules_sm100.streamk_ctas(spec)} x {slot_kib} KiB slots + flags)."
-        )
-    if kind == "multicast":
-        a_ctas, b_ctas = rules_sm100.multicast_ctas(spec)
-        notes.append(
-            f"Each CTA loads 1/{a_ctas} of the A tile (multicast to its cluster row) and 1/{b_ctas} "
-            "of the B tile (to its column); its full barrier expects the whole stage."
-        )
+    return ring_lines(rings, DOC_WIDTH)
+
+
+def budget_lines(spec: Spec) -> list[str]:
+    """The SMEM and TMEM budget line, after the Pipeline section's notes."""
+    assert isinstance(spec.stages, int)
+    kind = cluster_kind(spec)
+    stages, stage = spec.stages, rules_sm100.stage_bytes(spec)
+    smem = rules_sm100.smem_bytes(spec, stages)
+    epi_bytes = rules_sm100.epilogue_smem_bytes(spec)
+    tmem = rules_sm100.spec_tmem_columns(spec)
     ring = f"{stages} x {rules_common.kib(stage)} KiB ring"
     parts = [ring]
     if epi_bytes and shared.is_split_k_cluster(spec):
@@ -232,406 +178,4 @@ def pipeline_lines(spec: Spec) -> list[str]:
         f"SMEM{per_cta} {smem} B of {rules_common.SMEM_LIMIT_BYTES} ({' + '.join(parts)}); "
         f"TMEM {tmem} of {rules_sm100.TMEM_COLUMNS} columns{per_cta}"
     )
-    wrapped = [line for note in notes for line in wrap_words(note, DOC_WIDTH)]
-    return ring_lines(rings, DOC_WIDTH) + [""] + wrapped + _wrap(budget)
-
-
-def parameters(spec: Spec) -> list[tuple[str, str]]:
-    """The docstring's parameter list."""
-    assert isinstance(spec.stages, int)
-    t, kind = spec.tile, cluster_kind(spec)
-    kind_, mma_k = rules_sm100.mma_kind(spec), rules_common.mma_k(spec.dtype)
-    mode = "warp-specialized" if spec.warp_specialized else "single-warp K-loop"
-    rows = [("arch", spec.arch), ("dtype", spec.dtype)]
-    if kind == "pair":
-        half = t.m // 2
-        tile = (
-            f"({t.m}, {t.n}, {t.k}) per CTA pair; each CTA holds {half} rows of A, "
-            f"{t.n // 2} rows of B and {half}x{t.n} of the accumulator"
-        )
-        rows.append(("tile (M, N, K)", tile))
-        rows.append(
-            (
-                "MMA instruction",
-                (
-                    f"tcgen05.mma.cta_group::2.kind::{kind_} {t.m}x{t.n}x{mma_k} (issued by the "
-                    "leader CTA)"
-                ),
-            )
-        )
-        rows.append(("cluster", "2 x 1: one CTA pair along M (rank 0 = leader, 1 = follower)"))
-    else:
-        rows.append(("tile (M, N, K)", f"({t.m}, {t.n}, {t.k})"))
-        rows.append(
-            ("MMA instruction", f"tcgen05.mma.cta_group::1.kind::{kind_} {t.m}x{t.n}x{mma_k}")
-        )
-    if kind == "multicast":
-        m, n = spec.cluster.m, spec.cluster.n
-        shares = [f"the {n} CTAs of a cluster row share an A tile"] if n > 1 else []
-        shares += [f"the {m} CTAs of a column share a B tile"] if m > 1 else []
-        cluster = f"{m} x {n} with TMA multicast: " + ", ".join(shares)
-        rows.append(("cluster", cluster))
-    rows += [("stages", str(spec.stages)), ("swizzle", str(spec.swizzle)), ("mainloop", mode)]
-    rows += swap_ab_parameters(spec)
-    if is_tma_store(spec):
-        em, en = rules_sm100.epi_tile(spec)
-        epilogue = (
-            f"tma store: TMEM -> registers -> swizzled SMEM {em}x{en} sub-tiles "
-            f"({rules_sm100.EPI_BUFS} buffers) -> TMA store"
-        )
-        rows.append(("epilogue", epilogue))
-    elif shared.is_split_k_separate(spec):
-        rows.append(
-            ("epilogue", "f32 partials to a workspace; the reduce kernel sums them and stores C")
-        )
-    else:
-        rows.append(("epilogue", f"{spec.epilogue.style} store" + m64_epilogue_note(spec)))
-    if spec.epilogue.fused:
-        rows.append(("fusion", fusion_text(spec)))
-    if shared.is_split_k_cluster(spec):
-        n = shared.splits(spec)
-        rows.append(
-            (
-                "cluster",
-                f"{n} x 1 for split-K: {n} CTAs share one output tile and split its K range",
-            )
-        )
-        scheduler = (
-            f"persistent split-K over {n} CTAs: max_workers(sm_count) clusters (the GPU's SMs "
-            f"size the grid: {rules_sm100.max_workers(spec)} on a B200) walking tiles along M, "
-            "rank 0 reducing the peers' partials through DSMEM "
-            f"and storing; {plural(spec.accumulators, 'TMEM accumulator slot')}"
-        )
-        rows.append(("scheduler", scheduler))
-    elif shared.is_split_k_separate(spec):
-        n = shared.splits(spec)
-        scheduler = (
-            f"split-K over {n} CTAs with a separate reduce kernel: one CTA per (tile, K share), "
-            f"no cluster; workspace of {splitk_max_tiles_line(spec)} tile slots"
-        )
-        rows.append(("scheduler", scheduler))
-    elif shared.is_stream_k(spec):
-        scheduler = (
-            "stream-K: one CTA per SM of the GPU, at most "
-            f"{rules_sm100.streamk_ctas(spec)} (the workspace's slots), in groups, "
-            "one per row of tiles, run equal shares of their rows' k-tiles (tiles along N); "
-            "the CTA that runs a tile's first k-tile finishes it; "
-            f"{plural(spec.accumulators, 'TMEM accumulator slot')}, one per unit"
-        )
-        rows.append(("scheduler", scheduler))
-    elif rules_sm100.is_dynamic(spec):
-        scheduler = (
-            "dynamic (cluster launch control): the grid is the whole tile grid; each CTA computes "
-            "its own tile, then cancels CTAs that have not started (clusterlaunchcontrol."
-            f"try_cancel) and computes theirs; {plural(spec.accumulators, 'TMEM accumulator slot')}"
-        )
-        rows.append(("scheduler", scheduler))
-    elif is_persistent(spec):
-        unit = {"pair": "CTA pairs", "multicast": "clusters"}.get(kind, "CTAs")
-        tiles = "cluster tiles" if kind == "multicast" else "tiles"
-        swizzle = f", tile swizzle group {spec.scheduler.group}" if spec.scheduler.group > 1 else ""
-        scheduler = (
-            f"persistent, static: max_workers(sm_count) {unit} (the GPU's SMs size the grid: "
-            f"{rules_sm100.max_workers(spec)} on a B200), worker w "
-            f"taking {tiles} w, w + workers, ... rastered along {spec.scheduler.raster.upper()}"
-            f"{swizzle}; {plural(spec.accumulators, 'TMEM accumulator slot')}"
-        )
-        rows.append(("scheduler", scheduler))
-    else:
-        rows.append(("scheduler", spec.scheduler.kind))
-    return rows
-
-
-def swap_ab_parameters(spec: Spec) -> list[tuple[str, str]]:
-    """The docstring's swap AB line (none without swap_ab)."""
-    if not spec.swap_ab:
-        return []
-    return [
-        (
-            "swap AB",
-            "yes: the kernel computes C^T = B @ A^T (tile M runs along N, tile N along M)",
-        )
-    ]
-
-
-def m64_epilogue_note(spec: Spec) -> str:
-    """How the epilogue reads a 64-row accumulator (nothing for 128 rows)."""
-    if rules_sm100.tmem_load_shape(spec) == "32x32b":
-        return ""
-    return " (M=64: tcgen05.ld 16x32bx2, two threads per row, N/2 columns each)"
-
-
-def fusion_text(spec: Spec) -> str:
-    """The docstring's fusion parameter: the formula, then where C and the bias come from."""
-    epi = spec.epilogue
-    parts = [fusion_note(spec).removeprefix("; ")]
-    if epi.beta != 0.0:
-        parts.append(
-            "C read in place: each C sub-tile TMA-loaded into the SMEM buffer it is stored from"
-            if is_tma_store(spec)
-            else "C read in place: each thread loads its chunk of C before storing over it"
-        )
-    if epi.bias != "none":
-        per = "row" if epi.bias == "row" else "column"
-        parts.append(f"bias: one {epi.out_dtype or spec.dtype} value per {per} of C")
-    return "; ".join(parts)
-
-
-def dtype_note(spec: Spec) -> str:
-    out = spec.epilogue.out_dtype or spec.dtype
-    return f"{spec.dtype} in, f32 accumulate, {out} out{fusion_note(spec)}"
-
-
-def title(spec: Spec) -> str:
-    assert isinstance(spec.stages, int)
-    t, kind = spec.tile, cluster_kind(spec)
-    mode = "warp-specialized" if spec.warp_specialized else "single-warp K-loop"
-    parts = [f"Blackwell (sm_100a) {spec.dtype} GEMM"]
-    if kind == "pair":
-        parts.append(f"2-CTA {t} tile ({t.m // 2}x{t.n} per CTA)")
-    else:
-        parts.append(f"{t} tile")
-    parts.append(f"{spec.stages}-stage ring")
-    if kind == "multicast":
-        parts.append(f"{spec.cluster.m}x{spec.cluster.n} cluster with TMA multicast")
-    if is_persistent(spec):
-        slots = spec.accumulators
-        how = "persistent"
-        if rules_sm100.is_dynamic(spec):
-            how = "dynamic persistent (cluster launch control)"
-        if shared.is_split_k_cluster(spec):
-            how = f"split-K over {shared.splits(spec)}-CTA clusters, persistent"
-        if shared.is_stream_k(spec):
-            how = "stream-K, persistent"
-        if shared.is_split_k_separate(spec):
-            how = (
-                f"split-K over {shared.splits(spec)} CTAs per tile and a separate reduce "
-                "kernel, one tile per CTA"
-            )
-        parts.append(f"{how} with {slots} TMEM accumulator slot{'s' if slots > 1 else ''}")
-    if spec.swap_ab:
-        parts.append("swap AB (C^T = B @ A^T)")
-    return ", ".join(parts + [mode]) + "."
-
-
-def shape_note(spec: Spec) -> str:
-    multiples = rules_sm100.shape_multiples(spec)
-    k = multiples["K"]
-    if is_tma_store(spec):
-        nk = "N and K multiples of 8" if k == 8 else f"N a multiple of 8, K of {k}"
-        return (
-            f"M any; {nk} (TMA needs 16-byte row strides). Partial tiles are "
-            "safe: TMA loads zero-fill rows and columns past M, N and K, and the TMA store clips "
-            "them."
-        )
-    whole = "the direct epilogue stores whole tiles without predication"
-    if multiples["M"] * multiples["N"] > spec.tile.m * spec.tile.n:
-        whole += f", and the grid covers whole {spec.cluster.m}x{spec.cluster.n} clusters of tiles"
-    if spec.swap_ab:
-        whole += f"; swap AB: the {spec.tile.m}-row tile runs along N, its N along M"
-    return (
-        f"M must be a multiple of {multiples['M']} and N of {multiples['N']} ({whole}; run() "
-        f"rejects other shapes); K any multiple of {k} (TMA needs 16-byte strides; the K tail is "
-        "zero-filled by TMA)."
-    )
-
-
-@dataclass(frozen=True, kw_only=True)
-class Notes:
-    """The comments on the kernel's constants (``plan.notes``): MMA_INST, TILER, THREADS,
-    TMEM_COLS and TX_BYTES."""
-
-    mma_inst: str
-    tiler: str
-    threads: str
-    tmem: str
-    tx: str
-
-
-def notes(spec: Spec) -> Notes:
-    """The comments on the kernel's constants."""
-    kind, persistent = cluster_kind(spec), is_persistent(spec)
-    pair = kind == "pair"
-    kind_ = rules_sm100.mma_kind(spec)
-    if rules_sm100.is_dynamic(spec):
-        threads = (
-            f"{PERSISTENT_WARPS} warps: 0 = TMA producer and tile requests, 1 = MMA issuer, "
-            f"{EPI_WARPS_RANGE} = epilogue"
-        )
-    elif persistent:
-        threads = (
-            f"{PERSISTENT_WARPS} warps: 0 = TMA producer, 1 = MMA issuer"
-            + (" (leader CTA)" if pair else "")
-            + f", {EPI_WARPS_RANGE} = epilogue"
-        )
-    elif spec.warp_specialized:
-        threads = (
-            f"{EPILOGUE_WARPS} warps: 0 = TMA producer, 1 = MMA issuer"
-            + (" (leader CTA)" if pair else "")
-            + ", all = epilogue"
-        )
-    else:
-        threads = f"{EPILOGUE_WARPS} warps: 0 = TMA loads and MMAs, all = epilogue"
-    if persistent:
-        tmem = (
-            f"{plural(spec.accumulators, 'f32 accumulator slot')} x {spec.tile.n} columns"
-            + (f" (this CTA's {TMEM_LANES} rows)" if pair else "")
-            + ", power of two"
-        )
-    elif pair:
-        tmem = (
-            f"f32 accumulator: this CTA's {TMEM_LANES} rows, one column per output column, power "
-            "of two"
-        )
-    else:
-        tmem = "f32 accumulator: one TMEM column per output column, power of two"
-    if pair:
-        tx = (
-            f"A + B bytes of BOTH CTAs (2 x {rules_sm100.stage_bytes(spec)}): all land on the leader's "
-            "full barrier"
-        )
-    elif kind == "multicast":
-        tx = "A + B bytes landing in EACH CTA per stage: own slices + peers' multicast"
-    else:
-        tx = "A + B bytes one stage's TMA copies deliver to its full barrier"
-    return Notes(
-        mma_inst=(
-            f"one tcgen05.mma.cta_group::2 kind::{kind_} instruction: the CTA pair's tile"
-            if pair
-            else f"one tcgen05.mma.cta_group::1 kind::{kind_} instruction"
-        ),
-        tiler=(
-            "one CTA pair's output tile and the K depth of a stage"
-            if pair
-            else "one CTA's output tile and the K depth of a stage"
-        ),
-        threads=threads,
-        tmem=tmem,
-        tx=tx,
-    )
-
-
-def _epilogue_store(spec: Spec, store_warp: str) -> str:
-    """The epilogue's steps per tile after its accumulator wait; `store_warp` issues TMA stores."""
-    if not is_tma_store(spec):
-        return f"per chunk: tcgen05.ld -> {spec.epilogue.style} store of C"
-    beta = "TMA-load C into the buffer -> " if rules_sm100.loads_c_by_tma(spec) else ""
-    wait = "wait c_full -> " if beta else ""
-    odd = "; then wait for the last store's read" if rules_sm100.odd_subtiles(spec) else ""
-    return f"per sub-tile: {beta}tcgen05.ld -> {wait}SMEM buffer -> TMA store by {store_warp}{odd}"
-
-
-def timeline(spec: Spec) -> list[str]:
-    """The docstring's timeline: each warp role's loop in program order, with the barriers it
-    waits on and arrives on under the names the kernel uses."""
-    kind, persistent = cluster_kind(spec), is_persistent(spec)
-    mmas = rules_common.mmas_per_stage(spec)
-    # how the producer arms and fills a slot, and how the MMA warp commits it back
-    if kind == "pair":
-        arm = (
-            "leader only: arm full[s] (TX_BYTES, both CTAs' bytes) -> each CTA: TMA its A, B "
-            "halves, completing on the leader's full[s]"
-        )
-        commit = "commit empty[s] of both CTAs (PAIR_MASK)"
-        acc_commit = "commit acc_full[slot] of both CTAs (PAIR_MASK)"
-    elif kind == "multicast":
-        arm = "arm full[s] (TX_BYTES) -> TMA A slice (mask_a), B slice (mask_b), multicast"
-        commit = "commit empty[s] of every sharer (mask_a | mask_b)"
-        acc_commit = "commit acc_full[slot]"
-    else:
-        arm = "arm full[s] (TX_BYTES) -> TMA A, B into s"
-        commit = "commit empty[s]"
-        acc_commit = "commit acc_full[slot]"
-    per_k = f"wait full[s] -> {mmas} tcgen05.mma -> {commit}"
-    if not spec.warp_specialized:
-        steps = (
-            f"per step k < k_tiles + STAGES - 1: if k < k_tiles, wait empty[s] -> {arm}; "
-            f"then, STAGES - 1 k-tiles behind, {per_k}; after the loop commit acc_full"
-        )
-        return [TIMELINE_HEAD] + timeline_rows(
-            [
-                (f"TMA warp (TMA_WARP = {rules_sm100.TMA_WARP})", steps),
-                (
-                    f"all {EPILOGUE_WARPS} warps",
-                    "wait acc_full (once, phase 0) -> " + _epilogue_store(spec, "TMA_WARP"),
-                ),
-            ]
-        )
-    tail = "; tail: wait empty[s] on the last STAGES slots (the last commits)"
-    if not persistent:
-        store = _epilogue_store(spec, "TMA_WARP")
-        mma_role = f"MMA warp (MMA_WARP = {rules_sm100.MMA_WARP}" + (
-            ", leader)" if kind == "pair" else ")"
-        )
-        return [TIMELINE_HEAD] + timeline_rows(
-            [
-                (
-                    f"TMA warp (TMA_WARP = {rules_sm100.TMA_WARP})",
-                    f"per k-tile: wait empty[s] -> {arm}{tail}",
-                ),
-                (mma_role, f"per k-tile: {per_k}; then {acc_commit.replace('[slot]', '')}"),
-                (
-                    f"all {EPILOGUE_WARPS} warps, after their role",
-                    f"wait acc_full (once, phase 0) -> {store}",
-                ),
-            ]
-        )
-    # persistent: the loop each role runs
-    dynamic = rules_sm100.is_dynamic(spec)
-    if shared.is_split_k_cluster(spec):
-        loop, ks = "per cluster tile", "per k-tile of this rank's share"
-    elif shared.is_split_k_separate(spec):
-        loop, ks = "its one (tile, K share)", "per k-tile of the share"
-    elif shared.is_stream_k(spec):
-        loop, ks = "per unit (tile, [k_begin, k_end))", "per k-tile of the unit"
-    else:
-        loop, ks = "per tile", "per k-tile"
-    answer = "wait clc_full -> read the answer -> arrive clc_empty"
-    ask = "wait clc_empty -> arm clc_full -> try_cancel; " if dynamic else ""
-    tma_steps = f"{loop}: {ask}{ks}: wait empty[s] -> {arm}"
-    if dynamic:
-        tma_steps += f"; then {answer} (the next tile)"
-    mma_steps = (
-        f"{loop}: " + (f"{answer}; " if dynamic else "") + f"wait acc_empty[slot]; {ks}: "
-        f"{per_k}; then {acc_commit}; tail: wait acc_empty on every slot"
-    )
-    release = "arrive acc_empty[slot]" + (" (the leader's)" if kind == "pair" else "")
-    store = _epilogue_store(spec, "EPILOGUE_WARP")
-    after_last = f"{release} after the last tcgen05.ld"
-    if shared.is_split_k_cluster(spec):
-        epi_steps = (
-            f"{loop}: wait acc_full[slot]; ranks 1..: wait consumed (the previous tile) -> "
-            "tcgen05.ld -> staging -> arrive staged on rank 0; rank 0: wait staged -> tcgen05.ld, "
-            "add the peers' staging (DSMEM) -> store C -> arrive consumed on every peer; both "
-            f"{after_last}; tail: ranks 1.. wait consumed"
-        )
-    elif shared.is_split_k_separate(spec):
-        epi_steps = (
-            f"{loop}: wait acc_full[slot] -> per chunk: tcgen05.ld -> f32 partial to the "
-            f"workspace ({after_last}); then the reduce kernel (REDUCE_THREADS = "
-            f"{shared.REDUCE_THREADS}) sums the splits and stores C"
-        )
-    elif shared.is_stream_k(spec):
-        epi_steps = (
-            f"{loop}: wait acc_full[slot]; not the tile's first k-tile: tcgen05.ld -> partial to "
-            f"the workspace ({release}) -> bar.sync EPILOGUE_BARRIER_ID -> release flags[bidx]; "
-            "else: acquire each later CTA's flags[peer] -> bar.sync EPILOGUE_BARRIER_ID -> "
-            f"{store}, adding the partials ({after_last})"
-        )
-    else:
-        epi_steps = (
-            f"{loop}: "
-            + (f"{answer}; " if dynamic else "")
-            + f"wait acc_full[slot] -> {store} ({after_last})"
-        )
-    mma_role = f"MMA warp (MMA_WARP = {rules_sm100.MMA_WARP}" + (
-        ", leader)" if kind == "pair" else ")"
-    )
-    tma_role = f"TMA warp (TMA_WARP = {rules_sm100.TMA_WARP})"
-    return [TIMELINE_HEAD] + timeline_rows(
-        [
-            (tma_role, tma_steps + tail),
-            (mma_role, mma_steps),
-            (f"epilogue warps (EPILOGUE_WARP = {rules_sm100.EPI_WARP0})", epi_steps),
-        ]
-    )
+    return _wrap(budget)

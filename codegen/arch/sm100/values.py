@@ -43,6 +43,7 @@ from codegen.plan_common import (
     extra_tensors,
     fusion_values,
     sm_sized_values,
+    spec_values,
 )
 from codegen.spec import PersistentScheduler, Spec, SplitKScheduler
 
@@ -163,6 +164,8 @@ class StreamK:
     ctas: int  # persistent CTAs at most: the workspace's slots
     tile_elems: int  # f32 of one slot
     workspace_elems: int
+    workspace_bytes: int
+    slot_kib: str  # one slot, in KiB
     values: int  # f32 one epilogue thread holds of a tile
     chunk_vecs: int  # 16-byte vectors of one thread per epilogue chunk
     chunk_vecs_note: str
@@ -174,6 +177,8 @@ class CtaPair:
 
     mask: str  # both CTAs, as a binary literal
     cta_rows: int  # the rows of the tile each CTA loads: TM / 2
+    b_rows: int  # the rows of B each CTA loads: TN / 2
+    cols: int  # the accumulator's columns: TN
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -182,10 +187,13 @@ class Multicast:
     templates/sm100/cluster/multicast.py.j2)."""
 
     cluster_m: int
+    cluster_n: int
     a_mask: str  # the CTAs an A tile lands in, as a binary literal
     b_mask: str
     empty_arrives: int  # commits that free a ring slot
     empty_arrives_note: str
+    a_ctas: int  # the CTAs one A tile is multicast to
+    b_ctas: int
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -194,15 +202,30 @@ class Sm100Values(shared.SeparateReduceValues):
     (tests/test_plan_fields.py checks that each name a template reads is a field); a group is
     None where the variant has no such feature (tests/test_sm100_plan_groups.py)."""
 
-    notes: docs.Notes  # the comments on the constants
-    # what the partials branch on
+    # the docstring (templates/sm100/_docs.py.j2): the SMEM and TMEM budget, the parameters
+    budget_lines: list[str]
+    scheduler_kind: str  # grid, persistent, dynamic, split_k, split_k_separate or stream_k
+    max_workers: int  # workers of the persistent grid on the flagship GPU
+    epilogue_style: str
+    tmem_ld_shape: str  # the epilogue's tcgen05.ld shape: 32x32b, or 16x32bx2 for 64 rows
+    spec_cluster: tuple[int, int]  # the spec's cluster (M, N)
+    # the direct epilogue's M and N multiples span a cluster of tiles
+    covers_clusters: bool
+    # what the partials and the comments on the constants branch on
     persistent: bool  # a CTA loops over tiles (rules.is_persistent)
+    dynamic: bool  # the next tile comes from cluster launch control (rules.is_dynamic)
+    warp_specialized: bool  # TMA and MMA in warps of their own
+    cluster_kind: str  # single, multicast, pair or split (rules.cluster_kind)
     tma_store: bool  # the TMA-store epilogue
+    warps: int  # the CTA's warps
     # the MMA, the ring, TMEM
     tma_warp: int
     mma_warp: int
     mma_inst: tuple[int, int, int]
+    mma_kind: str  # the tcgen05.mma kind: f16 or f8f6f4
     tmem_cols: int
+    tmem_lanes: int  # one CTA's accumulator rows
+    stage_bytes: int  # A + B bytes of one stage in one CTA
     cta_group_enum: str
     smem_atom: str
     # the epilogue
@@ -226,6 +249,21 @@ class Sm100Values(shared.SeparateReduceValues):
     mcast: Multicast | None = None  # a multicast cluster's
 
 
+def scheduler_kind(spec: Spec) -> str:
+    """The scheduler as the docstring tells it: split-K by its reduce, else the spec's kind."""
+    if shared.is_split_k_cluster(spec):
+        return "split_k"
+    if shared.is_split_k_separate(spec):
+        return "split_k_separate"
+    return spec.scheduler.kind
+
+
+def covers_clusters(spec: Spec) -> bool:
+    """The direct epilogue's shape multiples span a cluster of tiles, not one tile."""
+    multiples = rules_sm100.shape_multiples(spec)
+    return multiples["M"] * multiples["N"] > spec.tile.m * spec.tile.n
+
+
 def cluster_shape(spec: Spec) -> tuple[int, int, int]:
     """The cluster: one CTA, split-K's (splits, 1, 1), or the spec's (a CTA pair, multicast)."""
     kind = cluster_kind(spec)
@@ -240,7 +278,8 @@ def cta_pair(spec: Spec) -> CtaPair | None:
     """What the CTA-pair cluster partial prints."""
     if cluster_kind(spec) != "pair":
         return None
-    return CtaPair(mask=binary(PAIR_MASK, 2), cta_rows=spec.tile.m // 2)
+    t = spec.tile
+    return CtaPair(mask=binary(PAIR_MASK, 2), cta_rows=t.m // 2, b_rows=t.n // 2, cols=t.n)
 
 
 def multicast(spec: Spec) -> Multicast | None:
@@ -252,12 +291,15 @@ def multicast(spec: Spec) -> Multicast | None:
     a_ctas, b_ctas = rules_sm100.multicast_ctas(spec)
     return Multicast(
         cluster_m=spec.cluster.m,
+        cluster_n=spec.cluster.n,
         a_mask=binary(a_mask, spec.cluster.size),
         b_mask=binary(b_mask, spec.cluster.size),
         empty_arrives=rules_sm100.empty_arrives(spec),
         empty_arrives_note=(
             f"commits that free a slot: this CTA's and its sharers' ({a_ctas} + {b_ctas} - 1)"
         ),
+        a_ctas=a_ctas,
+        b_ctas=b_ctas,
     )
 
 
@@ -341,6 +383,8 @@ def stream_k(spec: Spec) -> StreamK | None:
         ctas=rules_sm100.streamk_ctas(spec),
         tile_elems=shared.streamk_tile_elems(spec),
         workspace_elems=rules_sm100.streamk_workspace_elems(spec),
+        workspace_bytes=rules_sm100.streamk_workspace_elems(spec) * shared.ACC_BYTES,
+        slot_kib=rules_common.kib(shared.streamk_tile_elems(spec) * shared.ACC_BYTES),
         values=values_per_thread(spec),
         chunk_vecs=vectors // chunks,
         chunk_vecs_note=(
@@ -594,21 +638,30 @@ def values(spec: Spec) -> Sm100Values:
     tensors = workspace_values(spec)
     work = [t for t in tensors["kernel_tensors"] if t[0] == "mWork"]  # stream-K's, split-K's
     return Sm100Values(
-        title=docs.title(spec),
-        dtype_note=docs.dtype_note(spec),
-        parameters=docs.parameters(spec),
+        scheduler_kind=scheduler_kind(spec),
+        max_workers=rules_sm100.max_workers(spec),
+        epilogue_style=spec.epilogue.style,
+        tmem_ld_shape=rules_sm100.tmem_load_shape(spec),
+        spec_cluster=(spec.cluster.m, spec.cluster.n),
+        covers_clusters=covers_clusters(spec),
         pipeline_table=docs.pipeline_lines(spec),
-        timeline=docs.timeline(spec),
-        shape_note=docs.shape_note(spec),
-        notes=docs.notes(spec),
+        budget_lines=docs.budget_lines(spec),
         **dtype_values(spec),
+        **spec_values(spec),
         **mainloop_values(spec),
         persistent=is_persistent(spec),
+        dynamic=rules_sm100.is_dynamic(spec),
+        warp_specialized=spec.warp_specialized,
+        cluster_kind=cluster_kind(spec),
         tma_store=is_tma_store(spec),
+        warps=rules_sm100.PERSISTENT_WARPS if is_persistent(spec) else rules_sm100.EPILOGUE_WARPS,
         tma_warp=rules_sm100.TMA_WARP,
         mma_warp=rules_sm100.MMA_WARP,
         mma_inst=(spec.tile.m, spec.tile.n, rules_common.mma_k(spec.dtype)),
+        mma_kind=rules_sm100.mma_kind(spec),
         tmem_cols=rules_sm100.spec_tmem_columns(spec),
+        tmem_lanes=rules_sm100.TMEM_LANES,
+        stage_bytes=rules_sm100.stage_bytes(spec),
         cta_group_enum="TWO" if spec.cta_group == 2 else "ONE",
         smem_atom=SMEM_ATOM[str(spec.swizzle)],
         **fusion_values(spec),

@@ -30,8 +30,9 @@ from codegen.plan_common import (
     extra_tensors,
     fusion_values,
     sm_sized_values,
+    spec_values,
 )
-from codegen.spec import PersistentScheduler, Spec
+from codegen.spec import PersistentScheduler, Spec, TmaStoreEpilogue
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,18 +40,30 @@ class Sm90Values(shared.SeparateReduceValues):
     """Every value the sm_90a templates read as ``plan.NAME`` (tests/test_plan_fields.py checks
     that each name a template reads is a field here); None: the variant has no such value."""
 
-    # the comments on the constants (docs.notes)
-    regs_note: str
-    empty_note: str
-    raster_note: str
-    staged_note: str
-    consumed_note: str
-    store_vec_note: str
+    # the docstring's Pipeline notes
+    acc_regs: int  # f32 accumulators per consumer thread
+    smem_limit_note: str
+    sk_workspace_bytes: int
+    sk_slot_kib: str
+    # the docstring's parameters
+    scheduler_kind: (
+        str  # the scheduler partial: grid, persistent, split_k, split_k_separate, stream_k
+    )
+    max_clusters: int  # clusters of the persistent grid on the flagship GPU (0: not persistent)
+    tma_store: bool  # the TMA-store epilogue
+    wgmma_m: int
+    wgmma_n: int  # N of one wgmma atom
+    wgmma_atoms: int  # wgmma instructions per warpgroup per k-block
     # the mainloop: warpgroups, registers, ring
     consumer_wg: int
+    consumer_warps: int
+    tile_warps: int
     mma_threads: int
     producer_regs: int
     consumer_regs: int
+    # the register file, and the CTA's registers (its threads x its launch registers)
+    register_file: int
+    register_pool: int
     # the launch: CTAs of this kernel resident on one SM (ctas_per_sm), the registers per thread
     # each launches with, its SMEM budget and the SMEM carveout (percent) the launch asks for
     min_blocks_per_mp: int
@@ -58,6 +71,9 @@ class Sm90Values(shared.SeparateReduceValues):
     smem_limit: int
     smem_carveout: int
     empty_arrives: int
+    # a stage is released once per consumer warpgroup (multicast) or warp, by every CTA it fills
+    releases_per_warpgroup: bool
+    empty_readers: int
     a_ring_elems: int
     b_ring_elems: int
     swizzle_atom: str
@@ -105,6 +121,7 @@ class Sm90Values(shared.SeparateReduceValues):
     # warp roles and named barriers
     producer_wg: int
     mma_wg: int
+    mma_wg_next: int  # ping-pong's second consumer warpgroup
     tma_warp: int
     epilogue_warp: int
     epilogue_barrier_id: int
@@ -115,6 +132,7 @@ class Sm90Values(shared.SeparateReduceValues):
     raster_major: str
     raster_minor: str
     splits: int
+    split_peers: int
     staged_arrives: int
     consumed_arrives: int
     staging_elems: int
@@ -186,16 +204,22 @@ def mainloop_values(spec: Spec) -> dict[str, object]:
         "tiler": (t.m, t.n, t.k),
         "stages": spec.stages,
         "consumer_wg": wgs,
+        "consumer_warps": rules_sm90.WARPGROUP_WARPS * wgs,
+        "tile_warps": rules_sm90.WARPGROUP_WARPS * rules_sm90.tile_warpgroups(spec),
         "threads": rules_sm90.threads(spec),
         "mma_threads": WARPGROUP_THREADS * wgs,
         "producer_regs": rules_sm90.PRODUCER_REGS,
         "consumer_regs": rules_sm90.consumer_regs(spec),
+        "register_file": rules_sm90.REGISTER_FILE,
+        "register_pool": rules_sm90.register_pool(spec),
         "min_blocks_per_mp": rules_sm90.min_blocks_per_mp(spec),
         "launch_regs": rules_sm90.launch_regs(spec),
         "smem_limit": rules_common.smem_limit(spec),
         "smem_carveout": rules_sm90.SMEM_CARVEOUT_MAX,
         "tx_bytes": rules_sm90.full_tx_bytes(spec),
         "empty_arrives": rules_sm90.empty_arrives(spec),
+        "releases_per_warpgroup": rules_sm90.releases_per_warpgroup(spec),
+        "empty_readers": spec.cluster.m + spec.cluster.n - 1,
         "a_ring_elems": t.m * t.k * spec.stages,
         "b_ring_elems": t.n * t.k * spec.stages,
         "mmas_per_stage": rules_common.mmas_per_stage(spec),
@@ -288,6 +312,7 @@ def scheduler_values(spec: Spec) -> dict[str, object]:
         "raster_major": raster,
         "raster_minor": ("n" if raster == "m" else "m") if persistent else "n",
         "splits": shared.splits(spec),
+        "split_peers": shared.splits(spec) - 1,
         "staged_arrives": rules_sm90.staged_arrives(spec),
         "consumed_arrives": rules_sm90.consumed_arrives(spec),
         "staging_elems": rules_sm90.splitk_staging_elems(spec),
@@ -328,6 +353,7 @@ def role_values(spec: Spec) -> dict[str, object]:
     return {
         "producer_wg": rules_sm90.PRODUCER_WG,
         "mma_wg": rules_sm90.MMA_WG,
+        "mma_wg_next": rules_sm90.MMA_WG + 1,
         "tma_warp": rules_sm90.TMA_WARP,
         "epilogue_warp": rules_sm90.EPILOGUE_WARP,
         "epilogue_barrier_id": rules_sm90.EPILOGUE_BARRIER_ID,
@@ -345,6 +371,30 @@ def separate_reduce_values(spec: Spec) -> dict[str, object]:
     return sep
 
 
+def scheduler_kind(spec: Spec) -> str:
+    """The scheduler partial's name: split-K reduce = "separate" has its own."""
+    return "split_k_separate" if shared.is_split_k_separate(spec) else spec.scheduler.kind
+
+
+def doc_values(spec: Spec) -> dict[str, object]:
+    """The facts the docstring's parameters and Pipeline notes print (sm90/_docs.py.j2)."""
+    n_atoms = rules_sm90.wgmma_n_atoms(spec.tile.n)
+    return {
+        "scheduler_kind": scheduler_kind(spec),
+        "max_clusters": docs.max_clusters(spec),
+        "tma_store": isinstance(spec.epilogue, TmaStoreEpilogue),
+        "acc_regs": rules_sm90.accumulator_regs(spec),
+        "smem_limit_note": rules_common.smem_limit_note(spec),
+        "sk_workspace_bytes": rules_sm90.streamk_workspace_elems(spec) * shared.ACC_BYTES,
+        "sk_slot_kib": rules_common.kib(shared.streamk_tile_elems(spec) * shared.ACC_BYTES),
+        "wgmma_m": rules_sm90.WGMMA_M,
+        "wgmma_n": spec.tile.n // n_atoms,
+        "wgmma_atoms": (
+            spec.tile.m // (rules_sm90.WGMMA_M * rules_sm90.tile_warpgroups(spec)) * n_atoms
+        ),
+    }
+
+
 def partials(spec: Spec) -> dict[str, str]:
     """One partial per family (templates/sm90/<family>/), chosen here and nowhere else: the
     skeleton imports each by its ``<family>_partial`` name. Split-K reduce = "separate" has its
@@ -357,11 +407,7 @@ def partials(spec: Spec) -> dict[str, str]:
         "consumer_partial": (
             f"sm90/consumer/{'pingpong' if rules_sm90.is_pingpong(spec) else 'cooperative'}.py.j2"
         ),
-        "scheduler_partial": (
-            "sm90/scheduler/split_k_separate.py.j2"
-            if separate
-            else f"sm90/scheduler/{spec.scheduler.kind}.py.j2"
-        ),
+        "scheduler_partial": f"sm90/scheduler/{scheduler_kind(spec)}.py.j2",
         "reduce_partial": f"sm90/reduce/{shared.reduce_kind(spec)}.py.j2",
         "epilogue_partial": (
             "sm90/epilogue/partial.py.j2"
@@ -375,13 +421,10 @@ def values(spec: Spec) -> Sm90Values:
     """Every value the sm_90a templates print, each from one concern, built once by keyword (a
     value set twice is a TypeError)."""
     return Sm90Values(
-        title=docs.title(spec),
-        parameters=docs.parameters(spec),
         pipeline_table=docs.pipeline_lines(spec),
-        timeline=docs.timeline(spec),
-        shape_note=docs.shape_note(spec),
-        **docs.notes(spec),
+        **doc_values(spec),
         **dtype_values(spec),
+        **spec_values(spec),
         **mainloop_values(spec),
         **role_values(spec),
         **cluster_values(spec),
