@@ -1,6 +1,7 @@
-"""The docstring prose of a Blackwell (sm_100a) kernel: its title, parameter list, pipeline table
-and budget line, and the comments on its constants, each built from the numbers in
-:mod:`codegen.arch.sm100.rules` (a number in the prose is printed from its value, never restated).
+"""The Pipeline table of a Blackwell (sm_100a) kernel's docstring: its rings in aligned columns
+and the SMEM and TMEM budget line, each built from the numbers in :mod:`codegen.arch.sm100.rules`
+(a number in the prose is printed from its value, never restated). The rest of the docstring's
+prose is written in templates/sm100/_docs.py.j2.
 """
 
 from __future__ import annotations

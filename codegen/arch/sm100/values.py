@@ -5,8 +5,8 @@ multicast, pair, split), ``scheduler/`` (grid, persistent, dynamic), ``reduce/``
 separate, stream_k; in the scheduler's place), ``mainloop/`` (kloop, ws, ws_persistent), ``mma/``
 (f16, f8f6f4), ``operands/`` (plain, swap) and ``epilogue/`` (direct, tma, partial); README.md's
 "Template families" says why the families are cut this way on both architectures. Every number
-comes from :mod:`codegen.arch.sm100.rules`; the docstring prose from
-:mod:`codegen.arch.sm100.docs`.
+comes from :mod:`codegen.arch.sm100.rules`; the docstring's Pipeline table from
+:mod:`codegen.arch.sm100.docs` (its prose is templates/sm100/_docs.py.j2's).
 
 The values are one frozen :class:`Sm100Values`: plain required fields, and for each feature a
 variant may lack (a bias, a TMA-store epilogue, persistent warp roles, a static tile order, each

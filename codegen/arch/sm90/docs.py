@@ -1,6 +1,7 @@
-"""The docstring prose of a Hopper (sm_90a) kernel: its title, parameter list, pipeline table and
-budget line, and the comments on its constants, each built from the numbers in
-:mod:`codegen.arch.sm90.rules` (a number in the prose is printed from its value, never restated).
+"""The Pipeline table of a Hopper (sm_90a) kernel's docstring: its rings in aligned columns and
+the budget line, each built from the numbers in :mod:`codegen.arch.sm90.rules` (a number in the
+prose is printed from its value, never restated). The rest of the docstring's prose is written in
+templates/sm90/_docs.py.j2.
 """
 
 from __future__ import annotations

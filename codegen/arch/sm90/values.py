@@ -1,5 +1,6 @@
 """Plan of a Hopper (sm_90a) kernel: every value its templates print. Every number comes from
-:mod:`codegen.arch.sm90.rules`; the docstring prose from :mod:`codegen.arch.sm90.docs`.
+:mod:`codegen.arch.sm90.rules`; the docstring's Pipeline table from :mod:`codegen.arch.sm90.docs`
+(its prose is templates/sm90/_docs.py.j2's).
 
 The partials are chosen here (:func:`partials`), one per family: ``cluster/`` (single,
 multicast), ``consumer/`` (cooperative, pingpong), ``scheduler/`` (grid, persistent, split_k,
