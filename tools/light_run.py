@@ -34,24 +34,33 @@ CONFIGS = {
     16: [(1, 2, 4, 4), (1, 2, 8, 2), (2, 2, 4, 2)],
     32: [(1, 4, 4, 4), (1, 4, 8, 2), (1, 4, 4, 2), (2, 4, 4, 2), (1, 2, 4, 4), (2, 4, 8, 1)],
 }  # fmt: skip
+# round 2 (after round 1 picked (1, 1, 16, 2) at M <= 8): more warps and deeper unroll, M <= 16
+ROUND2 = {
+    m: [(1, tg, 16, 2), (1, tg, 16, 4), (1, tg, 32, 1), (1, tg, 32, 2), (2, tg, 16, 2),
+        (1, tg, 8, 8), (2, tg, 8, 4), (1, tg, 16, 1)]
+    for m, tg in ((1, 1), (8, 1), (16, 2))
+}  # fmt: skip
 DTYPES = {"bf16": (torch.bfloat16, cutlass.BFloat16), "e4m3": (torch.float8_e4m3fn, cutlass.Float8E4M3FN)}
 
 
 def main() -> None:
     out = Path(sys.argv[1]).open("w")  # noqa: SIM115
     split = load_split(ROOT / "specs/shapes/models.toml")
+    global CONFIGS
+    if len(sys.argv) > 3 and sys.argv[3] == "round2":
+        CONFIGS = ROUND2
     prods = []
     for part in ("tune", "unseen"):
         seen = set()
         for p in products(split, part, prefill=False):
-            if p.m in (1, 8, 32) and (p.n, p.k, p.m) not in seen and p.n * p.k <= 20 * 2**26:
+            if p.m in CONFIGS and (p.n, p.k, p.m) not in seen and p.n * p.k <= 20 * 2**26:
                 seen.add((p.n, p.k, p.m))
                 prods.append((part, p.model + " " + p.proj, p.m, p.n, p.k))
     tune_p = [x for x in prods if x[0] == "tune"]
     unseen_p = [x for x in prods if x[0] == "unseen"]
     prods = [x for pair in zip(tune_p, unseen_p) for x in pair] + tune_p[len(unseen_p):] + unseen_p[len(tune_p):]
     prods = [("tiny", "tiny", 1, 1024, 1024), ("tiny", "tiny", 16, 256, 256),
-             ("tiny", "tiny", 8, 2048, 2048)] + prods  # fmt: skip
+             ("tiny", "tiny", 8, 2048, 2048), ("tiny", "tiny", 16, 4096, 4096)] + prods  # fmt: skip
     compiled = {}
     t0 = time.time()
     for dname, (_, io) in DTYPES.items():
