@@ -95,6 +95,8 @@ class Values:
     device_capability: tuple[int, int] | None = None
     workers_expr: str | None = None
     workers_doc: str | None = None
+    # the docstring's Timeline legend, where the ring legend does not apply
+    timeline_legend: str | None = None
 
     def __getitem__(self, name: str) -> object:
         value = getattr(self, name, None) if name in self.__dataclass_fields__ else None

@@ -9,7 +9,7 @@ re-derives their numbers.
 
 from __future__ import annotations
 
-from codegen import registry, rules_common
+from codegen import light, registry, rules_common
 from codegen.arch.interface import ArchRules
 from codegen.rules_common import Violation
 from codegen.spec import Spec
@@ -54,7 +54,10 @@ def max_stages(spec: Spec) -> int:
 
 
 def resolve(spec: Spec) -> Spec:
-    """Replace "auto" knobs with concrete values: the widest legal swizzle, the most stages."""
+    """Replace "auto" knobs with concrete values: the widest legal swizzle, the most stages (a
+    light kernel: no swizzle, 2 k-steps)."""
+    if light.is_light(spec):
+        return light.resolve(spec)
     return rules_common.resolve(spec, smem_bytes)
 
 

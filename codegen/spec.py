@@ -298,12 +298,19 @@ class Spec(_Frozen):
     # and run its prologue and L2 prefetch under that CTA's tail; the persistent grids stay one
     # CTA (cluster) per SM. For small decode tiles. Not part of the derived name (like pdl)
     ctas_per_sm: Literal[1, 2] = 1
+    # how the operands reach the MMA. "tma": TMA into a shared-memory ring guarded by mbarriers,
+    # the arch's own MMA (wgmma, tcgen05). "light": for decode (small M): no TMA, no mbarrier, no
+    # shared-memory ring; every warp loads both operands from global memory into registers with
+    # 16-byte loads and runs warp-level mma.sync, `warps` warps of a CTA split K and add their
+    # partials through shared memory (templates/light/gemm.py.j2)
+    mainloop: Literal["tma", "light"] = "tma"
+    warps: int | None = Field(default=None, gt=0)  # light only: warps per CTA, splitting K
 
     @model_serializer(mode="wrap")
     def _omit_late_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
-        # consumer_mode, pdl and ctas_per_sm came after kernels shipped: left out at their
-        # defaults, so those kernels' SPEC dicts and spec hashes stay as they were (validation
-        # restores the default)
+        # consumer_mode, pdl, ctas_per_sm, mainloop and warps came after kernels shipped: left
+        # out at their defaults, so those kernels' SPEC dicts and spec hashes stay as they were
+        # (validation restores the default)
         data = handler(self)
         if data.get("consumer_mode") == "cooperative":
             del data["consumer_mode"]
@@ -311,6 +318,10 @@ class Spec(_Frozen):
             del data["pdl"]
         if data.get("ctas_per_sm") == 1:
             del data["ctas_per_sm"]
+        if data.get("mainloop") == "tma":
+            del data["mainloop"]
+        if data.get("warps") is None:
+            data.pop("warps", None)
         return data
 
     @field_validator("epilogue", mode="before")
@@ -353,8 +364,11 @@ class Spec(_Frozen):
         swz = {"none": "inter", "32B": "sw32", "64B": "sw64", "128B": "sw128"}.get(
             self.swizzle, self.swizzle
         )
-        parts = [self.arch_short, self.dtype, str(self.tile), f"s{self.stages}", swz]
-        parts.append("ws" if self.warp_specialized else "kloop")
+        parts = [self.arch_short, self.dtype, str(self.tile), f"s{self.stages}"]
+        if self.mainloop == "light":
+            parts.append(f"light_w{self.warps}")
+        else:
+            parts += [swz, "ws" if self.warp_specialized else "kloop"]
         if self.consumer_warpgroups is not None:
             parts.append(f"wg{self.consumer_warpgroups}")
         if self.consumer_mode == "pingpong":

@@ -8,6 +8,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Protocol, runtime_checkable
 
+from codegen import light
 from codegen.plan_common import Plan
 from codegen.rules_common import Violation
 from codegen.spec import Spec
@@ -109,19 +110,28 @@ class ModuleArch:
     values: ModuleType
     counts: ModuleType
 
+    # a light kernel (spec.mainloop = "light") is one design for every architecture:
+    # codegen/light.py holds its rules, plan and counts
+
     def check(self, spec: Spec) -> list[Violation]:
-        return self.rules.check(spec)
+        if light.is_light(spec):
+            return light.check(spec)
+        return light.tma_violations(spec) + self.rules.check(spec)
 
     def stage_bytes(self, spec: Spec) -> int:
-        return self.rules.stage_bytes(spec)
+        return 0 if light.is_light(spec) else self.rules.stage_bytes(spec)
 
     def smem_bytes(self, spec: Spec, stages: int) -> int:
+        if light.is_light(spec):
+            return light.smem_bytes(spec, stages)
         return self.rules.smem_bytes(spec, stages)
 
     def plan(self, spec: Spec) -> Plan:
-        return self.values.plan(spec)
+        return light.plan(spec) if light.is_light(spec) else self.values.plan(spec)
 
     def expected_counts(self, spec: Spec) -> dict[str, int]:
+        if light.is_light(spec):
+            return light.expected_counts(spec)
         return self.counts.expected_counts(spec)
 
     def alloc_columns(self, spec: Spec) -> int | None:
