@@ -220,9 +220,7 @@ def check(spec: Spec) -> list[Violation]:
     ):
         if value != default:
             out.append(
-                Violation(
-                    knob, f'{knob}={value}: not a knob of mainloop = "light"; leave it out'
-                )
+                Violation(knob, f'{knob}={value}: not a knob of mainloop = "light"; leave it out')
             )
     if out:
         return out

@@ -126,6 +126,7 @@ class Entry:
             "scheduler": kind,
             "splits": sched.get("splits", 1) if isinstance(sched, dict) else 1,
             "swap_ab": s["swap_ab"],
+            "mainloop": s.get("mainloop", "tma"),
             "epilogue": epi["style"],
             "alpha": float(epi["alpha"]),
             "beta": float(epi["beta"]),

@@ -119,6 +119,12 @@ def roles(model: KernelModel) -> str:
     return f"{len(launch.ctas)} CTA x [{per_cta}]"
 
 
+LIGHT_NUMERIC = (
+    "light kernel: operands and partials move per lane (global -> registers -> mma.sync -> SMEM), "
+    "below the tile level the numeric cross-check follows; its numerics are the GPU test's"
+)
+
+
 def expectation(ks: KernelSource, case: Case) -> numeric.Expect:
     """The GEMM the kernel file claims (its SPEC's epilogue), at the case's sizes."""
     epi = ks.spec.get("epilogue", {})
@@ -175,7 +181,13 @@ def verify_text(text: str, name: str, arch: str = "", keep_models: bool = False)
                 cr.not_modelled = v.message
             else:
                 cr.violations.append(v)
-        if not result.violations and case.problem.k > 0 and case.problem.numeric:
+        if ks.spec.get("mainloop") == "light":
+            # a light kernel moves its operands lane by lane from global memory into registers
+            # and its partials through SMEM: below the tile level the emulation follows. Its
+            # protocol (one CTA barrier between the partials' writes and reads) is checked
+            # above; its numerics only by the GPU test (`codegen test`)
+            cr.numeric_unknown = LIGHT_NUMERIC
+        elif not result.violations and case.problem.k > 0 and case.problem.numeric:
             # the data the protocol moved, against the GEMM the kernel claims (K = 0 is
             # refused by every entry point: nothing to compare)
             num = numeric.emulate(model, result.data_order, expectation(ks, case))

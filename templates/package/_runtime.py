@@ -45,6 +45,9 @@ _NAME = {
 _TORCH = {v: k for k, v in _NAME.items()}
 _ARCH = {(9, 0): "sm_90a", (10, 0): "sm_100a"}
 _DEFAULT_OUT = {"f16": "f16", "bf16": "bf16", "e4m3": "bf16"}
+# the largest M the dispatcher offers a light kernel (Kernel.mainloop == "light") for: its warps
+# re-read the weights once per 8-32 tokens, and on an H100 it lost to the TMA kernels from M = 32
+LIGHT_MAX_M = 32
 
 
 class GemmError(ValueError):
@@ -145,6 +148,8 @@ def _refusal(kern: Kernel, m: int, n: int, k: int) -> str | None:
         for d, v, s in zip("MNK", (m, n, k), kern.shape_multiples)
         if v % s
     ]
+    if kern.mainloop == "light" and m > LIGHT_MAX_M:
+        bad.append(f"M={m} > {LIGHT_MAX_M}: a light kernel is offered for decode M only")
     if kern.max_tiles is not None:
         tiles = -(-m // kern.c_tile[0]) * -(-n // kern.c_tile[1])
         if tiles > kern.max_tiles:
