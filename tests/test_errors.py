@@ -49,6 +49,7 @@ CASES: dict[str, list[str]] = {
     "unknown_table": ["bad_specs/unknown_table.toml"],
     "multiple_problems": ["bad_specs/multiple_problems.toml"],
     "union_without_tag": ["bad_specs/union_without_tag.toml"],
+    "light_rules": ["bad_specs/light_rules.toml"],
 }
 
 PROBLEM = re.compile(r"^(?P<path>\S+\.toml)(?: \[(?P<variant>[^\]]+)\])?: (?P<message>.+)$")
