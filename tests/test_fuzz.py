@@ -51,6 +51,8 @@ VALID: dict[str, st.SearchStrategy[object]] = {
     "consumer_mode": st.sampled_from(["cooperative", "pingpong"]),
     "pdl": st.booleans(),
     "ctas_per_sm": st.sampled_from([1, 2]),
+    "mainloop": st.sampled_from(["tma", "light"]),
+    "warps": st.sampled_from([1, 2, 4, 8, 16, 32, 3]),
     "cta_group": st.sampled_from([1, 2]),
     "accumulators": st.sampled_from([1, 2]),
     "swap_ab": st.booleans(),
@@ -106,6 +108,8 @@ INVALID: dict[str, st.SearchStrategy[object]] = {
     "consumer_mode": st.sampled_from(["ping-pong", 2, "pp"]),
     "pdl": st.sampled_from(["yes", 1, "true", [True]]),
     "ctas_per_sm": st.sampled_from([0, 3, "two", [2]]),
+    "mainloop": st.sampled_from(["ldg", "", 1, ["light"]]),
+    "warps": st.sampled_from([0, -4, "8", 8.0, [8]]),
     "cta_group": st.sampled_from([0, 3, "pair"]),
     "accumulators": st.sampled_from([0, 4, "two"]),
     "swap_ab": st.sampled_from(["sometimes", 2, [True]]),
@@ -140,7 +144,7 @@ INVALID: dict[str, st.SearchStrategy[object]] = {
     ),
 }
 
-UNKNOWN_KNOBS = ["stage", "tile_k", "swizle", "warps"]
+UNKNOWN_KNOBS = ["stage", "tile_k", "swizle", "warp_count"]
 
 
 @dataclass
