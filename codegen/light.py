@@ -315,4 +315,5 @@ def expected_counts(spec: Spec) -> dict[str, int]:
         "barrier.cluster": 0,
         "wgmma.mma_async": 0,
         "tcgen05.mma": 0,
+        "div.s64": 0,
     }

@@ -60,6 +60,7 @@ def _kernel(kernel_cls, name: str, **kw):
         "scheduler": "grid",
         "splits": 1,
         "swap_ab": False,
+        "mainloop": "tma",
         "epilogue": "direct",
         "alpha": 1.0,
         "beta": 0.0,

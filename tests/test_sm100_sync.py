@@ -27,8 +27,9 @@ from codegen.arch.sm100 import counts as counts_sm100
 from codegen.arch.sm100 import rules as rules_sm100
 from codegen.build import BuildResult
 
-SM100 = [p for p in kernel_glob() if p.parent.name == "sm100"]
-SM90 = [p for p in kernel_glob() if p.parent.name == "sm90"]
+# the TMA kernels: a light kernel (codegen/light.py) has no ring, producer, TMEM or peers
+SM100 = [p for p in kernel_glob() if p.parent.name == "sm100" and "_light_" not in p.stem]
+SM90 = [p for p in kernel_glob() if p.parent.name == "sm90" and "_light_" not in p.stem]
 
 
 def _tree(path: Path) -> ast.Module:

@@ -29,10 +29,10 @@ Pipeline
     k-loop, read after one CTA barrier (bar.sync); registers about 92 per thread
 
 Timeline (each warp's loop in program order; g = lane // 4, q = lane % 4)
-    every warp: per round of 4 k-steps: load rows g, g + 8 of each row group of B and
-        token g of each token group of A (zeros past K) -> 8 mma.sync; then write
-        its partials to SMEM -> bar.sync -> each thread sums one output's 8 partials
-        (rows of C fastest) -> store C where inside M and N
+    every warp (WARPS = 8): per round of 4 k-steps: load rows g, g + 8 of each row group of B
+        and token g of each token group of A (zeros past K) -> 8 mma.sync; then write
+        its partials to SMEM -> arrive and wait sync_threads (the one CTA barrier) -> each thread
+        sums one output's 8 partials (rows of C fastest) -> store C inside M and N
 
 Shapes: any M; N a multiple of 8, K of 8 (16-byte rows). Tails are exact: rows of B and tokens of A
 past N and M read the last valid one, whose results are never stored; k-steps past K load zeros.
@@ -153,7 +153,7 @@ def mma_step(
 
 @cute.kernel
 def gemm_kernel(tiled_mma: cute.TiledMma, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor):
-    # ---- 1. setup: this lane's rows of B and tokens of A, registers -------------------------------
+    # ---- 1. setup: this lane's rows of B and tokens of A, registers ------------------------------
     tidx, _, _ = cute.arch.thread_idx()
     tile_n, tile_m, _ = cute.arch.block_idx()  # swap AB: x walks the rows of B (N)
     warp_idx = tidx // 32
@@ -185,7 +185,7 @@ def gemm_kernel(tiled_mma: cute.TiledMma, mA: cute.Tensor, mB: cute.Tensor, mC: 
     frag_a = cute.make_rmem_tensor((2 * PAIR, 1, 1), IO_DTYPE)
     frag_c = cute.make_rmem_tensor((4, 1, 1), ACC_DTYPE)
 
-    # ---- 2. k-loop: STAGES k-steps loaded, then multiplied ----------------------------------------
+    # ---- 2. k-loop: STAGES k-steps loaded, then multiplied ---------------------------------------
     k_steps = (k_vecs + 3) // 4
     rounds = (k_steps + WARPS * STAGES - 1) // (WARPS * STAGES)
     for r in cutlass.range(rounds):
@@ -212,7 +212,7 @@ def gemm_kernel(tiled_mma: cute.TiledMma, mA: cute.Tensor, mB: cute.Tensor, mC: 
                 frag_c,
             )
 
-    # ---- 3. epilogue: the warps' partials summed through SMEM, C stored ---------------------------
+    # ---- 3. epilogue: the warps' partials summed through SMEM, C stored --------------------------
     smem = utils.SmemAllocator()
     # (lane, MMA value, row groups, token groups, warps)
     partials = smem.allocate_tensor(
