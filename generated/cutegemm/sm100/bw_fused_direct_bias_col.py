@@ -142,6 +142,16 @@ def init_and_prearm_barriers(full, empty, acc_full):
 
 
 @cute.jit
+def bias_views(mBias, thr, coord):
+    """This thread's bias values of its CTA's tile."""
+    # the bias seen as an (M, N) tensor (stride 0 along M): it tiles and partitions like C
+    # (TM, TN)
+    gBias = cute.local_tile(mBias, TILER, coord, proj=(1, 1, None))
+    tCgBias = thr.partition_C(gBias)  # (MMA, MMA_M, MMA_N)
+    return tCgBias
+
+
+@cute.jit
 def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexpr[int]):
     """The slot after `index` in a ring of `size` slots, and the phase its next wait expects:
     past the last slot the ring wraps to slot 0, one phase later."""
@@ -288,10 +298,7 @@ def gemm_kernel(
         tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 3), cute.group_modes(tCgB, 0, 3)
     )
     k_tiles = cute.size(gA, mode=[2])
-    # the bias seen as an (M, N) tensor (stride 0 along M): it tiles and partitions like C
-    # (TM, TN)
-    gBias = cute.local_tile(mBias, TILER, coord, proj=(1, 1, None))
-    tCgBias = thr.partition_C(gBias)  # (MMA, MMA_M, MMA_N)
+    tCgBias = bias_views(mBias, thr, coord)
 
     if warp_idx == TMA_WARP:
         # ---- 3a. TMA producer: wait for an empty slot, arm its full barrier, load --------------

@@ -199,6 +199,16 @@ def init_and_prearm_barriers(full, empty, acc_full, acc_empty, staged, consumed)
 
 
 @cute.jit
+def bias_views(mBias, thr):
+    """This thread's bias values of every tile."""
+    # the bias seen as an (M, N) tensor (stride 0 along N): it tiles and partitions like C
+    # (TM, TN, tiles_m, tiles_n)
+    gBias = cute.local_tile(mBias, TILER, (None, None, None), proj=(1, 1, None))
+    tCgBias = thr.partition_C(gBias)  # (MMA, MMA_M, MMA_N, tiles_m, tiles_n)
+    return tCgBias
+
+
+@cute.jit
 def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexpr[int]):
     """The slot after `index` in a ring of `size` slots, and the phase its next wait expects:
     past the last slot the ring wraps to slot 0, one phase later."""
@@ -486,10 +496,7 @@ def gemm_kernel(
     # and leaves an empty share (a zero partial) to the low ranks when k_tiles < SPLITS
     k_begin = rank * k_tiles // SPLITS
     k_end = (rank + 1) * k_tiles // SPLITS
-    # the bias seen as an (M, N) tensor (stride 0 along N): it tiles and partitions like C
-    # (TM, TN, tiles_m, tiles_n)
-    gBias = cute.local_tile(mBias, TILER, (None, None, None), proj=(1, 1, None))
-    tCgBias = thr.partition_C(gBias)  # (MMA, MMA_M, MMA_N, tiles_m, tiles_n)
+    tCgBias = bias_views(mBias, thr)
 
     # the tile schedule every role walks
     schedule = (k_tiles, worker, workers, num_tiles, tiles_m, tiles_n, k_begin, k_end)

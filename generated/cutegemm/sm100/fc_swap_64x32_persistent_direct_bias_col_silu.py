@@ -161,6 +161,16 @@ def init_and_prearm_barriers(full, empty, acc_full, acc_empty):
 
 
 @cute.jit
+def bias_views(mBias, thr):
+    """This thread's bias values of every tile."""
+    # the bias seen as an (M, N) tensor (stride 0 along N): it tiles and partitions like C
+    # (TM, TN, tiles_m, tiles_n)
+    gBias = cute.local_tile(mBias, TILER, (None, None, None), proj=(1, 1, None))
+    tCgBias = thr.partition_C(gBias)  # (MMA, MMA_M, MMA_N, tiles_m, tiles_n)
+    return tCgBias
+
+
+@cute.jit
 def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexpr[int]):
     """The slot after `index` in a ring of `size` slots, and the phase its next wait expects:
     past the last slot the ring wraps to slot 0, one phase later."""
@@ -365,10 +375,7 @@ def gemm_kernel(
         tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 3), cute.group_modes(tCgB, 0, 3)
     )
     k_tiles = cute.size(gA, mode=[3])
-    # the bias seen as an (M, N) tensor (stride 0 along N): it tiles and partitions like C
-    # (TM, TN, tiles_m, tiles_n)
-    gBias = cute.local_tile(mBias, TILER, (None, None, None), proj=(1, 1, None))
-    tCgBias = thr.partition_C(gBias)  # (MMA, MMA_M, MMA_N, tiles_m, tiles_n)
+    tCgBias = bias_views(mBias, thr)
 
     # the tile schedule every role walks
     schedule = (k_tiles, worker, workers, num_tiles, tiles_m, tiles_n)
