@@ -300,7 +300,7 @@ def epilogue(acc, tCgC, tidx, acc_full, acc_empty, slot, slot_phase, schedule, t
             cute.autovec_copy(dst[None, None, i], r_c)
             cute.copy(t2r, src[None, None, i], r_acc)
             # the tile's last TMEM load: hand the slot back before converting and storing
-            if i == 3:
+            if i == EPI_CHUNKS - 1:
                 cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld
                 # one arrive per warp: elect.sync reconverges the warp after every
                 # lane's wait

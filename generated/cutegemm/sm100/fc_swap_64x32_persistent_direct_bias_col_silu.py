@@ -291,7 +291,7 @@ def epilogue(acc, tCgC, tidx, acc_full, acc_empty, slot, slot_phase, schedule, t
         for i in cutlass.range_constexpr(EPI_CHUNKS):
             cute.copy(t2r, src[None, None, i], r_acc)
             # the tile's last TMEM load: hand the slot back before converting and storing
-            if i == 0:
+            if i == EPI_CHUNKS - 1:
                 cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld
                 # one arrive per warp: elect.sync reconverges the warp after every
                 # lane's wait

@@ -323,7 +323,7 @@ def epilogue(
     work = cute.make_tensor(
         mWork.iterator,
         cute.make_layout(
-            (4, EPILOGUE_THREADS, CHUNK_VECS, 4, SK_CTAS),
+            (4, EPILOGUE_THREADS, CHUNK_VECS, EPI_SUBTILES, SK_CTAS),
             stride=(1, 4, 4 * EPILOGUE_THREADS, 4 * EPILOGUE_THREADS * CHUNK_VECS, TILE_ELEMS),
         ),
     )
@@ -374,7 +374,7 @@ def epilogue(
         if k_begin > 0:
             # an earlier CTA runs this tile's first k-tile and finishes it (this is my first
             # unit): hand it my partial, TMEM -> registers -> my workspace slot
-            for i in cutlass.range_constexpr(4):
+            for i in cutlass.range_constexpr(EPI_SUBTILES):
                 cute.copy(t2r, src[(None, None, None, 0, i)], r_acc)
                 # tcgen05.wait::ld per chunk: the chunk is in registers before its stores, and
                 # one chunk's registers are live at a time

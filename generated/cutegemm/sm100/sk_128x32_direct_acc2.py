@@ -310,7 +310,7 @@ def epilogue(
     work = cute.make_tensor(
         mWork.iterator,
         cute.make_layout(
-            (4, EPILOGUE_THREADS, CHUNK_VECS, 1, SK_CTAS),
+            (4, EPILOGUE_THREADS, CHUNK_VECS, EPI_CHUNKS, SK_CTAS),
             stride=(1, 4, 4 * EPILOGUE_THREADS, 4 * EPILOGUE_THREADS * CHUNK_VECS, TILE_ELEMS),
         ),
     )
@@ -342,12 +342,12 @@ def epilogue(
         if k_begin > 0:
             # an earlier CTA runs this tile's first k-tile and finishes it (this is my first
             # unit): hand it my partial, TMEM -> registers -> my workspace slot
-            for i in cutlass.range_constexpr(1):
+            for i in cutlass.range_constexpr(EPI_CHUNKS):
                 cute.copy(t2r, src[None, None, i], r_acc)
                 # tcgen05.wait::ld per chunk: the chunk is in registers before its stores, and
                 # one chunk's registers are live at a time
                 cute.arch.fence_view_async_tmem_load()
-                if i == 0:
+                if i == EPI_CHUNKS - 1:
                     # the unit's last TMEM load is done: hand the slot back to the MMA warp;
                     # one arrive per warp (elect.sync reconverges the warp after the waits)
                     with cute.arch.elect_one():
@@ -379,7 +379,7 @@ def epilogue(
             for i in cutlass.range_constexpr(EPI_CHUNKS):
                 cute.copy(t2r, src[None, None, i], r_acc)
                 # the tile's last TMEM load: hand the slot back before converting and storing
-                if i == 0:
+                if i == EPI_CHUNKS - 1:
                     cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld
                     # one arrive per warp: elect.sync reconverges the warp after every
                     # lane's wait

@@ -370,7 +370,7 @@ def consumers(
         # ---- 3b. stream-K fix-up through the global workspace -------------------------------
         if k_begin > 0:
             # an earlier CTA finishes this tile (this is my first unit): hand it my partial
-            for j in cutlass.range_constexpr(acc_values // 4):
+            for j in cutlass.range_constexpr(cute.size(acc_vec, mode=[1])):
                 cute.copy(vec_copy, acc_vec[(None, j)], slots[(None, ctidx, j, bidx)])
             # every consumer's stores precede thread 0's release of my flag
             cute.arch.barrier(barrier_id=FIXUP_BARRIER_ID, number_of_threads=MMA_THREADS)
@@ -389,7 +389,7 @@ def consumers(
                     wait_flag_acquire(flags + peer)
                 # thread 0's acquire orders the peer's stores before every consumer's loads
                 cute.arch.barrier(barrier_id=FIXUP_BARRIER_ID, number_of_threads=MMA_THREADS)
-                for j in cutlass.range_constexpr(acc_values // 4):
+                for j in cutlass.range_constexpr(cute.size(acc_vec, mode=[1])):
                     cute.copy(vec_copy, slots[(None, ctidx, j, peer)], peer_vec)
                     acc_vec[(None, j)].store(acc_vec[(None, j)].load() + peer_vec.load())
                 if ctidx == 0:
