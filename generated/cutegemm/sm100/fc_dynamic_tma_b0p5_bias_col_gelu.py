@@ -365,8 +365,9 @@ def epilogue(
         acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): the tile's accumulator
         tCgC_t = tCgC[(None, None, None, tm, tn)]  # (MMA, MMA_M, MMA_N): the tile's C
         cute.arch.mbarrier_wait(acc_full + slot, slot_phase)  # the tile's MMAs have finished
-        # (EPI_M, EPI_N, 1, SUBTILES): the accumulator and the C tile cut into sub-tiles
+        # (EPI_M, EPI_N, 1, SUBTILES): the accumulator cut into sub-tiles
         acc_epi = cute.flat_divide(acc_t[((None, None), 0, 0)], EPI_TILE)
+        # (EPI_M, EPI_N, 1, SUBTILES): the C tile cut into sub-tiles
         gC_epi = cute.flat_divide(tCgC_t[((None, None), 0, 0)], EPI_TILE)
         # (TMA, EPI_BUFFERS), (TMA, 1, SUBTILES)
         tDsC, tDgC = cpasync.tma_partition(
@@ -407,10 +408,11 @@ def epilogue(
         r_out = cute.make_rmem_tensor(r2s_acc.shape, OUT_DTYPE)
         # (R2S, R2S_M, R2S_N): this thread's row of a C sub-tile, read from its SMEM buffer
         r_c = cute.make_rmem_tensor(r2s_acc.shape, OUT_DTYPE)
-        # (R2S, R2S_M, R2S_N, 1, SUBTILES): this thread's bias values, their (row, col) in C
+        # (R2S, R2S_M, R2S_N, 1, SUBTILES): this thread's bias values
         bias_src = r2s_thr.partition_D(
             cute.flat_divide(tCgBias[(None, None, None, tm, tn)][((None, None), 0, 0)], EPI_TILE)
         )
+        # (R2S, R2S_M, R2S_N, 1, SUBTILES): their (row, col) in C
         bias_crd = r2s_thr.partition_D(
             cute.flat_divide(tCcC[(None, None, None, tm, tn)][((None, None), 0, 0)], EPI_TILE)
         )
@@ -531,8 +533,8 @@ def gemm_kernel(
     tCgC = thr.partition_C(gC)  # (MMA, MMA_M, MMA_N, tiles_m, tiles_n)
     tCrA = tiled_mma.make_fragment_A(sA)  # (MMA, MMA_M, MMA_K, STAGES)
     tCrB = tiled_mma.make_fragment_B(sB)  # (MMA, MMA_N, MMA_K, STAGES)
-    acc = tiled_mma.make_fragment_C(cute.append(tiled_mma.partition_shape_C(TILER[:2]), ACC_SLOTS))
     # (MMA, MMA_M, MMA_N, ACC_SLOTS): the accumulators live in TMEM, slot j at column 256 j
+    acc = tiled_mma.make_fragment_C(cute.append(tiled_mma.partition_shape_C(TILER[:2]), ACC_SLOTS))
     acc = cute.make_tensor(tmem_ptr, acc.layout)
 
     # (TMA, STAGES), (TMA, tiles_m, k_tiles)

@@ -237,8 +237,9 @@ def epilogue(acc, tCgC, tidx, acc_full, warp_idx, tma_c, sC, tma_c_in, c_full, t
     """Every warp, once the tile's MMAs have finished: TMEM -> registers -> f16 -> SMEM -> TMA
     store."""
     cute.arch.mbarrier_wait(acc_full, 0)  # completes once, at phase 0, after the final commit
-    # (EPI_M, EPI_N, 1, SUBTILES): the accumulator and the C tile cut into sub-tiles
+    # (EPI_M, EPI_N, 1, SUBTILES): the accumulator cut into sub-tiles
     acc_epi = cute.flat_divide(acc[((None, None), 0, 0)], EPI_TILE)
+    # (EPI_M, EPI_N, 1, SUBTILES): the C tile cut into sub-tiles
     gC_epi = cute.flat_divide(tCgC[((None, None), 0, 0)], EPI_TILE)
     # (TMA, EPI_BUFFERS), (TMA, 1, SUBTILES)
     tDsC, tDgC = cpasync.tma_partition(
@@ -272,8 +273,9 @@ def epilogue(acc, tCgC, tidx, acc_full, warp_idx, tma_c, sC, tma_c_in, c_full, t
     r_out = cute.make_rmem_tensor(r2s_acc.shape, OUT_DTYPE)
     # (R2S, R2S_M, R2S_N): this thread's row of a C sub-tile, read from its SMEM buffer
     r_c = cute.make_rmem_tensor(r2s_acc.shape, OUT_DTYPE)
-    # (R2S, R2S_M, R2S_N, 1, SUBTILES): this thread's bias values, their (row, col) in C
+    # (R2S, R2S_M, R2S_N, 1, SUBTILES): this thread's bias values
     bias_src = r2s_thr.partition_D(cute.flat_divide(tCgBias[((None, None), 0, 0)], EPI_TILE))
+    # (R2S, R2S_M, R2S_N, 1, SUBTILES): their (row, col) in C
     bias_crd = r2s_thr.partition_D(cute.flat_divide(tCcC[((None, None), 0, 0)], EPI_TILE))
     r_bias = cute.make_rmem_tensor(r2s_acc.shape, OUT_DTYPE)
     # past M and N the bias stays zero (the TMA store clips those rows and columns anyway)
@@ -376,8 +378,8 @@ def gemm_kernel(
     tCgC = thr.partition_C(gC)  # (MMA, MMA_M, MMA_N)
     tCrA = tiled_mma.make_fragment_A(sA)  # (MMA, MMA_M, MMA_K, STAGES)
     tCrB = tiled_mma.make_fragment_B(sB)  # (MMA, MMA_N, MMA_K, STAGES)
-    acc = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C(TILER[:2]))
     # (MMA, MMA_M, MMA_N): the accumulator lives in TMEM
+    acc = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C(TILER[:2]))
     acc = cute.make_tensor(tmem_ptr, acc.layout)
 
     # (TMA, STAGES), (TMA, k_tiles)

@@ -362,8 +362,8 @@ def gemm_kernel(
     tCgC = thr.partition_C(gC)  # (MMA, MMA_M, MMA_N, tiles_m, tiles_n)
     tCrA = tiled_mma.make_fragment_A(sA)  # (MMA, MMA_M, MMA_K, STAGES)
     tCrB = tiled_mma.make_fragment_B(sB)  # (MMA, MMA_N, MMA_K, STAGES)
-    acc = tiled_mma.make_fragment_C(cute.append(tiled_mma.partition_shape_C(TILER[:2]), ACC_SLOTS))
     # (MMA, MMA_M, MMA_N, ACC_SLOTS): the accumulators live in TMEM, slot j at column 32 j
+    acc = tiled_mma.make_fragment_C(cute.append(tiled_mma.partition_shape_C(TILER[:2]), ACC_SLOTS))
     acc = cute.make_tensor(tmem_ptr, acc.layout)
 
     # (TMA, STAGES), (TMA, tiles_m, k_tiles)

@@ -227,8 +227,9 @@ def epilogue(acc, tCgC, tidx, acc_full, warp_idx, tma_c, sC):
     """Every warp, once the tile's MMAs have finished: TMEM -> registers -> f16 -> SMEM -> TMA
     store."""
     cute.arch.mbarrier_wait(acc_full, 0)  # completes once, at phase 0, after the final commit
-    # (EPI_M, EPI_N, 1, SUBTILES): the accumulator and the C tile cut into sub-tiles
+    # (EPI_M, EPI_N, 1, SUBTILES): the accumulator cut into sub-tiles
     acc_epi = cute.flat_divide(acc[((None, None), 0, 0)], EPI_TILE)
+    # (EPI_M, EPI_N, 1, SUBTILES): the C tile cut into sub-tiles
     gC_epi = cute.flat_divide(tCgC[((None, None), 0, 0)], EPI_TILE)
     # (TMA, EPI_BUFFERS), (TMA, 1, SUBTILES)
     tDsC, tDgC = cpasync.tma_partition(
@@ -334,8 +335,8 @@ def gemm_kernel(
     tCgC = thr.partition_C(gC)  # (MMA, MMA_M, MMA_N)
     tCrA = tiled_mma.make_fragment_A(sA)  # (MMA, MMA_M, MMA_K, STAGES)
     tCrB = tiled_mma.make_fragment_B(sB)  # (MMA, MMA_N, MMA_K, STAGES)
-    acc = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C(TILER[:2]))
     # (MMA, MMA_M, MMA_N): the accumulator lives in TMEM
+    acc = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C(TILER[:2]))
     acc = cute.make_tensor(tmem_ptr, acc.layout)
 
     # (TMA, STAGES), (TMA, k_tiles)

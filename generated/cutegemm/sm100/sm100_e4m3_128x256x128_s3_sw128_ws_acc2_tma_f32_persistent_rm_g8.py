@@ -272,8 +272,9 @@ def epilogue(acc, tCgC, tidx, acc_full, acc_empty, slot, slot_phase, schedule, w
         acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): the tile's accumulator
         tCgC_t = tCgC[(None, None, None, tm, tn)]  # (MMA, MMA_M, MMA_N): the tile's C
         cute.arch.mbarrier_wait(acc_full + slot, slot_phase)  # the tile's MMAs have finished
-        # (EPI_M, EPI_N, 1, SUBTILES): the accumulator and the C tile cut into sub-tiles
+        # (EPI_M, EPI_N, 1, SUBTILES): the accumulator cut into sub-tiles
         acc_epi = cute.flat_divide(acc_t[((None, None), 0, 0)], EPI_TILE)
+        # (EPI_M, EPI_N, 1, SUBTILES): the C tile cut into sub-tiles
         gC_epi = cute.flat_divide(tCgC_t[((None, None), 0, 0)], EPI_TILE)
         # (TMA, EPI_BUFFERS), (TMA, 1, SUBTILES)
         tDsC, tDgC = cpasync.tma_partition(
@@ -394,8 +395,8 @@ def gemm_kernel(
     tCgC = thr.partition_C(gC)  # (MMA, MMA_M, MMA_N, tiles_m, tiles_n)
     tCrA = tiled_mma.make_fragment_A(sA)  # (MMA, MMA_M, MMA_K, STAGES)
     tCrB = tiled_mma.make_fragment_B(sB)  # (MMA, MMA_N, MMA_K, STAGES)
-    acc = tiled_mma.make_fragment_C(cute.append(tiled_mma.partition_shape_C(TILER[:2]), ACC_SLOTS))
     # (MMA, MMA_M, MMA_N, ACC_SLOTS): the accumulators live in TMEM, slot j at column 256 j
+    acc = tiled_mma.make_fragment_C(cute.append(tiled_mma.partition_shape_C(TILER[:2]), ACC_SLOTS))
     acc = cute.make_tensor(tmem_ptr, acc.layout)
 
     # (TMA, STAGES), (TMA, tiles_m, k_tiles)

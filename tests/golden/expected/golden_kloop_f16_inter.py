@@ -278,8 +278,8 @@ def gemm_kernel(
     tCgC = thr.partition_C(gC)  # (MMA, MMA_M, MMA_N)
     tCrA = tiled_mma.make_fragment_A(sA)  # (MMA, MMA_M, MMA_K, STAGES)
     tCrB = tiled_mma.make_fragment_B(sB)  # (MMA, MMA_N, MMA_K, STAGES)
-    acc = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C(TILER[:2]))
     # (MMA, MMA_M, MMA_N): the accumulator lives in TMEM
+    acc = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C(TILER[:2]))
     acc = cute.make_tensor(tmem_ptr, acc.layout)
 
     # (TMA, STAGES), (TMA, k_tiles)
