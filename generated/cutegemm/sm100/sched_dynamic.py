@@ -219,7 +219,7 @@ def producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, sc
             cute.copy(tma_b, tBgB[(None, tn, k)], tBsB[(None, stage)], tma_bar_ptr=full + stage)
             # the next slot; past the last one the ring wraps to slot 0, one phase later
             stage, phase = ring_next(stage, phase, STAGES)
-        tm, tn, more = next_tile(clc_full, clc_empty, clc_response, clc_phase)
+        tm, tn, more = wait_and_release_next_tile(clc_full, clc_empty, clc_response, clc_phase)
         # one answer per tile, in a ring of one slot: the next waits on both barriers are a
         # phase later
         _, clc_phase = ring_next(0, clc_phase, 1)
@@ -261,7 +261,7 @@ def mma(
         # take the next answer before issuing this tile (the MMA warp needs no coordinates,
         # only whether there is a next tile): the producer's next request waits for every
         # reader, and must not wait for this tile's MMAs, or the ring drains at every tile
-        next_more = next_tile(clc_full, clc_empty, clc_response, clc_phase)[2]
+        next_more = wait_and_release_next_tile(clc_full, clc_empty, clc_response, clc_phase)[2]
         # one answer per tile, in a ring of one slot: the next waits on both barriers are a
         # phase later
         _, clc_phase = ring_next(0, clc_phase, 1)
@@ -310,7 +310,9 @@ def epilogue(acc, tCgC, tidx, acc_full, acc_empty, slot, slot_phase, schedule, w
     while more:
         # take the next answer before draining this tile: the producer's next request waits
         # for every reader, and must not wait for this tile's stores
-        next_m, next_n, next_more = next_tile(clc_full, clc_empty, clc_response, clc_phase)
+        next_m, next_n, next_more = wait_and_release_next_tile(
+            clc_full, clc_empty, clc_response, clc_phase
+        )
         # one answer per tile, in a ring of one slot: the next waits on both barriers are a
         # phase later
         _, clc_phase = ring_next(0, clc_phase, 1)
@@ -491,7 +493,7 @@ def gemm_kernel(
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLS)
 
 
-def next_tile(full, empty, response, phase):
+def wait_and_release_next_tile(full, empty, response, phase):
     """Wait for the hardware's answer (clc_full at `phase`), read it from SMEM, release it (one
     arrive per warp on clc_empty) and return the tile (m, n) of the cancelled CTA and whether
     there was one. A failed request (no CTA left to cancel) ends every tile loop: no request may
