@@ -426,7 +426,7 @@ def test_generated_files_hold_only_what_their_variant_needs() -> None:
     # the grid multicast kernel did not change: no worker, no accumulator release
     dyn = text["sched_dynamic"]
     assert dyn.count("cute.arch.issue_clc_query(clc_full, clc_response, multicast=False)") == 1
-    assert dyn.count("next_tile(clc_full, clc_empty, clc_response, clc_phase)") == 3
+    assert dyn.count("wait_and_release_next_tile(") == 4  # its definition and three calls
     assert "grid=cute.ceil_div((*c.layout.shape, 1), TILER[:2])" in dyn  # the whole tile grid
     assert "sm_count" not in dyn and "num_tiles" not in dyn and "worker" not in dyn
     for name in STATIC + ["sched_splitk2"]:

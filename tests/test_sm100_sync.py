@@ -131,13 +131,13 @@ DYNAMIC = [p for p in SM100 if rules_sm100.is_dynamic(build.read_spec(p))]
 
 @pytest.mark.parametrize("path", DYNAMIC, ids=lambda p: p.stem)
 def test_the_clc_answer_is_fenced_before_its_release(path: Path) -> None:
-    calls = _calls(_function(path, "next_tile"))
+    calls = _calls(_function(path, "wait_and_release_next_tile"))
     read = calls.index("cute.arch.clc_response(response)")
     fence = calls.index("cute.arch.fence_proxy('async.shared', space='cta')")
     release = calls.index("cute.arch.mbarrier_arrive(empty)")
     assert read < fence < release
     counts = plan.expected_counts(build.read_spec(path))
-    # next_tile is inlined at its three call sites (producer, MMA, epilogue)
+    # wait_and_release_next_tile is inlined at its three call sites (producer, MMA, epilogue)
     sub_tiles = rules_sm100.epilogue_chunks(build.read_spec(path))[1]
     tma = rules_sm100.is_tma_store(build.read_spec(path))
     assert counts["fence.proxy.async"] == 3 + (sub_tiles if tma else 0)
@@ -156,7 +156,7 @@ def test_consumers_take_the_answer_before_working_on_a_tile(path: Path) -> None:
     assert len(loops) == 3  # producer, MMA, epilogue
     for loop in loops:
         calls = _calls(loop)
-        read = next(i for i, c in enumerate(calls) if c.startswith("next_tile("))
+        read = next(i for i, c in enumerate(calls) if c.startswith("wait_and_release_next_tile("))
         waits = [i for i, c in enumerate(calls) if c.startswith("cute.arch.mbarrier_wait(")]
         work = [
             i

@@ -67,8 +67,8 @@ def try_waits(spec: Spec) -> int:
     waits = 4
     waits += 1 if kind == "pair" else 0
     waits += 2 if is_persistent(spec) else 0
-    # dynamic: the producer's clc_empty wait before each request, and clc_full in next_tile,
-    # inlined at its three call sites (producer, MMA, epilogue)
+    # dynamic: the producer's clc_empty wait before each request, and clc_full in
+    # wait_and_release_next_tile, inlined at its three call sites (producer, MMA, epilogue)
     waits += 1 + 3 if rules_sm100.is_dynamic(spec) else 0
     # split-K (acquire.cluster): a peer's consumed wait before restaging and before exit, rank 0's
     # staged wait
@@ -210,8 +210,8 @@ def fusion_counts(spec: Spec) -> dict[str, int]:
 
 def dynamic_counts(spec: Spec) -> dict[str, int]:
     """The dynamic scheduler's cluster launch control: one try_cancel site (the producer's
-    request), and one query of the answer and one proxy fence per next_tile call site
-    (producer, MMA, epilogue)."""
+    request), and one query of the answer and one proxy fence per wait_and_release_next_tile call
+    site (producer, MMA, epilogue)."""
     if not rules_sm100.is_dynamic(spec):
         return {}
     # the producer and the epilogue read the cancelled CTA's x and y; the MMA warp reads neither;

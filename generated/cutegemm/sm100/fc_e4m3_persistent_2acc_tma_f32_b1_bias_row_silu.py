@@ -140,6 +140,63 @@ class SharedStorage:
 
 
 @cute.jit
+def carve_smem(sA_layout, sB_layout, sC_layout):
+    """This CTA's shared memory, in allocation order: the barriers and the TMEM address
+    (SharedStorage), then the A/B ring and the epilogue's buffers."""
+    smem = utils.SmemAllocator()
+    bars = smem.allocate(SharedStorage)
+    # the swizzle rides on the pointer; the base is 1024-byte aligned (one swizzle period)
+    # (MMA, MMA_M, MMA_K, STAGES)
+    sA = smem.allocate_tensor(
+        IO_DTYPE, sA_layout.outer, byte_alignment=1024, swizzle=sA_layout.inner
+    )
+    # (MMA, MMA_N, MMA_K, STAGES)
+    sB = smem.allocate_tensor(
+        IO_DTYPE, sB_layout.outer, byte_alignment=1024, swizzle=sB_layout.inner
+    )
+    # (EPI_M, EPI_N, EPI_BUFFERS): the C sub-tile buffers
+    sC = smem.allocate_tensor(
+        OUT_DTYPE, sC_layout.outer, byte_alignment=1024, swizzle=sC_layout.inner
+    )
+    return bars, sA, sB, sC
+
+
+@cute.jit
+def init_and_prearm_barriers(full, empty, acc_full, acc_empty, c_full):
+    """Every mbarrier's init with its arrive count, by one elected thread of the TMA warp; the
+    empty barriers are pre-armed (their phase 0 completed by an arrive here), so every slot
+    starts out empty."""
+    for s in cutlass.range_constexpr(STAGES):
+        cute.arch.mbarrier_init(full + s, 1)  # one arrive (the producer) + TX_BYTES
+        cute.arch.mbarrier_init(empty + s, 1)  # one arrive (tcgen05.commit)
+        # pre-arm: phase 0 completes now, so every slot starts out empty
+        cute.arch.mbarrier_arrive(empty + s)
+    for j in cutlass.range_constexpr(ACC_SLOTS):
+        cute.arch.mbarrier_init(acc_full + j, 1)  # one arrive (the tile's last commit)
+        cute.arch.mbarrier_init(acc_empty + j, ACC_EMPTY_ARRIVES)  # the epilogue warps
+        # pre-arm with all of them at once: phase 0 completes, every slot starts out empty
+        cute.arch.mbarrier_arrive(acc_empty + j, arrive_count=ACC_EMPTY_ARRIVES)
+    cute.arch.mbarrier_init(c_full, 1)  # one arrive (the loading thread) + C_TX_BYTES
+
+
+@cute.jit
+def bias_views(mBias, mC, thr):
+    """This thread's bias values of every tile, and their (row, col) in C, which the bias loads
+    check against M and N."""
+    # the bias seen as an (M, N) tensor (stride 0 along N): it tiles and partitions like C
+    # (TM, TN, tiles_m, tiles_n)
+    gBias = cute.local_tile(mBias, TILER, (None, None, None), proj=(1, 1, None))
+    tCgBias = thr.partition_C(gBias)  # (MMA, MMA_M, MMA_N, tiles_m, tiles_n)
+    # (row, col) of every element of C: the TMA store clips partial tiles, the bias loads check
+    # (TM, TN, tiles_m, tiles_n)
+    cC = cute.local_tile(
+        cute.make_identity_tensor(mC.shape), TILER, (None, None, None), proj=(1, 1, None)
+    )
+    tCcC = thr.partition_C(cC)  # (MMA, MMA_M, MMA_N, tiles_m, tiles_n)
+    return tCgBias, tCcC
+
+
+@cute.jit
 def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexpr[int]):
     """The slot after `index` in a ring of `size` slots, and the phase its next wait expects:
     past the last slot the ring wraps to slot 0, one phase later."""
@@ -257,8 +314,9 @@ def epilogue(
         acc_t = acc[(None, None, None, slot)]  # (MMA, MMA_M, MMA_N): the tile's accumulator
         tCgC_t = tCgC[(None, None, None, tm, tn)]  # (MMA, MMA_M, MMA_N): the tile's C
         cute.arch.mbarrier_wait(acc_full + slot, slot_phase)  # the tile's MMAs have finished
-        # (EPI_M, EPI_N, 1, SUBTILES): the accumulator and the C tile cut into sub-tiles
+        # (EPI_M, EPI_N, 1, SUBTILES): the accumulator cut into sub-tiles
         acc_epi = cute.flat_divide(acc_t[((None, None), 0, 0)], EPI_TILE)
+        # (EPI_M, EPI_N, 1, SUBTILES): the C tile cut into sub-tiles
         gC_epi = cute.flat_divide(tCgC_t[((None, None), 0, 0)], EPI_TILE)
         # (TMA, EPI_BUFFERS), (TMA, 1, SUBTILES)
         tDsC, tDgC = cpasync.tma_partition(
@@ -299,10 +357,11 @@ def epilogue(
         r_out = cute.make_rmem_tensor(r2s_acc.shape, OUT_DTYPE)
         # (R2S, R2S_M, R2S_N): this thread's row of a C sub-tile, read from its SMEM buffer
         r_c = cute.make_rmem_tensor(r2s_acc.shape, OUT_DTYPE)
-        # (R2S, R2S_M, R2S_N, 1, SUBTILES): this thread's bias values, their (row, col) in C
+        # (R2S, R2S_M, R2S_N, 1, SUBTILES): this thread's bias values
         bias_src = r2s_thr.partition_D(
             cute.flat_divide(tCgBias[(None, None, None, tm, tn)][((None, None), 0, 0)], EPI_TILE)
         )
+        # (R2S, R2S_M, R2S_N, 1, SUBTILES): their (row, col) in C
         bias_crd = r2s_thr.partition_D(
             cute.flat_divide(tCcC[(None, None, None, tm, tn)][((None, None), 0, 0)], EPI_TILE)
         )
@@ -386,37 +445,15 @@ def gemm_kernel(
     tiles_n = cute.ceil_div(cute.size(mC, mode=[1]), TILER[1])
     num_tiles = tiles_m * tiles_n
 
-    smem = utils.SmemAllocator()
-    bars = smem.allocate(SharedStorage)
-    # the swizzle rides on the pointer; the base is 1024-byte aligned (one swizzle period)
-    sA = smem.allocate_tensor(
-        IO_DTYPE, sA_layout.outer, byte_alignment=1024, swizzle=sA_layout.inner
-    )
-    sB = smem.allocate_tensor(
-        IO_DTYPE, sB_layout.outer, byte_alignment=1024, swizzle=sB_layout.inner
-    )
-    # (EPI_M, EPI_N, EPI_BUFFERS): the C sub-tile buffers
-    sC = smem.allocate_tensor(
-        OUT_DTYPE, sC_layout.outer, byte_alignment=1024, swizzle=sC_layout.inner
-    )
+    bars, sA, sB, sC = carve_smem(sA_layout, sB_layout, sC_layout)
     full, empty = bars.full.data_ptr(), bars.empty.data_ptr()
     acc_full, acc_empty = bars.acc_full.data_ptr(), bars.acc_empty.data_ptr()
     c_full = bars.c_full.ptr
 
-    # the TMA warp initializes the barriers and allocates TMEM
+    # the TMA warp initializes (and pre-arms) the barriers and allocates TMEM
     if warp_idx == TMA_WARP:
         with cute.arch.elect_one():
-            for s in cutlass.range_constexpr(STAGES):
-                cute.arch.mbarrier_init(full + s, 1)  # one arrive (the producer) + TX_BYTES
-                cute.arch.mbarrier_init(empty + s, 1)  # one arrive (tcgen05.commit)
-                # pre-arm: phase 0 completes now, so every slot starts out empty
-                cute.arch.mbarrier_arrive(empty + s)
-            for j in cutlass.range_constexpr(ACC_SLOTS):
-                cute.arch.mbarrier_init(acc_full + j, 1)  # one arrive (the tile's last commit)
-                cute.arch.mbarrier_init(acc_empty + j, ACC_EMPTY_ARRIVES)  # the epilogue warps
-                # pre-arm with all of them at once: phase 0 completes, every slot starts out empty
-                cute.arch.mbarrier_arrive(acc_empty + j, arrive_count=ACC_EMPTY_ARRIVES)
-            cute.arch.mbarrier_init(c_full, 1)  # one arrive (the loading thread) + C_TX_BYTES
+            init_and_prearm_barriers(full, empty, acc_full, acc_empty, c_full)
         cpasync.prefetch_descriptor(tma_a)
         cpasync.prefetch_descriptor(tma_b)
         cpasync.prefetch_descriptor(tma_c)
@@ -444,8 +481,8 @@ def gemm_kernel(
     tCgC = thr.partition_C(gC)  # (MMA, MMA_M, MMA_N, tiles_m, tiles_n)
     tCrA = tiled_mma.make_fragment_A(sA)  # (MMA, MMA_M, MMA_K, STAGES)
     tCrB = tiled_mma.make_fragment_B(sB)  # (MMA, MMA_N, MMA_K, STAGES)
-    acc = tiled_mma.make_fragment_C(cute.append(tiled_mma.partition_shape_C(TILER[:2]), ACC_SLOTS))
     # (MMA, MMA_M, MMA_N, ACC_SLOTS): the accumulators live in TMEM, slot j at column 256 j
+    acc = tiled_mma.make_fragment_C(cute.append(tiled_mma.partition_shape_C(TILER[:2]), ACC_SLOTS))
     acc = cute.make_tensor(tmem_ptr, acc.layout)
 
     # (TMA, STAGES), (TMA, tiles_m, k_tiles)
@@ -457,16 +494,7 @@ def gemm_kernel(
         tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 3), cute.group_modes(tCgB, 0, 3)
     )
     k_tiles = cute.size(gA, mode=[3])
-    # the bias seen as an (M, N) tensor (stride 0 along N): it tiles and partitions like C
-    # (TM, TN, tiles_m, tiles_n)
-    gBias = cute.local_tile(mBias, TILER, (None, None, None), proj=(1, 1, None))
-    tCgBias = thr.partition_C(gBias)  # (MMA, MMA_M, MMA_N, tiles_m, tiles_n)
-    # (row, col) of every element of C: the TMA store clips partial tiles, the bias loads check
-    # (TM, TN, tiles_m, tiles_n)
-    cC = cute.local_tile(
-        cute.make_identity_tensor(mC.shape), TILER, (None, None, None), proj=(1, 1, None)
-    )
-    tCcC = thr.partition_C(cC)  # (MMA, MMA_M, MMA_N, tiles_m, tiles_n)
+    tCgBias, tCcC = bias_views(mBias, mC, thr)
 
     # the tile schedule every role walks
     schedule = (k_tiles, worker, workers, num_tiles, tiles_m, tiles_n)

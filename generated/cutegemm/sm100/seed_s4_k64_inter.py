@@ -108,6 +108,37 @@ class SharedStorage:
 
 
 @cute.jit
+def carve_smem(sA_layout, sB_layout):
+    """This CTA's shared memory, in allocation order: the barriers and the TMEM address
+    (SharedStorage), then the A/B ring."""
+    smem = utils.SmemAllocator()
+    bars = smem.allocate(SharedStorage)
+    # the swizzle rides on the pointer; the base is 1024-byte aligned (one swizzle period)
+    # (MMA, MMA_M, MMA_K, STAGES)
+    sA = smem.allocate_tensor(
+        IO_DTYPE, sA_layout.outer, byte_alignment=1024, swizzle=sA_layout.inner
+    )
+    # (MMA, MMA_N, MMA_K, STAGES)
+    sB = smem.allocate_tensor(
+        IO_DTYPE, sB_layout.outer, byte_alignment=1024, swizzle=sB_layout.inner
+    )
+    return bars, sA, sB
+
+
+@cute.jit
+def init_and_prearm_barriers(full, empty, acc_full):
+    """Every mbarrier's init with its arrive count, by one elected thread of the TMA warp; the
+    empty barriers are pre-armed (their phase 0 completed by an arrive here), so every slot
+    starts out empty."""
+    for s in cutlass.range_constexpr(STAGES):
+        cute.arch.mbarrier_init(full + s, 1)  # one arrive (the producer) + TX_BYTES
+        cute.arch.mbarrier_init(empty + s, 1)  # one arrive (tcgen05.commit)
+        # pre-arm: phase 0 completes now, so every slot starts out empty
+        cute.arch.mbarrier_arrive(empty + s)
+    cute.arch.mbarrier_init(acc_full, 1)  # one arrive (the last tcgen05.commit)
+
+
+@cute.jit
 def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexpr[int]):
     """The slot after `index` in a ring of `size` slots, and the phase its next wait expects:
     past the last slot the ring wraps to slot 0, one phase later."""
@@ -203,27 +234,14 @@ def gemm_kernel(
     bm, bn, _ = cute.arch.block_idx()
     coord = (bm, bn, None)  # grid scheduler: block (bm, bn) computes output tile (bm, bn)
 
-    smem = utils.SmemAllocator()
-    bars = smem.allocate(SharedStorage)
-    # the swizzle rides on the pointer; the base is 1024-byte aligned (one swizzle period)
-    sA = smem.allocate_tensor(
-        IO_DTYPE, sA_layout.outer, byte_alignment=1024, swizzle=sA_layout.inner
-    )
-    sB = smem.allocate_tensor(
-        IO_DTYPE, sB_layout.outer, byte_alignment=1024, swizzle=sB_layout.inner
-    )
+    bars, sA, sB = carve_smem(sA_layout, sB_layout)
     full, empty = bars.full.data_ptr(), bars.empty.data_ptr()
     acc_full = bars.acc_full.ptr
 
-    # the TMA warp initializes the barriers and allocates TMEM
+    # the TMA warp initializes (and pre-arms) the barriers and allocates TMEM
     if warp_idx == TMA_WARP:
         with cute.arch.elect_one():
-            for s in cutlass.range_constexpr(STAGES):
-                cute.arch.mbarrier_init(full + s, 1)  # one arrive (the producer) + TX_BYTES
-                cute.arch.mbarrier_init(empty + s, 1)  # one arrive (tcgen05.commit)
-                # pre-arm: phase 0 completes now, so every slot starts out empty
-                cute.arch.mbarrier_arrive(empty + s)
-            cute.arch.mbarrier_init(acc_full, 1)  # one arrive (the last tcgen05.commit)
+            init_and_prearm_barriers(full, empty, acc_full)
         cpasync.prefetch_descriptor(tma_a)
         cpasync.prefetch_descriptor(tma_b)
         cute.arch.alloc_tmem(TMEM_COLS, bars.tmem_slot.ptr)  # warp-wide; the address lands in SMEM
@@ -246,8 +264,8 @@ def gemm_kernel(
     tCgC = thr.partition_C(gC)  # (MMA, MMA_M, MMA_N)
     tCrA = tiled_mma.make_fragment_A(sA)  # (MMA, MMA_M, MMA_K, STAGES)
     tCrB = tiled_mma.make_fragment_B(sB)  # (MMA, MMA_N, MMA_K, STAGES)
-    acc = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C(TILER[:2]))
     # (MMA, MMA_M, MMA_N): the accumulator lives in TMEM
+    acc = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C(TILER[:2]))
     acc = cute.make_tensor(tmem_ptr, acc.layout)
 
     # (TMA, STAGES), (TMA, k_tiles)

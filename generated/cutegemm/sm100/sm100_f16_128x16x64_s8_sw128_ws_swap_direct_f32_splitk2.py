@@ -149,6 +149,54 @@ class SharedStorage:
 
 
 @cute.jit
+def carve_smem(sA_layout, sB_layout):
+    """This CTA's shared memory, in allocation order: the barriers and the TMEM address
+    (SharedStorage), then the A/B ring and the epilogue's buffers."""
+    smem = utils.SmemAllocator()
+    bars = smem.allocate(SharedStorage)
+    # the swizzle rides on the pointer; the base is 1024-byte aligned (one swizzle period)
+    # (MMA, MMA_M, MMA_K, STAGES)
+    sA = smem.allocate_tensor(
+        IO_DTYPE, sA_layout.outer, byte_alignment=1024, swizzle=sA_layout.inner
+    )
+    # (MMA, MMA_N, MMA_K, STAGES)
+    sB = smem.allocate_tensor(
+        IO_DTYPE, sB_layout.outer, byte_alignment=1024, swizzle=sB_layout.inner
+    )
+    # (EPILOGUE_THREADS, STAGE_VEC, TN / STAGE_VEC) f32: a peer's partial tile for rank 0's DSMEM
+    # reads; thread t's row in 16-byte runs, the threads' runs side by side (conflict-free v4
+    # accesses)
+    sStage = smem.allocate_tensor(
+        ACC_DTYPE,
+        cute.make_layout(
+            (EPILOGUE_THREADS, STAGE_VEC, TILER[1] // STAGE_VEC),
+            stride=(STAGE_VEC, 1, STAGE_VEC * EPILOGUE_THREADS),
+        ),
+        byte_alignment=1024,
+    )
+    return bars, sA, sB, sStage
+
+
+@cute.jit
+def init_and_prearm_barriers(full, empty, acc_full, acc_empty, staged, consumed):
+    """Every mbarrier's init with its arrive count, by one elected thread of the TMA warp; the
+    empty barriers are pre-armed (their phase 0 completed by an arrive here), so every slot
+    starts out empty."""
+    for s in cutlass.range_constexpr(STAGES):
+        cute.arch.mbarrier_init(full + s, 1)  # one arrive (the producer) + TX_BYTES
+        cute.arch.mbarrier_init(empty + s, 1)  # one arrive (tcgen05.commit)
+        # pre-arm: phase 0 completes now, so every slot starts out empty
+        cute.arch.mbarrier_arrive(empty + s)
+    for j in cutlass.range_constexpr(ACC_SLOTS):
+        cute.arch.mbarrier_init(acc_full + j, 1)  # one arrive (the tile's last commit)
+        cute.arch.mbarrier_init(acc_empty + j, ACC_EMPTY_ARRIVES)  # the epilogue warps
+        # pre-arm with all of them at once: phase 0 completes, every slot starts out empty
+        cute.arch.mbarrier_arrive(acc_empty + j, arrive_count=ACC_EMPTY_ARRIVES)
+    cute.arch.mbarrier_init(staged, STAGED_ARRIVES)  # used in rank 0
+    cute.arch.mbarrier_init(consumed, CONSUMED_ARRIVES)  # used in ranks 1..
+
+
+@cute.jit
 def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexpr[int]):
     """The slot after `index` in a ring of `size` slots, and the phase its next wait expects:
     past the last slot the ring wraps to slot 0, one phase later."""
@@ -279,7 +327,7 @@ def epilogue(
             for i in cutlass.range_constexpr(EPI_CHUNKS):
                 cute.copy(t2r, src[None, None, i], r_acc)
                 # the tile's last TMEM load: hand the slot back before converting and storing
-                if i == 0:
+                if i == EPI_CHUNKS - 1:
                     cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld
                     # one arrive per warp: elect.sync reconverges the warp after every
                     # lane's wait
@@ -300,7 +348,7 @@ def epilogue(
             for i in cutlass.range_constexpr(EPI_CHUNKS):
                 cute.copy(t2r, src[None, None, i], r_acc)
                 # the tile's last TMEM load: hand the slot back before converting and storing
-                if i == 0:
+                if i == EPI_CHUNKS - 1:
                     cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld
                     # one arrive per warp: elect.sync reconverges the warp after every
                     # lane's wait
@@ -360,45 +408,15 @@ def gemm_kernel(
     num_tiles = tiles_m * tiles_n
     rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())  # this CTA's K share
 
-    smem = utils.SmemAllocator()
-    bars = smem.allocate(SharedStorage)
-    # the swizzle rides on the pointer; the base is 1024-byte aligned (one swizzle period)
-    sA = smem.allocate_tensor(
-        IO_DTYPE, sA_layout.outer, byte_alignment=1024, swizzle=sA_layout.inner
-    )
-    sB = smem.allocate_tensor(
-        IO_DTYPE, sB_layout.outer, byte_alignment=1024, swizzle=sB_layout.inner
-    )
-    # (EPILOGUE_THREADS, STAGE_VEC, TN / STAGE_VEC) f32: a peer's partial tile for rank 0's DSMEM
-    # reads; thread t's row in 16-byte runs, the threads' runs side by side (conflict-free v4
-    # accesses)
-    sStage = smem.allocate_tensor(
-        ACC_DTYPE,
-        cute.make_layout(
-            (EPILOGUE_THREADS, STAGE_VEC, TILER[1] // STAGE_VEC),
-            stride=(STAGE_VEC, 1, STAGE_VEC * EPILOGUE_THREADS),
-        ),
-        byte_alignment=1024,
-    )
+    bars, sA, sB, sStage = carve_smem(sA_layout, sB_layout)
     full, empty = bars.full.data_ptr(), bars.empty.data_ptr()
     acc_full, acc_empty = bars.acc_full.data_ptr(), bars.acc_empty.data_ptr()
     staged, consumed = bars.staged.ptr, bars.consumed.ptr
 
-    # the TMA warp initializes the barriers and allocates TMEM
+    # the TMA warp initializes (and pre-arms) the barriers and allocates TMEM
     if warp_idx == TMA_WARP:
         with cute.arch.elect_one():
-            for s in cutlass.range_constexpr(STAGES):
-                cute.arch.mbarrier_init(full + s, 1)  # one arrive (the producer) + TX_BYTES
-                cute.arch.mbarrier_init(empty + s, 1)  # one arrive (tcgen05.commit)
-                # pre-arm: phase 0 completes now, so every slot starts out empty
-                cute.arch.mbarrier_arrive(empty + s)
-            for j in cutlass.range_constexpr(ACC_SLOTS):
-                cute.arch.mbarrier_init(acc_full + j, 1)  # one arrive (the tile's last commit)
-                cute.arch.mbarrier_init(acc_empty + j, ACC_EMPTY_ARRIVES)  # the epilogue warps
-                # pre-arm with all of them at once: phase 0 completes, every slot starts out empty
-                cute.arch.mbarrier_arrive(acc_empty + j, arrive_count=ACC_EMPTY_ARRIVES)
-            cute.arch.mbarrier_init(staged, STAGED_ARRIVES)  # used in rank 0
-            cute.arch.mbarrier_init(consumed, CONSUMED_ARRIVES)  # used in ranks 1..
+            init_and_prearm_barriers(full, empty, acc_full, acc_empty, staged, consumed)
         cpasync.prefetch_descriptor(tma_a)
         cpasync.prefetch_descriptor(tma_b)
         cute.arch.alloc_tmem(TMEM_COLS, bars.tmem_slot.ptr)  # warp-wide; the address lands in SMEM
@@ -427,8 +445,8 @@ def gemm_kernel(
     tCgC = thr.partition_C(gC)  # (MMA, MMA_M, MMA_N, tiles_m, tiles_n)
     tCrA = tiled_mma.make_fragment_A(sA)  # (MMA, MMA_M, MMA_K, STAGES)
     tCrB = tiled_mma.make_fragment_B(sB)  # (MMA, MMA_N, MMA_K, STAGES)
-    acc = tiled_mma.make_fragment_C(cute.append(tiled_mma.partition_shape_C(TILER[:2]), ACC_SLOTS))
     # (MMA, MMA_M, MMA_N, ACC_SLOTS): the accumulators live in TMEM, slot j at column 16 j
+    acc = tiled_mma.make_fragment_C(cute.append(tiled_mma.partition_shape_C(TILER[:2]), ACC_SLOTS))
     acc = cute.make_tensor(tmem_ptr, acc.layout)
 
     # (TMA, STAGES), (TMA, tiles_m, k_tiles)

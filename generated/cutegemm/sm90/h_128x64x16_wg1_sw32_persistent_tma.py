@@ -228,8 +228,8 @@ def consumers(
     thr_wg = tiled_mma.get_slice((wg_idx - MMA_WG) * WG_THREADS)
     tCsA = thr_wg.partition_A(sA)  # (MMA, MMA_M, MMA_K, STAGES)
     tCsB = thr_wg.partition_B(sB)  # (MMA, MMA_N, MMA_K, STAGES)
-    tCrA = tiled_mma.make_fragment_A(tCsA)  # SMEM descriptors, same shape
-    tCrB = tiled_mma.make_fragment_B(tCsB)  # SMEM descriptors, same shape
+    tCrA = tiled_mma.make_fragment_A(tCsA)  # (MMA, MMA_M, MMA_K, STAGES): SMEM descriptors
+    tCrB = tiled_mma.make_fragment_B(tCsB)  # (MMA, MMA_N, MMA_K, STAGES): SMEM descriptors
     thr_mma = tiled_mma.get_slice(ctidx)
     acc_shape = thr_mma.partition_shape_C((TILER[0], TILER[1]))  # (MMA_V, MMA_M, MMA_N)
     acc = cute.make_rmem_tensor(acc_shape, ACC_DTYPE)

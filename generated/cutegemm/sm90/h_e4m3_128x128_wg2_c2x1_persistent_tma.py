@@ -286,8 +286,8 @@ def consumers(
     thr_wg = tiled_mma.get_slice((wg_idx - MMA_WG) * WG_THREADS)
     tCsA = thr_wg.partition_A(sA)  # (MMA, MMA_M, MMA_K, STAGES)
     tCsB = thr_wg.partition_B(sB)  # (MMA, MMA_N, MMA_K, STAGES)
-    tCrA = tiled_mma.make_fragment_A(tCsA)  # SMEM descriptors, same shape
-    tCrB = tiled_mma.make_fragment_B(tCsB)  # SMEM descriptors, same shape
+    tCrA = tiled_mma.make_fragment_A(tCsA)  # (MMA, MMA_M, MMA_K, STAGES): SMEM descriptors
+    tCrB = tiled_mma.make_fragment_B(tCsB)  # (MMA, MMA_N, MMA_K, STAGES): SMEM descriptors
     thr_mma = tiled_mma.get_slice(ctidx)
     acc_shape = thr_mma.partition_shape_C((TILER[0], TILER[1]))  # (MMA_V, MMA_M, MMA_N)
     acc = cute.make_rmem_tensor(acc_shape, ACC_DTYPE)
@@ -418,13 +418,13 @@ def gemm_kernel(
     k_tiles = cute.size(gA, mode=[3])
     # with multicast the box is split in slices: this CTA loads slice cy of A (sent to its
     # cluster row) and slice cx of B (sent to its cluster column)
-    # (TMA, STAGES), (TMA, tiles_m, k_tiles)
     a_slices = cute.make_layout(CLUSTER[1])  # CN slices of the A box
+    # (TMA, STAGES), (TMA, tiles_m, k_tiles)
     tAsA, tAgA = cpasync.tma_partition(
         tma_a, cy, a_slices, cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2)
     )
-    # (TMA, STAGES), (TMA, tiles_n, k_tiles)
     b_slices = cute.make_layout(CLUSTER[0])  # CM slices of the B box
+    # (TMA, STAGES), (TMA, tiles_n, k_tiles)
     tBsB, tBgB = cpasync.tma_partition(
         tma_b, cx, b_slices, cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2)
     )

@@ -105,7 +105,10 @@ PRODUCER_WG, MMA_WG = 0, 1
 TMA_WARP = 0
 WG_THREADS = 128  # threads of one warpgroup
 WG_WARPS = 4  # warps of one warpgroup
-# warpgroup PRODUCER_WG + 2 ping-pong consumer warpgroups, each computing whole tiles
+# ping-pong consumer warpgroups, each computing whole tiles: warpgroup w takes every
+# CONSUMER_WGS-th tile of its CTA's, from w on
+CONSUMER_WGS = 2
+# warpgroup PRODUCER_WG + the CONSUMER_WGS consumer warpgroups
 THREADS = 384
 TURN_THREADS = 256  # both consumer warpgroups: the turnstile's named barriers
 # named barrier id of warpgroup w's mainloop turn: TURN_BARRIER_ID + w
@@ -267,8 +270,8 @@ def consumers(
     thr_wg = tiled_mma.get_slice(0)  # one warpgroup's wgmma atoms cover the whole tile
     tCsA = thr_wg.partition_A(sA)  # (MMA, MMA_M, MMA_K, STAGES)
     tCsB = thr_wg.partition_B(sB)  # (MMA, MMA_N, MMA_K, STAGES)
-    tCrA = tiled_mma.make_fragment_A(tCsA)  # SMEM descriptors, same shape
-    tCrB = tiled_mma.make_fragment_B(tCsB)  # SMEM descriptors, same shape
+    tCrA = tiled_mma.make_fragment_A(tCsA)  # (MMA, MMA_M, MMA_K, STAGES): SMEM descriptors
+    tCrB = tiled_mma.make_fragment_B(tCsB)  # (MMA, MMA_N, MMA_K, STAGES): SMEM descriptors
     thr_mma = tiled_mma.get_slice(ctidx)
     acc_shape = thr_mma.partition_shape_C((TILER[0], TILER[1]))  # (MMA_V, MMA_M, MMA_N)
     acc = cute.make_rmem_tensor(acc_shape, ACC_DTYPE)
@@ -294,13 +297,16 @@ def consumers(
     epi_count = cutlass.Int32(0)
     epi_buf0 = consumer * EPI_BUFFERS  # this warpgroup's first sub-tile buffer
     epi_bar = EPILOGUE_BARRIER_ID + consumer  # this warpgroup's epilogue named barrier
-    epi_warp = 4 * wg_idx  # this warpgroup's first warp issues its TMA stores
+    epi_warp = WG_WARPS * wg_idx  # this warpgroup's first warp issues its TMA stores
 
     # the producer fills the ring in tile order, k_tiles positions per tile: warpgroup 1's
     # first k-tile sits k_tiles positions after warpgroup 0's
     stage, phase = ring_advance(cutlass.Int32(0), cutlass.Int32(0), consumer * k_tiles)
     for ct in cutlass.range(
-        cluster_id + consumer * num_clusters, num_cluster_tiles, 2 * num_clusters, unroll=1
+        cluster_id + consumer * num_clusters,
+        num_cluster_tiles,
+        CONSUMER_WGS * num_clusters,
+        unroll=1,
     ):
         tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
         # turnstile (named barriers TURN_BARRIER_ID + w, TURN_THREADS = both warpgroups):

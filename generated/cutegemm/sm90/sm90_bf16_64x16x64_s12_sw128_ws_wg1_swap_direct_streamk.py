@@ -331,8 +331,8 @@ def consumers(
     thr_wg = tiled_mma.get_slice((wg_idx - MMA_WG) * WG_THREADS)
     tCsA = thr_wg.partition_A(sA)  # (MMA, MMA_M, MMA_K, STAGES)
     tCsB = thr_wg.partition_B(sB)  # (MMA, MMA_N, MMA_K, STAGES)
-    tCrA = tiled_mma.make_fragment_A(tCsA)  # SMEM descriptors, same shape
-    tCrB = tiled_mma.make_fragment_B(tCsB)  # SMEM descriptors, same shape
+    tCrA = tiled_mma.make_fragment_A(tCsA)  # (MMA, MMA_M, MMA_K, STAGES): SMEM descriptors
+    tCrB = tiled_mma.make_fragment_B(tCsB)  # (MMA, MMA_N, MMA_K, STAGES): SMEM descriptors
     thr_mma = tiled_mma.get_slice(ctidx)
     acc_shape = thr_mma.partition_shape_C((TILER[0], TILER[1]))  # (MMA_V, MMA_M, MMA_N)
     acc = cute.make_rmem_tensor(acc_shape, ACC_DTYPE)
@@ -370,7 +370,7 @@ def consumers(
         # ---- 3b. stream-K fix-up through the global workspace -------------------------------
         if k_begin > 0:
             # an earlier CTA finishes this tile (this is my first unit): hand it my partial
-            for j in cutlass.range_constexpr(acc_values // 4):
+            for j in cutlass.range_constexpr(cute.size(acc_vec, mode=[1])):
                 cute.copy(vec_copy, acc_vec[(None, j)], slots[(None, ctidx, j, bidx)])
             # every consumer's stores precede thread 0's release of my flag
             cute.arch.barrier(barrier_id=FIXUP_BARRIER_ID, number_of_threads=MMA_THREADS)
@@ -389,7 +389,7 @@ def consumers(
                     wait_flag_acquire(flags + peer)
                 # thread 0's acquire orders the peer's stores before every consumer's loads
                 cute.arch.barrier(barrier_id=FIXUP_BARRIER_ID, number_of_threads=MMA_THREADS)
-                for j in cutlass.range_constexpr(acc_values // 4):
+                for j in cutlass.range_constexpr(cute.size(acc_vec, mode=[1])):
                     cute.copy(vec_copy, slots[(None, ctidx, j, peer)], peer_vec)
                     acc_vec[(None, j)].store(acc_vec[(None, j)].load() + peer_vec.load())
                 if ctidx == 0:
