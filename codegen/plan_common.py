@@ -8,8 +8,12 @@ planner of a spec through :mod:`codegen.registry`.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import textwrap
+import types
+import typing
 from dataclasses import dataclass, fields
 
 from codegen.spec import Spec
@@ -120,9 +124,22 @@ class Plan:
 
     def __getattr__(self, name: str) -> object:  # lets templates write plan.tx_bytes
         value = getattr(self.values, name, None)
-        if value is None:
+        if value is None and name not in group_fields(type(self.values)):
             raise AttributeError(name)
-        return value
+        return value  # a group the variant lacks is None: `{% if plan.GROUP %}`
+
+
+@functools.cache
+def group_fields(values_type: type) -> frozenset[str]:
+    """The fields of `values_type` that are groups of values (frozen dataclasses), optional ones
+    included: a template tests an optional group as `plan.GROUP` (None where the variant lacks
+    the feature) and reads its values as `plan.GROUP.NAME`."""
+    out = set()
+    for name, hint in typing.get_type_hints(values_type).items():
+        args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+        if any(dataclasses.is_dataclass(a) for a in args):
+            out.add(name)
+    return frozenset(out)
 
 
 def plural(count: int, word: str) -> str:

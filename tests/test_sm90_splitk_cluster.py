@@ -160,11 +160,15 @@ def test_handshake_arrive_counts(
     assert rules_sm90.consumed_arrives(s) == consumed == 4 * wgs
     assert rules_sm90.splitk_max_clusters(s) == max_clusters == 132 // splits
     v = plan(s).values
-    assert (v["splits"], v["staged_arrives"], v["consumed_arrives"]) == (splits, staged, consumed)
+    assert (v.splits, v.splitk.staged_arrives, v.splitk.consumed_arrives) == (
+        splits,
+        staged,
+        consumed,
+    )
     # one wave of clusters on the GPU the kernel runs on (max_clusters of them on an H200)
     assert v["workers_expr"] == f"sm_count // {splits}"
-    assert v["staging_elems"] == tile[0] * tile[1]
-    assert v["cluster_launch"] and not v["clustered"]  # a hardware cluster without multicast
+    assert v.splitk.staging_elems == tile[0] * tile[1]
+    assert v.cluster.launch and v.mcast is None  # a hardware cluster without multicast
 
 
 def test_max_clusters_cap() -> None:

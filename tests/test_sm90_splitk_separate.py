@@ -208,13 +208,13 @@ def test_slots_are_laid_out_like_c() -> None:
     assert swap["vec_slot_stride"] == (1, 4, 2048, 4096 * 2048)
     assert (swap["vec_tiler"], swap["vecs_along"], swap["vec_axis"]) == ((4, 1), 16, "row")
     assert swap["c_tile"] == (32, 64)  # rows and columns of the user's C
-    assert (swap["partial_vec"], swap["partial_bits"]) == (1, 32)
+    assert (swap.partial.vec, swap.partial.bits) == (1, 32)
     assert swap["vecs_per_thread"] == 4  # 2048 / (4 x 128)
     plain = plan(separate((128, 64, 64), swap_ab=False, sched={"splits": 3})).values
     assert plain["slot_stride"] == (64, 1, 8192, 1024 * 8192)
     assert (plain["vec_tiler"], plain["vecs_along"], plain["vec_axis"]) == ((1, 4), 16, "column")
     assert plain["c_tile"] == (128, 64)
-    assert (plain["partial_vec"], plain["partial_bits"]) == (2, 64)
+    assert (plain.partial.vec, plain.partial.bits) == (2, 64)
     assert plain["vecs_per_thread"] == 16
 
 

@@ -200,7 +200,7 @@ class Multicast:
 class Sm100Values(shared.SeparateReduceValues):
     """Every value the sm_100a templates read as ``plan.NAME`` or, in a group, ``plan.GROUP.NAME``
     (tests/test_plan_fields.py checks that each name a template reads is a field); a group is
-    None where the variant has no such feature (tests/test_sm100_plan_groups.py)."""
+    None where the variant has no such feature (tests/test_plan_groups.py)."""
 
     # the docstring (templates/sm100/_docs.py.j2): the SMEM and TMEM budget, the parameters
     budget_lines: list[str]
