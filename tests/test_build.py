@@ -87,8 +87,8 @@ def test_counts_match_the_plan(
     spec = b.read_spec(kernels[name])
     p, want = plan(spec), expected_counts(spec)
     assert {k: r.counts[k] for k in want} == want
-    if "tmem_cols" in p.values:  # sm_100a: one tcgen05.alloc of the planned columns
-        assert r.alloc_cols == [p.values["tmem_cols"]]
+    if spec.arch == "sm_100a":  # one tcgen05.alloc of the planned columns
+        assert r.alloc_cols == [p.values.mma.tmem_cols]
     assert r.smem_bytes == p.values["smem_bytes"] <= 227 * 1024
 
 

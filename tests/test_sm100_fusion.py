@@ -137,7 +137,7 @@ def test_bias_values_name_the_dimension_it_runs_along() -> None:
         make(scheduler="persistent", epilogue={"style": "direct", "bias": "row"})
     ).values
     # a persistent kernel tiles the bias over all tiles and slices it per tile
-    assert persistent["persistent"] and not row["persistent"]
+    assert persistent.roles is not None and row.roles is None
     assert "bias_dim" not in plan.plan(make()).values
 
 

@@ -292,7 +292,7 @@ def test_split_k_staging_is_in_the_smem_budget(shipped: dict[str, Spec]) -> None
 def test_split_k_plan(shipped: dict[str, Spec]) -> None:
     v2 = plan.plan(shipped["sched_splitk2"]).values
     assert (v2["splits"], v2.splitk.staged_arrives, v2.splitk.consumed_arrives) == (2, 4, 4)
-    assert (v2["workers_expr"], v2["cluster_shape"], v2.splitk.stage_vec) == (
+    assert (v2["workers_expr"], v2.cluster.shape, v2.splitk.stage_vec) == (
         "sm_count // 2",
         (2, 1, 1),
         4,
@@ -301,7 +301,7 @@ def test_split_k_plan(shipped: dict[str, Spec]) -> None:
     assert (v4["splits"], v4.splitk.staged_arrives, v4.splitk.consumed_arrives) == (4, 12, 4)
     assert v4["workers_expr"] == "min(sm_count // 4, 32)"  # the spec's max_clusters
     assert "at most 32 (the spec's max_clusters)" in v4["workers_doc"]
-    assert (v4.roles.acc_slots, v4["tmem_cols"]) == (2, 128)
+    assert (v4.roles.acc_slots, v4.mma.tmem_cols) == (2, 128)
     table = "\n".join(v4["pipeline_table"])
     assert "staged       ranks 1..3 epilogue -> rank 0 epilogue" in table
     assert "12 (3 peer CTAs x 4 epilogue warps)" in table and "32768 " in table  # 128 x 64 f32

@@ -8,10 +8,11 @@ separate, stream_k; in the scheduler's place), ``mainloop/`` (kloop, ws, ws_pers
 comes from :mod:`codegen.arch.sm100.rules`; the docstring's Pipeline table from
 :mod:`codegen.arch.sm100.docs` (its prose is templates/sm100/_docs.py.j2's).
 
-The values are one frozen :class:`Sm100Values`: plain required fields, and for each feature a
-variant may lack (a bias, a TMA-store epilogue, persistent warp roles, a static tile order, each
-scheduler's own values, a CTA pair, a multicast cluster) one frozen group of required fields,
-built directly by one function and None where the variant has no such feature.
+The values are one frozen :class:`Sm100Values` of frozen groups of required fields, each built
+directly by one function: one per concern every kernel has (the warps, the tcgen05 MMA and its
+TMEM, the ring, the cluster, the epilogue's TMEM drain) and one per feature a variant may lack (a
+bias, a TMA-store epilogue, persistent warp roles, a static tile order, each scheduler's own
+values, a CTA pair, a multicast cluster), None where the variant has no such feature.
 """
 
 from __future__ import annotations
@@ -56,6 +57,46 @@ TMEM_LD_OP = {"32x32b": "Ld32x32bOp", "16x32bx2": "Ld16x32bx2Op"}  # by tmem_loa
 
 
 @dataclass(frozen=True, kw_only=True)
+class Warps:
+    """The CTA's warps and their roles (``plan.warps``)."""
+
+    count: int  # the CTA's warps
+    tma: int  # the warp that issues the TMA loads (and initializes the barriers)
+    mma: int  # the warp that issues the MMAs (warp-specialized)
+    specialized: bool  # TMA and MMA in warps of their own
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tcgen05:
+    """The tcgen05 MMA and its TMEM accumulator (``plan.mma``)."""
+
+    inst: tuple[int, int, int]  # one instruction's M, N, K
+    kind: str  # f16 or f8f6f4
+    cta_group_enum: str  # ONE, or TWO for a CTA pair
+    tmem_cols: int
+    tmem_lanes: int  # one CTA's accumulator rows
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sm100Ring:
+    """The A/B SMEM ring (``plan.ring``)."""
+
+    stage_bytes: int  # A + B bytes of one stage in one CTA
+    smem_atom: str  # the operands' SMEM layout atom
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sm100Cluster:
+    """The cluster (``plan.cluster``): how the CTAs cooperate and the shape they launch with."""
+
+    kind: str  # single, multicast, pair or split (rules.cluster_kind)
+    shape: tuple[int, int, int]  # one CTA, split-K's (splits, 1, 1), or the spec's
+    spec_shape: tuple[int, int]  # the spec's cluster (M, N)
+    # the direct epilogue's M and N multiples span a cluster of tiles
+    covers_clusters: bool
+
+
+@dataclass(frozen=True, kw_only=True)
 class Epilogue:
     """How every epilogue drains the f32 accumulator from TMEM (``plan.epilogue``): in chunks of
     accumulator columns, one tcgen05.ld each, then converted and stored."""
@@ -69,6 +110,8 @@ class Epilogue:
     lanes: str
     plain: bool  # no fusion: convert and store, the lines the unfused kernels have always had
     store_dtype: str  # the constant naming C's dtype: IO_DTYPE or OUT_DTYPE
+    style: str  # the spec's: direct or tma
+    ld_shape: str  # the tcgen05.ld shape: 32x32b, or 16x32bx2 for 64 rows
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -206,45 +249,23 @@ class Sm100Values(shared.SeparateReduceValues):
     budget_lines: list[str]
     scheduler_kind: str  # grid, persistent, dynamic, split_k, split_k_separate or stream_k
     max_workers: int  # workers of the persistent grid on the flagship GPU
-    epilogue_style: str
-    tmem_ld_shape: str  # the epilogue's tcgen05.ld shape: 32x32b, or 16x32bx2 for 64 rows
-    spec_cluster: tuple[int, int]  # the spec's cluster (M, N)
-    # the direct epilogue's M and N multiples span a cluster of tiles
-    covers_clusters: bool
-    # what the partials and the comments on the constants branch on
-    persistent: bool  # a CTA loops over tiles (rules.is_persistent)
-    dynamic: bool  # the next tile comes from cluster launch control (rules.is_dynamic)
-    warp_specialized: bool  # TMA and MMA in warps of their own
-    cluster_kind: str  # single, multicast, pair or split (rules.cluster_kind)
-    tma_store: bool  # the TMA-store epilogue
-    warps: int  # the CTA's warps
-    # the MMA, the ring, TMEM
-    tma_warp: int
-    mma_warp: int
-    mma_inst: tuple[int, int, int]
-    mma_kind: str  # the tcgen05.mma kind: f16 or f8f6f4
-    tmem_cols: int
-    tmem_lanes: int  # one CTA's accumulator rows
-    stage_bytes: int  # A + B bytes of one stage in one CTA
-    cta_group_enum: str
-    smem_atom: str
-    # the epilogue
-    epilogue: Epilogue
-    bias_view: BiasView | None = None  # with a bias
-    epi_tma: TmaStore | None = None  # the TMA-store epilogue's
+    splits: int  # CTAs that split one tile's K range (1 without split-K)
+    swap_ab: bool
     # the tensors after C
     sched_tensors: list[tuple[str, str]]
     sched_args: list[str]
-    # the scheduler (tile loop, dynamic, split-K, stream-K)
+    warps: Warps
+    mma: Tcgen05
+    ring: Sm100Ring
+    cluster: Sm100Cluster
+    epilogue: Epilogue
+    bias_view: BiasView | None = None  # with a bias
+    epi_tma: TmaStore | None = None  # the TMA-store epilogue's
     roles: PersistentRoles | None = None  # a CTA that loops over tiles
     order: TileOrder | None = None  # a static tile order
-    splits: int  # CTAs that split one tile's K range (1 without split-K)
-    swap_ab: bool
     clc: Clc | None = None  # the dynamic scheduler's
     splitk: SplitKCluster | None = None  # split-K's over a cluster
     sk: StreamK | None = None  # stream-K's
-    # the cluster
-    cluster_shape: tuple[int, int, int]
     pair: CtaPair | None = None  # a CTA pair's
     mcast: Multicast | None = None  # a multicast cluster's
 
@@ -264,14 +285,49 @@ def covers_clusters(spec: Spec) -> bool:
     return multiples["M"] * multiples["N"] > spec.tile.m * spec.tile.n
 
 
-def cluster_shape(spec: Spec) -> tuple[int, int, int]:
+def cluster(spec: Spec) -> Sm100Cluster:
     """The cluster: one CTA, split-K's (splits, 1, 1), or the spec's (a CTA pair, multicast)."""
     kind = cluster_kind(spec)
     if kind == "single":
-        return (1, 1, 1)
-    if kind == "split":
-        return (shared.splits(spec), 1, 1)
-    return (spec.cluster.m, spec.cluster.n, 1)
+        shape = (1, 1, 1)
+    elif kind == "split":
+        shape = (shared.splits(spec), 1, 1)
+    else:
+        shape = (spec.cluster.m, spec.cluster.n, 1)
+    return Sm100Cluster(
+        kind=kind,
+        shape=shape,
+        spec_shape=(spec.cluster.m, spec.cluster.n),
+        covers_clusters=covers_clusters(spec),
+    )
+
+
+def warps(spec: Spec) -> Warps:
+    """The CTA's warps: TMA, MMA (warp-specialized) and the epilogue's."""
+    return Warps(
+        count=rules_sm100.PERSISTENT_WARPS if is_persistent(spec) else rules_sm100.EPILOGUE_WARPS,
+        tma=rules_sm100.TMA_WARP,
+        mma=rules_sm100.MMA_WARP,
+        specialized=spec.warp_specialized,
+    )
+
+
+def tcgen05(spec: Spec) -> Tcgen05:
+    """The MMA instruction (a CTA pair's with cta_group 2) and its TMEM accumulator."""
+    return Tcgen05(
+        inst=(spec.tile.m, spec.tile.n, rules_common.mma_k(spec.dtype)),
+        kind=rules_sm100.mma_kind(spec),
+        cta_group_enum="TWO" if spec.cta_group == 2 else "ONE",
+        tmem_cols=rules_sm100.spec_tmem_columns(spec),
+        tmem_lanes=rules_sm100.TMEM_LANES,
+    )
+
+
+def ring(spec: Spec) -> Sm100Ring:
+    """One stage of the A/B ring and its SMEM layout atom."""
+    return Sm100Ring(
+        stage_bytes=rules_sm100.stage_bytes(spec), smem_atom=SMEM_ATOM[str(spec.swizzle)]
+    )
 
 
 def cta_pair(spec: Spec) -> CtaPair | None:
@@ -492,6 +548,8 @@ def epilogue(spec: Spec) -> Epilogue:
         lanes="32 lanes per warp" if halves == 1 else "16 lanes per warp, half a row per thread",
         plain=not spec.epilogue.fused,
         store_dtype=store_dtype(spec),
+        style=spec.epilogue.style,
+        ld_shape=ld_shape,
     )
 
 
@@ -640,30 +698,17 @@ def values(spec: Spec) -> Sm100Values:
     return Sm100Values(
         scheduler_kind=scheduler_kind(spec),
         max_workers=rules_sm100.max_workers(spec),
-        epilogue_style=spec.epilogue.style,
-        tmem_ld_shape=rules_sm100.tmem_load_shape(spec),
-        spec_cluster=(spec.cluster.m, spec.cluster.n),
-        covers_clusters=covers_clusters(spec),
         pipeline_table=docs.pipeline_lines(spec),
         budget_lines=docs.budget_lines(spec),
+        splits=shared.splits(spec),
+        swap_ab=spec.swap_ab,
         **dtype_values(spec),
         **spec_values(spec),
         **mainloop_values(spec),
-        persistent=is_persistent(spec),
-        dynamic=rules_sm100.is_dynamic(spec),
-        warp_specialized=spec.warp_specialized,
-        cluster_kind=cluster_kind(spec),
-        tma_store=is_tma_store(spec),
-        warps=rules_sm100.PERSISTENT_WARPS if is_persistent(spec) else rules_sm100.EPILOGUE_WARPS,
-        tma_warp=rules_sm100.TMA_WARP,
-        mma_warp=rules_sm100.MMA_WARP,
-        mma_inst=(spec.tile.m, spec.tile.n, rules_common.mma_k(spec.dtype)),
-        mma_kind=rules_sm100.mma_kind(spec),
-        tmem_cols=rules_sm100.spec_tmem_columns(spec),
-        tmem_lanes=rules_sm100.TMEM_LANES,
-        stage_bytes=rules_sm100.stage_bytes(spec),
-        cta_group_enum="TWO" if spec.cta_group == 2 else "ONE",
-        smem_atom=SMEM_ATOM[str(spec.swizzle)],
+        warps=warps(spec),
+        mma=tcgen05(spec),
+        ring=ring(spec),
+        cluster=cluster(spec),
         **fusion_values(spec),
         **bias_values(spec),
         epilogue=epilogue(spec),
@@ -676,12 +721,9 @@ def values(spec: Spec) -> Sm100Values:
         **workers_values(spec),
         roles=persistent_roles(spec),
         order=tile_order(spec),
-        splits=shared.splits(spec),
-        swap_ab=spec.swap_ab,
         clc=clc(spec),
         splitk=splitk_cluster(spec),
         sk=stream_k(spec),
-        cluster_shape=cluster_shape(spec),
         pair=cta_pair(spec),
         mcast=multicast(spec),
     )

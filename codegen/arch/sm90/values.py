@@ -7,6 +7,12 @@ multicast), ``consumer/`` (cooperative, pingpong), ``scheduler/`` (grid, persist
 split_k_separate, stream_k), ``reduce/`` (none, cluster, separate, stream_k) and ``epilogue/``
 (direct, tma, partial); the mainloop is the skeleton's own. README.md's "Template families" says
 why the families are cut this way on both architectures.
+
+The values are one frozen :class:`Sm90Values` of frozen groups of required fields, each built
+directly by one function: one per concern every kernel has (the wgmma atoms, the warpgroups, the
+launch, the ring, the cluster) and one per feature a variant may lack (a multicast cluster,
+ping-pong consumers, each epilogue's own values, the persistent tile order, split-K over a
+cluster, stream-K), None where the variant has no such feature.
 """
 
 from __future__ import annotations
