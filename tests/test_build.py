@@ -16,6 +16,7 @@ import pytest
 from conftest import kernel_glob
 
 from codegen import build as b
+from codegen import registry
 from codegen.build import BuildResult
 from codegen.plan import expected_counts, plan
 
@@ -89,7 +90,7 @@ def test_counts_match_the_plan(
     assert {k: r.counts[k] for k in want} == want
     if spec.arch == "sm_100a":  # one tcgen05.alloc of the planned columns
         assert r.alloc_cols == [p.values.mma.tmem_cols]
-    assert r.smem_bytes == p.values["smem_bytes"] <= 227 * 1024
+    assert r.smem_bytes == registry.for_spec(spec).smem_bytes(spec, spec.stages) <= 227 * 1024
 
 
 @pytest.mark.parametrize("name", sorted(SEED_TABLE))

@@ -21,7 +21,18 @@ from codegen.spec import PersistentScheduler, Spec, SplitKScheduler, TmaStoreEpi
 
 Features = dict[str, Callable[[Spec], bool]]
 
-# group -> whether a spec has its feature
+# group -> whether a spec has its feature: both architectures' ...
+SHARED: Features = {
+    "bias": lambda s: s.epilogue.bias != "none",
+    # a persistent grid sized by the GPU's SMs
+    "workers": lambda s: (
+        isinstance(s.scheduler, PersistentScheduler)
+        or shared.is_split_k_cluster(s)
+        or shared.is_stream_k(s)
+    ),
+    "separate": shared.is_split_k_separate,
+}
+# ... and each one's own
 SM90: Features = {
     "mcast": lambda s: s.cluster.size > 1,
     "pingpong": rules_sm90.is_pingpong,
@@ -46,8 +57,8 @@ SM100: Features = {
     "mcast": lambda s: rules_sm100.cluster_kind(s) == "multicast",
 }
 ARCHES = {
-    "sm90": (values_sm90.Sm90Values, values_sm90.values, SM90),
-    "sm100": (values_sm100.Sm100Values, values_sm100.values, SM100),
+    "sm90": (values_sm90.Sm90Values, values_sm90.values, SHARED | SM90),
+    "sm100": (values_sm100.Sm100Values, values_sm100.values, SHARED | SM100),
 }
 
 
@@ -60,12 +71,16 @@ def shipped() -> dict[str, list[Spec]]:
 
 
 @pytest.mark.parametrize("arch", ARCHES)
-def test_every_optional_own_value_is_a_group(arch: str) -> None:
+def test_every_optional_value_is_a_group(arch: str) -> None:
     values_type, _, features = ARCHES[arch]
-    inherited = {f.name for f in dataclasses.fields(shared.SeparateReduceValues)}
-    own = [f for f in dataclasses.fields(values_type) if f.name not in inherited]
-    optional = {f.name for f in own if f.default is None}
+    optional = {f.name for f in dataclasses.fields(values_type) if f.default is None}
     assert optional == set(features) <= set(group_types(values_type))
+    # every other field is required: no value is None by default
+    assert all(
+        f.default is dataclasses.MISSING
+        for f in dataclasses.fields(values_type)
+        if f.name not in optional
+    )
 
 
 @pytest.mark.parametrize("arch", ARCHES)

@@ -50,7 +50,7 @@ def test_decode_tile_with_two_ctas_per_sm(scheduler: object) -> None:
     assert launch.consumer_regs == 216 and launch.consumer_regs % 8 == 0
     # SMEM: "auto" stages fill half the SM's (less the per-CTA reservation), no more
     assert rules_common.smem_limit(s) == HALF_SMEM == 113 * 1024
-    assert values.smem_bytes <= HALF_SMEM < rules.smem_bytes(s, s.stages + 1)
+    assert values.launch.smem_bytes <= HALF_SMEM < rules.smem_bytes(s, s.stages + 1)
 
 
 def test_one_cta_per_sm_is_unchanged() -> None:
@@ -90,10 +90,9 @@ def test_smem_budget_is_half_the_sm() -> None:
 def test_grids_stay_one_cta_per_sm() -> None:
     for scheduler in ({"kind": "split_k", "splits": 2}, "stream_k", "persistent"):
         one, two = spec(scheduler=scheduler), spec(scheduler=scheduler, ctas_per_sm=2)
-        keys = ("workers_expr", "workers_doc")
         v1, v2 = plan(one).values, plan(two).values
         assert v1.sk == v2.sk and (v1.sk is not None) == (scheduler == "stream_k")
-        assert [getattr(v1, k) for k in keys] == [getattr(v2, k) for k in keys]
+        assert v1.workers == v2.workers is not None and v1.tensors == v2.tensors
         assert rules_sm90.streamk_ctas(one) == rules_sm90.streamk_ctas(two)
 
 

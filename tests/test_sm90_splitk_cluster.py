@@ -166,18 +166,18 @@ def test_handshake_arrive_counts(
         consumed,
     )
     # one wave of clusters on the GPU the kernel runs on (max_clusters of them on an H200)
-    assert v["workers_expr"] == f"sm_count // {splits}"
+    assert v.workers.expr == f"sm_count // {splits}"
     assert v.splitk.staging_elems == tile[0] * tile[1]
     assert v.cluster.launch and v.mcast is None  # a hardware cluster without multicast
 
 
 def test_max_clusters_cap() -> None:
     s = split(scheduler={"kind": "split_k", "splits": 2, "max_clusters": 64})
-    assert plan(s).values["workers_expr"] == "min(sm_count // 2, 64)"
+    assert plan(s).values.workers.expr == "min(sm_count // 2, 64)"
 
 
 def test_pipeline_table_has_the_handshake() -> None:
-    lines = plan(split()).values["pipeline_table"]
+    lines = plan(split()).values.docs.pipeline_table
     # a ring: the line that names it and the full (and empty) arrives under it
     staged = lines.index(next(line for line in lines if line.startswith("staged")))
     consumed = lines.index(next(line for line in lines if line.startswith("consumed")))

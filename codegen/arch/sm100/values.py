@@ -17,9 +17,10 @@ values, a CTA pair, a multicast cluster), None where the variant has no such fea
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+import dataclasses
+from dataclasses import dataclass
 
-from codegen import rules_common
+from codegen import plan_common, rules_common
 from codegen.arch import shared
 from codegen.arch.sm100 import docs
 from codegen.arch.sm100 import rules as rules_sm100
@@ -35,17 +36,7 @@ from codegen.arch.sm100.rules import (
     streamk_handover_vectors,
     values_per_thread,
 )
-from codegen.plan_common import (
-    Plan,
-    Values,
-    bias_values,
-    binary,
-    dtype_values,
-    extra_tensors,
-    fusion_values,
-    sm_sized_values,
-    spec_values,
-)
+from codegen.plan_common import Docs, Plan, SmemRing, Tensors, TileOrder, Workers, binary
 from codegen.spec import PersistentScheduler, Spec, SplitKScheduler
 
 SMEM_ATOM = {"none": "K_INTER", "32B": "K_SW32", "64B": "K_SW64", "128B": "K_SW128"}
@@ -57,10 +48,18 @@ TMEM_LD_OP = {"32x32b": "Ld32x32bOp", "16x32bx2": "Ld16x32bx2Op"}  # by tmem_loa
 
 
 @dataclass(frozen=True, kw_only=True)
+class Sm100Docs(Docs):
+    """What only the kernel's docstring prints (``plan.docs``), with the SMEM and TMEM budget."""
+
+    budget_lines: list[str]
+
+
+@dataclass(frozen=True, kw_only=True)
 class Warps:
     """The CTA's warps and their roles (``plan.warps``)."""
 
     count: int  # the CTA's warps
+    threads: int
     tma: int  # the warp that issues the TMA loads (and initializes the barriers)
     mma: int  # the warp that issues the MMAs (warp-specialized)
     specialized: bool  # TMA and MMA in warps of their own
@@ -78,7 +77,7 @@ class Tcgen05:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Sm100Ring:
+class Sm100Ring(SmemRing):
     """The A/B SMEM ring (``plan.ring``)."""
 
     stage_bytes: int  # A + B bytes of one stage in one CTA
@@ -164,14 +163,11 @@ class PersistentRoles:
 
 
 @dataclass(frozen=True, kw_only=True)
-class TileOrder:
+class Sm100TileOrder(TileOrder):
     """The static order a CTA walks its tiles in (``plan.order``; templates/sm100/scheduler/
     _tile_loop.py.j2): static persistent, and split-K (along M, no swizzle)."""
 
-    fast: str  # the dimension consecutive tiles walk: "m" or "n"
-    slow: str
     note: str
-    group: int  # tiles (or cluster tiles) per swizzle band; 1: no swizzle
     group_note: str
     cluster_tiles: bool  # a multicast cluster walks cluster tiles, one tile per CTA
     tile_unit: str  # in prose: "tiles" or "cluster tiles"
@@ -200,15 +196,9 @@ class SplitKCluster:
 
 
 @dataclass(frozen=True, kw_only=True)
-class StreamK:
-    """Stream-K's workspace (``plan.sk``): a partial-tile slot per CTA, then the flags, and how
-    one epilogue chunk maps onto a slot."""
+class Sm100StreamK(shared.StreamK):
+    """Stream-K's workspace (``plan.sk``) and how one epilogue chunk maps onto a slot."""
 
-    ctas: int  # persistent CTAs at most: the workspace's slots
-    tile_elems: int  # f32 of one slot
-    workspace_elems: int
-    workspace_bytes: int
-    slot_kib: str  # one slot, in KiB
     values: int  # f32 one epilogue thread holds of a tile
     chunk_vecs: int  # 16-byte vectors of one thread per epilogue chunk
     chunk_vecs_note: str
@@ -245,15 +235,7 @@ class Sm100Values(shared.SeparateReduceValues):
     (tests/test_plan_fields.py checks that each name a template reads is a field); a group is
     None where the variant has no such feature (tests/test_plan_groups.py)."""
 
-    # the docstring (templates/sm100/_docs.py.j2): the SMEM and TMEM budget, the parameters
-    budget_lines: list[str]
-    scheduler_kind: str  # grid, persistent, dynamic, split_k, split_k_separate or stream_k
-    max_workers: int  # workers of the persistent grid on the flagship GPU
-    splits: int  # CTAs that split one tile's K range (1 without split-K)
-    swap_ab: bool
-    # the tensors after C
-    sched_tensors: list[tuple[str, str]]
-    sched_args: list[str]
+    docs: Sm100Docs
     warps: Warps
     mma: Tcgen05
     ring: Sm100Ring
@@ -262,10 +244,10 @@ class Sm100Values(shared.SeparateReduceValues):
     bias_view: BiasView | None = None  # with a bias
     epi_tma: TmaStore | None = None  # the TMA-store epilogue's
     roles: PersistentRoles | None = None  # a CTA that loops over tiles
-    order: TileOrder | None = None  # a static tile order
+    order: Sm100TileOrder | None = None  # a static tile order
     clc: Clc | None = None  # the dynamic scheduler's
     splitk: SplitKCluster | None = None  # split-K's over a cluster
-    sk: StreamK | None = None  # stream-K's
+    sk: Sm100StreamK | None = None  # stream-K's
     pair: CtaPair | None = None  # a CTA pair's
     mcast: Multicast | None = None  # a multicast cluster's
 
@@ -306,6 +288,7 @@ def warps(spec: Spec) -> Warps:
     """The CTA's warps: TMA, MMA (warp-specialized) and the epilogue's."""
     return Warps(
         count=rules_sm100.PERSISTENT_WARPS if is_persistent(spec) else rules_sm100.EPILOGUE_WARPS,
+        threads=(EPI_WARP0 + rules_sm100.EPILOGUE_WARPS if is_persistent(spec) else 4) * 32,
         tma=rules_sm100.TMA_WARP,
         mma=rules_sm100.MMA_WARP,
         specialized=spec.warp_specialized,
@@ -325,8 +308,12 @@ def tcgen05(spec: Spec) -> Tcgen05:
 
 def ring(spec: Spec) -> Sm100Ring:
     """One stage of the A/B ring and its SMEM layout atom."""
+    assert isinstance(spec.stages, int)
     return Sm100Ring(
-        stage_bytes=rules_sm100.stage_bytes(spec), smem_atom=SMEM_ATOM[str(spec.swizzle)]
+        stages=spec.stages,
+        tx_bytes=rules_sm100.full_tx_bytes(spec),
+        stage_bytes=rules_sm100.stage_bytes(spec),
+        smem_atom=SMEM_ATOM[str(spec.swizzle)],
     )
 
 
@@ -410,37 +397,15 @@ def splitk_cluster(spec: Spec) -> SplitKCluster | None:
     )
 
 
-# the fields SeparateReduceValues adds to Values: the separate reduce's workspace and vectors
-SEPARATE_FIELDS = tuple(
-    f.name
-    for f in fields(shared.SeparateReduceValues)
-    if f.name not in {g.name for g in fields(Values)}
-)
-
-
-def separate_values(spec: Spec) -> dict[str, object]:
-    """What the separate-reduce partials print (sm100/reduce/separate.py.j2,
-    sm100/epilogue/partial.py.j2 and the shared common/split_k_reduce.py.j2): the workspace
-    geometry and reduce-kernel vectors both arches share (its tensors are workspace_values')."""
-    if not shared.is_split_k_separate(spec):
-        return {}
-    workspace = shared.separate_workspace_values(spec, bias_values(spec))
-    return {name: workspace[name] for name in SEPARATE_FIELDS}
-
-
-def stream_k(spec: Spec) -> StreamK | None:
+def stream_k(spec: Spec) -> Sm100StreamK | None:
     """What the stream-K reduce partial (sm100/reduce/stream_k.py.j2) prints: the workspace (a
     partial-tile slot per CTA, then the flags) and how one epilogue chunk maps onto it."""
     if not shared.is_stream_k(spec):
         return None
     _, chunks = epilogue_chunks(spec)
     vectors = streamk_handover_vectors(spec)
-    return StreamK(
-        ctas=rules_sm100.streamk_ctas(spec),
-        tile_elems=shared.streamk_tile_elems(spec),
-        workspace_elems=rules_sm100.streamk_workspace_elems(spec),
-        workspace_bytes=rules_sm100.streamk_workspace_elems(spec) * shared.ACC_BYTES,
-        slot_kib=rules_common.kib(shared.streamk_tile_elems(spec) * shared.ACC_BYTES),
+    return Sm100StreamK(
+        **shared.stream_k_values(spec, rules_sm100.SM_COUNT),
         values=values_per_thread(spec),
         chunk_vecs=vectors // chunks,
         chunk_vecs_note=(
@@ -450,7 +415,7 @@ def stream_k(spec: Spec) -> StreamK | None:
     )
 
 
-def tile_order(spec: Spec) -> TileOrder | None:
+def tile_order(spec: Spec) -> Sm100TileOrder | None:
     """The static tile order: the spec's raster and swizzle group (static persistent; a multicast
     cluster walks cluster tiles), or along M without swizzle (split-K, both reduces)."""
     if isinstance(spec.scheduler, PersistentScheduler):
@@ -470,7 +435,7 @@ def tile_order(spec: Spec) -> TileOrder | None:
         )
     elif shared.is_split_k_separate(spec):
         note = "tiles along M"
-    return TileOrder(
+    return Sm100TileOrder(
         fast=fast,
         slow=slow,
         note=note,
@@ -484,31 +449,42 @@ def tile_order(spec: Spec) -> TileOrder | None:
     )
 
 
-def workers_values(spec: Spec) -> dict[str, object]:
+def workers(spec: Spec) -> Workers | None:
     """The persistent grids sized by the GPU's SM count (static persistent, split-K's clusters,
     stream-K); the dynamic scheduler launches the whole tile grid, split-K "separate" a CTA per
     tile and K share, and the grid scheduler a CTA per tile."""
     b200 = (rules_sm100.SM_COUNT, "a B200", (10, 0))
+    flagship = rules_sm100.max_workers(spec)
     if shared.is_stream_k(spec):
-        return sm_sized_values(
-            *b200, 1, "one CTA", worker_cap="SK_CTAS", worker_cap_note="the workspace's slots"
+        return plan_common.workers(
+            *b200,
+            1,
+            "one CTA",
+            flagship=flagship,
+            worker_cap="SK_CTAS",
+            worker_cap_note="the workspace's slots",
         )
     if shared.is_split_k_cluster(spec):
         n = shared.splits(spec)
-        return sm_sized_values(
+        return plan_common.workers(
             *b200,
             n,
             f"one {n}-CTA cluster",
+            flagship=flagship,
             worker_cap=spec.scheduler.max_clusters,
             worker_cap_note="the spec's max_clusters",
         )
     if isinstance(spec.scheduler, PersistentScheduler):
         size = spec.cluster.size
         worker = {"pair": "one CTA pair", "multicast": f"one {size}-CTA cluster"}
-        return sm_sized_values(
-            *b200, size, worker.get(cluster_kind(spec), "one CTA"), sm_cap=spec.scheduler.sm_count
+        return plan_common.workers(
+            *b200,
+            size,
+            worker.get(cluster_kind(spec), "one CTA"),
+            flagship=flagship,
+            sm_cap=spec.scheduler.sm_count,
         )
-    return {"sm_sized": False}
+    return None
 
 
 def bias_view(spec: Spec) -> BiasView | None:
@@ -517,7 +493,7 @@ def bias_view(spec: Spec) -> BiasView | None:
     kernel tiles it like C: one tile (grid) or all tiles, sliced per tile (persistent)."""
     if spec.epilogue.bias == "none":
         return None
-    row = bias_values(spec)["bias_axis"] == "row"  # the kernel's axis (swap_ab swaps the user's)
+    row = plan_common.bias_axis(spec) == "row"  # the kernel's axis (swap_ab swaps the user's)
     dim = "N" if row else "M"
     return BiasView(
         stride=(1, 0) if row else (0, 1),
@@ -658,67 +634,41 @@ def partials(spec: Spec) -> dict[str, str]:
     }
 
 
-def workspace_values(spec: Spec) -> dict[str, object]:
-    """The tensors after C: the bias (printed by the epilogue partial) and stream-K's workspace;
-    split-K "separate": the GEMM kernel takes only its workspace, the host passes the bias too."""
+def tensors(spec: Spec) -> Tensors:
+    """The tensors after C: the bias (printed by the epilogue partial, so gemm_kernel takes it
+    among C's values) and a workspace, which gemm_kernel takes last; split-K "separate": the
+    GEMM kernel takes only its workspace, the host passes the bias too."""
     if shared.is_split_k_separate(spec):
-        workspace = shared.separate_workspace_values(spec, bias_values(spec))
-        return {
-            "kernel_tensors": workspace["kernel_tensors"],
-            "gemm_doc": workspace["gemm_doc"],
-            "host_tensors": (["bias"] if spec.epilogue.bias != "none" else []) + ["workspace"],
-            "workspace_elems": shared.separate_workspace_elems(spec),
-        }
-    return extra_tensors(spec, rules_sm100.streamk_workspace_elems(spec))
-
-
-def mainloop_values(spec: Spec) -> dict[str, object]:
-    """The values every architecture's plan has: the tile, the ring, the threads and the SMEM
-    budget."""
-    assert isinstance(spec.stages, int)
-    t = spec.tile
-    return {
-        "mma_k": rules_common.mma_k(spec.dtype),
-        "tiler": (t.m, t.n, t.k),
-        "stages": spec.stages,
-        "threads": (EPI_WARP0 + rules_sm100.EPILOGUE_WARPS if is_persistent(spec) else 4) * 32,
-        "tx_bytes": rules_sm100.full_tx_bytes(spec),
-        "mmas_per_stage": rules_common.mmas_per_stage(spec),
-        "shape_multiples": rules_sm100.shape_multiples(spec),
-        "smem_bytes": rules_sm100.smem_bytes(spec, spec.stages),
-    }
+        return shared.separate_tensors(spec)
+    extra = plan_common.extra_tensors(spec, rules_sm100.streamk_workspace_elems(spec))
+    work = [t for t in extra.kernel if t[0] == "mWork"]  # stream-K's
+    return dataclasses.replace(extra, kernel=work, launch=["workspace"] if work else [])
 
 
 def values(spec: Spec) -> Sm100Values:
-    """Every value the sm_100a templates print, each from one concern, built once by keyword (a
-    value set twice is a TypeError): this architecture's own fields and groups one by one, the
-    fields of the shared base types from the shared helpers' dicts."""
-    tensors = workspace_values(spec)
-    work = [t for t in tensors["kernel_tensors"] if t[0] == "mWork"]  # stream-K's, split-K's
+    """Every value the sm_100a templates print, each group from one concern, built once by keyword
+    (a value set twice is a TypeError)."""
     return Sm100Values(
-        scheduler_kind=scheduler_kind(spec),
-        max_workers=rules_sm100.max_workers(spec),
-        pipeline_table=docs.pipeline_lines(spec),
-        budget_lines=docs.budget_lines(spec),
-        splits=shared.splits(spec),
+        docs=Sm100Docs(
+            **vars(plan_common.docs(spec, scheduler_kind(spec), docs.pipeline_lines(spec))),
+            budget_lines=docs.budget_lines(spec),
+        ),
+        dtypes=plan_common.dtypes(spec),
+        tile=plan_common.tile(spec, rules_sm100.shape_multiples(spec)),
         swap_ab=spec.swap_ab,
-        **dtype_values(spec),
-        **spec_values(spec),
-        **mainloop_values(spec),
+        splits=shared.splits(spec),
+        fusion=plan_common.fusion(spec),
+        bias=plan_common.bias(spec),
+        tensors=tensors(spec),
+        workers=workers(spec),
+        separate=shared.separate_reduce(spec),
         warps=warps(spec),
         mma=tcgen05(spec),
         ring=ring(spec),
         cluster=cluster(spec),
-        **fusion_values(spec),
-        **bias_values(spec),
         epilogue=epilogue(spec),
         bias_view=bias_view(spec),
         epi_tma=tma_store(spec),
-        **tensors,
-        sched_tensors=work,  # the kernel takes them last, the host passes them last
-        sched_args=["workspace"] if work else [],
-        **separate_values(spec),
-        **workers_values(spec),
         roles=persistent_roles(spec),
         order=tile_order(spec),
         clc=clc(spec),

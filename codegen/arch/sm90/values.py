@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from codegen import rules_common
+from codegen import plan_common, rules_common
 from codegen.arch import shared
 from codegen.arch.sm90 import docs
 from codegen.arch.sm90 import rules as rules_sm90
@@ -30,15 +30,7 @@ from codegen.arch.sm90.rules import (
     multicast_masks,
     partial_vec,
 )
-from codegen.plan_common import (
-    Plan,
-    bias_values,
-    dtype_values,
-    extra_tensors,
-    fusion_values,
-    sm_sized_values,
-    spec_values,
-)
+from codegen.plan_common import Plan, SmemRing, Tensors, TileOrder, Workers
 from codegen.spec import PersistentScheduler, Spec, TmaStoreEpilogue
 
 
@@ -71,22 +63,25 @@ class Warpgroups:
 
 @dataclass(frozen=True, kw_only=True)
 class Launch:
-    """The launch (``plan.launch``): the CTAs of this kernel resident on one SM (ctas_per_sm), the
-    registers each thread launches with and setmaxnreg moves, the SMEM budget and carveout."""
+    """The launch (``plan.launch``): the CTA's threads, the CTAs of this kernel resident on one SM
+    (ctas_per_sm), the registers each thread launches with and setmaxnreg moves, the SMEM budget
+    and carveout."""
 
+    threads: int  # the producer warpgroup and the consumer warpgroups
     min_blocks_per_mp: int
     regs: int  # registers per thread at launch
     register_file: int
     register_pool: int  # the CTA's registers: its threads x its launch registers
     producer_regs: int  # setmaxnreg of the producer ...
     consumer_regs: int  # ... and of the consumers
+    smem_bytes: int  # the CTA's dynamic SMEM
     smem_limit: int
     smem_limit_note: str
     smem_carveout: int  # percent of the SM's unified L1 / shared memory
 
 
 @dataclass(frozen=True, kw_only=True)
-class Sm90Ring:
+class Sm90Ring(SmemRing):
     """The A/B SMEM ring (``plan.ring``) and who releases a stage."""
 
     a_elems: int
@@ -133,7 +128,8 @@ class PingPong:
 
 @dataclass(frozen=True, kw_only=True)
 class Sm90TmaStore:
-    """The TMA-store epilogue's C sub-tiles (``plan.epi_tma``; templates/sm90/epilogue/tma.py.j2)."""
+    """The TMA-store epilogue's C sub-tiles (``plan.epi_tma``;
+    templates/sm90/epilogue/tma.py.j2)."""
 
     m: int
     n: int
@@ -167,15 +163,6 @@ class PartialStore:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Sm90TileOrder:
-    """The persistent scheduler's tile order (``plan.order``)."""
-
-    fast: str  # the raster: the dimension consecutive cluster tiles walk
-    slow: str
-    group: int  # cluster tiles per swizzle band; 1: no swizzle
-
-
-@dataclass(frozen=True, kw_only=True)
 class Sm90SplitK:
     """Split-K reduced over a cluster through DSMEM (``plan.splitk``)."""
 
@@ -186,14 +173,9 @@ class Sm90SplitK:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Sm90StreamK:
-    """Stream-K's workspace and bands (``plan.sk``)."""
+class Sm90StreamK(shared.StreamK):
+    """Stream-K's workspace (``plan.sk``), its bands and its fix-up barrier."""
 
-    ctas: int  # persistent CTAs at most: the workspace's slots
-    tile_elems: int  # f32 of one slot
-    workspace_elems: int
-    workspace_bytes: int
-    slot_kib: str
     # the tile axis of the activations (m; n with swap AB) and the other one
     band: str
     across: str
@@ -206,12 +188,7 @@ class Sm90Values(shared.SeparateReduceValues):
     (tests/test_plan_fields.py checks that each name a template reads is a field); an optional
     group is None where the variant has no such feature."""
 
-    scheduler_kind: str  # grid, persistent, split_k, split_k_separate or stream_k
-    max_clusters: int  # clusters of the persistent grid on the flagship GPU (0: not persistent)
-    swap_ab: bool
-    splits: int  # CTAs that split one tile's K range (1 without split-K)
     epilogue_rule: str  # the kernel's section comment over the epilogue
-    launch_tensors: list[str]  # what gemm_kernel takes after C
     wgmma: Wgmma
     wg: Warpgroups
     launch: Launch
@@ -222,62 +199,45 @@ class Sm90Values(shared.SeparateReduceValues):
     epi_tma: Sm90TmaStore | None = None  # the TMA-store epilogue's
     direct: DirectStore | None = None  # the direct epilogue's
     partial: PartialStore | None = None  # split-K "separate"'s
-    order: Sm90TileOrder | None = None  # the persistent scheduler's
+    order: TileOrder | None = None  # the persistent scheduler's
     splitk: Sm90SplitK | None = None  # split-K's over a cluster
     sk: Sm90StreamK | None = None  # stream-K's
 
 
-def workers_values(spec: Spec) -> dict[str, object]:
+def workers(spec: Spec) -> Workers | None:
     """The persistent grids sized by the GPU's SM count (static persistent, split-K's clusters,
     stream-K); the grid scheduler and split-K "separate" launch a CTA (cluster) per tile."""
     h200 = (rules_sm90.SM_COUNT, "an H100 / H200 SXM", (9, 0))
+    flagship = docs.max_clusters(spec)
     if shared.is_stream_k(spec):
-        return sm_sized_values(
-            *h200, 1, "one CTA", worker_cap="SK_CTAS", worker_cap_note="the workspace's slots"
+        return plan_common.workers(
+            *h200,
+            1,
+            "one CTA",
+            flagship=flagship,
+            worker_cap="SK_CTAS",
+            worker_cap_note="the workspace's slots",
         )
     if shared.is_split_k_cluster(spec):
         n = shared.splits(spec)
-        return sm_sized_values(
+        return plan_common.workers(
             *h200,
             n,
             f"one {n}-CTA cluster",
+            flagship=flagship,
             worker_cap=spec.scheduler.max_clusters,
             worker_cap_note="the spec's max_clusters",
         )
     if isinstance(spec.scheduler, PersistentScheduler):
         size = spec.cluster.size
-        return sm_sized_values(
+        return plan_common.workers(
             *h200,
             size,
             f"one {size}-CTA cluster" if size > 1 else "one CTA",
+            flagship=flagship,
             sm_cap=spec.scheduler.sm_count,
         )
-    return {"sm_sized": False}
-
-
-def separate_values(spec: Spec) -> dict[str, object]:
-    """What the separate-reduce partials print (sm90/scheduler/split_k_separate.py.j2 and
-    common/split_k_reduce.py.j2): the workspace geometry and the reduce kernel's vectors (shared
-    with sm_100a)."""
-    return shared.separate_workspace_values(spec, bias_values(spec))
-
-
-def mainloop_values(spec: Spec) -> dict[str, object]:
-    """The values every architecture's plan has: the tile, the ring, the threads and the SMEM
-    budget."""
-    assert isinstance(spec.stages, int)
-    t = spec.tile
-    return {
-        "tiler": (t.m, t.n, t.k),
-        "stages": spec.stages,
-        "threads": rules_sm90.threads(spec),
-        "tx_bytes": rules_sm90.full_tx_bytes(spec),
-        "mmas_per_stage": rules_common.mmas_per_stage(spec),
-        # K depth of one wgmma: 16 (f16/bf16) or 32 (e4m3)
-        "mma_k": rules_common.mma_k(spec.dtype),
-        "smem_bytes": rules_sm90.smem_bytes(spec, spec.stages),
-        "shape_multiples": rules_sm90.shape_multiples(spec),
-    }
+    return None
 
 
 def wgmma(spec: Spec) -> Wgmma:
@@ -310,14 +270,17 @@ def warpgroups(spec: Spec) -> Warpgroups:
 
 
 def launch(spec: Spec) -> Launch:
-    """The registers and SMEM of one CTA, and what the launch asks for."""
+    """The threads, registers and SMEM of one CTA, and what the launch asks for."""
+    assert isinstance(spec.stages, int)
     return Launch(
+        threads=rules_sm90.threads(spec),
         min_blocks_per_mp=rules_sm90.min_blocks_per_mp(spec),
         regs=rules_sm90.launch_regs(spec),
         register_file=rules_sm90.REGISTER_FILE,
         register_pool=rules_sm90.register_pool(spec),
         producer_regs=rules_sm90.PRODUCER_REGS,
         consumer_regs=rules_sm90.consumer_regs(spec),
+        smem_bytes=rules_sm90.smem_bytes(spec, spec.stages),
         smem_limit=rules_common.smem_limit(spec),
         smem_limit_note=rules_common.smem_limit_note(spec),
         smem_carveout=rules_sm90.SMEM_CARVEOUT_MAX,
@@ -329,6 +292,8 @@ def ring(spec: Spec) -> Sm90Ring:
     assert isinstance(spec.stages, int)
     t = spec.tile
     return Sm90Ring(
+        stages=spec.stages,
+        tx_bytes=rules_sm90.full_tx_bytes(spec),
         a_elems=t.m * t.k * spec.stages,
         b_elems=t.n * t.k * spec.stages,
         # the DSL picks the wgmma SMEM atom from the K row width; the swizzle rule makes it this
@@ -427,14 +392,12 @@ def partial_store(spec: Spec) -> PartialStore | None:
     )
 
 
-def tile_order(spec: Spec) -> Sm90TileOrder | None:
+def tile_order(spec: Spec) -> TileOrder | None:
     """The persistent scheduler's raster and swizzle group."""
     if not isinstance(spec.scheduler, PersistentScheduler):
         return None
     raster = spec.scheduler.raster
-    return Sm90TileOrder(
-        fast=raster, slow="n" if raster == "m" else "m", group=spec.scheduler.group
-    )
+    return TileOrder(fast=raster, slow="n" if raster == "m" else "m", group=spec.scheduler.group)
 
 
 def split_k(spec: Spec) -> Sm90SplitK | None:
@@ -454,32 +417,20 @@ def stream_k(spec: Spec) -> Sm90StreamK | None:
     if not shared.is_stream_k(spec):
         return None
     return Sm90StreamK(
-        ctas=rules_sm90.streamk_ctas(spec),
-        tile_elems=shared.streamk_tile_elems(spec),
-        workspace_elems=rules_sm90.streamk_workspace_elems(spec),
-        workspace_bytes=rules_sm90.streamk_workspace_elems(spec) * shared.ACC_BYTES,
-        slot_kib=rules_common.kib(shared.streamk_tile_elems(spec) * shared.ACC_BYTES),
+        **shared.stream_k_values(spec, rules_sm90.SM_COUNT),
         band="n" if spec.swap_ab else "m",
         across="m" if spec.swap_ab else "n",
         fixup_barrier_id=rules_sm90.FIXUP_BARRIER_ID,
     )
 
 
-def tensor_values(spec: Spec) -> dict[str, object]:
-    """The tensors `gemm` takes after C: the bias and stream-K's workspace; split-K "separate"
-    takes only its workspace (the reduce kernel takes the bias)."""
+def tensors(spec: Spec) -> Tensors:
+    """The tensors `gemm` takes after C: the bias and stream-K's workspace, passed on to
+    gemm_kernel; split-K "separate" passes only its workspace (the reduce kernel takes the
+    bias)."""
     if shared.is_split_k_separate(spec):
-        sep = shared.separate_workspace_values(spec, bias_values(spec))
-        extra = extra_tensors(spec, shared.separate_workspace_elems(spec))
-        # the GEMM kernel takes only the workspace; bias and C's values are the reduce kernel's
-        return extra | {
-            "kernel_tensors": sep["kernel_tensors"],
-            "gemm_doc": sep["gemm_doc"],
-            "launch_tensors": ["workspace"],
-        }
-    extra = extra_tensors(spec, rules_sm90.streamk_workspace_elems(spec))
-    # what gemm_kernel takes after C
-    return extra | {"launch_tensors": extra["host_tensors"]}
+        return shared.separate_tensors(spec)
+    return plan_common.extra_tensors(spec, rules_sm90.streamk_workspace_elems(spec))
 
 
 def epilogue_rule(spec: Spec) -> str:
@@ -492,16 +443,6 @@ def epilogue_rule(spec: Spec) -> str:
     )
     heading = f"# ---- 4. epilogue: {what} "
     return heading + "-" * (88 - len(heading))
-
-
-def separate_reduce_values(spec: Spec) -> dict[str, object]:
-    """Split-K "separate": the workspace and reduce kernel (its tensors are tensor_values')."""
-    if not shared.is_split_k_separate(spec):
-        return {}
-    sep = separate_values(spec)
-    for key in ("kernel_tensors", "gemm_doc"):
-        del sep[key]
-    return sep
 
 
 def scheduler_kind(spec: Spec) -> str:
@@ -532,19 +473,20 @@ def partials(spec: Spec) -> dict[str, str]:
 
 
 def values(spec: Spec) -> Sm90Values:
-    """Every value the sm_90a templates print, each from one concern, built once by keyword (a
-    value set twice is a TypeError): this architecture's own fields and groups one by one, the
-    fields of the shared base types from the shared helpers' dicts."""
+    """Every value the sm_90a templates print, each group from one concern, built once by keyword
+    (a value set twice is a TypeError)."""
     return Sm90Values(
-        pipeline_table=docs.pipeline_lines(spec),
-        scheduler_kind=scheduler_kind(spec),
-        max_clusters=docs.max_clusters(spec),
+        docs=plan_common.docs(spec, scheduler_kind(spec), docs.pipeline_lines(spec)),
+        dtypes=plan_common.dtypes(spec),
+        tile=plan_common.tile(spec, rules_sm90.shape_multiples(spec)),
         swap_ab=spec.swap_ab,
         splits=shared.splits(spec),
+        fusion=plan_common.fusion(spec),
+        bias=plan_common.bias(spec),
+        tensors=tensors(spec),
+        workers=workers(spec),
+        separate=shared.separate_reduce(spec),
         epilogue_rule=epilogue_rule(spec),
-        **dtype_values(spec),
-        **spec_values(spec),
-        **mainloop_values(spec),
         wgmma=wgmma(spec),
         wg=warpgroups(spec),
         launch=launch(spec),
@@ -558,11 +500,6 @@ def values(spec: Spec) -> Sm90Values:
         order=tile_order(spec),
         splitk=split_k(spec),
         sk=stream_k(spec),
-        **fusion_values(spec),
-        **bias_values(spec),
-        **tensor_values(spec),
-        **separate_reduce_values(spec),
-        **workers_values(spec),
     )
 
 
