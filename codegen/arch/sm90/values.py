@@ -97,7 +97,6 @@ class Sm90Ring(SmemRing):
 class Sm90Cluster:
     """The cluster (``plan.cluster``): the spec's shape and what one cluster covers."""
 
-    shape: tuple[int, int]
     m: int
     n: int
     tile: tuple[int, int]  # output rows and columns one cluster covers
@@ -309,7 +308,6 @@ def cluster(spec: Spec) -> Sm90Cluster:
     t = spec.tile
     cm, cn = spec.cluster.m, spec.cluster.n
     return Sm90Cluster(
-        shape=(cm, cn),
         m=cm,
         n=cn,
         tile=(t.m * cm, t.n * cn),
