@@ -21,13 +21,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from codegen.plan_common import (
+    Docs,
     Plan,
+    Tile,
     Values,
-    bias_values,
-    dtype_values,
+    dtypes,
     extra_tensors,
-    fusion_values,
-    spec_values,
+    fusion,
 )
 from codegen.rules_common import DTYPE_BYTES, Violation
 from codegen.spec import DirectEpilogue, GridScheduler, Spec
@@ -248,50 +248,70 @@ def check(spec: Spec) -> list[Violation]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class LightValues(Values):
-    """What templates/light/ prints beyond the values every kernel has."""
+class Light:
+    """What only a light kernel has (``plan.light``)."""
 
+    stages: int  # k-steps a warp loads before it multiplies them
+    warps: int
+    threads: int
     row_groups: int  # 16-row groups of B per CTA
     token_groups: int  # 8-token groups of A per CTA
-    warps: int
     vec: int  # elements per 16-byte load
     pair: int  # elements per 32-bit fragment register
     partial_elems: int  # f32 partials per warp
+    smem_bytes: int  # every warp's partials
     registers: int  # the rules' estimate per thread
     mma_name: str  # the mma.sync shape, as the docstring names it
     mma_op: str  # the DSL's warp MMA op
 
 
+@dataclass(frozen=True, kw_only=True)
+class LightValues(Values):
+    """What templates/light/ prints: the values every kernel has and the light group."""
+
+    light: Light
+    separate: None = None  # no split-K reduce kernel (templates/common/runner.py.j2 asks)
+
+
 def values(spec: Spec) -> LightValues:
     assert isinstance(spec.stages, int)
-    is_fp8 = spec.dtype == "e4m3"
     shape = f"m16n8k{mma_k(spec)}"
+    t = spec.tile
     return LightValues(
-        pipeline_table=[],
-        timeline_legend="each warp's loop in program order; g = lane // 4, q = lane % 4",
-        **spec_values(spec),
-        **dtype_values(spec),
-        tiler=(spec.tile.m, spec.tile.n, spec.tile.k),
-        stages=spec.stages,
-        threads=32 * warps(spec),
-        tx_bytes=0,
-        mma_k=mma_k(spec),
-        mmas_per_stage=STEP_MMAS,
-        smem_bytes=smem_bytes(spec, spec.stages),
-        shape_multiples={"M": 1, "N": 8, "K": vec(spec)},
-        **fusion_values(spec),
-        **bias_values(spec),
-        **extra_tensors(spec, 0),
-        sm_sized=False,
-        row_groups=row_groups(spec),
-        token_groups=token_groups(spec),
-        warps=warps(spec),
-        vec=vec(spec),
-        pair=pair(spec),
-        partial_elems=partial_elems(spec),
-        registers=registers(spec),
-        mma_name=f"mma.sync {shape}",
-        mma_op="warp.MmaFP8Op" if is_fp8 else "warp.MmaF16BF16Op",
+        docs=Docs(
+            arch=spec.arch,
+            swizzle=str(spec.swizzle),
+            scheduler_kind="grid",
+            pipeline_table=[],
+            timeline_legend="each warp's loop in program order; g = lane // 4, q = lane % 4",
+        ),
+        dtypes=dtypes(spec),
+        tile=Tile(
+            name=str(t),
+            shape=(t.m, t.n, t.k),
+            mma_k=mma_k(spec),
+            k_blocks=STEP_MMAS,
+            shape_multiples={"M": 1, "N": 8, "K": vec(spec)},
+        ),
+        swap_ab=True,
+        splits=1,
+        fusion=fusion(spec),
+        bias=None,
+        tensors=extra_tensors(spec, 0),
+        light=Light(
+            stages=spec.stages,
+            warps=warps(spec),
+            threads=32 * warps(spec),
+            row_groups=row_groups(spec),
+            token_groups=token_groups(spec),
+            vec=vec(spec),
+            pair=pair(spec),
+            partial_elems=partial_elems(spec),
+            smem_bytes=smem_bytes(spec, spec.stages),
+            registers=registers(spec),
+            mma_name=f"mma.sync {shape}",
+            mma_op="warp.MmaFP8Op" if spec.dtype == "e4m3" else "warp.MmaF16BF16Op",
+        ),
     )
 
 

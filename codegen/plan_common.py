@@ -1,5 +1,7 @@
-"""What every architecture's planner shares: the :class:`Plan` a template reads, dtype names, the
-fusion and bias values, the docstring's Pipeline rings, the tile order and the GPU-sized grid.
+"""What every architecture's planner shares: the :class:`Plan` a template reads, the groups of
+values both architectures' :class:`Values` hold (the docstring's facts, dtypes, the tile, the
+fusion, the bias, the tensors after C, the GPU-sized grid) and the bases each extends (the A/B
+ring, the tile order), the docstring's Pipeline rings and the tile order's Python reference.
 
 Templates place these values; they never compute. This module imports no architecture: each
 planner (``codegen/arch/<name>/values.py``) builds on it, and :mod:`codegen.plan` picks the
@@ -10,8 +12,9 @@ from __future__ import annotations
 
 import math
 import textwrap
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
+from codegen import rules_common
 from codegen.spec import Spec
 
 CUTLASS_DTYPE = {
@@ -36,80 +39,127 @@ BIAS_DIM = {"row": "M", "col": "N"}
 
 
 @dataclass(frozen=True, kw_only=True)
-class Values:
-    """What every architecture's templates read as ``plan.NAME``: one frozen, typed field per value,
-    built once by keyword (a value given twice is a TypeError, not a silent override). Each
-    architecture's planner extends it with its own fields. A field left at None is a value the
-    variant does not have: ``plan.NAME`` is then undefined to the templates (strict: reading it is
-    an error), as a key missing from a dict was."""
+class Docs:
+    """What only the kernel's docstring prints (``plan.docs``)."""
 
-    # the docstring
-    tile_name: str  # the tile as the spec names it: MxNxK
     arch: str
-    dtype_name: str  # the input dtype, as the spec names it
-    swizzle: str
-    pipeline_table: list[str]
-    # dtypes
-    io_dtype: str
-    out_dtype: str
-    torch_dtype: str
-    torch_out_dtype: str
-    out_dtype_name: str
-    # the tile, the ring, the budget
-    tiler: tuple[int, int, int]
+    swizzle: str  # as the spec names it
+    scheduler_kind: str  # grid, persistent, split_k, split_k_separate, stream_k (sm_100a: dynamic)
+    pipeline_table: list[str]  # the Pipeline section's rings
+    timeline_legend: str  # the Timeline section's legend
+
+
+@dataclass(frozen=True, kw_only=True)
+class Dtypes:
+    """The input and output dtypes (``plan.dtypes``), as the spec, the DSL and torch name them."""
+
+    name: str  # the input dtype, as the spec names it
+    io: str
+    out: str
+    torch: str
+    torch_out: str
+    out_name: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tile:
+    """The CTA's output tile and its K depth (``plan.tile``), in MMA k-blocks."""
+
+    name: str  # the tile as the spec names it: MxNxK
+    shape: tuple[int, int, int]  # TILER
+    mma_k: int  # K depth of one MMA instruction
+    k_blocks: int  # MMA k-blocks per stage: TK / mma_k
+    shape_multiples: dict[str, int]  # what M, N and K must be multiples of
+
+
+@dataclass(frozen=True, kw_only=True)
+class SmemRing:
+    """The A/B SMEM ring (``plan.ring``); each architecture's planner extends it."""
+
     stages: int
-    threads: int
-    tx_bytes: int
-    mma_k: int
-    mmas_per_stage: int
-    smem_bytes: int
-    shape_multiples: dict[str, int]
-    # fusion (plan_common.fusion_values)
-    fusion_formula: str  # D = this; empty for a plain store
+    tx_bytes: int  # A + B bytes one stage's TMA copies deliver to its full barrier
+
+
+@dataclass(frozen=True, kw_only=True)
+class TileOrder:
+    """The static order a persistent CTA (or cluster) walks its tiles in (``plan.order``): along
+    `fast` first, optionally in bands of `group` (the tile swizzle, templates/common/
+    tile_order.py.j2); each architecture's planner may extend it."""
+
+    fast: str  # the raster: the dimension consecutive tiles walk, "m" or "n"
+    slow: str
+    group: int  # tiles (or cluster tiles) per swizzle band; 1: no swizzle
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fusion:
+    """The fused epilogue (``plan.fusion``; templates/common/fusion.py.j2): D = activation(ALPHA *
+    A @ B^T + BETA * C + bias); the bias is ``plan.bias``."""
+
+    formula: str  # D = this; empty for a plain store
     alpha: float
     beta: float
     activation: str
     gelu_c: float
     gelu_cubic: float
-    bias_dim: str | None = None
-    bias_per: str | None = None
-    bias_note: str | None = None
-    # the bias (plan_common.bias_values)
-    bias: bool
-    bias_axis: str
-    bias_index_note: str
-    bias_coord: int
-    bias_base: str
-    bias_extent: str
-    bias_user_extent: str
-    bias_user_axis: str
-    # tensors after C (plan_common.extra_tensors)
-    host_tensors: list[str]
-    kernel_tensors: list[tuple[str, str]]
-    gemm_doc: str
-    workspace_elems: int
-    # the GPU-sized grid (plan_common.sm_sized_values)
-    sm_sized: bool
-    default_sm_count: int | None = None
-    default_sm_note: str | None = None
-    device_capability: tuple[int, int] | None = None
-    workers_expr: str | None = None
-    workers_doc: str | None = None
-    # the docstring's Timeline legend, where the ring legend does not apply
-    timeline_legend: str | None = None
 
-    def __getitem__(self, name: str) -> object:
-        value = getattr(self, name, None) if name in self.__dataclass_fields__ else None
-        if value is None:
-            raise KeyError(name)
-        return value
 
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and getattr(self, name, None) is not None
+@dataclass(frozen=True, kw_only=True)
+class Bias:
+    """A bias vector (``plan.bias``; None without one): the axis of C it runs along as the user
+    sees C, and as the kernel does (C^T with swap AB: a bias per row of C is per column of C^T)."""
 
-    def as_dict(self) -> dict[str, object]:
-        """The values the variant has (no None), by name."""
-        return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not None}
+    axis: str  # the kernel's: "row" or "column"
+    index_note: str  # the kernel's axis, in prose
+    coord: int  # the tile coordinate it indexes: 0 (rows) or 1 (columns)
+    extent: str  # the kernel's extent along it: M or N
+    user_axis: str  # the user's C: "row" or "column"
+    user_extent: str  # its length: M or N
+    note: str  # the fusion line's comment
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tensors:
+    """The tensors after C (``plan.tensors``): the bias and a workspace, as `gemm` takes them and
+    passes them on to gemm_kernel."""
+
+    host: list[str]  # what gemm takes after C, in order
+    kernel: list[tuple[str, str]]  # gemm_kernel's parameters for them, with a note each
+    launch: list[str]  # what gemm passes gemm_kernel for them
+    doc: str  # gemm's docstring on them
+    workspace_elems: int  # the f32 workspace (0: none)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workers:
+    """A persistent grid sized by the GPU's SM count (``plan.workers``; None where the grid is one
+    CTA or cluster per tile): templates/common/workers.py.j2."""
+
+    default_sm_count: int
+    default_sm_note: str
+    device_capability: tuple[int, int]
+    expr: str  # max_workers(sm_count)'s expression
+    doc: str  # max_workers' docstring
+    flagship: int  # workers on the flagship GPU (what the kernel's docstring quotes)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Values:
+    """What every architecture's templates read as ``plan.NAME``, or in a group ``plan.GROUP.NAME``:
+    frozen groups of typed values, built once by keyword (a value given twice is a TypeError, not
+    a silent override). Each architecture's planner extends it with its own groups. An optional
+    group is None where the variant lacks its feature (a template tests it as ``plan.GROUP``); no
+    other value is ever None."""
+
+    docs: Docs
+    dtypes: Dtypes
+    tile: Tile
+    swap_ab: bool  # the kernel computes C^T = B @ A^T
+    splits: int  # CTAs that split one tile's K range (1 without split-K)
+    fusion: Fusion
+    bias: Bias | None = None
+    tensors: Tensors
+    workers: Workers | None = None
 
 
 @dataclass(frozen=True)
@@ -120,11 +170,8 @@ class Plan:
     partials: dict[str, str]
     values: Values
 
-    def __getattr__(self, name: str) -> object:  # lets templates write plan.tx_bytes
-        value = getattr(self.values, name, None)
-        if value is None:
-            raise AttributeError(name)
-        return value
+    def __getattr__(self, name: str) -> object:  # lets templates write plan.ring.stages
+        return getattr(self.values, name)
 
 
 def plural(count: int, word: str) -> str:
@@ -245,91 +292,88 @@ def fusion_formula(spec: Spec) -> str:
     return expr
 
 
-def fusion_values(spec: Spec) -> dict[str, object]:
+def fusion(spec: Spec) -> Fusion:
     """What the fusion macros print (templates/common/fusion.py.j2, for both arches; sm_90a adds
-    the bias in the wgmma registers, templates/sm90/epilogue/_bias.py.j2). Whether there is a
-    bias, and along which axis of the kernel's tile, comes from bias_values."""
+    the bias in the wgmma registers, templates/sm90/epilogue/_bias.py.j2)."""
     epi = spec.epilogue
-    values: dict[str, object] = {
-        "fusion_formula": fusion_formula(spec),
-        "alpha": epi.alpha,
-        "beta": epi.beta,
-        "activation": epi.activation,
-        "gelu_c": GELU_C,
-        "gelu_cubic": GELU_CUBIC,
-    }
-    if epi.bias != "none":
-        dim = BIAS_DIM[epi.bias]
-        values |= {
-            "bias_dim": dim,  # the bias has one value per row (M) or column (N) of C
-            "bias_per": "row" if dim == "M" else "column",
-            "bias_note": (
-                "+ bias[row]: one value per row of C"
-                if dim == "M"
-                else "+ bias[col]: one value per column of C"
-            ),
-        }
-    return values
+    return Fusion(
+        formula=fusion_formula(spec),
+        alpha=epi.alpha,
+        beta=epi.beta,
+        activation=epi.activation,
+        gelu_c=GELU_C,
+        gelu_cubic=GELU_CUBIC,
+    )
 
 
-def bias_values(spec: Spec) -> dict[str, object]:
-    """Where the bias vector indexes the kernel's tile. The kernel computes C, or C^T with swap
-    AB: a bias per row of the user's C is then per column of the kernel's."""
+def bias_axis(spec: Spec) -> str:
+    """The axis of the kernel's tile a bias runs along, "row" or "column": the user's, swapped with
+    swap AB (the kernel computes C^T, so a bias per row of C is per column of C^T)."""
     user = spec.epilogue.bias
     kernel = {"row": "col", "col": "row"}[user] if spec.swap_ab and user != "none" else user
-    row = kernel == "row"
-    return {
-        "bias": user != "none",
-        "bias_axis": "row" if row else "column",
-        "bias_index_note": ("row" if row else "column") + (" of C^T" if spec.swap_ab else ""),
-        "bias_coord": 0 if row else 1,
-        "bias_base": "tile_m * TILER[0]" if row else "tile_n * TILER[1]",
-        "bias_extent": "M" if row else "N",
-        "bias_user_extent": "M" if user == "row" else "N",
-        "bias_user_axis": "row" if user == "row" else "column",
-    }
+    return "row" if kernel == "row" else "column"
 
 
-def extra_tensors(spec: Spec, workspace_elems: int) -> dict[str, object]:
-    """Tensors `gemm` takes after C, in order: the bias vector, and the stream-K workspace (which
-    `launcher` allocates and the AOT shim owns, so a caller never passes it)."""
-    bias = bias_values(spec)
+def bias(spec: Spec) -> Bias | None:
+    """Where the bias vector indexes the kernel's tile (None without a bias)."""
+    user = spec.epilogue.bias
+    if user == "none":
+        return None
+    row = bias_axis(spec) == "row"
+    return Bias(
+        axis="row" if row else "column",
+        index_note=("row" if row else "column") + (" of C^T" if spec.swap_ab else ""),
+        coord=0 if row else 1,
+        extent="M" if row else "N",
+        user_axis="row" if user == "row" else "column",
+        user_extent=BIAS_DIM[user],
+        note=(
+            "+ bias[row]: one value per row of C"
+            if user == "row"
+            else "+ bias[col]: one value per column of C"
+        ),
+    )
+
+
+def extra_tensors(spec: Spec, workspace_elems: int) -> Tensors:
+    """Tensors `gemm` takes after C, in order, and passes on: the bias vector, and the stream-K
+    workspace (which `launcher` allocates and the AOT shim owns, so a caller never passes it)."""
+    b = bias(spec)
     host, kernel, doc = [], [], ""
-    if bias["bias"]:
+    if b:
         host.append("bias")
-        where = f"{bias['bias_axis']} of C" + ("^T" if spec.swap_ab else "")
+        where = f"{b.axis} of C" + ("^T" if spec.swap_ab else "")
         out = spec.epilogue.out_dtype or spec.dtype
-        kernel.append(("mBias", f"({bias['bias_extent']},) {out}: one value per {where}"))
-        doc += f", bias ({bias['bias_user_extent']},)"
+        kernel.append(("mBias", f"({b.extent},) {out}: one value per {where}"))
+        doc += f", bias ({b.user_extent},)"
     if workspace_elems:
         host.append("workspace")
         kernel.append(("mWork", "(WORKSPACE_ELEMS,) f32: partial-tile slots, then flags"))
         doc += ", workspace (WORKSPACE_ELEMS,) f32 zeros"
-    return {
-        "host_tensors": host,
-        "kernel_tensors": kernel,
-        "gemm_doc": doc,
-        "workspace_elems": workspace_elems,
-    }
+    return Tensors(
+        host=host, kernel=kernel, launch=list(host), doc=doc, workspace_elems=workspace_elems
+    )
 
 
-def sm_sized_values(
+def workers(
     default_sm_count: int,
     gpu: str,
     capability: tuple[int, int],
     per_worker: int,
     worker: str,
     *,
+    flagship: int,
     sm_cap: int | None = None,
     worker_cap: int | str | None = None,
     worker_cap_note: str = "",
-) -> dict[str, object]:
+) -> Workers:
     """What a kernel whose persistent grid is sized by the GPU prints (templates/common/
     workers.py.j2): `gemm` takes the GPU's SM count as a compile-time argument (`sm_count`, by
     default DEFAULT_SM_COUNT, the arch's flagship's: what a cross-compile assumes), and the
     generated max_workers(sm_count) turns it into the most workers the grid launches: one per
     `per_worker` SMs, of at most `sm_cap` SMs (the spec's sm_count), at most `worker_cap` of
-    them (split-K's max_clusters, stream-K's workspace slots)."""
+    them (split-K's max_clusters, stream-K's workspace slots). `flagship`: the workers on the
+    flagship GPU, as the kernel's docstring quotes them."""
     sms = f"min(sm_count, {sm_cap})" if sm_cap else "sm_count"
     expr = sms if per_worker == 1 else f"{sms} // {per_worker}"
     per = "SM" if per_worker == 1 else f"{per_worker} SMs"
@@ -341,15 +385,15 @@ def sm_sized_values(
     if worker_cap is not None:
         expr = f"min({expr}, {worker_cap})"
         doc += f", at most {worker_cap} ({worker_cap_note})"
-    return {
-        "sm_sized": True,
-        "default_sm_count": default_sm_count,
-        "default_sm_note": f"SMs of {gpu}: gemm's sm_count in a cross-compile; launches pass the GPU's",
-        "device_capability": capability,
-        "workers_expr": expr,
+    return Workers(
+        default_sm_count=default_sm_count,
+        default_sm_note=f"SMs of {gpu}: gemm's sm_count in a cross-compile; launches pass the GPU's",
+        device_capability=capability,
+        expr=expr,
         # the generated function's docstring, wrapped at its indentation
-        "workers_doc": "\n    ".join(textwrap.wrap(doc + ".", 92)),
-    }
+        doc="\n    ".join(textwrap.wrap(doc + ".", 92)),
+        flagship=flagship,
+    )
 
 
 DOC_WIDTH = 96  # a docstring line inside a function: its 4 columns of indent left of 100
@@ -367,23 +411,43 @@ def wrap_words(text: str, width: int) -> list[str]:
     return lines + [line] if line else lines
 
 
-def spec_values(spec: Spec) -> dict[str, object]:
-    """The spec's own names the docstring prints: its arch, dtype, tile and swizzle."""
-    return {
-        "arch": spec.arch,
-        "dtype_name": spec.dtype,
-        "tile_name": str(spec.tile),
-        "swizzle": str(spec.swizzle),
-    }
+# the Timeline legend of a kernel with an SMEM ring (the light kernels have none: codegen/light.py)
+RING_TIMELINE = (
+    "each role's loop in program order; s = ring slot, ring_next advances s and its phase"
+)
 
 
-def dtype_values(spec: Spec) -> dict[str, object]:
-    """The input and output dtypes, as the DSL and torch name them."""
+def docs(spec: Spec, scheduler_kind: str, pipeline_table: list[str]) -> Docs:
+    """The spec's names and the facts only the docstring prints."""
+    return Docs(
+        arch=spec.arch,
+        swizzle=str(spec.swizzle),
+        scheduler_kind=scheduler_kind,
+        pipeline_table=pipeline_table,
+        timeline_legend=RING_TIMELINE,
+    )
+
+
+def dtypes(spec: Spec) -> Dtypes:
+    """The input and output dtypes, as the spec, the DSL and torch name them."""
     out = spec.epilogue.out_dtype or spec.dtype
-    return {
-        "io_dtype": CUTLASS_DTYPE[spec.dtype],
-        "out_dtype": CUTLASS_DTYPE[out],
-        "torch_dtype": TORCH_DTYPE[spec.dtype],
-        "torch_out_dtype": TORCH_DTYPE[out],
-        "out_dtype_name": out,
-    }
+    return Dtypes(
+        name=spec.dtype,
+        io=CUTLASS_DTYPE[spec.dtype],
+        out=CUTLASS_DTYPE[out],
+        torch=TORCH_DTYPE[spec.dtype],
+        torch_out=TORCH_DTYPE[out],
+        out_name=out,
+    )
+
+
+def tile(spec: Spec, shape_multiples: dict[str, int]) -> Tile:
+    """The CTA's tile and its k-blocks (`shape_multiples` is the architecture's rule)."""
+    t = spec.tile
+    return Tile(
+        name=str(t),
+        shape=(t.m, t.n, t.k),
+        mma_k=rules_common.mma_k(spec.dtype),
+        k_blocks=rules_common.mmas_per_stage(spec),
+        shape_multiples=shape_multiples,
+    )

@@ -6,7 +6,7 @@ import pytest
 
 from codegen import rules
 from codegen.arch.sm90.counts import epilogue_loads
-from codegen.plan_common import bias_values
+from codegen.plan_common import bias
 from codegen.spec import Spec
 
 SM90 = {"arch": "sm_90a", "dtype": "bf16", "swizzle": "128B", "stages": 4}
@@ -51,9 +51,10 @@ def test_bias_axis_in_the_kernel(user, swap, axis, extent, user_extent) -> None:
         swap_ab=swap,
         epilogue={"style": "direct", "bias": user},
     )
-    v = bias_values(s)
-    assert (v["bias_axis"], v["bias_extent"], v["bias_user_extent"]) == (axis, extent, user_extent)
-    assert v["bias_base"] == ("tile_m * TILER[0]" if axis == "row" else "tile_n * TILER[1]")
+    v = bias(s)
+    assert v is not None
+    assert (v.axis, v.extent, v.user_extent) == (axis, extent, user_extent)
+    assert v.coord == (0 if axis == "row" else 1)
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ import pytest
 from conftest import kernel_glob
 
 from codegen import build as b
+from codegen import registry
 from codegen.build import BuildResult
 from codegen.plan import expected_counts, plan
 
@@ -87,9 +88,9 @@ def test_counts_match_the_plan(
     spec = b.read_spec(kernels[name])
     p, want = plan(spec), expected_counts(spec)
     assert {k: r.counts[k] for k in want} == want
-    if "tmem_cols" in p.values:  # sm_100a: one tcgen05.alloc of the planned columns
-        assert r.alloc_cols == [p.values["tmem_cols"]]
-    assert r.smem_bytes == p.values["smem_bytes"] <= 227 * 1024
+    if spec.arch == "sm_100a":  # one tcgen05.alloc of the planned columns
+        assert r.alloc_cols == [p.values.mma.tmem_cols]
+    assert r.smem_bytes == registry.for_spec(spec).smem_bytes(spec, spec.stages) <= 227 * 1024
 
 
 @pytest.mark.parametrize("name", sorted(SEED_TABLE))

@@ -113,9 +113,7 @@ def test_the_flagship_counts_are_the_old_constants() -> None:
         exec(ast.unparse(_functions(path)["max_workers"]), env)  # noqa: S102
         got = env["max_workers"](FLAGSHIP[spec.arch])
         if isinstance(spec.scheduler, StreamKScheduler):
-            values = plan.plan(spec).values  # sm_100a groups stream-K's values in values.sk
-            sk_ctas = values.sk.ctas if spec.arch == "sm_100a" else values["sk_ctas"]
-            assert got == sk_ctas, path.stem
+            assert got == plan.plan(spec).values.sk.ctas, path.stem
         elif spec.arch == "sm_100a":
             assert got == rules_sm100.max_workers(spec), path.stem
         elif isinstance(spec.scheduler, SplitKScheduler):

@@ -106,12 +106,12 @@ def test_fp8_plan_numbers() -> None:
     # 2 cooperative warpgroups own one 64-row atom each: 4 wgmma per warpgroup per stage
     assert expected_counts_sm90(spec)["wgmma.mma_async"] == 4
     p = plan(spec)
-    assert p.io_dtype == "cutlass.Float8E4M3FN"
-    assert p.out_dtype == "cutlass.BFloat16"
-    assert p.torch_dtype == "torch.float8_e4m3fn"
-    assert p.mma_k == 32
+    assert p.dtypes.io == "cutlass.Float8E4M3FN"
+    assert p.dtypes.out == "cutlass.BFloat16"
+    assert p.dtypes.torch == "torch.float8_e4m3fn"
+    assert p.tile.mma_k == 32
     # the docstring's MMA: wgmma.mma_async m64n256k32, 1 per warpgroup per k-block
-    assert (p.wgmma_m, p.wgmma_n, p.wgmma_atoms) == (64, 256, 1)
+    assert (p.wgmma.m, p.wgmma.n, p.wgmma.atoms) == (64, 256, 1)
     small = fp8((64, 128, 128), consumer_warpgroups=1, epilogue="direct")
     assert expected_counts_sm90(small)["wgmma.mma_async"] == 4
 
@@ -120,7 +120,7 @@ def test_bf16_plan_unchanged_by_fp8() -> None:
     bf16 = fp8((128, 256, 64), dtype="bf16", epilogue="tma")
     assert rules_common.mmas_per_stage(bf16) == 4
     assert rules_sm90.shape_multiples(bf16) == {"M": 1, "N": 8, "K": 8}
-    assert plan(bf16).mma_k == 16
+    assert plan(bf16).tile.mma_k == 16
 
 
 # ---- the generated launcher on CPU tensors -----------------------------------------------------

@@ -67,7 +67,7 @@ def test_pingpong_numbers() -> None:
     assert rules.smem_bytes(spec, spec.stages) <= rules_common.SMEM_LIMIT_BYTES
     assert rules.smem_bytes(spec, spec.stages + 1) > rules_common.SMEM_LIMIT_BYTES
     p = plan(spec)
-    assert p.template == "sm90/gemm.py.j2" and p.values["pingpong"]
+    assert p.template == "sm90/gemm.py.j2" and p.values.pingpong
     assert p.partials["epilogue_partial"] == "sm90/epilogue/tma.py.j2"
     assert expected_counts(spec)["wgmma.mma_async"] == 4  # 4 k-blocks x one 64-row atom
     assert expected_counts(pp((128, 128, 64)))["wgmma.mma_async"] == 8  # 2 atoms down M

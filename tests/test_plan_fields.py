@@ -131,17 +131,47 @@ def test_the_values_are_frozen_and_built_by_keyword(arch: str) -> None:
         )
 
 
-def test_a_read_of_no_field_is_caught(tmp_path: Path) -> None:
-    source = "{% import 'common/x.j2' as x %}{{ plan.tx_bytes }}{{ plan.no_such_value }}"
+def defined_tests(source: str, env: jinja2.Environment) -> set[str]:
+    """`plan.NAME` (or `plan.GROUP.NAME`) tested with `is defined` in one template's source."""
+    tree = env.parse(source)
+    out = set()
+    for n in tree.find_all(nodes.Test):
+        target = n.node
+        names = []
+        while isinstance(target, nodes.Getattr):
+            names.append(target.attr)
+            target = target.node
+        if n.name == "defined" and _is_plan(target):
+            out.add(".".join(reversed(names)))
+    return out
+
+
+def test_no_template_tests_a_plan_value_with_is_defined() -> None:
+    """A group a variant lacks is None, not undefined: `plan.GROUP is defined` is always true, so
+    templates test `plan.GROUP` itself."""
     env = _env()
-    assert plan_reads(source, env) == {"tx_bytes", "no_such_value"}
+    found = {
+        name: tests
+        for name in sorted(arch_templates("sm90", env) | arch_templates("sm100", env))
+        if (tests := defined_tests((TEMPLATES / name).read_text(encoding="utf-8"), env))
+    }
+    assert found == {}
+    assert defined_tests("{% if plan.order is defined and x is defined %}{% endif %}", env) == {
+        "order"
+    }
+
+
+def test_a_read_of_no_field_is_caught(tmp_path: Path) -> None:
+    source = "{% import 'common/x.j2' as x %}{{ plan.ring }}{{ plan.no_such_value }}"
+    env = _env()
+    assert plan_reads(source, env) == {"ring", "no_such_value"}
     assert named_templates(source, env) == {"common/x.j2"}
     known = {f.name for f in dataclasses.fields(registry.get("sm_90a").values_type)}
     assert plan_reads(source, env) - known == {"no_such_value"}
 
 
 def test_a_read_of_no_field_of_a_group_is_caught() -> None:
-    source = "{{ plan.bias_view.note }}{{ plan.bias_view.no_such_value }}{{ plan.tx_bytes }}"
+    source = "{{ plan.bias_view.note }}{{ plan.bias_view.no_such_value }}{{ plan.swap_ab }}"
     reads = plan_group_reads(source, _env())
     assert reads == {("bias_view", "note"), ("bias_view", "no_such_value")}
     group = group_types(registry.get("sm_100a").values_type)["bias_view"]

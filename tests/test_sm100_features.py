@@ -220,21 +220,21 @@ def test_multicast_masks_and_arrive_counts() -> None:
 
 def test_plan_of_each_ladder_step(ladder: dict[str, Spec]) -> None:
     v5, v6, v7, v8 = (plan.plan(ladder[n]).values for n in LADDER)
-    assert v5.epi_tma.subtiles == 4 and v5.epi_tma.bufs == 2 and v5["tx_bytes"] == 48 * KIB
-    assert v5["shape_multiples"] == {"M": 1, "N": 8, "K": 8}  # TMA clips partial tiles
+    assert v5.epi_tma.subtiles == 4 and v5.epi_tma.bufs == 2 and v5.ring.tx_bytes == 48 * KIB
+    assert v5.tile.shape_multiples == {"M": 1, "N": 8, "K": 8}  # TMA clips partial tiles
     assert (v6.mcast.a_mask, v6.mcast.b_mask, v6.mcast.empty_arrives) == ("0b0101", "0b0011", 3)
-    assert v6["cluster_shape"] == (2, 2, 1)
-    assert v7["cta_group_enum"] == "TWO" and v7.pair.mask == "0b11"
-    assert (v7["tx_bytes"], v7["tmem_cols"], v7["threads"]) == (64 * KIB, 256, 128)
-    assert (v8.roles.acc_slots, v8["tmem_cols"], v8["threads"]) == (2, 512, 192)
+    assert v6.cluster.shape == (2, 2, 1)
+    assert v7.mma.cta_group_enum == "TWO" and v7.pair.mask == "0b11"
+    assert (v7.ring.tx_bytes, v7.mma.tmem_cols, v7.warps.threads) == (64 * KIB, 256, 128)
+    assert (v8.roles.acc_slots, v8.mma.tmem_cols, v8.warps.threads) == (2, 512, 192)
     # one pair per 2 SMs of the GPU: 74 of a B200's 148
-    assert (v8.roles.acc_empty_arrives, v8["workers_expr"]) == (8, "sm_count // 2")
+    assert (v8.roles.acc_empty_arrives, v8.workers.expr) == (8, "sm_count // 2")
     assert rules_sm100.max_workers(ladder["ladder_8_persistent_2acc"]) == 74
 
 
 def test_pipeline_tables_list_every_ring(ladder: dict[str, Spec]) -> None:
     for name in LADDER:
-        lines = plan.plan(ladder[name]).values["pipeline_table"]
+        lines = plan.plan(ladder[name]).values.docs.pipeline_table
         rings: dict[str, str] = {}  # a ring: its name's line and the indented lines under it
         for line in lines:
             if not line.startswith(" "):
@@ -242,12 +242,12 @@ def test_pipeline_tables_list_every_ring(ladder: dict[str, Spec]) -> None:
             rings[ring] = rings.get(ring, "") + " " + line.strip()
         assert {"A/B SMEM", "accumulator", "C sub-tiles"} <= set(rings), name
         assert "tx bytes" in rings["A/B SMEM"]
-    table8 = "\n".join(plan.plan(ladder["ladder_8_persistent_2acc"]).values["pipeline_table"])
+    table8 = "\n".join(plan.plan(ladder["ladder_8_persistent_2acc"]).values.docs.pipeline_table)
     assert "2 slots x 256 TMEM columns" in table8
     assert "8 (one per epilogue warp x 2 CTAs)" in table8
     assert "1 + 65536 tx bytes (leader's)" in table8
     assert "3 (tcgen05.commit of each CTA sharing the slot)" in "\n".join(
-        plan.plan(ladder["ladder_6_multicast_2x2"]).values["pipeline_table"]
+        plan.plan(ladder["ladder_6_multicast_2x2"]).values.docs.pipeline_table
     )
 
 
@@ -279,7 +279,7 @@ def test_expected_counts_match_the_prototypes(name: str, ladder: dict[str, Spec]
     p, counts = plan.plan(ladder[name]), plan.expected_counts(ladder[name])
     want = PROTOTYPE_TABLE[name]
     assert tuple(counts[k] for k in TABLE_KEYS) == want[:-1]
-    assert p.values["tmem_cols"] == want[-1]
+    assert p.values.mma.tmem_cols == want[-1]
 
 
 def test_generated_files_hold_only_what_their_variant_needs() -> None:

@@ -119,33 +119,36 @@ def test_both_arches_print_the_same_fusion_values() -> None:
     epi = {"style": "direct", "alpha": 1.5, "beta": 0.5, "activation": "gelu_tanh"}
     h = plan.plan(make(arch="sm_90a", epilogue=epi)).values
     b = plan.plan(make(epilogue=epi)).values
-    for key in ("alpha", "beta", "activation", "bias", "gelu_c", "gelu_cubic"):
-        assert h[key] == b[key], key
-    assert b["gelu_c"] == plan_common.GELU_C and b["gelu_cubic"] == plan_common.GELU_CUBIC
+    assert h.fusion == b.fusion and h.bias == b.bias
+    assert (b.fusion.gelu_c, b.fusion.gelu_cubic) == (plan_common.GELU_C, plan_common.GELU_CUBIC)
 
 
 def test_bias_values_name_the_dimension_it_runs_along() -> None:
     row = plan.plan(make(epilogue={"style": "direct", "bias": "row"})).values
     col = plan.plan(make(epilogue={"style": "tma", "bias": "col"})).values
-    assert (row["bias_dim"], row["bias_user_extent"], row.bias_view.stride) == ("M", "M", (1, 0))
-    assert (col["bias_dim"], col["bias_user_extent"], col.bias_view.stride) == ("N", "N", (0, 1))
-    assert (row["host_tensors"], row["gemm_doc"]) == (["bias"], ", bias (M,)")
-    assert row["bias"] and not plan.plan(make()).values["host_tensors"]
+    assert (row.bias.user_extent, row.bias.user_axis, row.bias_view.stride) == ("M", "row", (1, 0))
+    assert (col.bias.user_extent, col.bias.user_axis, col.bias_view.stride) == (
+        "N",
+        "column",
+        (0, 1),
+    )
+    assert (row.tensors.host, row.tensors.doc) == (["bias"], ", bias (M,)")
+    assert row.bias and not plan.plan(make()).values.tensors.host
     # only the TMA-store epilogue takes partial tiles, so only its bias loads are predicated
     assert not row.bias_view.predicated and col.bias_view.predicated
     persistent = plan.plan(
         make(scheduler="persistent", epilogue={"style": "direct", "bias": "row"})
     ).values
     # a persistent kernel tiles the bias over all tiles and slices it per tile
-    assert persistent["persistent"] and not row["persistent"]
-    assert "bias_dim" not in plan.plan(make()).values
+    assert persistent.roles is not None and row.roles is None
+    assert plan.plan(make()).values.bias is None
 
 
 def test_fusion_formula_in_the_docstring() -> None:
     spec = make(epilogue={"style": "tma", "alpha": 2.0, "beta": 1.0, "bias": "row"})
     assert plan_common.fusion_formula(spec) == "2 * A @ B^T + 1 * C + bias[row]"
     values = plan.plan(spec).values
-    assert (values["out_dtype_name"], values["fusion_formula"]) == (
+    assert (values.dtypes.out_name, values.fusion.formula) == (
         "f16",
         "2 * A @ B^T + 1 * C + bias[row]",
     )

@@ -151,9 +151,9 @@ def test_swap_ab_reads_c_by_element_and_swaps_the_bias_axis() -> None:
     )
     col = make((128, 16, 64), swap_ab=True, epilogue={"style": "direct", "bias": "col"})
     # a bias per row of C runs along the kernel's columns (C^T): contiguous, 16-byte vectors
-    assert plan_common.bias_values(row)["bias_axis"] == "column"
+    assert plan_common.bias_axis(row) == "column"
     assert plan.plan(row).values.bias_view.stride == (0, 1)
-    assert plan_common.bias_values(col)["bias_axis"] == "row"
+    assert plan_common.bias_axis(col) == "row"
     assert plan.plan(col).values.bias_view.stride == (1, 0)
     # beta: 16 scalar loads down C^T's column (stride ldc), then 2 vectors of 8 row biases
     assert counts_sm100.fusion_counts(row)["ld.global"] == 16 + 2

@@ -116,8 +116,8 @@ def test_persistent_workers_and_shape_multiples() -> None:
 def test_persistent_multicast_plan(shipped: dict[str, Spec]) -> None:
     v = plan.plan(shipped["sched_persistent_mcast_2x2"]).values
     assert (v.mcast.a_mask, v.mcast.b_mask, v.mcast.empty_arrives) == ("0b0101", "0b0011", 3)
-    assert v["tx_bytes"] == 48 * 1024  # the whole stage lands in each CTA
-    assert (v["workers_expr"], v.roles.acc_empty_arrives, v.order.cluster_tiles) == (
+    assert v.ring.tx_bytes == 48 * 1024  # the whole stage lands in each CTA
+    assert (v.workers.expr, v.roles.acc_empty_arrives, v.order.cluster_tiles) == (
         "sm_count // 4",
         4,
         True,
@@ -213,9 +213,9 @@ def test_dynamic_scheduler_barriers_and_answer_bytes(shipped: dict[str, Spec]) -
     assert rules_sm100.barrier_bytes(persistent, 4) == 12 * 8 + 4
     assert rules_sm100.clc_readers(spec) == 6 and rules_sm100.clc_readers(persistent) == 0
     v = plan.plan(spec).values
-    assert (v.clc.response_bytes, v.clc.readers, v["threads"]) == (16, 6, 192)
-    assert not v["sm_sized"] and "workers_expr" not in v and "group" not in v
-    table = "\n".join(v["pipeline_table"])
+    assert (v.clc.response_bytes, v.clc.readers, v.warps.threads) == (16, 6, 192)
+    assert v.workers is None and v.order is None
+    table = "\n".join(v.docs.pipeline_table)
     assert "tile answer  try_cancel (warp 0) -> every warp" in table
     assert "1 + 16 tx bytes" in table and "6 (one per reading warp)" in table
 
@@ -291,18 +291,18 @@ def test_split_k_staging_is_in_the_smem_budget(shipped: dict[str, Spec]) -> None
 
 def test_split_k_plan(shipped: dict[str, Spec]) -> None:
     v2 = plan.plan(shipped["sched_splitk2"]).values
-    assert (v2["splits"], v2.splitk.staged_arrives, v2.splitk.consumed_arrives) == (2, 4, 4)
-    assert (v2["workers_expr"], v2["cluster_shape"], v2.splitk.stage_vec) == (
+    assert (v2.splits, v2.splitk.staged_arrives, v2.splitk.consumed_arrives) == (2, 4, 4)
+    assert (v2.workers.expr, v2.cluster.shape, v2.splitk.stage_vec) == (
         "sm_count // 2",
         (2, 1, 1),
         4,
     )
     v4 = plan.plan(shipped["sched_splitk4_acc2"]).values
-    assert (v4["splits"], v4.splitk.staged_arrives, v4.splitk.consumed_arrives) == (4, 12, 4)
-    assert v4["workers_expr"] == "min(sm_count // 4, 32)"  # the spec's max_clusters
-    assert "at most 32 (the spec's max_clusters)" in v4["workers_doc"]
-    assert (v4.roles.acc_slots, v4["tmem_cols"]) == (2, 128)
-    table = "\n".join(v4["pipeline_table"])
+    assert (v4.splits, v4.splitk.staged_arrives, v4.splitk.consumed_arrives) == (4, 12, 4)
+    assert v4.workers.expr == "min(sm_count // 4, 32)"  # the spec's max_clusters
+    assert "at most 32 (the spec's max_clusters)" in v4.workers.doc
+    assert (v4.roles.acc_slots, v4.mma.tmem_cols) == (2, 128)
+    table = "\n".join(v4.docs.pipeline_table)
     assert "staged       ranks 1..3 epilogue -> rank 0 epilogue" in table
     assert "12 (3 peer CTAs x 4 epilogue warps)" in table and "32768 " in table  # 128 x 64 f32
     docs = render.environment().get_template("sm100/_docs.py.j2")

@@ -210,7 +210,7 @@ def test_m64_epilogue_reads_16_lanes_per_warp() -> None:
 def test_plan_numbers_of_fp8_and_swap() -> None:
     fp8 = make((128, 256, 128), **FP8)
     p, counts = plan.plan(fp8), plan.expected_counts(fp8)
-    assert p.values["mma_inst"] == (128, 256, 32) and p.values["mma_k"] == 32
+    assert p.values.mma.inst == (128, 256, 32) and p.values.tile.mma_k == 32
     assert p.partials["mma_partial"] == "sm100/mma/f8f6f4.py.j2"
     assert p.values.epilogue.store_dtype == "OUT_DTYPE"
     assert counts["tcgen05.mma"] == 4  # 128 bytes of K / 32 per MMA

@@ -149,9 +149,9 @@ def test_workspace_reaches_the_file_and_the_entry_points(shipped: dict[str, Spec
         assert ast.unparse(launch.args[-1]) == "workspace"
         assert "workspace = torch.zeros(WORKSPACE_ELEMS" in text
         p = plan.plan(spec)
-        assert p.host_tensors == ["workspace"] and p.sched_args == ["workspace"]
+        assert p.tensors.host == ["workspace"] and p.tensors.launch == ["workspace"]
     plain = plan.plan(make(scheduler="grid"))
-    assert plain.host_tensors == [] and plain.sched_tensors == [] and plain.sched_args == []
+    assert plain.tensors.host == [] and plain.tensors.kernel == [] and plain.tensors.launch == []
 
 
 # ---- expected PTX counts ------------------------------------------------------------------------

@@ -40,22 +40,23 @@ def test_decode_tile_with_two_ctas_per_sm(scheduler: object) -> None:
     s = spec(ctas_per_sm=2, scheduler=scheduler)
     assert rules.check(s) == []
     values = plan(s).values
-    assert values.min_blocks_per_mp == 2
+    assert values.launch.min_blocks_per_mp == 2
     # the CTA's registers: half the file at most, and the consumers' setmaxnreg within it
     assert rules_sm90.launch_regs(s) == 128  # 256 threads x 128 = 32768
     assert rules_sm90.register_pool(s) <= rules_sm90.REGISTER_FILE // 2
     pool = rules_sm90.register_pool(s)
-    assert 128 * values.producer_regs + 128 * values.consumer_regs <= pool
-    assert values.consumer_regs == 216 and values.consumer_regs % 8 == 0
+    launch = values.launch
+    assert 128 * launch.producer_regs + 128 * launch.consumer_regs <= pool
+    assert launch.consumer_regs == 216 and launch.consumer_regs % 8 == 0
     # SMEM: "auto" stages fill half the SM's (less the per-CTA reservation), no more
     assert rules_common.smem_limit(s) == HALF_SMEM == 113 * 1024
-    assert values.smem_bytes <= HALF_SMEM < rules.smem_bytes(s, s.stages + 1)
+    assert values.launch.smem_bytes <= HALF_SMEM < rules.smem_bytes(s, s.stages + 1)
 
 
 def test_one_cta_per_sm_is_unchanged() -> None:
     s = spec(scheduler="stream_k")
     values = plan(s).values
-    assert values.min_blocks_per_mp == 1 and values.consumer_regs == 248
+    assert values.launch.min_blocks_per_mp == 1 and values.launch.consumer_regs == 248
     assert rules_common.smem_limit(s) == rules_common.SMEM_LIMIT_BYTES == 227 * 1024
     assert s.stages > spec(scheduler="stream_k", ctas_per_sm=2).stages
 
@@ -89,9 +90,9 @@ def test_smem_budget_is_half_the_sm() -> None:
 def test_grids_stay_one_cta_per_sm() -> None:
     for scheduler in ({"kind": "split_k", "splits": 2}, "stream_k", "persistent"):
         one, two = spec(scheduler=scheduler), spec(scheduler=scheduler, ctas_per_sm=2)
-        keys = ("sk_ctas", "sk_workspace_elems", "workers_expr", "workers_doc")
         v1, v2 = plan(one).values, plan(two).values
-        assert [getattr(v1, k, None) for k in keys] == [getattr(v2, k, None) for k in keys]
+        assert v1.sk == v2.sk and (v1.sk is not None) == (scheduler == "stream_k")
+        assert v1.workers == v2.workers is not None and v1.tensors == v2.tensors
         assert rules_sm90.streamk_ctas(one) == rules_sm90.streamk_ctas(two)
 
 

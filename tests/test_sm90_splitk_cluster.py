@@ -160,20 +160,24 @@ def test_handshake_arrive_counts(
     assert rules_sm90.consumed_arrives(s) == consumed == 4 * wgs
     assert rules_sm90.splitk_max_clusters(s) == max_clusters == 132 // splits
     v = plan(s).values
-    assert (v["splits"], v["staged_arrives"], v["consumed_arrives"]) == (splits, staged, consumed)
+    assert (v.splits, v.splitk.staged_arrives, v.splitk.consumed_arrives) == (
+        splits,
+        staged,
+        consumed,
+    )
     # one wave of clusters on the GPU the kernel runs on (max_clusters of them on an H200)
-    assert v["workers_expr"] == f"sm_count // {splits}"
-    assert v["staging_elems"] == tile[0] * tile[1]
-    assert v["cluster_launch"] and not v["clustered"]  # a hardware cluster without multicast
+    assert v.workers.expr == f"sm_count // {splits}"
+    assert v.splitk.staging_elems == tile[0] * tile[1]
+    assert v.cluster.launch and v.mcast is None  # a hardware cluster without multicast
 
 
 def test_max_clusters_cap() -> None:
     s = split(scheduler={"kind": "split_k", "splits": 2, "max_clusters": 64})
-    assert plan(s).values["workers_expr"] == "min(sm_count // 2, 64)"
+    assert plan(s).values.workers.expr == "min(sm_count // 2, 64)"
 
 
 def test_pipeline_table_has_the_handshake() -> None:
-    lines = plan(split()).values["pipeline_table"]
+    lines = plan(split()).values.docs.pipeline_table
     # a ring: the line that names it and the full (and empty) arrives under it
     staged = lines.index(next(line for line in lines if line.startswith("staged")))
     consumed = lines.index(next(line for line in lines if line.startswith("consumed")))

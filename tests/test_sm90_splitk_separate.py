@@ -191,8 +191,8 @@ def test_workspace_size(
     assert shared.splitk_max_tiles(s) == tiles
     assert shared.separate_workspace_elems(s) == elems
     v = plan(s).values
-    assert v["workspace_elems"] == v["sep_workspace_elems"] == elems
-    assert v["host_tensors"] == ["workspace"] and v["launch_tensors"] == ["workspace"]
+    assert v.tensors.workspace_elems == elems
+    assert v.tensors.host == ["workspace"] and v.tensors.launch == ["workspace"]
 
 
 # ---- plan -----------------------------------------------------------------------------------------
@@ -202,20 +202,28 @@ def test_slots_are_laid_out_like_c() -> None:
     """Row-major slots for C, column-major for C^T (swap AB): the reduce kernel's 16-byte vectors
     run along C's contiguous direction in both the slot and C."""
     swap = plan(separate()).values
-    assert swap["slot_shape"] == (64, 32, 4096, 4)
-    assert swap["slot_stride"] == (1, 64, 2048, 4096 * 2048)
-    assert swap["vec_slot_shape"] == (4, 512, 4096, 4)
-    assert swap["vec_slot_stride"] == (1, 4, 2048, 4096 * 2048)
-    assert (swap["vec_tiler"], swap["vecs_along"], swap["vec_axis"]) == ((4, 1), 16, "row")
-    assert swap["c_tile"] == (32, 64)  # rows and columns of the user's C
-    assert (swap["partial_vec"], swap["partial_bits"]) == (1, 32)
-    assert swap["vecs_per_thread"] == 4  # 2048 / (4 x 128)
+    assert swap.separate.slot_shape == (64, 32, 4096, 4)
+    assert swap.separate.slot_stride == (1, 64, 2048, 4096 * 2048)
+    assert swap.separate.vec_slot_shape == (4, 512, 4096, 4)
+    assert swap.separate.vec_slot_stride == (1, 4, 2048, 4096 * 2048)
+    assert (swap.separate.vec_tiler, swap.separate.vecs_along, swap.separate.vec_axis) == (
+        (4, 1),
+        16,
+        "row",
+    )
+    assert swap.separate.c_tile == (32, 64)  # rows and columns of the user's C
+    assert (swap.partial.vec, swap.partial.bits) == (1, 32)
+    assert swap.separate.vecs_per_thread == 4  # 2048 / (4 x 128)
     plain = plan(separate((128, 64, 64), swap_ab=False, sched={"splits": 3})).values
-    assert plain["slot_stride"] == (64, 1, 8192, 1024 * 8192)
-    assert (plain["vec_tiler"], plain["vecs_along"], plain["vec_axis"]) == ((1, 4), 16, "column")
-    assert plain["c_tile"] == (128, 64)
-    assert (plain["partial_vec"], plain["partial_bits"]) == (2, 64)
-    assert plain["vecs_per_thread"] == 16
+    assert plain.separate.slot_stride == (64, 1, 8192, 1024 * 8192)
+    assert (plain.separate.vec_tiler, plain.separate.vecs_along, plain.separate.vec_axis) == (
+        (1, 4),
+        16,
+        "column",
+    )
+    assert plain.separate.c_tile == (128, 64)
+    assert (plain.partial.vec, plain.partial.bits) == (2, 64)
+    assert plain.separate.vecs_per_thread == 16
 
 
 @pytest.mark.parametrize(
@@ -225,7 +233,7 @@ def test_bias_vector_or_scalar(swap: bool, bias: str, along: bool) -> None:
     """A bias along the reduce vector's axis is one vector load; across it, one value."""
     tile = (64, 32, 64) if swap else (128, 64, 64)
     s = separate(tile, swap_ab=swap, epilogue={"style": "direct", "bias": bias})
-    assert plan(s).values["bias_along_vec"] is along
+    assert plan(s).values.separate.bias_along_vec is along
 
 
 def test_expected_counts() -> None:

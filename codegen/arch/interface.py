@@ -59,7 +59,7 @@ class Arch(Protocol):
         gpu_family: those GPUs, in words ("sm_100 (Blackwell: B200/GB200)").
         rules: its rules (:class:`ArchRules`; a module: the derived numbers and the legality
             rules).
-        values_type: the frozen dataclass of its plan values (templates read `plan.NAME`).
+        values_type: the frozen dataclass of its plan values (templates read `plan.GROUP.NAME`).
     """
 
     name: str

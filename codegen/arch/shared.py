@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from codegen.plan_common import Values
+from codegen.plan_common import Tensors, Values, bias, bias_axis
 from codegen.rules_common import DTYPE_BYTES, Violation, kib
 from codegen.spec import Spec, SplitKScheduler, StreamKScheduler
 
@@ -161,36 +161,44 @@ def reduce_kernel_counts(spec: Spec) -> dict[str, int]:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SeparateReduce:
+    """What the separate reduce's partials of both architectures print (``plan.separate``; the
+    scheduler, the partial epilogue and common/split_k_reduce.py.j2): the workspace geometry and
+    the reduce kernel's vectors. The workspace's size is ``plan.tensors.workspace_elems``."""
+
+    max_tiles: int
+    max_tiles_note: str
+    slot_kib: str  # one workspace slot, in KiB
+    workspace_mib: str  # the workspace, in MiB
+    slot_shape: tuple[int, int, int, int]  # (TM, TN, MAX_TILES, SPLITS)
+    slot_stride: tuple[int, int, int, int]
+    slot_note: str
+    vec_slot_shape: tuple[int, int, int, int]  # (REDUCE_VEC, vectors, MAX_TILES, SPLITS)
+    vec_slot_stride: tuple[int, int, int, int]
+    c_tile: tuple[int, int]  # rows and columns of the user's C one tile covers
+    reduce_threads: int
+    reduce_vec: int
+    vecs_per_thread: int
+    vecs_along: int
+    vec_tiler: tuple[int, int]
+    vec_axis: str
+    c_vec_bits: int
+    bias_along_vec: bool
+
+
+@dataclass(frozen=True, kw_only=True)
 class SeparateReduceValues(Values):
-    """The values of both architectures' plans, plus what the separate reduce's partials print
-    (:func:`separate_workspace_values`; None without reduce = "separate")."""
+    """The values of both architectures' plans, plus the separate reduce's (None without reduce =
+    "separate")."""
 
-    max_tiles: int | None = None
-    max_tiles_note: str | None = None
-    sep_slot_kib: str | None = None  # one workspace slot, in KiB
-    sep_workspace_mib: str | None = None  # the workspace, in MiB
-    sep_tile_elems: int | None = None
-    sep_workspace_elems: int | None = None
-    slot_shape: tuple[int, int, int, int] | None = None
-    slot_stride: tuple[int, int, int, int] | None = None
-    slot_note: str | None = None
-    vec_slot_shape: tuple[int, int, int, int] | None = None
-    vec_slot_stride: tuple[int, int, int, int] | None = None
-    c_tile: tuple[int, int] | None = None
-    reduce_threads: int | None = None
-    reduce_vec: int | None = None
-    vecs_per_thread: int | None = None
-    vecs_along: int | None = None
-    vec_tiler: tuple[int, int] | None = None
-    vec_axis: str | None = None
-    c_vec_bits: int | None = None
-    bias_along_vec: bool | None = None
+    separate: SeparateReduce | None = None
 
 
-def separate_workspace_values(spec: Spec, bias: dict[str, object]) -> dict[str, object]:
-    """What the separate-reduce partials of both architectures print (the scheduler, the partial
-    epilogue and common/split_k_reduce.py.j2): the workspace geometry, the reduce kernel's
-    vectors, and the GEMM kernel's tensors. `bias` is plan_common.bias_values(spec)."""
+def separate_reduce(spec: Spec) -> SeparateReduce | None:
+    """The separate reduce's workspace geometry and the reduce kernel's vectors (None without
+    reduce = "separate")."""
+    if not is_split_k_separate(spec):
+        return None
     t = spec.tile
     n = splits(spec)
     max_tiles = splitk_max_tiles(spec)
@@ -201,38 +209,44 @@ def separate_workspace_values(spec: Spec, bias: dict[str, object]) -> dict[str, 
     # column-major for C^T (swap AB); the reduce kernel's vectors run along the contiguous mode
     slot_mn = (1, t.m) if spec.swap_ab else (t.n, 1)
     vec_axis = "row" if spec.swap_ab else "column"
-    return {
-        "max_tiles": max_tiles,
-        "max_tiles_note": (
+    return SeparateReduce(
+        max_tiles=max_tiles,
+        max_tiles_note=(
             "the spec's max_tiles"
             if spec.scheduler.max_tiles
             else f"2^23 output elements / (TM x TN): {SEPARATE_DEFAULT_ELEMS} per split"
         ),
-        "sep_tile_elems": tile_elems,
-        "sep_workspace_elems": separate_workspace_elems(spec),
-        "sep_slot_kib": kib(tile_elems * ACC_BYTES),
-        "sep_workspace_mib": f"{separate_workspace_elems(spec) * ACC_BYTES / 2**20:g}",
-        "slot_shape": (t.m, t.n, max_tiles, n),
-        "slot_stride": (*slot_mn, tile_elems, max_tiles * tile_elems),
-        "slot_note": "column-major, like C^T" if spec.swap_ab else "row-major, like C",
-        "vec_slot_shape": (vec, tile_elems // vec, max_tiles, n),
-        "vec_slot_stride": (1, vec, tile_elems, max_tiles * tile_elems),
-        "c_tile": (t.n, t.m) if spec.swap_ab else (t.m, t.n),
-        "reduce_threads": REDUCE_THREADS,
-        "reduce_vec": vec,
-        "vecs_per_thread": reduce_vecs_per_thread(spec),
-        "vecs_along": (t.m if spec.swap_ab else t.n) // vec,
-        "vec_tiler": (vec, 1) if spec.swap_ab else (1, vec),
-        "vec_axis": vec_axis,
-        "c_vec_bits": vec * 8 * DTYPE_BYTES[out],
-        "bias_along_vec": bias["bias"] and bias["bias_axis"] == vec_axis,
-        # the GEMM kernel takes only the workspace; bias and C's values are the reduce kernel's
-        "kernel_tensors": [
-            ("mWork", "(WORKSPACE_ELEMS,) f32: SPLITS x MAX_TILES partial-tile slots")
-        ],
-        "gemm_doc": (", bias " + f"({bias['bias_user_extent']},)" if bias["bias"] else "")
+        slot_kib=kib(tile_elems * ACC_BYTES),
+        workspace_mib=f"{separate_workspace_elems(spec) * ACC_BYTES / 2**20:g}",
+        slot_shape=(t.m, t.n, max_tiles, n),
+        slot_stride=(*slot_mn, tile_elems, max_tiles * tile_elems),
+        slot_note="column-major, like C^T" if spec.swap_ab else "row-major, like C",
+        vec_slot_shape=(vec, tile_elems // vec, max_tiles, n),
+        vec_slot_stride=(1, vec, tile_elems, max_tiles * tile_elems),
+        c_tile=(t.n, t.m) if spec.swap_ab else (t.m, t.n),
+        reduce_threads=REDUCE_THREADS,
+        reduce_vec=vec,
+        vecs_per_thread=reduce_vecs_per_thread(spec),
+        vecs_along=(t.m if spec.swap_ab else t.n) // vec,
+        vec_tiler=(vec, 1) if spec.swap_ab else (1, vec),
+        vec_axis=vec_axis,
+        c_vec_bits=vec * 8 * DTYPE_BYTES[out],
+        bias_along_vec=spec.epilogue.bias != "none" and bias_axis(spec) == vec_axis,
+    )
+
+
+def separate_tensors(spec: Spec) -> Tensors:
+    """Split-K "separate": the GEMM kernel takes only the workspace (bias and C's values are the
+    reduce kernel's); `gemm` takes the bias too, and passes it to the reduce kernel."""
+    b = bias(spec)
+    return Tensors(
+        host=(["bias"] if b else []) + ["workspace"],
+        kernel=[("mWork", "(WORKSPACE_ELEMS,) f32: SPLITS x MAX_TILES partial-tile slots")],
+        launch=["workspace"],
+        doc=(", bias " + f"({b.user_extent},)" if b else "")
         + ", workspace (WORKSPACE_ELEMS,) f32 (any contents: every slot read is written first)",
-    }
+        workspace_elems=separate_workspace_elems(spec),
+    )
 
 
 # ---- stream-K -----------------------------------------------------------------------------------
@@ -262,3 +276,25 @@ def streamk_workspace_elems(spec: Spec, flagship_sms: int) -> int:
     if not is_stream_k(spec):
         return 0
     return streamk_ctas(spec, flagship_sms) * (streamk_tile_elems(spec) + 1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamK:
+    """Stream-K's workspace (``plan.sk``): a partial-tile slot per CTA, then the flags; each
+    architecture's planner extends it. Its size is ``plan.tensors.workspace_elems``."""
+
+    ctas: int  # persistent CTAs at most: the workspace's slots
+    tile_elems: int  # f32 of one slot
+    workspace_bytes: int
+    slot_kib: str  # one slot, in KiB
+
+
+def stream_k_values(spec: Spec, flagship_sms: int) -> dict[str, object]:
+    """The fields of :class:`StreamK`, for an architecture's planner to extend."""
+    tile_elems = streamk_tile_elems(spec)
+    return {
+        "ctas": streamk_ctas(spec, flagship_sms),
+        "tile_elems": tile_elems,
+        "workspace_bytes": streamk_workspace_elems(spec, flagship_sms) * ACC_BYTES,
+        "slot_kib": kib(tile_elems * ACC_BYTES),
+    }

@@ -23,7 +23,7 @@ from codegen.arch.sm100.rules import (
     streamk_handover_vectors,
     values_per_thread,
 )
-from codegen.plan_common import bias_values
+from codegen.plan_common import bias_axis
 from codegen.spec import Spec
 
 # PTX patterns only sm_100a kernels have (tcgen05, cluster launch control), counted in every build
@@ -191,7 +191,7 @@ def fusion_counts(spec: Spec) -> dict[str, int]:
     once (split-K: in rank 0 only, after the reduction). Global loads: beta's C run in the direct
     epilogue, loaded like it is stored (direct_stores: 16-byte vectors, or one element at a time
     down C^T's column with swap_ab; the TMA-store epilogue TMA-loads C instead); a bias along the
-    kernel's rows (bias_values: a column bias of C with swap_ab): one scalar; along its columns:
+    kernel's rows (bias_axis: a column bias of C with swap_ab): one scalar; along its columns:
     the thread's values in 16-byte vectors (the bias is contiguous). Per element: relu is one
     max.f32; silu (exp) and gelu (tanh, through exp) one ex2 each."""
     epi = spec.epilogue
@@ -200,7 +200,7 @@ def fusion_counts(spec: Spec) -> dict[str, int]:
     vectors = values * out_bytes // VECTOR_STORE_BYTES
     loads = direct_stores(spec) if epi.beta != 0.0 and not is_tma_store(spec) else 0
     if epi.bias != "none":
-        loads += 1 if bias_values(spec)["bias_axis"] == "row" else vectors
+        loads += 1 if bias_axis(spec) == "row" else vectors
     return {
         "ld.global": loads,
         "max.f32": values if epi.activation == "relu" else 0,

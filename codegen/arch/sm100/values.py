@@ -8,17 +8,19 @@ separate, stream_k; in the scheduler's place), ``mainloop/`` (kloop, ws, ws_pers
 comes from :mod:`codegen.arch.sm100.rules`; the docstring's Pipeline table from
 :mod:`codegen.arch.sm100.docs` (its prose is templates/sm100/_docs.py.j2's).
 
-The values are one frozen :class:`Sm100Values`: plain required fields, and for each feature a
-variant may lack (a bias, a TMA-store epilogue, persistent warp roles, a static tile order, each
-scheduler's own values, a CTA pair, a multicast cluster) one frozen group of required fields,
-built directly by one function and None where the variant has no such feature.
+The values are one frozen :class:`Sm100Values` of frozen groups of required fields, each built
+directly by one function: one per concern every kernel has (the warps, the tcgen05 MMA and its
+TMEM, the ring, the cluster, the epilogue's TMEM drain) and one per feature a variant may lack (a
+bias, a TMA-store epilogue, persistent warp roles, a static tile order, each scheduler's own
+values, a CTA pair, a multicast cluster), None where the variant has no such feature.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+import dataclasses
+from dataclasses import dataclass
 
-from codegen import rules_common
+from codegen import plan_common, rules_common
 from codegen.arch import shared
 from codegen.arch.sm100 import docs
 from codegen.arch.sm100 import rules as rules_sm100
@@ -34,17 +36,7 @@ from codegen.arch.sm100.rules import (
     streamk_handover_vectors,
     values_per_thread,
 )
-from codegen.plan_common import (
-    Plan,
-    Values,
-    bias_values,
-    binary,
-    dtype_values,
-    extra_tensors,
-    fusion_values,
-    sm_sized_values,
-    spec_values,
-)
+from codegen.plan_common import Docs, Plan, SmemRing, Tensors, TileOrder, Workers, binary
 from codegen.spec import PersistentScheduler, Spec, SplitKScheduler
 
 SMEM_ATOM = {"none": "K_INTER", "32B": "K_SW32", "64B": "K_SW64", "128B": "K_SW128"}
@@ -53,6 +45,54 @@ MN_SMEM_ATOM = {"32B": "MN_SW32", "64B": "MN_SW64", "128B": "MN_SW128"}
 
 
 TMEM_LD_OP = {"32x32b": "Ld32x32bOp", "16x32bx2": "Ld16x32bx2Op"}  # by tmem_load_shape
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sm100Docs(Docs):
+    """What only the kernel's docstring prints (``plan.docs``), with the SMEM and TMEM budget."""
+
+    budget_lines: list[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Warps:
+    """The CTA's warps and their roles (``plan.warps``)."""
+
+    count: int  # the CTA's warps
+    threads: int
+    tma: int  # the warp that issues the TMA loads (and initializes the barriers)
+    mma: int  # the warp that issues the MMAs (warp-specialized)
+    specialized: bool  # TMA and MMA in warps of their own
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tcgen05:
+    """The tcgen05 MMA and its TMEM accumulator (``plan.mma``)."""
+
+    inst: tuple[int, int, int]  # one instruction's M, N, K
+    kind: str  # f16 or f8f6f4
+    cta_group_enum: str  # ONE, or TWO for a CTA pair
+    tmem_cols: int
+    tmem_lanes: int  # one CTA's accumulator rows
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sm100Ring(SmemRing):
+    """The A/B SMEM ring (``plan.ring``)."""
+
+    stage_bytes: int  # A + B bytes of one stage in one CTA
+    smem_atom: str  # the operands' SMEM layout atom
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sm100Cluster:
+    """The cluster (``plan.cluster``): how the CTAs cooperate and the shape they launch with."""
+
+    kind: str  # single, multicast, pair or split (rules.cluster_kind)
+    shape: tuple[int, int, int]  # one CTA, split-K's (splits, 1, 1), or the spec's
+    spec_shape: tuple[int, int]  # the spec's cluster (M, N)
+    # the direct epilogue's M and N multiples span a cluster of tiles
+    covers_clusters: bool
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,6 +109,8 @@ class Epilogue:
     lanes: str
     plain: bool  # no fusion: convert and store, the lines the unfused kernels have always had
     store_dtype: str  # the constant naming C's dtype: IO_DTYPE or OUT_DTYPE
+    style: str  # the spec's: direct or tma
+    ld_shape: str  # the tcgen05.ld shape: 32x32b, or 16x32bx2 for 64 rows
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,14 +163,11 @@ class PersistentRoles:
 
 
 @dataclass(frozen=True, kw_only=True)
-class TileOrder:
+class Sm100TileOrder(TileOrder):
     """The static order a CTA walks its tiles in (``plan.order``; templates/sm100/scheduler/
     _tile_loop.py.j2): static persistent, and split-K (along M, no swizzle)."""
 
-    fast: str  # the dimension consecutive tiles walk: "m" or "n"
-    slow: str
     note: str
-    group: int  # tiles (or cluster tiles) per swizzle band; 1: no swizzle
     group_note: str
     cluster_tiles: bool  # a multicast cluster walks cluster tiles, one tile per CTA
     tile_unit: str  # in prose: "tiles" or "cluster tiles"
@@ -157,15 +196,9 @@ class SplitKCluster:
 
 
 @dataclass(frozen=True, kw_only=True)
-class StreamK:
-    """Stream-K's workspace (``plan.sk``): a partial-tile slot per CTA, then the flags, and how
-    one epilogue chunk maps onto a slot."""
+class Sm100StreamK(shared.StreamK):
+    """Stream-K's workspace (``plan.sk``) and how one epilogue chunk maps onto a slot."""
 
-    ctas: int  # persistent CTAs at most: the workspace's slots
-    tile_elems: int  # f32 of one slot
-    workspace_elems: int
-    workspace_bytes: int
-    slot_kib: str  # one slot, in KiB
     values: int  # f32 one epilogue thread holds of a tile
     chunk_vecs: int  # 16-byte vectors of one thread per epilogue chunk
     chunk_vecs_note: str
@@ -200,51 +233,21 @@ class Multicast:
 class Sm100Values(shared.SeparateReduceValues):
     """Every value the sm_100a templates read as ``plan.NAME`` or, in a group, ``plan.GROUP.NAME``
     (tests/test_plan_fields.py checks that each name a template reads is a field); a group is
-    None where the variant has no such feature (tests/test_sm100_plan_groups.py)."""
+    None where the variant has no such feature (tests/test_plan_groups.py)."""
 
-    # the docstring (templates/sm100/_docs.py.j2): the SMEM and TMEM budget, the parameters
-    budget_lines: list[str]
-    scheduler_kind: str  # grid, persistent, dynamic, split_k, split_k_separate or stream_k
-    max_workers: int  # workers of the persistent grid on the flagship GPU
-    epilogue_style: str
-    tmem_ld_shape: str  # the epilogue's tcgen05.ld shape: 32x32b, or 16x32bx2 for 64 rows
-    spec_cluster: tuple[int, int]  # the spec's cluster (M, N)
-    # the direct epilogue's M and N multiples span a cluster of tiles
-    covers_clusters: bool
-    # what the partials and the comments on the constants branch on
-    persistent: bool  # a CTA loops over tiles (rules.is_persistent)
-    dynamic: bool  # the next tile comes from cluster launch control (rules.is_dynamic)
-    warp_specialized: bool  # TMA and MMA in warps of their own
-    cluster_kind: str  # single, multicast, pair or split (rules.cluster_kind)
-    tma_store: bool  # the TMA-store epilogue
-    warps: int  # the CTA's warps
-    # the MMA, the ring, TMEM
-    tma_warp: int
-    mma_warp: int
-    mma_inst: tuple[int, int, int]
-    mma_kind: str  # the tcgen05.mma kind: f16 or f8f6f4
-    tmem_cols: int
-    tmem_lanes: int  # one CTA's accumulator rows
-    stage_bytes: int  # A + B bytes of one stage in one CTA
-    cta_group_enum: str
-    smem_atom: str
-    # the epilogue
+    docs: Sm100Docs
+    warps: Warps
+    mma: Tcgen05
+    ring: Sm100Ring
+    cluster: Sm100Cluster
     epilogue: Epilogue
     bias_view: BiasView | None = None  # with a bias
     epi_tma: TmaStore | None = None  # the TMA-store epilogue's
-    # the tensors after C
-    sched_tensors: list[tuple[str, str]]
-    sched_args: list[str]
-    # the scheduler (tile loop, dynamic, split-K, stream-K)
     roles: PersistentRoles | None = None  # a CTA that loops over tiles
-    order: TileOrder | None = None  # a static tile order
-    splits: int  # CTAs that split one tile's K range (1 without split-K)
-    swap_ab: bool
+    order: Sm100TileOrder | None = None  # a static tile order
     clc: Clc | None = None  # the dynamic scheduler's
     splitk: SplitKCluster | None = None  # split-K's over a cluster
-    sk: StreamK | None = None  # stream-K's
-    # the cluster
-    cluster_shape: tuple[int, int, int]
+    sk: Sm100StreamK | None = None  # stream-K's
     pair: CtaPair | None = None  # a CTA pair's
     mcast: Multicast | None = None  # a multicast cluster's
 
@@ -264,14 +267,54 @@ def covers_clusters(spec: Spec) -> bool:
     return multiples["M"] * multiples["N"] > spec.tile.m * spec.tile.n
 
 
-def cluster_shape(spec: Spec) -> tuple[int, int, int]:
+def cluster(spec: Spec) -> Sm100Cluster:
     """The cluster: one CTA, split-K's (splits, 1, 1), or the spec's (a CTA pair, multicast)."""
     kind = cluster_kind(spec)
     if kind == "single":
-        return (1, 1, 1)
-    if kind == "split":
-        return (shared.splits(spec), 1, 1)
-    return (spec.cluster.m, spec.cluster.n, 1)
+        shape = (1, 1, 1)
+    elif kind == "split":
+        shape = (shared.splits(spec), 1, 1)
+    else:
+        shape = (spec.cluster.m, spec.cluster.n, 1)
+    return Sm100Cluster(
+        kind=kind,
+        shape=shape,
+        spec_shape=(spec.cluster.m, spec.cluster.n),
+        covers_clusters=covers_clusters(spec),
+    )
+
+
+def warps(spec: Spec) -> Warps:
+    """The CTA's warps: TMA, MMA (warp-specialized) and the epilogue's."""
+    return Warps(
+        count=rules_sm100.PERSISTENT_WARPS if is_persistent(spec) else rules_sm100.EPILOGUE_WARPS,
+        threads=(EPI_WARP0 + rules_sm100.EPILOGUE_WARPS if is_persistent(spec) else 4) * 32,
+        tma=rules_sm100.TMA_WARP,
+        mma=rules_sm100.MMA_WARP,
+        specialized=spec.warp_specialized,
+    )
+
+
+def tcgen05(spec: Spec) -> Tcgen05:
+    """The MMA instruction (a CTA pair's with cta_group 2) and its TMEM accumulator."""
+    return Tcgen05(
+        inst=(spec.tile.m, spec.tile.n, rules_common.mma_k(spec.dtype)),
+        kind=rules_sm100.mma_kind(spec),
+        cta_group_enum="TWO" if spec.cta_group == 2 else "ONE",
+        tmem_cols=rules_sm100.spec_tmem_columns(spec),
+        tmem_lanes=rules_sm100.TMEM_LANES,
+    )
+
+
+def ring(spec: Spec) -> Sm100Ring:
+    """One stage of the A/B ring and its SMEM layout atom."""
+    assert isinstance(spec.stages, int)
+    return Sm100Ring(
+        stages=spec.stages,
+        tx_bytes=rules_sm100.full_tx_bytes(spec),
+        stage_bytes=rules_sm100.stage_bytes(spec),
+        smem_atom=SMEM_ATOM[str(spec.swizzle)],
+    )
 
 
 def cta_pair(spec: Spec) -> CtaPair | None:
@@ -354,37 +397,15 @@ def splitk_cluster(spec: Spec) -> SplitKCluster | None:
     )
 
 
-# the fields SeparateReduceValues adds to Values: the separate reduce's workspace and vectors
-SEPARATE_FIELDS = tuple(
-    f.name
-    for f in fields(shared.SeparateReduceValues)
-    if f.name not in {g.name for g in fields(Values)}
-)
-
-
-def separate_values(spec: Spec) -> dict[str, object]:
-    """What the separate-reduce partials print (sm100/reduce/separate.py.j2,
-    sm100/epilogue/partial.py.j2 and the shared common/split_k_reduce.py.j2): the workspace
-    geometry and reduce-kernel vectors both arches share (its tensors are workspace_values')."""
-    if not shared.is_split_k_separate(spec):
-        return {}
-    workspace = shared.separate_workspace_values(spec, bias_values(spec))
-    return {name: workspace[name] for name in SEPARATE_FIELDS}
-
-
-def stream_k(spec: Spec) -> StreamK | None:
+def stream_k(spec: Spec) -> Sm100StreamK | None:
     """What the stream-K reduce partial (sm100/reduce/stream_k.py.j2) prints: the workspace (a
     partial-tile slot per CTA, then the flags) and how one epilogue chunk maps onto it."""
     if not shared.is_stream_k(spec):
         return None
     _, chunks = epilogue_chunks(spec)
     vectors = streamk_handover_vectors(spec)
-    return StreamK(
-        ctas=rules_sm100.streamk_ctas(spec),
-        tile_elems=shared.streamk_tile_elems(spec),
-        workspace_elems=rules_sm100.streamk_workspace_elems(spec),
-        workspace_bytes=rules_sm100.streamk_workspace_elems(spec) * shared.ACC_BYTES,
-        slot_kib=rules_common.kib(shared.streamk_tile_elems(spec) * shared.ACC_BYTES),
+    return Sm100StreamK(
+        **shared.stream_k_values(spec, rules_sm100.SM_COUNT),
         values=values_per_thread(spec),
         chunk_vecs=vectors // chunks,
         chunk_vecs_note=(
@@ -394,7 +415,7 @@ def stream_k(spec: Spec) -> StreamK | None:
     )
 
 
-def tile_order(spec: Spec) -> TileOrder | None:
+def tile_order(spec: Spec) -> Sm100TileOrder | None:
     """The static tile order: the spec's raster and swizzle group (static persistent; a multicast
     cluster walks cluster tiles), or along M without swizzle (split-K, both reduces)."""
     if isinstance(spec.scheduler, PersistentScheduler):
@@ -414,7 +435,7 @@ def tile_order(spec: Spec) -> TileOrder | None:
         )
     elif shared.is_split_k_separate(spec):
         note = "tiles along M"
-    return TileOrder(
+    return Sm100TileOrder(
         fast=fast,
         slow=slow,
         note=note,
@@ -428,31 +449,42 @@ def tile_order(spec: Spec) -> TileOrder | None:
     )
 
 
-def workers_values(spec: Spec) -> dict[str, object]:
+def workers(spec: Spec) -> Workers | None:
     """The persistent grids sized by the GPU's SM count (static persistent, split-K's clusters,
     stream-K); the dynamic scheduler launches the whole tile grid, split-K "separate" a CTA per
     tile and K share, and the grid scheduler a CTA per tile."""
     b200 = (rules_sm100.SM_COUNT, "a B200", (10, 0))
+    flagship = rules_sm100.max_workers(spec)
     if shared.is_stream_k(spec):
-        return sm_sized_values(
-            *b200, 1, "one CTA", worker_cap="SK_CTAS", worker_cap_note="the workspace's slots"
+        return plan_common.workers(
+            *b200,
+            1,
+            "one CTA",
+            flagship=flagship,
+            worker_cap="SK_CTAS",
+            worker_cap_note="the workspace's slots",
         )
     if shared.is_split_k_cluster(spec):
         n = shared.splits(spec)
-        return sm_sized_values(
+        return plan_common.workers(
             *b200,
             n,
             f"one {n}-CTA cluster",
+            flagship=flagship,
             worker_cap=spec.scheduler.max_clusters,
             worker_cap_note="the spec's max_clusters",
         )
     if isinstance(spec.scheduler, PersistentScheduler):
         size = spec.cluster.size
         worker = {"pair": "one CTA pair", "multicast": f"one {size}-CTA cluster"}
-        return sm_sized_values(
-            *b200, size, worker.get(cluster_kind(spec), "one CTA"), sm_cap=spec.scheduler.sm_count
+        return plan_common.workers(
+            *b200,
+            size,
+            worker.get(cluster_kind(spec), "one CTA"),
+            flagship=flagship,
+            sm_cap=spec.scheduler.sm_count,
         )
-    return {"sm_sized": False}
+    return None
 
 
 def bias_view(spec: Spec) -> BiasView | None:
@@ -461,7 +493,7 @@ def bias_view(spec: Spec) -> BiasView | None:
     kernel tiles it like C: one tile (grid) or all tiles, sliced per tile (persistent)."""
     if spec.epilogue.bias == "none":
         return None
-    row = bias_values(spec)["bias_axis"] == "row"  # the kernel's axis (swap_ab swaps the user's)
+    row = plan_common.bias_axis(spec) == "row"  # the kernel's axis (swap_ab swaps the user's)
     dim = "N" if row else "M"
     return BiasView(
         stride=(1, 0) if row else (0, 1),
@@ -492,6 +524,8 @@ def epilogue(spec: Spec) -> Epilogue:
         lanes="32 lanes per warp" if halves == 1 else "16 lanes per warp, half a row per thread",
         plain=not spec.epilogue.fused,
         store_dtype=store_dtype(spec),
+        style=spec.epilogue.style,
+        ld_shape=ld_shape,
     )
 
 
@@ -600,88 +634,46 @@ def partials(spec: Spec) -> dict[str, str]:
     }
 
 
-def workspace_values(spec: Spec) -> dict[str, object]:
-    """The tensors after C: the bias (printed by the epilogue partial) and stream-K's workspace;
-    split-K "separate": the GEMM kernel takes only its workspace, the host passes the bias too."""
+def tensors(spec: Spec) -> Tensors:
+    """The tensors after C: the bias (printed by the epilogue partial, so gemm_kernel takes it
+    among C's values) and a workspace, which gemm_kernel takes last; split-K "separate": the
+    GEMM kernel takes only its workspace, the host passes the bias too."""
     if shared.is_split_k_separate(spec):
-        workspace = shared.separate_workspace_values(spec, bias_values(spec))
-        return {
-            "kernel_tensors": workspace["kernel_tensors"],
-            "gemm_doc": workspace["gemm_doc"],
-            "host_tensors": (["bias"] if spec.epilogue.bias != "none" else []) + ["workspace"],
-            "workspace_elems": shared.separate_workspace_elems(spec),
-        }
-    return extra_tensors(spec, rules_sm100.streamk_workspace_elems(spec))
-
-
-def mainloop_values(spec: Spec) -> dict[str, object]:
-    """The values every architecture's plan has: the tile, the ring, the threads and the SMEM
-    budget."""
-    assert isinstance(spec.stages, int)
-    t = spec.tile
-    return {
-        "mma_k": rules_common.mma_k(spec.dtype),
-        "tiler": (t.m, t.n, t.k),
-        "stages": spec.stages,
-        "threads": (EPI_WARP0 + rules_sm100.EPILOGUE_WARPS if is_persistent(spec) else 4) * 32,
-        "tx_bytes": rules_sm100.full_tx_bytes(spec),
-        "mmas_per_stage": rules_common.mmas_per_stage(spec),
-        "shape_multiples": rules_sm100.shape_multiples(spec),
-        "smem_bytes": rules_sm100.smem_bytes(spec, spec.stages),
-    }
+        return shared.separate_tensors(spec)
+    extra = plan_common.extra_tensors(spec, rules_sm100.streamk_workspace_elems(spec))
+    work = [t for t in extra.kernel if t[0] == "mWork"]  # stream-K's
+    return dataclasses.replace(extra, kernel=work, launch=["workspace"] if work else [])
 
 
 def values(spec: Spec) -> Sm100Values:
-    """Every value the sm_100a templates print, each from one concern, built once by keyword (a
-    value set twice is a TypeError): this architecture's own fields and groups one by one, the
-    fields of the shared base types from the shared helpers' dicts."""
-    tensors = workspace_values(spec)
-    work = [t for t in tensors["kernel_tensors"] if t[0] == "mWork"]  # stream-K's, split-K's
+    """Every value the sm_100a templates print, each group from one concern, built once by keyword
+    (a value set twice is a TypeError)."""
     return Sm100Values(
-        scheduler_kind=scheduler_kind(spec),
-        max_workers=rules_sm100.max_workers(spec),
-        epilogue_style=spec.epilogue.style,
-        tmem_ld_shape=rules_sm100.tmem_load_shape(spec),
-        spec_cluster=(spec.cluster.m, spec.cluster.n),
-        covers_clusters=covers_clusters(spec),
-        pipeline_table=docs.pipeline_lines(spec),
-        budget_lines=docs.budget_lines(spec),
-        **dtype_values(spec),
-        **spec_values(spec),
-        **mainloop_values(spec),
-        persistent=is_persistent(spec),
-        dynamic=rules_sm100.is_dynamic(spec),
-        warp_specialized=spec.warp_specialized,
-        cluster_kind=cluster_kind(spec),
-        tma_store=is_tma_store(spec),
-        warps=rules_sm100.PERSISTENT_WARPS if is_persistent(spec) else rules_sm100.EPILOGUE_WARPS,
-        tma_warp=rules_sm100.TMA_WARP,
-        mma_warp=rules_sm100.MMA_WARP,
-        mma_inst=(spec.tile.m, spec.tile.n, rules_common.mma_k(spec.dtype)),
-        mma_kind=rules_sm100.mma_kind(spec),
-        tmem_cols=rules_sm100.spec_tmem_columns(spec),
-        tmem_lanes=rules_sm100.TMEM_LANES,
-        stage_bytes=rules_sm100.stage_bytes(spec),
-        cta_group_enum="TWO" if spec.cta_group == 2 else "ONE",
-        smem_atom=SMEM_ATOM[str(spec.swizzle)],
-        **fusion_values(spec),
-        **bias_values(spec),
+        docs=Sm100Docs(
+            **vars(plan_common.docs(spec, scheduler_kind(spec), docs.pipeline_lines(spec))),
+            budget_lines=docs.budget_lines(spec),
+        ),
+        dtypes=plan_common.dtypes(spec),
+        tile=plan_common.tile(spec, rules_sm100.shape_multiples(spec)),
+        swap_ab=spec.swap_ab,
+        splits=shared.splits(spec),
+        fusion=plan_common.fusion(spec),
+        bias=plan_common.bias(spec),
+        tensors=tensors(spec),
+        workers=workers(spec),
+        separate=shared.separate_reduce(spec),
+        warps=warps(spec),
+        mma=tcgen05(spec),
+        ring=ring(spec),
+        cluster=cluster(spec),
         epilogue=epilogue(spec),
         bias_view=bias_view(spec),
         epi_tma=tma_store(spec),
-        **tensors,
-        sched_tensors=work,  # the kernel takes them last, the host passes them last
-        sched_args=["workspace"] if work else [],
-        **separate_values(spec),
-        **workers_values(spec),
         roles=persistent_roles(spec),
         order=tile_order(spec),
-        splits=shared.splits(spec),
-        swap_ab=spec.swap_ab,
         clc=clc(spec),
         splitk=splitk_cluster(spec),
         sk=stream_k(spec),
-        cluster_shape=cluster_shape(spec),
         pair=cta_pair(spec),
         mcast=multicast(spec),
     )

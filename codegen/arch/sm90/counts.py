@@ -10,7 +10,7 @@ from codegen.arch import shared
 from codegen.arch.shared import STREAMK_WIDE_DIVS
 from codegen.arch.sm90 import rules as rules_sm90
 from codegen.arch.sm90.rules import partial_vec
-from codegen.plan_common import bias_values
+from codegen.plan_common import bias_axis
 from codegen.spec import Spec, TmaStoreEpilogue
 
 # PTX patterns only sm_90a kernels have, counted in every build
@@ -45,7 +45,7 @@ def epilogue_loads(spec: Spec) -> int:
     loads = 0
     if spec.epilogue.beta != 0.0 and not rules_sm90.tma_loads_c(spec):
         loads += rules_sm90.accumulator_regs(spec) // (1 if spec.swap_ab else 2)
-    kernel_axis = bias_values(spec)["bias_axis"]
+    kernel_axis = bias_axis(spec)
     if spec.epilogue.bias != "none":
         atoms_m = spec.tile.m // (64 * rules_sm90.tile_warpgroups(spec))
         loads += 2 * atoms_m if kernel_axis == "row" else spec.tile.n // 4

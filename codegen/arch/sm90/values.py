@@ -7,13 +7,19 @@ multicast), ``consumer/`` (cooperative, pingpong), ``scheduler/`` (grid, persist
 split_k_separate, stream_k), ``reduce/`` (none, cluster, separate, stream_k) and ``epilogue/``
 (direct, tma, partial); the mainloop is the skeleton's own. README.md's "Template families" says
 why the families are cut this way on both architectures.
+
+The values are one frozen :class:`Sm90Values` of frozen groups of required fields, each built
+directly by one function: one per concern every kernel has (the wgmma atoms, the warpgroups, the
+launch, the ring, the cluster) and one per feature a variant may lack (a multicast cluster,
+ping-pong consumers, each epilogue's own values, the persistent tile order, split-K over a
+cluster, stream-K), None where the variant has no such feature.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from codegen import rules_common
+from codegen import plan_common, rules_common
 from codegen.arch import shared
 from codegen.arch.sm90 import docs
 from codegen.arch.sm90 import rules as rules_sm90
@@ -24,317 +30,405 @@ from codegen.arch.sm90.rules import (
     multicast_masks,
     partial_vec,
 )
-from codegen.plan_common import (
-    Plan,
-    bias_values,
-    dtype_values,
-    extra_tensors,
-    fusion_values,
-    sm_sized_values,
-    spec_values,
-)
+from codegen.plan_common import Plan, SmemRing, Tensors, TileOrder, Workers
 from codegen.spec import PersistentScheduler, Spec, TmaStoreEpilogue
 
 
 @dataclass(frozen=True, kw_only=True)
-class Sm90Values(shared.SeparateReduceValues):
-    """Every value the sm_90a templates read as ``plan.NAME`` (tests/test_plan_fields.py checks
-    that each name a template reads is a field here); None: the variant has no such value."""
+class Wgmma:
+    """The warpgroup MMA (``plan.wgmma``): its atom and how many a warpgroup issues."""
 
-    # the docstring's Pipeline notes
+    m: int  # rows of one wgmma atom
+    n: int  # N of one wgmma atom
+    atoms: int  # wgmma instructions per warpgroup per k-block
+    n_atoms: int  # atoms side by side along the tile's N (2 above the widest wgmma, N = 256)
     acc_regs: int  # f32 accumulators per consumer thread
-    smem_limit_note: str
-    sk_workspace_bytes: int
-    sk_slot_kib: str
-    # the docstring's parameters
-    scheduler_kind: (
-        str  # the scheduler partial: grid, persistent, split_k, split_k_separate, stream_k
-    )
-    max_clusters: int  # clusters of the persistent grid on the flagship GPU (0: not persistent)
-    tma_store: bool  # the TMA-store epilogue
-    wgmma_m: int
-    wgmma_n: int  # N of one wgmma atom
-    wgmma_atoms: int  # wgmma instructions per warpgroup per k-block
-    # the mainloop: warpgroups, registers, ring
-    consumer_wg: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Warpgroups:
+    """The warpgroups and their roles (``plan.wg``): the producer, the consumers, their warps."""
+
+    threads: int  # threads of one warpgroup
+    warps: int  # warps of one warpgroup
+    producer: int  # the producer warpgroup
+    tma_warp: int  # the producer's warp that issues the TMA loads
+    mma: int  # the first consumer warpgroup
+    mma_next: int  # ping-pong's second consumer warpgroup
+    consumers: int  # consumer warpgroups
     consumer_warps: int
-    tile_warps: int
-    mma_threads: int
-    producer_regs: int
-    consumer_regs: int
-    # the register file, and the CTA's registers (its threads x its launch registers)
-    register_file: int
-    register_pool: int
-    # the launch: CTAs of this kernel resident on one SM (ctas_per_sm), the registers per thread
-    # each launches with, its SMEM budget and the SMEM carveout (percent) the launch asks for
+    tile_warps: int  # the warps of the warpgroups that share one tile
+    mma_threads: int  # consumer threads
+
+
+@dataclass(frozen=True, kw_only=True)
+class Launch:
+    """The launch (``plan.launch``): the CTA's threads, the CTAs of this kernel resident on one SM
+    (ctas_per_sm), the registers each thread launches with and setmaxnreg moves, the SMEM budget
+    and carveout."""
+
+    threads: int  # the producer warpgroup and the consumer warpgroups
     min_blocks_per_mp: int
-    launch_regs: int
+    regs: int  # registers per thread at launch
+    register_file: int
+    register_pool: int  # the CTA's registers: its threads x its launch registers
+    producer_regs: int  # setmaxnreg of the producer ...
+    consumer_regs: int  # ... and of the consumers
+    smem_bytes: int  # the CTA's dynamic SMEM
     smem_limit: int
-    smem_carveout: int
+    smem_limit_note: str
+    smem_carveout: int  # percent of the SM's unified L1 / shared memory
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sm90Ring(SmemRing):
+    """The A/B SMEM ring (``plan.ring``) and who releases a stage."""
+
+    a_elems: int
+    b_elems: int
+    swizzle_atom: str  # the wgmma SMEM atom the swizzle rule makes the DSL pick
     empty_arrives: int
+    empty_readers: int  # the CTAs that read a stage this CTA's producer fills
     # a stage is released once per consumer warpgroup (multicast) or warp, by every CTA it fills
     releases_per_warpgroup: bool
-    empty_readers: int
-    a_ring_elems: int
-    b_ring_elems: int
-    swizzle_atom: str
-    swap_ab: bool
-    mma_n_atoms: int
-    # the cluster
-    clustered: bool
-    cluster_launch: bool
-    cluster: tuple[int, int]
-    cluster_m: int
-    cluster_n: int
-    cluster_size: int
-    cluster_tile: tuple[int, int]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sm90Cluster:
+    """The cluster (``plan.cluster``): the spec's shape and what one cluster covers."""
+
+    m: int
+    n: int
+    tile: tuple[int, int]  # output rows and columns one cluster covers
+    launch: bool  # launched with a hardware cluster (multicast, split-K's clusters)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sm90Multicast:
+    """A CM x CN cluster that multicasts A along N and B along M (``plan.mcast``;
+    templates/sm90/cluster/multicast.py.j2)."""
+
+    size: int
     a_multicast: bool
     b_multicast: bool
-    a_tma_op: str
-    b_tma_op: str
-    a_mcast_row0: int
-    b_mcast_col0: int
-    # multicast: the consumer warp of each warpgroup that releases a stage for the warpgroup
-    release_warp: int
-    # split-K's cluster-scoped handshake (the nvvm dialect's scope and order kinds)
-    imports_nvvm: bool
-    # the consumers' named barriers, ping-pong
-    epi_barrier_args: str
-    pp_epi_barrier: int
-    pp_turn_barrier: int
-    pingpong: bool
-    wg_threads: int
-    wg_warps: int
-    turn_threads: int
-    # the epilogue
-    epi_m: int
-    epi_n: int
-    epi_stages: int
-    epi_subtiles: tuple[int, int]
+    a_row0: int  # ranks of cluster row 0
+    b_col0: int  # ranks of cluster column 0
+    release_warp: int  # the consumer warp of each warpgroup that releases a stage
+
+
+@dataclass(frozen=True, kw_only=True)
+class PingPong:
+    """Ping-pong consumers' named barriers (``plan.pingpong``)."""
+
+    epi_barrier: int  # warpgroup w's epilogue: epi_barrier + w
+    turn_barrier: int  # warpgroup w's mainloop turn: turn_barrier + w
+    turn_threads: int  # both consumer warpgroups
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sm90TmaStore:
+    """The TMA-store epilogue's C sub-tiles (``plan.epi_tma``;
+    templates/sm90/epilogue/tma.py.j2)."""
+
+    m: int
+    n: int
+    buffers: int  # sub-tile buffers in flight (per warpgroup with ping-pong)
+    buffer_sets: int
+    subtiles: tuple[int, int]  # sub-tiles per output tile
     c_ring_elems: int
-    epi_buffer_sets: int
-    store_vec: int
-    store_bits: int
-    tma_loads_c: bool
+    loads_c: bool  # beta: each C sub-tile TMA-loaded into its buffer
     c_full_barriers: int
     c_tx_bytes: int
-    epilogue_rule: str
-    # warp roles and named barriers
-    producer_wg: int
-    mma_wg: int
-    mma_wg_next: int  # ping-pong's second consumer warpgroup
-    tma_warp: int
-    epilogue_warp: int
-    epilogue_barrier_id: int
-    fixup_barrier_id: int
-    # the scheduler
-    raster: str
-    group: int
-    raster_major: str
-    raster_minor: str
-    splits: int
-    split_peers: int
+    warp: int  # the warp that issues the TMA stores (cooperative)
+    barrier_id: int  # the consumers' named barrier around each sub-tile (cooperative)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DirectStore:
+    """The direct epilogue's stores (``plan.direct``; templates/sm90/epilogue/direct.py.j2)."""
+
+    vec: int  # elements per store
+    bits: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartialStore:
+    """Split-K "separate": how this kernel stores its f32 partial (``plan.partial``;
+    templates/sm90/epilogue/partial.py.j2)."""
+
+    vec: int  # f32 per workspace store
+    bits: int
+    vec_note: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sm90SplitK:
+    """Split-K reduced over a cluster through DSMEM (``plan.splitk``)."""
+
+    peers: int  # ranks 1..
     staged_arrives: int
     consumed_arrives: int
     staging_elems: int
-    sk_ctas: int
-    sk_tile_elems: int
-    sk_workspace_elems: int
-    # stream-K's bands: the tile axis of the activations (m; n with swap AB) and the other one
-    sk_band: str
-    sk_across: str
-    # the tensors after C
-    launch_tensors: list[str]
-    # split-K separate
-    partial_vec: int | None = None
-    partial_bits: int | None = None
-    partial_vec_note: str | None = None
 
 
-def workers_values(spec: Spec) -> dict[str, object]:
+@dataclass(frozen=True, kw_only=True)
+class Sm90StreamK(shared.StreamK):
+    """Stream-K's workspace (``plan.sk``), its bands and its fix-up barrier."""
+
+    # the tile axis of the activations (m; n with swap AB) and the other one
+    band: str
+    across: str
+    fixup_barrier_id: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sm90Values(shared.SeparateReduceValues):
+    """Every value the sm_90a templates read as ``plan.NAME`` or, in a group, ``plan.GROUP.NAME``
+    (tests/test_plan_fields.py checks that each name a template reads is a field); an optional
+    group is None where the variant has no such feature."""
+
+    epilogue_rule: str  # the kernel's section comment over the epilogue
+    wgmma: Wgmma
+    wg: Warpgroups
+    launch: Launch
+    ring: Sm90Ring
+    cluster: Sm90Cluster
+    mcast: Sm90Multicast | None = None  # a multicast cluster's
+    pingpong: PingPong | None = None  # ping-pong consumers'
+    epi_tma: Sm90TmaStore | None = None  # the TMA-store epilogue's
+    direct: DirectStore | None = None  # the direct epilogue's
+    partial: PartialStore | None = None  # split-K "separate"'s
+    order: TileOrder | None = None  # the persistent scheduler's
+    splitk: Sm90SplitK | None = None  # split-K's over a cluster
+    sk: Sm90StreamK | None = None  # stream-K's
+
+
+def workers(spec: Spec) -> Workers | None:
     """The persistent grids sized by the GPU's SM count (static persistent, split-K's clusters,
     stream-K); the grid scheduler and split-K "separate" launch a CTA (cluster) per tile."""
     h200 = (rules_sm90.SM_COUNT, "an H100 / H200 SXM", (9, 0))
+    flagship = docs.max_clusters(spec)
     if shared.is_stream_k(spec):
-        return sm_sized_values(
-            *h200, 1, "one CTA", worker_cap="SK_CTAS", worker_cap_note="the workspace's slots"
+        return plan_common.workers(
+            *h200,
+            1,
+            "one CTA",
+            flagship=flagship,
+            worker_cap="SK_CTAS",
+            worker_cap_note="the workspace's slots",
         )
     if shared.is_split_k_cluster(spec):
         n = shared.splits(spec)
-        return sm_sized_values(
+        return plan_common.workers(
             *h200,
             n,
             f"one {n}-CTA cluster",
+            flagship=flagship,
             worker_cap=spec.scheduler.max_clusters,
             worker_cap_note="the spec's max_clusters",
         )
     if isinstance(spec.scheduler, PersistentScheduler):
         size = spec.cluster.size
-        return sm_sized_values(
+        return plan_common.workers(
             *h200,
             size,
             f"one {size}-CTA cluster" if size > 1 else "one CTA",
+            flagship=flagship,
             sm_cap=spec.scheduler.sm_count,
         )
-    return {"sm_sized": False}
+    return None
 
 
-def separate_values(spec: Spec) -> dict[str, object]:
-    """What the separate-reduce partials print (sm90/scheduler/split_k_separate.py.j2 and
-    sm90/epilogue/partial.py.j2): the workspace geometry and the reduce kernel's vectors
-    (shared with sm_100a), and how this GEMM kernel stores its partial."""
-    return shared.separate_workspace_values(spec, bias_values(spec)) | {
-        "partial_vec": partial_vec(spec),
-        "partial_bits": partial_vec(spec) * 8 * shared.ACC_BYTES,
-        "partial_vec_note": (
-            "swap AB: a thread's adjacent values are adjacent rows of the column-major slot"
-            if spec.swap_ab
-            else "a thread's wgmma values come in pairs of adjacent columns of the row-major slot"
-        ),
-        # the GEMM kernel takes only the workspace; bias and C's values are the reduce kernel's
-        "launch_tensors": ["workspace"],
-    }
+def wgmma(spec: Spec) -> Wgmma:
+    """The wgmma atoms: 64 x N / n_atoms x K, per warpgroup per k-block."""
+    n_atoms = rules_sm90.wgmma_n_atoms(spec.tile.n)
+    return Wgmma(
+        m=rules_sm90.WGMMA_M,
+        n=spec.tile.n // n_atoms,
+        atoms=spec.tile.m // (rules_sm90.WGMMA_M * rules_sm90.tile_warpgroups(spec)) * n_atoms,
+        n_atoms=n_atoms,
+        acc_regs=rules_sm90.accumulator_regs(spec),
+    )
 
 
-def mainloop_values(spec: Spec) -> dict[str, object]:
-    """The tile, the ring, the warpgroups and their registers, the SMEM budget."""
+def warpgroups(spec: Spec) -> Warpgroups:
+    """The producer warpgroup and the consumer warpgroups."""
+    wgs = rules_sm90.consumer_warpgroups(spec)
+    return Warpgroups(
+        threads=WARPGROUP_THREADS,
+        warps=rules_sm90.WARPGROUP_WARPS,
+        producer=rules_sm90.PRODUCER_WG,
+        tma_warp=rules_sm90.TMA_WARP,
+        mma=rules_sm90.MMA_WG,
+        mma_next=rules_sm90.MMA_WG + 1,
+        consumers=wgs,
+        consumer_warps=rules_sm90.WARPGROUP_WARPS * wgs,
+        tile_warps=rules_sm90.WARPGROUP_WARPS * rules_sm90.tile_warpgroups(spec),
+        mma_threads=WARPGROUP_THREADS * wgs,
+    )
+
+
+def launch(spec: Spec) -> Launch:
+    """The threads, registers and SMEM of one CTA, and what the launch asks for."""
+    assert isinstance(spec.stages, int)
+    return Launch(
+        threads=rules_sm90.threads(spec),
+        min_blocks_per_mp=rules_sm90.min_blocks_per_mp(spec),
+        regs=rules_sm90.launch_regs(spec),
+        register_file=rules_sm90.REGISTER_FILE,
+        register_pool=rules_sm90.register_pool(spec),
+        producer_regs=rules_sm90.PRODUCER_REGS,
+        consumer_regs=rules_sm90.consumer_regs(spec),
+        smem_bytes=rules_sm90.smem_bytes(spec, spec.stages),
+        smem_limit=rules_common.smem_limit(spec),
+        smem_limit_note=rules_common.smem_limit_note(spec),
+        smem_carveout=rules_sm90.SMEM_CARVEOUT_MAX,
+    )
+
+
+def ring(spec: Spec) -> Sm90Ring:
+    """The A/B ring's SMEM and the arrivals that release a stage."""
     assert isinstance(spec.stages, int)
     t = spec.tile
-    wgs = rules_sm90.consumer_warpgroups(spec)
-    return {
-        "tiler": (t.m, t.n, t.k),
-        "stages": spec.stages,
-        "consumer_wg": wgs,
-        "consumer_warps": rules_sm90.WARPGROUP_WARPS * wgs,
-        "tile_warps": rules_sm90.WARPGROUP_WARPS * rules_sm90.tile_warpgroups(spec),
-        "threads": rules_sm90.threads(spec),
-        "mma_threads": WARPGROUP_THREADS * wgs,
-        "producer_regs": rules_sm90.PRODUCER_REGS,
-        "consumer_regs": rules_sm90.consumer_regs(spec),
-        "register_file": rules_sm90.REGISTER_FILE,
-        "register_pool": rules_sm90.register_pool(spec),
-        "min_blocks_per_mp": rules_sm90.min_blocks_per_mp(spec),
-        "launch_regs": rules_sm90.launch_regs(spec),
-        "smem_limit": rules_common.smem_limit(spec),
-        "smem_carveout": rules_sm90.SMEM_CARVEOUT_MAX,
-        "tx_bytes": rules_sm90.full_tx_bytes(spec),
-        "empty_arrives": rules_sm90.empty_arrives(spec),
-        "releases_per_warpgroup": rules_sm90.releases_per_warpgroup(spec),
-        "empty_readers": spec.cluster.m + spec.cluster.n - 1,
-        "a_ring_elems": t.m * t.k * spec.stages,
-        "b_ring_elems": t.n * t.k * spec.stages,
-        "mmas_per_stage": rules_common.mmas_per_stage(spec),
-        # K depth of one wgmma: 16 (f16/bf16) or 32 (e4m3)
-        "mma_k": rules_common.mma_k(spec.dtype),
-        # wgmma atoms side by side along the tile's N (2 above the widest wgmma, N = 256)
-        "mma_n_atoms": rules_sm90.wgmma_n_atoms(t.n),
-        "smem_bytes": rules_sm90.smem_bytes(spec, spec.stages),
+    return Sm90Ring(
+        stages=spec.stages,
+        tx_bytes=rules_sm90.full_tx_bytes(spec),
+        a_elems=t.m * t.k * spec.stages,
+        b_elems=t.n * t.k * spec.stages,
         # the DSL picks the wgmma SMEM atom from the K row width; the swizzle rule makes it this
-        "swizzle_atom": {"32B": "SW32", "64B": "SW64", "128B": "SW128"}[str(spec.swizzle)],
-        "shape_multiples": rules_sm90.shape_multiples(spec),
-        "swap_ab": spec.swap_ab,
-    }
+        swizzle_atom={"32B": "SW32", "64B": "SW64", "128B": "SW128"}[str(spec.swizzle)],
+        empty_arrives=rules_sm90.empty_arrives(spec),
+        empty_readers=spec.cluster.m + spec.cluster.n - 1,
+        releases_per_warpgroup=rules_sm90.releases_per_warpgroup(spec),
+    )
 
 
-def cluster_values(spec: Spec) -> dict[str, object]:
-    """The cluster shape and each operand's TMA multicast."""
+def cluster(spec: Spec) -> Sm90Cluster:
+    """The spec's cluster shape (1x1 without one) and the output one cluster covers."""
     t = spec.tile
     cm, cn = spec.cluster.m, spec.cluster.n
+    return Sm90Cluster(
+        m=cm,
+        n=cn,
+        tile=(t.m * cm, t.n * cn),
+        launch=spec.cluster.size > 1 or shared.is_split_k_cluster(spec),
+    )
+
+
+def multicast(spec: Spec) -> Sm90Multicast | None:
+    """What the multicast cluster partial prints: each operand's multicast and rank masks."""
+    cm, cn = spec.cluster.m, spec.cluster.n
+    if spec.cluster.size == 1:
+        return None
     row0, col0 = multicast_masks(cm, cn)
-    clustered = spec.cluster.size > 1
-    return {
-        "clustered": clustered,
-        # launched with a hardware cluster (nvvm, barriers)
-        "cluster_launch": clustered or shared.is_split_k_cluster(spec),
-        "cluster": (cm, cn),
-        "cluster_m": cm,
-        "cluster_n": cn,
-        "cluster_size": spec.cluster.size,
-        "cluster_tile": (t.m * cm, t.n * cn),
-        "a_multicast": cn > 1,
-        "b_multicast": cm > 1,
-        "a_tma_op": "CopyBulkTensorTileG2SMulticastOp" if cn > 1 else "CopyBulkTensorTileG2SOp",
-        "b_tma_op": "CopyBulkTensorTileG2SMulticastOp" if cm > 1 else "CopyBulkTensorTileG2SOp",
-        "a_mcast_row0": row0,
-        "b_mcast_col0": col0,
-        "release_warp": rules_sm90.RELEASE_WARP,
-        "imports_nvvm": shared.is_split_k_cluster(spec),
-    }
+    return Sm90Multicast(
+        size=spec.cluster.size,
+        a_multicast=cn > 1,
+        b_multicast=cm > 1,
+        a_row0=row0,
+        b_col0=col0,
+        release_warp=rules_sm90.RELEASE_WARP,
+    )
 
 
-def pingpong_values(spec: Spec) -> dict[str, object]:
-    """The consumer warpgroups' named barriers: the epilogue's and ping-pong's turnstile."""
-    pingpong = rules_sm90.is_pingpong(spec)
-    return {
-        "epi_barrier_args": (
-            "barrier_id=epi_bar, number_of_threads=WG_THREADS"
-            if pingpong
-            else "barrier_id=1, number_of_threads=MMA_THREADS"
-        ),
-        "pp_epi_barrier": PP_EPI_BARRIER,
-        "pp_turn_barrier": PP_TURN_BARRIER,
-        "pingpong": pingpong,
-        "wg_threads": WARPGROUP_THREADS,
-        "wg_warps": rules_sm90.WARPGROUP_WARPS,
-        "turn_threads": 2 * WARPGROUP_THREADS,
-    }
+def pingpong(spec: Spec) -> PingPong | None:
+    """Ping-pong's turnstile and the warpgroups' own epilogue barriers."""
+    if not rules_sm90.is_pingpong(spec):
+        return None
+    return PingPong(
+        epi_barrier=PP_EPI_BARRIER,
+        turn_barrier=PP_TURN_BARRIER,
+        turn_threads=2 * WARPGROUP_THREADS,
+    )
 
 
-def epilogue_values(spec: Spec) -> dict[str, object]:
-    """The epilogue's sub-tiles and buffers, its stores, and C loaded by TMA (beta)."""
+def tma_store(spec: Spec) -> Sm90TmaStore | None:
+    """The TMA-store epilogue's sub-tiles and buffers, and C loaded by TMA (beta)."""
+    if not isinstance(spec.epilogue, TmaStoreEpilogue):
+        return None
     t = spec.tile
     out = spec.epilogue.out_dtype or spec.dtype
     epi_m, epi_n = rules_sm90.epi_m(spec), rules_sm90.epi_n(spec)
     epi_sets = rules_sm90.epilogue_buffer_sets(spec)
-    store_vec = 1 if spec.swap_ab else 2
-    return {
-        "epi_m": epi_m,
-        "epi_n": epi_n,
-        "epi_stages": rules_sm90.EPI_STAGES,
-        "epi_subtiles": (t.m // epi_m, t.n // epi_n),
-        "c_ring_elems": epi_m * epi_n * rules_sm90.EPI_STAGES * epi_sets,
-        "epi_buffer_sets": epi_sets,
-        "store_vec": store_vec,
-        "store_bits": store_vec * 8 * rules_common.DTYPE_BYTES[out],
-        "tma_loads_c": rules_sm90.tma_loads_c(spec),
-        "c_full_barriers": rules_sm90.c_full_barriers(spec),
-        "c_tx_bytes": epi_m * epi_n * rules_common.DTYPE_BYTES[out],
-        "epilogue_rule": epilogue_rule(spec),
-    }
+    return Sm90TmaStore(
+        m=epi_m,
+        n=epi_n,
+        buffers=rules_sm90.EPI_STAGES,
+        buffer_sets=epi_sets,
+        subtiles=(t.m // epi_m, t.n // epi_n),
+        c_ring_elems=epi_m * epi_n * rules_sm90.EPI_STAGES * epi_sets,
+        loads_c=rules_sm90.tma_loads_c(spec),
+        c_full_barriers=rules_sm90.c_full_barriers(spec),
+        c_tx_bytes=epi_m * epi_n * rules_common.DTYPE_BYTES[out],
+        warp=rules_sm90.EPILOGUE_WARP,
+        barrier_id=rules_sm90.EPILOGUE_BARRIER_ID,
+    )
 
 
-def scheduler_values(spec: Spec) -> dict[str, object]:
-    """The tile order of the persistent schedulers, split-K's handshake, stream-K's workspace."""
-    persistent = isinstance(spec.scheduler, PersistentScheduler)
-    raster = spec.scheduler.raster if persistent else "m"
-    return {
-        "raster": raster,
-        "group": spec.scheduler.group if persistent else 1,
-        "raster_major": raster,
-        "raster_minor": ("n" if raster == "m" else "m") if persistent else "n",
-        "splits": shared.splits(spec),
-        "split_peers": shared.splits(spec) - 1,
-        "staged_arrives": rules_sm90.staged_arrives(spec),
-        "consumed_arrives": rules_sm90.consumed_arrives(spec),
-        "staging_elems": rules_sm90.splitk_staging_elems(spec),
-        "sk_ctas": rules_sm90.streamk_ctas(spec),
-        "sk_tile_elems": shared.streamk_tile_elems(spec),
-        "sk_workspace_elems": rules_sm90.streamk_workspace_elems(spec),
-        "sk_band": "n" if spec.swap_ab else "m",
-        "sk_across": "m" if spec.swap_ab else "n",
-    }
+def direct_store(spec: Spec) -> DirectStore | None:
+    """The direct epilogue's vector stores: wgmma gives a thread pairs of adjacent columns of C,
+    or with swap AB adjacent rows (one element per store)."""
+    if shared.is_split_k_separate(spec) or isinstance(spec.epilogue, TmaStoreEpilogue):
+        return None
+    out = spec.epilogue.out_dtype or spec.dtype
+    vec = 1 if spec.swap_ab else 2
+    return DirectStore(vec=vec, bits=vec * 8 * rules_common.DTYPE_BYTES[out])
 
 
-def tensor_values(spec: Spec) -> dict[str, object]:
-    """The tensors `gemm` takes after C: the bias and stream-K's workspace; split-K "separate"
-    takes only its workspace (the reduce kernel takes the bias)."""
+def partial_store(spec: Spec) -> PartialStore | None:
+    """Split-K "separate": how this GEMM kernel stores its partial to the workspace."""
+    if not shared.is_split_k_separate(spec):
+        return None
+    return PartialStore(
+        vec=partial_vec(spec),
+        bits=partial_vec(spec) * 8 * shared.ACC_BYTES,
+        vec_note=(
+            "swap AB: a thread's adjacent values are adjacent rows of the column-major slot"
+            if spec.swap_ab
+            else "a thread's wgmma values come in pairs of adjacent columns of the row-major slot"
+        ),
+    )
+
+
+def tile_order(spec: Spec) -> TileOrder | None:
+    """The persistent scheduler's raster and swizzle group."""
+    if not isinstance(spec.scheduler, PersistentScheduler):
+        return None
+    raster = spec.scheduler.raster
+    return TileOrder(fast=raster, slow="n" if raster == "m" else "m", group=spec.scheduler.group)
+
+
+def split_k(spec: Spec) -> Sm90SplitK | None:
+    """Split-K over a cluster: the staged / consumed handshake and the staging buffer."""
+    if not shared.is_split_k_cluster(spec):
+        return None
+    return Sm90SplitK(
+        peers=shared.splits(spec) - 1,
+        staged_arrives=rules_sm90.staged_arrives(spec),
+        consumed_arrives=rules_sm90.consumed_arrives(spec),
+        staging_elems=rules_sm90.splitk_staging_elems(spec),
+    )
+
+
+def stream_k(spec: Spec) -> Sm90StreamK | None:
+    """Stream-K's workspace (a partial-tile slot per CTA, then the flags) and its bands."""
+    if not shared.is_stream_k(spec):
+        return None
+    return Sm90StreamK(
+        **shared.stream_k_values(spec, rules_sm90.SM_COUNT),
+        band="n" if spec.swap_ab else "m",
+        across="m" if spec.swap_ab else "n",
+        fixup_barrier_id=rules_sm90.FIXUP_BARRIER_ID,
+    )
+
+
+def tensors(spec: Spec) -> Tensors:
+    """The tensors `gemm` takes after C: the bias and stream-K's workspace, passed on to
+    gemm_kernel; split-K "separate" passes only its workspace (the reduce kernel takes the
+    bias)."""
     if shared.is_split_k_separate(spec):
-        sep = separate_values(spec)
-        extra = extra_tensors(spec, shared.separate_workspace_elems(spec))
-        return extra | {k: sep.pop(k) for k in ("kernel_tensors", "gemm_doc", "launch_tensors")}
-    extra = extra_tensors(spec, rules_sm90.streamk_workspace_elems(spec))
-    # what gemm_kernel takes after C
-    return extra | {"launch_tensors": extra["host_tensors"]}
+        return shared.separate_tensors(spec)
+    return plan_common.extra_tensors(spec, rules_sm90.streamk_workspace_elems(spec))
 
 
 def epilogue_rule(spec: Spec) -> str:
@@ -349,51 +443,9 @@ def epilogue_rule(spec: Spec) -> str:
     return heading + "-" * (88 - len(heading))
 
 
-def role_values(spec: Spec) -> dict[str, object]:
-    """The warp roles and named barrier ids the kernel names."""
-    return {
-        "producer_wg": rules_sm90.PRODUCER_WG,
-        "mma_wg": rules_sm90.MMA_WG,
-        "mma_wg_next": rules_sm90.MMA_WG + 1,
-        "tma_warp": rules_sm90.TMA_WARP,
-        "epilogue_warp": rules_sm90.EPILOGUE_WARP,
-        "epilogue_barrier_id": rules_sm90.EPILOGUE_BARRIER_ID,
-        "fixup_barrier_id": rules_sm90.FIXUP_BARRIER_ID,
-    }
-
-
-def separate_reduce_values(spec: Spec) -> dict[str, object]:
-    """Split-K "separate": the workspace and reduce kernel (its tensors are tensor_values')."""
-    if not shared.is_split_k_separate(spec):
-        return {}
-    sep = separate_values(spec)
-    for key in ("kernel_tensors", "gemm_doc", "launch_tensors"):
-        del sep[key]
-    return sep
-
-
 def scheduler_kind(spec: Spec) -> str:
     """The scheduler partial's name: split-K reduce = "separate" has its own."""
     return "split_k_separate" if shared.is_split_k_separate(spec) else spec.scheduler.kind
-
-
-def doc_values(spec: Spec) -> dict[str, object]:
-    """The facts the docstring's parameters and Pipeline notes print (sm90/_docs.py.j2)."""
-    n_atoms = rules_sm90.wgmma_n_atoms(spec.tile.n)
-    return {
-        "scheduler_kind": scheduler_kind(spec),
-        "max_clusters": docs.max_clusters(spec),
-        "tma_store": isinstance(spec.epilogue, TmaStoreEpilogue),
-        "acc_regs": rules_sm90.accumulator_regs(spec),
-        "smem_limit_note": rules_common.smem_limit_note(spec),
-        "sk_workspace_bytes": rules_sm90.streamk_workspace_elems(spec) * shared.ACC_BYTES,
-        "sk_slot_kib": rules_common.kib(shared.streamk_tile_elems(spec) * shared.ACC_BYTES),
-        "wgmma_m": rules_sm90.WGMMA_M,
-        "wgmma_n": spec.tile.n // n_atoms,
-        "wgmma_atoms": (
-            spec.tile.m // (rules_sm90.WGMMA_M * rules_sm90.tile_warpgroups(spec)) * n_atoms
-        ),
-    }
 
 
 def partials(spec: Spec) -> dict[str, str]:
@@ -419,24 +471,33 @@ def partials(spec: Spec) -> dict[str, str]:
 
 
 def values(spec: Spec) -> Sm90Values:
-    """Every value the sm_90a templates print, each from one concern, built once by keyword (a
-    value set twice is a TypeError)."""
+    """Every value the sm_90a templates print, each group from one concern, built once by keyword
+    (a value set twice is a TypeError)."""
     return Sm90Values(
-        pipeline_table=docs.pipeline_lines(spec),
-        **doc_values(spec),
-        **dtype_values(spec),
-        **spec_values(spec),
-        **mainloop_values(spec),
-        **role_values(spec),
-        **cluster_values(spec),
-        **pingpong_values(spec),
-        **epilogue_values(spec),
-        **scheduler_values(spec),
-        **fusion_values(spec),
-        **bias_values(spec),
-        **tensor_values(spec),
-        **separate_reduce_values(spec),
-        **workers_values(spec),
+        docs=plan_common.docs(spec, scheduler_kind(spec), docs.pipeline_lines(spec)),
+        dtypes=plan_common.dtypes(spec),
+        tile=plan_common.tile(spec, rules_sm90.shape_multiples(spec)),
+        swap_ab=spec.swap_ab,
+        splits=shared.splits(spec),
+        fusion=plan_common.fusion(spec),
+        bias=plan_common.bias(spec),
+        tensors=tensors(spec),
+        workers=workers(spec),
+        separate=shared.separate_reduce(spec),
+        epilogue_rule=epilogue_rule(spec),
+        wgmma=wgmma(spec),
+        wg=warpgroups(spec),
+        launch=launch(spec),
+        ring=ring(spec),
+        cluster=cluster(spec),
+        mcast=multicast(spec),
+        pingpong=pingpong(spec),
+        epi_tma=tma_store(spec),
+        direct=direct_store(spec),
+        partial=partial_store(spec),
+        order=tile_order(spec),
+        splitk=split_k(spec),
+        sk=stream_k(spec),
     )
 
 
