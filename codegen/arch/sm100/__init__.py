@@ -33,6 +33,8 @@ class Sm100(ModuleArch):
     values_type = values.Sm100Values
 
     def alloc_columns(self, spec: Spec) -> int | None:
+        if spec.mainloop == "light":
+            return None  # no TMEM: registers and mma.sync (codegen/light.py)
         return rules.spec_tmem_columns(spec)
 
 
