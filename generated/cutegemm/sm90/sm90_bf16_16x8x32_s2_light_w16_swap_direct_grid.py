@@ -79,6 +79,9 @@ ACC_DTYPE = cutlass.Float32
 TILER = (16, 8, 32)
 # k-steps a warp loads into registers before it multiplies them
 STAGES = 2
+# one mma.sync: MMA_ROWS rows of B (its M) x MMA_TOKENS tokens (its N); ACC_VALUES f32 per lane,
+# lane l holding rows l // 4 (+ 8) and tokens 2 (l % 4) (+ 1); LANE_QUARTERS lanes share a row
+MMA_ROWS, MMA_TOKENS, ACC_VALUES, LANE_QUARTERS = 16, 8, 4, 4
 ROW_GROUPS = 1  # 16-row groups of B: the mma.sync M
 TOKEN_GROUPS = 1  # 8-token groups of A: the mma.sync N
 WARPS = 16  # warps per CTA; warp w takes k-steps w, w + WARPS, ...
@@ -105,7 +108,7 @@ def load_step(
     """One k-step of this lane into registers: 16 bytes at vector kv of rows g, g + 8 of each row
     group of B and of token g of each token group of A; zeros when kv lies past K."""
     for rg in cutlass.range_constexpr(ROW_GROUPS):
-        for half in cutlass.range_constexpr(2):
+        for half in cutlass.range_constexpr(2):  # rows g and g + 8
             if live:
                 b_regs[None, half, rg].store(
                     vB[(None, (rows[half, rg], kv))].load().reshape((VEC,))
@@ -144,10 +147,10 @@ def mma_step(
                 for kh in cutlass.range_constexpr(2):
                     for e in cutlass.range_constexpr(PAIR):
                         frag_a[e + PAIR * kh, 0, 0] = a_regs[2 * PAIR * kb + PAIR * kh + e, tg]
-                for v in cutlass.range_constexpr(4):
+                for v in cutlass.range_constexpr(ACC_VALUES):
                     frag_c[v, 0, 0] = acc[v, rg, tg]
                 cute.gemm(tiled_mma, frag_c, frag_b, frag_a, frag_c)
-                for v in cutlass.range_constexpr(4):
+                for v in cutlass.range_constexpr(ACC_VALUES):
                     acc[v, rg, tg] = frag_c[v, 0, 0]
 
 
@@ -158,8 +161,8 @@ def gemm_kernel(tiled_mma: cute.TiledMma, mA: cute.Tensor, mB: cute.Tensor, mC: 
     tile_n, tile_m, _ = cute.arch.block_idx()  # swap AB: x walks the rows of B (N)
     warp_idx = tidx // 32
     lane = tidx % 32
-    g = lane // 4  # the lane's row of the MMA's 8-row half and its token
-    q = lane % 4  # the lane's quarter of a k-step
+    g = lane // LANE_QUARTERS  # the lane's row of the MMA's 8-row half and its token
+    q = lane % LANE_QUARTERS  # the lane's quarter of a k-step
     m_size, n_size = mA.shape[0], mB.shape[0]
     k_vecs = mA.shape[1] // VEC
     # ((1, VEC), (rows, K / VEC)): each row's 16-byte vectors
@@ -169,13 +172,15 @@ def gemm_kernel(tiled_mma: cute.TiledMma, mA: cute.Tensor, mB: cute.Tensor, mC: 
     rows = cute.make_rmem_tensor((2, ROW_GROUPS), cutlass.Int32)
     for rg in cutlass.range_constexpr(ROW_GROUPS):
         for half in cutlass.range_constexpr(2):
-            rows[half, rg] = cutlass.min(tile_n * TILER[0] + rg * 16 + half * 8 + g, n_size - 1)
+            rows[half, rg] = cutlass.min(
+                tile_n * TILER[0] + rg * MMA_ROWS + half * 8 + g, n_size - 1
+            )
     # (token groups,): token g of each 8-token group, past M clamped to the last
     tokens = cute.make_rmem_tensor((TOKEN_GROUPS,), cutlass.Int32)
     for tg in cutlass.range_constexpr(TOKEN_GROUPS):
-        tokens[tg] = cutlass.min(tile_m * TILER[1] + tg * 8 + g, m_size - 1)
+        tokens[tg] = cutlass.min(tile_m * TILER[1] + tg * MMA_TOKENS + g, m_size - 1)
     # (MMA values, row groups, token groups): f32 accumulators
-    acc = cute.make_rmem_tensor((4, ROW_GROUPS, TOKEN_GROUPS), ACC_DTYPE)
+    acc = cute.make_rmem_tensor((ACC_VALUES, ROW_GROUPS, TOKEN_GROUPS), ACC_DTYPE)
     acc.fill(0.0)
     # (VEC, rows half, row groups, STAGES) and (VEC, token groups, STAGES): loaded k-steps
     b_regs = cute.make_rmem_tensor((VEC, 2, ROW_GROUPS, STAGES), IO_DTYPE)
@@ -183,14 +188,14 @@ def gemm_kernel(tiled_mma: cute.TiledMma, mA: cute.Tensor, mB: cute.Tensor, mC: 
     # one mma.sync: (V, M, K) rows of B, (V, N, K) tokens, (V, M, N) accumulator
     frag_b = cute.make_rmem_tensor((4 * PAIR, 1, 1), IO_DTYPE)
     frag_a = cute.make_rmem_tensor((2 * PAIR, 1, 1), IO_DTYPE)
-    frag_c = cute.make_rmem_tensor((4, 1, 1), ACC_DTYPE)
+    frag_c = cute.make_rmem_tensor((ACC_VALUES, 1, 1), ACC_DTYPE)
 
     # ---- 2. k-loop: STAGES k-steps loaded, then multiplied ---------------------------------------
-    k_steps = (k_vecs + 3) // 4
+    k_steps = (k_vecs + LANE_QUARTERS - 1) // LANE_QUARTERS
     rounds = (k_steps + WARPS * STAGES - 1) // (WARPS * STAGES)
     for r in cutlass.range(rounds):
         for s in cutlass.range_constexpr(STAGES):
-            kv = ((r * STAGES + s) * WARPS + warp_idx) * 4 + q
+            kv = ((r * STAGES + s) * WARPS + warp_idx) * LANE_QUARTERS + q
             load_step(
                 vA,
                 vB,
@@ -216,11 +221,11 @@ def gemm_kernel(tiled_mma: cute.TiledMma, mA: cute.Tensor, mB: cute.Tensor, mC: 
     smem = utils.SmemAllocator()
     # (lane, MMA value, row groups, token groups, warps)
     partials = smem.allocate_tensor(
-        ACC_DTYPE, cute.make_layout((32, 4, ROW_GROUPS, TOKEN_GROUPS, WARPS)), 16
+        ACC_DTYPE, cute.make_layout((32, ACC_VALUES, ROW_GROUPS, TOKEN_GROUPS, WARPS)), 16
     )
     for rg in cutlass.range_constexpr(ROW_GROUPS):
         for tg in cutlass.range_constexpr(TOKEN_GROUPS):
-            for v in cutlass.range_constexpr(4):
+            for v in cutlass.range_constexpr(ACC_VALUES):
                 partials[lane, v, rg, tg, warp_idx] = acc[v, rg, tg]
     # every warp's partials written before any thread reads them
     cute.arch.sync_threads()
@@ -236,11 +241,11 @@ def gemm_kernel(tiled_mma: cute.TiledMma, mA: cute.Tensor, mB: cute.Tensor, mC: 
         ):
             # the lane and MMA value that hold (row, token): row = 16 rg + 8 half + g,
             # token = 8 tg + 2 qq + e; lane = 4 g + qq, value = e + 2 half
-            src = 4 * (row % 8) + (token % 8) // 2
-            value = token % 2 + 2 * ((row % 16) // 8)
+            src = LANE_QUARTERS * (row % 8) + (token % MMA_TOKENS) // 2
+            value = token % 2 + 2 * ((row % MMA_ROWS) // 8)
             total = ACC_DTYPE(0.0)
             for w in cutlass.range_constexpr(WARPS):
-                total += partials[src, value, row // 16, token // 8, w]
+                total += partials[src, value, row // MMA_ROWS, token // MMA_TOKENS, w]
             mC[tile_m * TILER[1] + token, tile_n * TILER[0] + row] = total.to(OUT_DTYPE)
 
 
