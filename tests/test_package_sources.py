@@ -189,6 +189,17 @@ def test_a_shape_no_kernel_takes_names_each_refusal(rt) -> None:
         rt._choose("g", "sm_90a", ("f16", "f16", 1.0, 0.0, None, None), 8, 64, 64)
 
 
+def test_a_light_kernel_is_offered_for_decode_m_only(rt) -> None:
+    """The dispatcher never runs a light kernel (codegen/light.py) above LIGHT_MAX_M tokens."""
+    light = rt.KERNELS[0]._replace(name="l", mainloop="light", swap_ab=True)
+    assert rt._refusal(light, rt.LIGHT_MAX_M, 256, 64) is None
+    why = rt._refusal(light, rt.LIGHT_MAX_M + 1, 256, 64)
+    assert (
+        why
+        == f"M={rt.LIGHT_MAX_M + 1} > {rt.LIGHT_MAX_M}: a light kernel is offered for decode M only"
+    )
+
+
 def test_the_gpu_is_asked_through_torch_cuda_once(rt, monkeypatch) -> None:
     import torch
 
