@@ -116,6 +116,13 @@ def test_every_plan_read_is_a_field(arch: str) -> None:
     assert unknown_reads(a.template_root, a.values_type) == {}
 
 
+def test_every_light_plan_read_is_a_field() -> None:
+    """The light kernel's templates (and the common ones they include) read only LightValues."""
+    from codegen.light import LightValues
+
+    assert unknown_reads("light", LightValues) == {}
+
+
 @pytest.mark.parametrize("arch", sorted(registry.ARCHES))
 def test_the_values_are_frozen_and_built_by_keyword(arch: str) -> None:
     values_type = registry.get(arch).values_type
