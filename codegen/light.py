@@ -45,8 +45,6 @@ REGISTER_FILE = 65536  # 32-bit registers of one SM
 MAX_THREAD_REGS = 255
 BASE_REGS = 40  # what a thread holds besides operands and accumulators: indices, pointers
 STATIC_SMEM = 48 * 1024  # shared memory a launch gets without opting in
-ACC_BYTES = 4
-LIGHT_KNOBS = ("warps",)  # fields only a light kernel sets
 
 
 def is_light(spec: Spec) -> bool:
@@ -85,6 +83,11 @@ def warps(spec: Spec) -> int:
     return spec.warps
 
 
+def step_mmas(spec: Spec) -> int:
+    """mma.sync one warp issues per k-step: two deep, per row group and token group."""
+    return STEP_MMAS * row_groups(spec) * token_groups(spec)
+
+
 def registers(spec: Spec) -> int:
     """32-bit registers a thread needs, about: the loaded k-steps (one 16-byte vector per row of B
     and per token it reads), the f32 accumulators and BASE_REGS."""
@@ -101,7 +104,7 @@ def partial_elems(spec: Spec) -> int:
 
 def smem_bytes(spec: Spec, stages: int) -> int:
     """The partials of every warp (stages do not use shared memory)."""
-    return partial_elems(spec) * warps(spec) * ACC_BYTES if spec.warps else 0
+    return partial_elems(spec) * warps(spec) * DTYPE_BYTES["f32"] if spec.warps else 0
 
 
 def resolve(spec: Spec) -> Spec:
@@ -258,6 +261,8 @@ class Light:
     token_groups: int  # 8-token groups of A per CTA
     vec: int  # elements per 16-byte load
     pair: int  # elements per 32-bit fragment register
+    step_mmas: int  # mma.sync per warp per k-step
+    round_mmas: int  # mma.sync per warp per round of `stages` k-steps
     partial_elems: int  # f32 partials per warp
     smem_bytes: int  # every warp's partials
     registers: int  # the rules' estimate per thread
@@ -306,6 +311,8 @@ def values(spec: Spec) -> LightValues:
             token_groups=token_groups(spec),
             vec=vec(spec),
             pair=pair(spec),
+            step_mmas=step_mmas(spec),
+            round_mmas=step_mmas(spec) * spec.stages,
             partial_elems=partial_elems(spec),
             smem_bytes=smem_bytes(spec, spec.stages),
             registers=registers(spec),
@@ -325,7 +332,7 @@ def expected_counts(spec: Spec) -> dict[str, int]:
     assert isinstance(spec.stages, int)
     vectors = 2 * row_groups(spec) + token_groups(spec)
     return {
-        "mma.sync": STEP_MMAS * spec.stages * row_groups(spec) * token_groups(spec),
+        "mma.sync": step_mmas(spec) * spec.stages,
         "ld.global.v4": spec.stages * vectors,
         "ld.global": spec.stages * vectors,
         "st.global": 1,

@@ -102,10 +102,6 @@ def test_sites_match_planned_ptx(path: Path, verified: dict) -> None:
     flag release / acquire, CLC requests = the PTX counts `codegen build` checks for."""
     expected = _expected_counts()[path.stem]
     sites = verified[path.stem][3]
-    if "_light_" in path.stem:
-        # the stand-in records every cute.gemm site as tcgen05.mma; a light kernel's are its
-        # warp-level mma.sync
-        sites = {("mma.sync" if k == "tcgen05.mma" else k): n for k, n in sites.items()}
     diff = {k: (expected[k], n) for k, n in sites.items() if k in expected and expected[k] != n}
     assert not diff, f"(planned PTX count, model sites): {diff}"
 

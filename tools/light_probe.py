@@ -15,6 +15,10 @@ of a CTA take interleaved chunks of K and add their f32 partials through shared 
 covers 16 * ROW_GROUPS rows of B and 8 * TOKEN_GROUPS rows of A.
 
     python tools/light_probe.py            (CPU: cross-compile every config for sm_90a, sm_100a)
+
+This is the prototype the light kernels grew from, kept to reproduce the probe's table in
+BENCHMARKS.md (2026-12-06, second run). The shipped kernel is templates/light/gemm.py.j2
+(codegen/light.py): try new configurations as specs there (`codegen sweep` times them), not here.
 """
 
 from __future__ import annotations

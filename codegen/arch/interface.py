@@ -103,7 +103,7 @@ class Arch(Protocol):
 class ModuleArch:
     """An :class:`Arch` made of one package's modules: `rules` (:class:`ArchRules`), `values`
     (plan) and `counts` (expected_counts) hold the code; a subclass sets the attributes
-    :class:`Arch` lists and these three modules, and overrides :meth:`alloc_columns` if its kernels
+    :class:`Arch` lists and these three modules, and overrides :meth:`tmem_columns` if its kernels
     allocate TMEM."""
 
     rules: ArchRules
@@ -135,4 +135,8 @@ class ModuleArch:
         return self.counts.expected_counts(spec)
 
     def alloc_columns(self, spec: Spec) -> int | None:
+        return None if light.is_light(spec) else self.tmem_columns(spec)
+
+    def tmem_columns(self, spec: Spec) -> int | None:
+        """TMEM columns of a TMA kernel's tcgen05.alloc (None: the architecture has no TMEM)."""
         return None

@@ -95,6 +95,8 @@ def role_of(actor: Actor) -> str:
         return "mma" if "tmem_ld" not in kinds else "mma+epi"
     if "wgmma" in kinds:
         return "wgmma"
+    if "mma_sync" in kinds:  # a light kernel's warp: its own MMAs and its part of the epilogue
+        return "mma+epi"
     if kinds & {"tmem_ld", "tma_store", "write", "read", "gstore", "await"}:
         return "epi"
     if "tma_load" in kinds:

@@ -756,6 +756,10 @@ class Checker:
         for r in reads:
             st.wg_open.append(self.access(st, r, False, "async", "wgmma", ev, None, self.text[ev]))
 
+    def op_mma_sync(self, st: ActorState, op: Op) -> None:
+        # a warp-level mma.sync: registers in and out, no shared resource
+        self.own(st, op, "mma.sync")
+
     def wg_key(self, st: ActorState) -> tuple[int, int]:
         return st.actor.cta, st.actor.warp // WARPGROUP_WARPS
 

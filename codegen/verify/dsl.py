@@ -935,11 +935,16 @@ class MmaOp:
     cta_group: int
 
 
+@dataclass(frozen=True)
+class WarpMmaOp:
+    """A warp-level mma.sync op (cute.nvgpu.warp): registers in, registers out."""
+
+
 class TiledMma:
     def __init__(
         self, kind: str, op: MmaOp | None = None, part: tuple | None = None, vid: Any = None
     ):
-        self.kind = kind  # "umma" | "wgmma"
+        self.kind = kind  # "umma" | "wgmma" | "mma_sync"
         self.op = op
         self.part = part
         self.vid = vid  # the slice index (cta_group::2: which CTA of the pair)
@@ -1919,6 +1924,10 @@ def _gemm(tiled_mma: Any, d: Any, a: Any, b: Any, c: Any = None, **kwargs: Any) 
     if rec.host or not isinstance(tiled_mma, TiledMma):
         return
     assert rec.ctx is not None
+    if tiled_mma.kind == "mma_sync":
+        # registers only: nothing of the protocol; recorded for the site count (mma.sync)
+        rec.record("mma_sync", (), collective=True)
+        return
     launch = rec.ctx.launch
     ctas = [rec.ctx.cta]
     if tiled_mma.kind == "umma" and tiled_mma.cta_group == 2:
@@ -1948,6 +1957,12 @@ def _gemm(tiled_mma: Any, d: Any, a: Any, b: Any, c: Any = None, **kwargs: Any) 
         rec.data("mma", ra, rb, ka, kb, (), acc, n, prev)
         if isinstance(d, RegTensor):
             d.store(Val(((("ref", n), 1),)))
+
+
+def _make_tiled_mma(op: Any, *args: Any, **kwargs: Any) -> TiledMma:
+    if isinstance(op, WarpMmaOp):
+        return TiledMma("mma_sync")
+    return TiledMma("umma", op if isinstance(op, MmaOp) else None)
 
 
 _K_BLOCKS: dict = {}
@@ -2326,7 +2341,11 @@ def build_modules() -> dict[str, Any]:
     tcgen05 = _tcgen05_module()
     cpasync = _cpasync_module()
     warpgroup = _warpgroup_module()
-    warp = _module("cutlass.cute.nvgpu.warp")
+    warp = _module(
+        "cutlass.cute.nvgpu.warp",
+        MmaF16BF16Op=lambda *a, **k: WarpMmaOp(),
+        MmaFP8Op=lambda *a, **k: WarpMmaOp(),
+    )
     nvgpu = _module(
         "cutlass.cute.nvgpu",
         tcgen05=tcgen05,
@@ -2377,7 +2396,7 @@ def build_modules() -> dict[str, Any]:
         round_up=_round_up,
         cosize=_size,
         gemm=_gemm,
-        make_tiled_mma=lambda op, *a, **k: TiledMma("umma", op if isinstance(op, MmaOp) else None),
+        make_tiled_mma=_make_tiled_mma,
         make_identity_tensor=lambda *a, **k: OPAQUE,
         make_tiled_copy_S=_tiled_copy,
         make_tiled_copy_D=_tiled_copy,

@@ -92,6 +92,7 @@ PTX_CLASSES: dict[str, Callable[[Op], bool]] = {
     "mbarrier.try_wait": lambda op: op.kind == "wait",
     "tcgen05.commit": lambda op: op.kind == "umma_commit",
     "tcgen05.mma": lambda op: op.kind == "umma",
+    "mma.sync": lambda op: op.kind == "mma_sync",
     "tcgen05.ld": lambda op: op.kind == "tmem_ld",
     "barrier.cluster": lambda op: op.kind in ("cluster_arrive", "cluster_wait"),
     "flag release.gpu": lambda op: op.kind == "gstore" and op.args[2] == "release",

@@ -32,9 +32,7 @@ class Sm100(ModuleArch):
     counts = counts
     values_type = values.Sm100Values
 
-    def alloc_columns(self, spec: Spec) -> int | None:
-        if spec.mainloop == "light":
-            return None  # no TMEM: registers and mma.sync (codegen/light.py)
+    def tmem_columns(self, spec: Spec) -> int | None:
         return rules.spec_tmem_columns(spec)
 
 

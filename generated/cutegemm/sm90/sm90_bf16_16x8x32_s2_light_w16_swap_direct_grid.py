@@ -13,7 +13,7 @@ Parameters
     tile (M, N, K): (16, 8, 32): 16 rows of B x 8 tokens (rows of A) x one k-step
     MMA: mma.sync m16n8k16 (warp-level), 2 per warp per k-step
     stages: 2 (k-steps a warp loads into registers before it multiplies them)
-    warps: 16 per CTA; warp w takes k-steps w, w + 16, w + 32, ...
+    warps: 16 per CTA; warp w takes k-steps w, w + 16, ...
     swap AB: always: B's rows ride the MMA's 16 rows, A's tokens its 8 columns
     epilogue: the warps' f32 partials summed through shared memory, then a direct store of C
     scheduler: grid, one CTA per tile, its whole K
@@ -253,7 +253,9 @@ def gemm_kernel(tiled_mma: cute.TiledMma, mA: cute.Tensor, mB: cute.Tensor, mC: 
 def gemm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
     """Launch on `stream`: a (M, K), b (N, K), c (M, N); M, N, K may be dynamic."""
     # warp-level mma.sync m16n8k16: 16 rows of B x 8 tokens x 16 of K
-    tiled_mma = cute.make_tiled_mma(warp.MmaF16BF16Op(IO_DTYPE, ACC_DTYPE, (16, 8, 16)))
+    tiled_mma = cute.make_tiled_mma(
+        warp.MmaF16BF16Op(IO_DTYPE, ACC_DTYPE, (MMA_ROWS, MMA_TOKENS, 16))
+    )
     M, N = c.shape
     # swap AB: x over the rows of B (N), y over the tokens (M)
     grid = ((N + TILER[0] - 1) // TILER[0], (M + TILER[1] - 1) // TILER[1], 1)
