@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from codegen.package import MODEL_PARAMS as PARAMS
 
 MIN_POINTS = 3  # a kernel measured on fewer products gets no parameters of its own
-KEEP = 1.3  # a product's error is kept for the local correction where the kernel ran this close
-# to the fastest kernel measured on it (the others are never picked: their errors only weigh)
 PRIOR_WEIGHT = 0.02  # pull of each log-parameter towards its prior, against the data's errors
 # priors per input dtype: fixed µs, flop/µs and bytes/µs of one CTA, epilogue µs per tile, share
 # of the copy bandwidth reached
@@ -93,8 +91,9 @@ class Fit:
     points: int
     rms_log_error: float  # of the model without the M correction
     m_correction: tuple[tuple[int, float], ...] = ()  # (M, mean log(measured / predicted))
-    # (M, N, K, log(measured / predicted)) after the M correction, where the kernel ran fast
-    residuals: tuple[tuple[int, int, int, float], ...] = ()
+    # (M, N, K, log(measured / predicted) after the M correction, log(measured / fastest)),
+    # where the kernel ran within the model's KEEP of the fastest kernel
+    residuals: tuple[tuple[int, int, int, float, float], ...] = ()
 
 
 def fit_kernel(
@@ -133,10 +132,11 @@ def fit_kernel(
     rms = math.sqrt(statistics.fmean(x * x for v in logs.values() for x in v))
     corr = tuple((m, round(statistics.fmean(v), 4)) for m, v in sorted(logs.items()))
     at_m = dict(corr)
+    best = fastest or {}
     residuals = tuple(
-        (m, n, k, round(err - at_m[m], 2))
+        (m, n, k, round(err - at_m[m], 2), round(math.log(us / best.get((m, n, k), us)), 3))
         for m, n, k, us, err in errs
-        if us <= KEEP * (fastest or {}).get((m, n, k), us)
+        if us <= mod.KEEP * best.get((m, n, k), us)
     )
     return Fit(kern.name, params, len(points), rms, corr, residuals)
 
@@ -176,8 +176,9 @@ def model_text(fits: list[Fit], gpu: str, arch: str, sm_count: int, bandwidth: f
         "# copy bandwidth reached when the whole GPU streams; `m_correction`: (M, mean log of",
         "# measured / predicted time at that M), applied in between by interpolation; `points`",
         "# products measured, `rms_log_error` the fit's error on them before the correction;",
-        "# `residuals`: (M, N, K, log of measured / predicted after it) where the kernel ran",
-        f"# within {KEEP}x of the fastest kernel: the local correction.",
+        "# `residuals`: (M, N, K, log of measured / predicted after it, log of measured / the",
+        f"# fastest kernel's) where the kernel ran within {model_module().KEEP}x of the fastest",
+        "# kernel: the local correction and, at decode M, the kernel's regret.",
         "# `codegen render` turns this file into cutegemm._dispatch.MODELS.",
         f'gpu = "{gpu}"',
         f'arch = "{arch}"',
@@ -205,7 +206,7 @@ def model_text(fits: list[Fit], gpu: str, arch: str, sm_count: int, bandwidth: f
 def _residual_lines(residuals: tuple, per_line: int = 4) -> list[str]:
     if not residuals:
         return ["residuals = []"]
-    items = [f"[{m}, {n}, {k}, {r}]," for m, n, k, r in residuals]
+    items = [f"[{m}, {n}, {k}, {r}, {g}]," for m, n, k, r, g in residuals]
     rows = [" ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
     return ["residuals = [", *(f"    {row}" for row in rows), "]"]
 

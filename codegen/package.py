@@ -408,12 +408,13 @@ def load_models(folder: Path, names: set[str], display: str) -> list[Model]:
                 params = tuple(float(k[x]) for x in MODEL_PARAMS)
                 corr = tuple(sorted((int(m), float(r)) for m, r in k.get("m_correction", [])))
                 near = tuple(
-                    (int(m), int(n), int(kk), float(r)) for m, n, kk, r in k.get("residuals", [])
+                    (int(m), int(n), int(kk), float(r), float(g))
+                    for m, n, kk, r, g in k.get("residuals", [])
                 )
                 finite = (
                     all(math.isfinite(p) and p > 0 for p in params)
                     and all(m > 0 and math.isfinite(r) for m, r in corr)
-                    and all(min(x[:3]) > 0 and math.isfinite(x[3]) for x in near)
+                    and all(min(x[:3]) > 0 and all(map(math.isfinite, x[3:])) for x in near)
                 )
                 if not finite:
                     raise TuningError(

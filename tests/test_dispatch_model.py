@@ -81,7 +81,7 @@ def test_correction_interpolates_in_log_m_and_holds_its_ends() -> None:
 
 def test_local_correction_weighs_the_kernels_errors_near_the_shape() -> None:
     mod = costmodel.model_module()
-    one = ((128, 4096, 4096, math.log(2.0)),)
+    one = ((128, 4096, 4096, math.log(2.0), 0.0),)
     # on the measured product: half the error (one neighbour against SHRINK = 1 of no error)
     assert mod.SHRINK == 1.0
     assert mod.local(128, 4096, 4096, one) == pytest.approx(math.sqrt(2.0))
@@ -90,10 +90,37 @@ def test_local_correction_weighs_the_kernels_errors_near_the_shape() -> None:
     assert mod.local(8, 4096, 4096, one) == pytest.approx(1.0, abs=1e-3)
     assert mod.local(128, 4096, 4096, ()) == 1.0
     # many neighbours agreeing: close to their error; disagreeing: their weighted mean
-    many = tuple((128, 4096, 4096, math.log(2.0)) for _ in range(19))
+    many = tuple((128, 4096, 4096, math.log(2.0), 0.0) for _ in range(19))
     assert mod.local(128, 4096, 4096, many) == pytest.approx(2.0 ** (19 / 20))
-    mixed = ((128, 4096, 4096, 0.2), (128, 4096, 4096, -0.2))
+    mixed = ((128, 4096, 4096, 0.2, 0.0), (128, 4096, 4096, -0.2, 0.0))
     assert mod.local(128, 4096, 4096, mixed) == pytest.approx(1.0)
+
+
+def test_at_decode_m_the_ranking_weighs_what_each_kernel_lost_nearby() -> None:
+    mod = costmodel.model_module()
+    params = (3.0, 5e6, 30e3, 0.5, 0.9)
+    a, b = kern(name="a"), kern(name="b")  # the same kernel twice: the same estimate
+    near = [(8, 4096, 4096 * s) for s in (1, 2)]
+    model = {
+        "sm_count": 132,
+        "bandwidth": 4.0e6,
+        "kernels": {
+            # a was the fastest on both neighbours; b ran 10% slower there
+            "a": (params, ((8, 0.0),), tuple((*p, 0.0, 0.0) for p in near)),
+            "b": (params, ((8, 0.0),), tuple((*p, 0.0, round(math.log(1.1), 3)) for p in near)),
+        },
+    }
+    got = mod.regrets(["a", "b"], 8, 4096, 6144, model)
+    assert got["a"] == 0.0 and 0.5 * math.log(1.1) < got["b"] < math.log(1.1)
+    assert [x.name for x in mod.rank([b, a], 8, 4096, 6144, model)] == ["a", "b"]
+    # a product a kernel was not kept on counts as KEEP's regret
+    model["kernels"]["b"] = (params, ((8, 0.0),), ())
+    assert mod.regrets(["a", "b"], 8, 4096, 4096, model)["b"] > 0.9 * math.log(mod.KEEP) * (
+        1 / (1 + mod.REGRET_SHRINK)
+    )
+    # far from every measured product, or above REGRET_M: no regret, the estimate alone
+    assert max(mod.regrets(["a", "b"], 8, 65536, 512, model).values()) < 1e-6
+    assert mod.regrets(["a", "b"], 777, 4096, 4096, model) == {}
 
 
 def test_the_fit_keeps_errors_only_where_the_kernel_ran_near_the_fastest() -> None:
@@ -107,6 +134,11 @@ def test_the_fit_keeps_errors_only_where_the_kernel_ran_near_the_fastest() -> No
     fit = costmodel.fit_kernel(k, points, 132, 4.0e6, fastest)
     assert [r[:3] for r in fit.residuals] == sorted(shapes[1:])
     assert all(abs(r[3]) <= 0.05 for r in fit.residuals)  # the model fits its own truth
+    assert all(r[4] == 0.0 for r in fit.residuals)  # it was the fastest on those it kept
+    # a kernel within KEEP of the fastest keeps its regret: log of its time over the fastest's
+    slower = {key: us / 1.2 for key, us in fastest.items()}
+    fit = costmodel.fit_kernel(k, points, 132, 4.0e6, slower)
+    assert [r[4] for r in fit.residuals] == [round(math.log(1.2), 3)] * 5
 
 
 def test_the_fit_recovers_the_parameters_it_was_given() -> None:
@@ -125,7 +157,7 @@ def test_the_fit_recovers_the_parameters_it_was_given() -> None:
 
 
 def test_a_model_file_round_trips_and_bad_parameters_are_refused(tmp_path: Path) -> None:
-    res = tuple((m, 4096, 1024 * m, 0.01 * m) for m in range(1, 7))
+    res = tuple((m, 4096, 1024 * m, 0.01 * m, 0.001 * m) for m in range(1, 7))
     fit = costmodel.Fit("a", (3.0, 5e6, 3e4, 0.5, 0.8), 9, 0.05, ((1, 0.1), (256, -0.2)), res)
     other = costmodel.Fit("gone", (3.0, 5e6, 3e4, 0.5, 0.8), 9, 0.05, ())
     text = costmodel.model_text([fit, other], "NVIDIA H200", "sm_90a", 132, 4.1e6, ["x"], "cmd")
