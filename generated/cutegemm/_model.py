@@ -32,8 +32,9 @@ kernel's; KEEP's log where it ran slower than that or was not kept), averaged li
 correction. The model predicts each kernel alone, and picking the smallest of many predictions
 picks the kernel it underestimates most; where the analytic form is close for several kernels,
 what won on the neighbouring products is the better guide. Chosen, like the widths, by leaving
-each tune-part model out of the fit in turn (`codegen fit --cv`: pick/best at decode, bf16 0.974
--> 0.986, e4m3 0.969 -> 0.985 on the H100's tune part); prefill products did not gain from it.
+each tune-part model out of the fit in turn (`codegen fit --cv` on the H100's tune part: pick/best
+at decode, bf16 0.974 -> 0.987, e4m3 0.969 -> 0.984; the worst pick 0.60x -> 0.82x of the best;
+on the H200's, 0.978 -> 0.981 over all its products); prefill products did not gain from it.
 
 Pure Python, no torch: `kernel_for(..., gpu=...)` ranks on a machine without a GPU.
 """
