@@ -839,7 +839,12 @@ def _test_package(generated: Path, shapes: int, seed: int, json_out: Path | None
         for c in got:
             console.print(c.line(), markup=False)
         checks += got
-    for group in (library.check_errors, library.check_torch_compile, library.check_cuda_graph):
+    for group in (
+        library.check_errors,
+        library.check_layouts,
+        library.check_torch_compile,
+        library.check_cuda_graph,
+    ):
         try:
             got = group(pkg)
         except Exception as e:  # noqa: BLE001 - one broken group must not hide the others
