@@ -411,6 +411,7 @@ def compile_args(tvm_ffi: bool = False) -> tuple:
     from cutlass.cute.runtime import make_fake_compact_tensor
     from cutlass.runtime import make_fake_stream
 
+    # A M-major, B N-major (see launcher): M a multiple of 8, 16 bytes
     m = cute.sym_int32(divisibility=8)
     n, k = cute.sym_int32(divisibility=8), cute.sym_int32(divisibility=8)
 

@@ -382,6 +382,7 @@ def compile_args(tvm_ffi: bool = False) -> tuple:
     from cutlass.cute.runtime import make_fake_compact_tensor
     from cutlass.runtime import make_fake_stream
 
+    # A K-major, B N-major (see launcher)
     m = cute.sym_int32()
     n, k = cute.sym_int32(divisibility=8), cute.sym_int32(divisibility=8)
 
