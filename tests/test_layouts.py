@@ -244,3 +244,28 @@ def test_a_transposed_operand_on_the_cpu_is_still_a_gemm_error(runtime) -> None:
     w = torch.randn(256, 128, dtype=torch.bfloat16)
     with pytest.raises(runtime.GemmError, match=r"one CUDA device"):
         runtime.gemm(x, w.t())
+
+
+def test_a_kernels_launcher_checks_its_operands_layouts() -> None:
+    pytest.importorskip("cutlass")
+    import torch
+
+    from codegen import build
+
+    module = build.load_module(kernel_file("h_an_bn_128x256_wg2_persistent_tma"))
+    x = torch.zeros(256, 64, dtype=torch.bfloat16)  # (K, M)
+    w = torch.zeros(256, 128, dtype=torch.bfloat16)  # (K, N)
+    c = torch.zeros(64, 128, dtype=torch.bfloat16)
+    # the kernel's layouts on the CPU: refused for the device alone
+    with pytest.raises(ValueError, match=r"cannot run this call") as err:
+        module.launcher(x.t(), w.t(), c)
+    assert "CUDA device" in str(err.value) and "stride" not in str(err.value)
+    # K-major operands: refused, naming the layout each needs
+    with pytest.raises(ValueError) as err:
+        module.launcher(x.t().contiguous(), w.t().contiguous(), c)
+    assert "a must have stride 1 along dimension 0" in str(err.value)
+    assert "b must have stride 1 along dimension 0" in str(err.value)
+    # M-major a: M a multiple of 8
+    odd = torch.zeros(256, 66, dtype=torch.bfloat16)[:, :63]
+    with pytest.raises(ValueError, match=r"M=63 is not a multiple of 8"):
+        module.launcher(odd.t(), w.t(), torch.zeros(63, 128, dtype=torch.bfloat16))
