@@ -839,7 +839,12 @@ def _test_package(generated: Path, shapes: int, seed: int, json_out: Path | None
         for c in got:
             console.print(c.line(), markup=False)
         checks += got
-    for group in (library.check_errors, library.check_torch_compile, library.check_cuda_graph):
+    for group in (
+        library.check_errors,
+        library.check_layouts,
+        library.check_torch_compile,
+        library.check_cuda_graph,
+    ):
         try:
             got = group(pkg)
         except Exception as e:  # noqa: BLE001 - one broken group must not hide the others
@@ -1240,8 +1245,19 @@ def export_cmd(
     The shared library needs no DSL to run: load it with `codegen.aot.AotKernel` (torch only).
     """
     from codegen import export
+    from codegen.build import read_spec
 
     files = _generated_files(generated, only)
+    # the C shim's flat entry point takes row-major A (M, K) and B (N, K) with lda, ldb
+    specs = {f: read_spec(f) for f in files}
+    mn = [f for f in files if (specs[f].a_major, specs[f].b_major) != ("k", "k")]
+    if mn:
+        files = [f for f in files if f not in mn]
+        console.print(
+            f"skipped {plural(len(mn), 'kernel')} with an MN-major operand (a_major / b_major = "
+            '"mn"): the C shim takes row-major a (M, K) and b (N, K) with lda, ldb',
+            markup=False,
+        )
     with _progress("exporting") as progress:
         progress.add_task("", total=None)
         try:

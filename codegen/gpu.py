@@ -139,6 +139,19 @@ def reference(a, b, c0, epi: dict, bias=None):
     return d
 
 
+def operand(rows: int, k: int, major: str, dtype, gen):
+    """A random (rows, K) operand of `dtype` in the kernel's major mode: "k" row-major; "mn" the
+    transpose of a (K, rows) row-major tensor whose rows are 8 elements longer than `rows` (a
+    leading dimension past the extent, as a view of a wider tensor has), so a kernel that assumed
+    ld = rows would be caught."""
+    import torch
+
+    if major == "k":
+        return torch.randn(rows, k, device="cuda", dtype=torch.float32, generator=gen).to(dtype)
+    wide = torch.randn(k, rows + 8, device="cuda", dtype=torch.float32, generator=gen).to(dtype)
+    return wide[:, :rows].t()
+
+
 def check_variant(
     path: Path,
     count: int,
@@ -162,9 +175,11 @@ def check_variant(
     rng = random.Random(seed)
     gen = torch.Generator(device="cuda").manual_seed(seed)
     cases = []
+    # the operands in the kernel's major modes: a (M, K) K- or M-major, b (N, K) K- or N-major
+    a_major, b_major = spec.get("a_major", "k"), spec.get("b_major", "k")
     for m, n, k in shapes or shapes_for(module.SHAPE_MULTIPLES, count, rng):
-        a = torch.randn(m, k, device="cuda", dtype=torch.float32, generator=gen).to(dtype)
-        b = torch.randn(n, k, device="cuda", dtype=torch.float32, generator=gen).to(dtype)
+        a = operand(m, k, a_major, dtype, gen)
+        b = operand(n, k, b_major, dtype, gen)
         # c lives inside a NaN-poisoned buffer with spare columns and a spare row, so both an
         # unwritten element and a store past the edge of C are caught
         pad = 8
@@ -350,6 +365,11 @@ def is_fused(spec: dict) -> bool:
     return epi.fused or epi.out_dtype not in (None, spec["dtype"])
 
 
+def is_k_major(spec: dict) -> bool:
+    """Both operands K-major (a (M, K), b (N, K) row-major): what the timing stages feed."""
+    return spec.get("a_major", "k") == spec.get("b_major", "k") == "k"
+
+
 def workspace_fits(module, m: int, n: int) -> bool:
     """A split-K separate-reduce kernel's workspace holds MAX_TILES output tiles: False for a
     shape with more (its launcher would refuse it); True for every other kernel."""
@@ -369,6 +389,7 @@ def bench_shape(shape: Shape, modules: dict[str, object], rounds: int, reps: int
         for name, mod in modules.items()
         if mod.SPEC["dtype"] == "bf16"
         and not is_fused(mod.SPEC)
+        and is_k_major(mod.SPEC)
         and all(
             v % mod.SHAPE_MULTIPLES[d] == 0
             for d, v in (("M", shape.m), ("N", shape.n), ("K", shape.k))

@@ -23,6 +23,7 @@ from codegen.gpu import (
     Shape,
     capture_graph,
     input_sets,
+    operand,
     reference,
     time_interleaved,
     tolerance,
@@ -94,7 +95,8 @@ def check_class(pkg, cls: tuple, count: int, rng: random.Random) -> list[Check]:
     epi = {"alpha": alpha, "beta": beta, "activation": activation or "none", "bias": bias_kind}
     label = f"{dtype}->{out} alpha={alpha:g} beta={beta:g} act={activation} bias={bias_kind}"
     checks = []
-    mine = [k for k in pkg.KERNELS if _class_of(k) == cls]
+    # the kernels K-major operands reach (check_layouts takes the others)
+    mine = [k for k in pkg.KERNELS if _class_of(k) == cls and k.a_major == k.b_major == "k"]
     steps = tuple(min(k.shape_multiples[i] for k in mine) for i in range(3))
     for i, (m, n, k) in enumerate(_shapes(steps, count, rng)):
         a = torch.randn(m, k, device="cuda").to(tin)
@@ -182,8 +184,8 @@ def check_errors(pkg) -> list[Check]:
         ("no such epilogue", lambda: pkg.gemm(a, b, alpha=3.0), "no sm_90a kernel computes"),
         ("float32 inputs", lambda: pkg.gemm(a.float(), b.float()), "float16, bfloat16"),
         (
-            "transposed a",
-            lambda: pkg.gemm(torch.randn(256, 64, device="cuda", dtype=bf).T, b),
+            "a with no stride 1",
+            lambda: pkg.gemm(torch.randn(64, 512, device="cuda", dtype=bf)[:, ::2], b),
             "last stride 1",
         ),
         (
@@ -202,6 +204,93 @@ def check_errors(pkg) -> list[Check]:
     err = ((got.float() - ref).norm() / ref.norm()).item()
     checks.append(Check("the call after the errors", err <= 1e-2, f"rel_err {err:.2e} tol 1e-02"))
     return checks
+
+
+def check_layouts(pkg) -> list[Check]:
+    """MN-major operands: for every (a_major, b_major) the plain bf16 / f16 kernels of this GPU's
+    arch take, gemm() on a = x.t() (x (K, M) row-major) and b = w.t() (w (K, N)) against a
+    float32 reference, out poisoned first, odd and tile-sized shapes; then a layout no kernel
+    takes (e4m3 with b N-major on sm_90a, whose wgmma reads MN-major operands for 16-bit types
+    only) refused with the fix; then autograd: dA and dB of gemm(x, w.t()) against float32
+    torch (the backward reads dD.t(), A.t() and B.t() as MN-major views where kernels take
+    them)."""
+    import importlib
+
+    import torch
+
+    rt = importlib.import_module(f"{pkg.__name__}._runtime")
+    gpu, arch = rt._device(torch.cuda.current_device())
+    checks = []
+    for dtype in ("bf16", "f16"):
+        tin = torch_dtype(dtype)
+        tol = tolerance(dtype, dtype)
+        layouts = sorted(
+            {
+                (k.a_major, k.b_major)
+                for k in pkg.KERNELS
+                if k.arch == arch and _class_of(k) == (dtype, dtype, 1.0, 0.0, None, None)
+            }
+            - {("k", "k")}
+        )
+        for a_major, b_major in layouts:
+            for m, n, k in ((128, 256, 512), (264, 1000, 1040), (8, 4096, 2048), (1000, 520, 2064)):
+                # MN-major: views of wider tensors (ld past the extent), as gpu.operand makes
+                a, b = operand(m, k, a_major, tin, None), operand(n, k, b_major, tin, None)
+                buf = torch.full((m + 1, n + 8), float("nan"), device="cuda", dtype=tin)
+                c = buf[:m, :n]
+                label = f"layout {dtype} a {a_major} b {b_major} M={m} N={n} K={k}"
+                try:
+                    pick = rt._choose(
+                        gpu,
+                        arch,
+                        (dtype, dtype, 1.0, 0.0, None, None),
+                        m,
+                        n,
+                        k,
+                        layout=(a_major, b_major),
+                    ).name
+                    got = pkg.gemm(a, b, out=c)
+                    torch.cuda.synchronize()
+                except Exception as e:  # noqa: BLE001 - a failed call is a failed check
+                    checks.append(Check(label, False, f"{type(e).__name__}: {e}"))
+                    continue
+                ref = a.float() @ b.float().T
+                err = ((got.float() - ref).norm() / ref.norm()).item()
+                outside = torch.cat([buf[:m, n:].flatten(), buf[m, :].flatten()])
+                clean = bool(torch.isnan(outside).all())
+                ok = math.isfinite(err) and err <= tol and clean and got is c
+                detail = f"{pick}: rel_err {err:.2e} tol {tol:.0e}"
+                checks.append(Check(label, ok, detail + ("" if clean else "; wrote outside C")))
+    if arch == "sm_90a":
+        x = torch.randn(64, 256, device="cuda").to(torch.float8_e4m3fn)
+        w = torch.randn(256, 128, device="cuda").to(torch.float8_e4m3fn)
+        ok, detail = _raises(lambda: pkg.gemm(x, w.t()), pkg.GemmError, "16-bit types only")
+        checks.append(Check("layout refused: e4m3 b N-major on sm_90a", ok, detail))
+    for m in (64, 77):
+        x = torch.randn(m, 512, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        w = torch.randn(512, 1024, device="cuda", dtype=torch.bfloat16) / 16
+        w.requires_grad_(True)
+        try:
+            y = pkg.gemm(x, w.t())
+            g = torch.randn_like(y)
+            y.backward(g)
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001
+            checks.append(Check(f"layout autograd x @ w M={m}", False, f"{type(e).__name__}: {e}"))
+            continue
+        xf, wf = x.detach().float(), w.detach().float()
+        errs = {
+            "y": ((y.float() - xf @ wf).norm() / (xf @ wf).norm()).item(),
+            "dx": ((x.grad.float() - g.float() @ wf.T).norm() / (g.float() @ wf.T).norm()).item(),
+            "dw": ((w.grad.float() - xf.T @ g.float()).norm() / (xf.T @ g.float()).norm()).item(),
+        }
+        ok = all(math.isfinite(e) and e <= TOLERANCE_AUTOGRAD for e in errs.values())
+        detail = ", ".join(f"{k} {v:.2e}" for k, v in errs.items())
+        checks.append(Check(f"layout autograd x @ w (b = w.t()) M={m}", ok, detail))
+    return checks
+
+
+TOLERANCE_AUTOGRAD = 1e-2  # bf16 products against float32, as the bf16 kernels are checked
 
 
 def check_torch_compile(pkg) -> list[Check]:

@@ -28,6 +28,7 @@ from codegen.plan_common import (
     dtypes,
     extra_tensors,
     fusion,
+    layouts,
 )
 from codegen.rules_common import DTYPE_BYTES, Violation
 from codegen.spec import DirectEpilogue, GridScheduler, Spec
@@ -212,6 +213,19 @@ def check(spec: Spec) -> list[Violation]:
                 "beta = 0, no bias or activation; any out_dtype)",
             )
         )
+    for knob, operand, major in (
+        ("a_major", "a (M, K)", spec.a_major),
+        ("b_major", "b (N, K)", spec.b_major),
+    ):
+        if major != "k":
+            out.append(
+                Violation(
+                    knob,
+                    f'{knob}={major}: mainloop = "light" loads each row of {operand} in 16-byte '
+                    'vectors along K, so it takes K-major operands only; legal: "k" (pass the '
+                    "operand K-major, or use a TMA kernel)",
+                )
+            )
     for knob, value, default in (
         ("consumer_warpgroups", spec.consumer_warpgroups, None),
         ("consumer_mode", spec.consumer_mode, "cooperative"),
@@ -303,6 +317,7 @@ def values(spec: Spec) -> LightValues:
         fusion=fusion(spec),
         bias=None,
         tensors=extra_tensors(spec, 0),
+        layouts=layouts(spec),
         light=Light(
             stages=spec.stages,
             warps=warps(spec),

@@ -145,6 +145,8 @@ class Entry:
             "workspace_zeroed": bool(self.workspace_elems) and self.max_tiles is None,
             "default_sm_count": self.default_sm_count,
             "module": module_name(self.relpath),
+            # the operands' major modes: printed only where not K-major (the Kernel defaults)
+            **{knob: s[knob] for knob in ("a_major", "b_major") if s.get(knob, "k") != "k"},
         }
 
 

@@ -144,6 +144,34 @@ class Workers:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Layouts:
+    """The operands' major modes (``plan.layouts``): as the user passes A and B (a_major,
+    b_major: "k" or "mn") and as the kernel's MMA takes them (mma_a, mma_b: the DSL's
+    OperandMajorMode names; swap AB exchanges the operands, so the kernel's A is the user's B).
+    `default`: both K-major, the templates' original text."""
+
+    default: bool
+    a_major: str  # the user's A: "k" (M, K) row-major, "mn" the transpose of a (K, M) tensor
+    b_major: str  # the user's B: "k" (N, K) row-major, "mn" the transpose of a (K, N) tensor
+    mma_a: str  # the kernel's A operand: "K" or "MN" (OperandMajorMode)
+    mma_b: str  # the kernel's B operand
+    smem_a: str  # the kernel's A as a LayoutEnum (sm_90a's SMEM layout): ROW_MAJOR is K-major
+    smem_b: str
+    a_leading: int  # the user's A's dimension of stride 1: 1 (K) or 0 (M)
+    b_leading: int  # the user's B's: 1 (K) or 0 (N)
+    a_order: tuple[int, int]  # stride_order of A's fake (compile_args): (1, 0) K-major
+    b_order: tuple[int, int]
+    m_divisibility: int  # what the fake M is a multiple of: 16 bytes of A's dtype when M-major
+    a_doc: str  # the user's A in words: shape, strides, how to get it from torch
+    b_doc: str
+    mma_note: str  # the MMA's operand modes, for the comment over the tiled MMA
+    modes: str  # the docstring's formula line: "A, B K-major", "A K-major, B N-major", ...
+    a_mode: str  # "K-major" or "M-major"
+    b_mode: str  # "K-major" or "N-major"
+    n_divisibility: int  # what the fake N is a multiple of (16 bytes of B's dtype, N-major)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Values:
     """What every architecture's templates read as ``plan.NAME``, or in a group ``plan.GROUP.NAME``:
     frozen groups of typed values, built once by keyword (a value given twice is a TypeError, not
@@ -159,6 +187,7 @@ class Values:
     fusion: Fusion
     bias: Bias | None = None
     tensors: Tensors
+    layouts: Layouts
     workers: Workers | None = None
 
 
@@ -442,12 +471,72 @@ def dtypes(spec: Spec) -> Dtypes:
 
 
 def tile(spec: Spec, shape_multiples: dict[str, int]) -> Tile:
-    """The CTA's tile and its k-blocks (`shape_multiples` is the architecture's rule)."""
+    """The CTA's tile and its k-blocks (`shape_multiples` is the architecture's rule; an MN-major
+    operand adds its own, rules_common.layout_multiples)."""
     t = spec.tile
     return Tile(
         name=str(t),
         shape=(t.m, t.n, t.k),
         mma_k=rules_common.mma_k(spec.dtype),
         k_blocks=rules_common.mmas_per_stage(spec),
-        shape_multiples=shape_multiples,
+        shape_multiples=rules_common.layout_multiples(spec, shape_multiples),
+    )
+
+
+MAJOR_MMA = {"k": "K", "mn": "MN"}
+MAJOR_ENUM = {"k": "ROW_MAJOR", "mn": "COL_MAJOR"}  # LayoutEnum of an (M, K) or (N, K) operand
+
+
+def operand_doc(name: str, rows: str, major: str) -> str:
+    """One operand as the user passes it: its shape, its strides and how torch makes it."""
+    if major == "k":
+        return f"{name} ({rows}, K) K-major: strides (ld{name}, 1), ld{name} >= K"
+    return (
+        f"{name} ({rows}, K) {rows}-major: strides (1, ld{name}), ld{name} >= {rows}, the transpose "
+        f"of a (K, {rows}) row-major tensor (e.g. {name} = t.t() for t of shape (K, {rows}))"
+    )
+
+
+def layouts(spec: Spec) -> Layouts:
+    """The operands' major modes, the user's and the kernel's (swap AB exchanges A and B)."""
+    kernel_a, kernel_b = (
+        (spec.b_major, spec.a_major) if spec.swap_ab else (spec.a_major, spec.b_major)
+    )
+    mma_a, mma_b = MAJOR_MMA[kernel_a], MAJOR_MMA[kernel_b]
+    order = {"k": (1, 0), "mn": (0, 1)}
+    a_mode = "K-major" if spec.a_major == "k" else "M-major"
+    b_mode = "K-major" if spec.b_major == "k" else "N-major"
+    return Layouts(
+        default=spec.a_major == spec.b_major == "k",
+        a_major=spec.a_major,
+        b_major=spec.b_major,
+        mma_a=mma_a,
+        mma_b=mma_b,
+        smem_a=MAJOR_ENUM[kernel_a],
+        smem_b=MAJOR_ENUM[kernel_b],
+        a_leading=1 if spec.a_major == "k" else 0,
+        b_leading=1 if spec.b_major == "k" else 0,
+        a_order=order[spec.a_major],
+        b_order=order[spec.b_major],
+        m_divisibility=(
+            rules_common.TMA_ROW_ALIGN_BYTES // rules_common.DTYPE_BYTES[spec.dtype]
+            if spec.a_major == "mn"
+            else 1
+        ),
+        a_doc=operand_doc("a", "M", spec.a_major),
+        b_doc=operand_doc("b", "N", spec.b_major),
+        modes=(
+            "A, B K-major" if spec.a_major == spec.b_major == "k" else f"A {a_mode}, B {b_mode}"
+        ),
+        a_mode=a_mode,
+        b_mode=b_mode,
+        n_divisibility=(
+            math.lcm(8, rules_common.TMA_ROW_ALIGN_BYTES // rules_common.DTYPE_BYTES[spec.dtype])
+            if spec.b_major == "mn"
+            else 8
+        ),
+        mma_note=(
+            f"the MMA's A is {mma_a}-major and its B {mma_b}-major"
+            + (" (swap AB: the user's B and A)" if spec.swap_ab else "")
+        ),
     )

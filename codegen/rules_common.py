@@ -8,6 +8,7 @@ door :mod:`codegen.rules` picks the architecture of a spec through :mod:`codegen
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ DTYPE_BYTES = {"f16": 2, "bf16": 2, "e4m3": 1, "f32": 4}
 SWIZZLE_BYTES = {"none": 0, "32B": 32, "64B": 64, "128B": 128}
 TMA_BOX_BYTES_UNSWIZZLED = 16  # the interleaved canonical layout is built of 16-byte-wide boxes
 CLUSTER_SIZE_MAX = 16  # CTAs in a (non-portable) cluster, a power of two
+TMA_ROW_ALIGN_BYTES = 16  # TMA needs 16-byte global strides: an operand's rows (or columns)
 
 # smem_bytes(spec, stages) of one architecture
 SmemBytes = Callable[[Spec, int], int]
@@ -86,6 +88,18 @@ def mma_k(dtype: str) -> int:
 def mmas_per_stage(spec: Spec) -> int:
     """MMA instructions per stage: each takes 32 bytes of K (see :func:`mma_k`)."""
     return k_row_bytes(spec) // MMA_K_BYTES
+
+
+def layout_multiples(spec: Spec, multiples: dict[str, int]) -> dict[str, int]:
+    """The architecture's shape multiples with the operands' major modes: an MN-major A (B) is
+    read by TMA along M (N), whose stride must be 16 bytes: M (N) a multiple of 16 bytes of the
+    dtype as well."""
+    align = TMA_ROW_ALIGN_BYTES // DTYPE_BYTES[spec.dtype]
+    out = dict(multiples)
+    for dim, major in (("M", spec.a_major), ("N", spec.b_major)):
+        if major == "mn":
+            out[dim] = math.lcm(out[dim], align)
+    return out
 
 
 # ---- shared memory ------------------------------------------------------------------------------

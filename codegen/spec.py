@@ -38,6 +38,9 @@ Swizzle = Literal["none", "32B", "64B", "128B", "auto"]
 Activation = Literal["none", "relu", "gelu_tanh", "silu"]
 Bias = Literal["none", "row", "col"]  # row: one value per row of C (length M); col: per column (N)
 ConsumerMode = Literal["cooperative", "pingpong"]
+# an operand's major mode: "k" = K contiguous (A (M, K), B (N, K) row-major); "mn" = M (A) or N
+# (B) contiguous, e.g. b = w.t() of a (K, N) weight w, the layout of x @ W
+Major = Literal["k", "mn"]
 
 ARCHES: tuple[str, ...] = get_args(Arch)  # the names; codegen.registry maps each to its code
 
@@ -305,12 +308,17 @@ class Spec(_Frozen):
     # partials through shared memory (templates/light/gemm.py.j2)
     mainloop: Literal["tma", "light"] = "tma"
     warps: int | None = Field(default=None, gt=0)  # light only: warps per CTA, splitting K
+    # the operands' major modes as the user passes them (gemm's a (M, K) and b (N, K)): "k" =
+    # K-major (last stride 1), "mn" = M- (N-) major, the transpose of a contiguous (K, M) ((K, N))
+    # tensor. Swap AB exchanges the operands, so the kernel's A takes b_major and its B a_major
+    a_major: Major = "k"
+    b_major: Major = "k"
 
     @model_serializer(mode="wrap")
     def _omit_late_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
-        # consumer_mode, pdl, ctas_per_sm, mainloop and warps came after kernels shipped: left
-        # out at their defaults, so those kernels' SPEC dicts and spec hashes stay as they were
-        # (validation restores the default)
+        # consumer_mode, pdl, ctas_per_sm, mainloop, warps, a_major and b_major came after
+        # kernels shipped: left out at their defaults, so those kernels' SPEC dicts and spec
+        # hashes stay as they were (validation restores the default)
         data = handler(self)
         if data.get("consumer_mode") == "cooperative":
             del data["consumer_mode"]
@@ -322,6 +330,9 @@ class Spec(_Frozen):
             del data["mainloop"]
         if data.get("warps") is None:
             data.pop("warps", None)
+        for operand in ("a_major", "b_major"):
+            if data.get(operand) == "k":
+                del data[operand]
         return data
 
     @field_validator("epilogue", mode="before")
@@ -379,6 +390,9 @@ class Spec(_Frozen):
             parts.append(f"acc{self.accumulators}")
         if self.swap_ab:
             parts.append("swap")
+        for operand, major in (("a", self.a_major), ("b", self.b_major)):
+            if major != "k":
+                parts.append(f"{operand}{major}")
         if self.cluster.size > 1:
             parts.append(f"c{self.cluster.m}x{self.cluster.n}")
         epi = self.epilogue.style

@@ -144,7 +144,8 @@ def tune(
     classes: dict[tuple[str, str], dict[str, object]] = {}
     for f in files:
         spec = read_spec(f)
-        if not spec.epilogue.fused:
+        # the plain classes, K-major operands (the inputs torch.mm and the dispatcher see)
+        if not spec.epilogue.fused and spec.a_major == spec.b_major == "k":
             classes.setdefault((spec.dtype, spec.epilogue.out_dtype or spec.dtype), {})[f.stem] = f
     picks = []
     for (dtype, out), paths in sorted(classes.items()):

@@ -50,6 +50,7 @@ CASES: dict[str, list[str]] = {
     "multiple_problems": ["bad_specs/multiple_problems.toml"],
     "union_without_tag": ["bad_specs/union_without_tag.toml"],
     "light_rules": ["bad_specs/light_rules.toml"],
+    "layout_rules": ["bad_specs/layout_rules.toml"],
 }
 
 PROBLEM = re.compile(r"^(?P<path>\S+\.toml)(?: \[(?P<variant>[^\]]+)\])?: (?P<message>.+)$")

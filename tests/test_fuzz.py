@@ -56,6 +56,8 @@ VALID: dict[str, st.SearchStrategy[object]] = {
     "cta_group": st.sampled_from([1, 2]),
     "accumulators": st.sampled_from([1, 2]),
     "swap_ab": st.booleans(),
+    "a_major": st.sampled_from(["k", "mn"]),
+    "b_major": st.sampled_from(["k", "mn"]),
     "epilogue": st.sampled_from(
         [
             "direct",
@@ -113,6 +115,8 @@ INVALID: dict[str, st.SearchStrategy[object]] = {
     "cta_group": st.sampled_from([0, 3, "pair"]),
     "accumulators": st.sampled_from([0, 4, "two"]),
     "swap_ab": st.sampled_from(["sometimes", 2, [True]]),
+    "a_major": st.sampled_from(["m", "K", "", 1]),
+    "b_major": st.sampled_from(["n", "row", True]),
     "epilogue": st.sampled_from(
         [
             "fancy",

@@ -23,9 +23,14 @@ def rel(x: torch.Tensor, ref: torch.Tensor) -> float:
     return ((x.float() - ref).norm() / ref.norm()).item()
 
 
-def check(m: int, n: int, k: int, bias: bool, lead: tuple, fn) -> tuple[float, ...]:
+def check(
+    m: int, n: int, k: int, bias: bool, lead: tuple, fn, wt: bool = False
+) -> tuple[float, ...]:
+    """wt: the weight stored (K, N), passed as b = w.t() (N-major: the MN-major kernels, and a
+    backward that reads the transposed views instead of copies); the reference is the same."""
     x = torch.randn(*lead, m, k, device="cuda").to(torch.bfloat16).requires_grad_(True)
-    w = (torch.randn(n, k, device="cuda") / k**0.5).to(torch.bfloat16).requires_grad_(True)
+    shape = (k, n) if wt else (n, k)
+    w = (torch.randn(*shape, device="cuda") / k**0.5).to(torch.bfloat16).requires_grad_(True)
     b = torch.randn(n, device="cuda").to(torch.bfloat16).requires_grad_(True) if bias else None
     r = torch.randn(*lead, m, n, device="cuda")
     y = fn(x, w, b)
@@ -33,7 +38,7 @@ def check(m: int, n: int, k: int, bias: bool, lead: tuple, fn) -> tuple[float, .
     (y.float() * r).sum().backward()
     xf, wf = x.detach().float().requires_grad_(True), w.detach().float().requires_grad_(True)
     bf = b.detach().float().requires_grad_(True) if bias else None
-    yf = xf @ wf.T + (bf if bias else 0)
+    yf = xf @ (wf if wt else wf.T) + (bf if bias else 0)
     (yf * r).sum().backward()
     errs = [rel(y, yf), rel(x.grad, xf.grad), rel(w.grad, wf.grad)]
     if bias:
@@ -44,15 +49,25 @@ def check(m: int, n: int, k: int, bias: bool, lead: tuple, fn) -> tuple[float, .
 def main() -> None:
     eager = lambda x, w, b: cutegemm.gemm(x, w, bias=b)
     compiled = torch.compile(eager)
+    eager_t = lambda x, w, b: cutegemm.gemm(x, w.t(), bias=b)  # w (K, N): b N-major
+    compiled_t = torch.compile(eager_t)
     print("| mode | M | N | K | batch | bias | rel_err y | dA | dB | dbias | ok |")
     print("|---|---:|---:|---:|---|---|---:|---:|---:|---:|---|")
     worst = 0.0
-    for mode, fn in (("eager", eager), ("torch.compile", compiled)):
+    modes = (
+        ("eager", eager, False),
+        ("torch.compile", compiled, False),
+        ("eager, b = w.t()", eager_t, True),
+        ("torch.compile, b = w.t()", compiled_t, True),
+    )
+    for mode, fn, wt in modes:
         for m, n, k in SHAPES:
             for bias, lead in ((False, ()), (True, ()), (False, (3,))):
-                if bias and m == 1:
-                    continue  # the bias kernels take tile-multiple-free M, but keep the list short
-                errs = check(m, n, k, bias, lead, fn)
+                if bias and (m == 1 or wt):
+                    # the bias kernels take tile-multiple-free M, but keep the list short; no
+                    # bias kernel takes an N-major b
+                    continue
+                errs = check(m, n, k, bias, lead, fn, wt)
                 worst = max(worst, *errs)
                 cells = " | ".join(f"{e:.2e}" for e in errs) + (" |" if not bias else "")
                 ok = "ok" if max(errs) <= TOL else "FAIL"
@@ -68,6 +83,16 @@ def main() -> None:
         {e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA}
     )
     print("\nkernels of one forward + backward (256x512x1024):")
+    for name in names:
+        print("  ", name[:110])
+    wt = torch.randn(1024, 512, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        cutegemm.gemm(x, wt.t()).float().sum().backward()
+        torch.cuda.synchronize()
+    names = sorted(
+        {e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA}
+    )
+    print("\nkernels of one forward + backward with b = w.t() (256x512x1024; no transposed copy):")
     for name in names:
         print("  ", name[:110])
     for what, call in (

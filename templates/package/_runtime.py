@@ -54,11 +54,17 @@ class GemmError(ValueError):
     """Bad input, or a call no generated kernel serves; raised before anything is launched."""
 
 
-# kernels by what they compute: (arch, dtype, out dtype, alpha, beta, activation, bias)
+# kernels by what they compute: (arch, dtype, out dtype, alpha, beta, activation, bias), those
+# taking K-major a and b; _BY_LAYOUT: every kernel, by that class and (a_major, b_major)
 _BY_CLASS: dict[tuple, list[Kernel]] = {}
+_BY_LAYOUT: dict[tuple, list[Kernel]] = {}
 for _k in KERNELS:
     _key = (_k.arch, _k.dtype, _k.out_dtype, _k.alpha, _k.beta, _k.activation, _k.bias)
-    _BY_CLASS.setdefault(_key, []).append(_k)
+    _BY_LAYOUT.setdefault((*_key, _k.a_major, _k.b_major), []).append(_k)
+    if _k.a_major == _k.b_major == "k":
+        _BY_CLASS.setdefault(_key, []).append(_k)
+_MAJOR_NAME = {("a", "k"): "K-major", ("a", "mn"): "M-major", ("b", "k"): "K-major",
+               ("b", "mn"): "N-major"}  # fmt: skip
 
 
 # ---- which kernel ------------------------------------------------------------------------------
@@ -157,11 +163,46 @@ def _refusal(kern: Kernel, m: int, n: int, k: int) -> str | None:
     return "; ".join(bad) or None
 
 
+def _layout_refusal(arch: str, cls: tuple, layout: tuple[str, str]) -> str:
+    """Why no kernel of `cls` takes operands of `layout` (a_major, b_major), and the fix."""
+    dtype = cls[0]
+    given = ", ".join(
+        f"{x} {_MAJOR_NAME[x, major]}" for x, major in zip("ab", layout) if major != "k"
+    )
+    offered = sorted({key[-2:] for key in _BY_LAYOUT if key[:-2] == (arch, *cls)})
+    fix = " and ".join(f"{x}.contiguous()" for x, major in zip("ab", layout) if major != "k")
+    why = (
+        "sm_90a wgmma reads MN-major operands for 16-bit types only; "
+        if arch == "sm_90a" and dtype == "e4m3"
+        else ""
+    )
+    return (
+        f"no {arch} {dtype} -> {cls[1]} kernel with alpha={cls[2]:g}, beta={cls[3]:g}, "
+        f"activation={cls[4]}, bias={cls[5]} takes {given} (the transpose of a contiguous "
+        f"tensor); {why}kernels of this class take (a, b): "
+        + (", ".join(f"{_MAJOR_NAME['a', a]} {_MAJOR_NAME['b', b]}" for a, b in offered) or "none")
+        + f"; pass K-major operands ({fix}: a copy), or generate a kernel with "
+        f'a_major / b_major = "mn" (nothing was launched)'
+    )
+
+
 def _choose(
-    gpu: str, arch: str, cls: tuple, m: int, n: int, k: int, use_cache: bool = True
+    gpu: str,
+    arch: str,
+    cls: tuple,
+    m: int,
+    n: int,
+    k: int,
+    use_cache: bool = True,
+    layout: tuple[str, str] = ("k", "k"),
 ) -> Kernel:
     dtype, out_dtype, alpha, beta, activation, bias = cls
-    kernels = _BY_CLASS.get((arch, *cls))
+    if layout != ("k", "k"):
+        kernels = _BY_LAYOUT.get((arch, *cls, *layout))
+        if not kernels:
+            raise GemmError(_layout_refusal(arch, cls, layout))
+    else:
+        kernels = _BY_CLASS.get((arch, *cls))
     if not kernels:
         offered = sorted(
             f"alpha={c[3]:g} beta={c[4]:g} activation={c[5]} bias={c[6]}"
@@ -231,12 +272,19 @@ def kernel_for(
     device: torch.device | int | None = None,
     gpu: str | None = None,
     arch: str | None = None,
+    a_major: str = "k",
+    b_major: str = "k",
 ) -> Kernel:
     """The kernel gemm() runs for this call on this GPU (bias: None, "row" or "col"), or
     GemmError naming why none can. gpu (e.g. "NVIDIA H200"): the pick for that GPU, asked
     without one (its tuning table and cost model; no user cache). A GPU with neither of its own
-    takes those of a GPU of its arch, as gemm() does there: name the arch (e.g. "sm_90a")."""
+    takes those of a GPU of its arch, as gemm() does there: name the arch (e.g. "sm_90a").
+    a_major, b_major: "k" (K-major, the default) or "mn" (a = x.t(), b = w.t() of contiguous
+    x (K, M), w (K, N)), the layouts gemm() reads from the strides."""
     cls = _class(dtype, out_dtype, alpha, beta, activation, bias)
+    layout = (a_major, b_major)
+    if any(major not in ("k", "mn") for major in layout):
+        raise GemmError(f'a_major and b_major must be "k" or "mn", got {a_major!r}, {b_major!r}')
     if gpu is not None:
         known = next((t[0] for name, t in (*TABLES.items(), *MODELS.items()) if name == gpu), None)
         arch = known or arch
@@ -246,11 +294,11 @@ def kernel_for(
                 f"no tuning table or cost model for {gpu!r} (known: {names}); pass arch= (e.g. "
                 "'sm_90a') to get the pick gemm() makes there from another GPU's of that arch"
             )
-        return _choose(gpu, arch, cls, m, n, k, use_cache=False)
+        return _choose(gpu, arch, cls, m, n, k, use_cache=False, layout=layout)
     index = torch.device("cuda", torch.cuda.current_device()) if device is None else device
     index = torch.device(index).index if not isinstance(index, int) else index
     gpu, arch = _device(index or 0)
-    return _choose(gpu, arch, cls, m, n, k)
+    return _choose(gpu, arch, cls, m, n, k, layout=layout)
 
 
 def _class(dtype, out_dtype, alpha, beta, activation, bias) -> tuple:
@@ -413,7 +461,8 @@ def precompile(arch: str, names: list[str] | None = None) -> list[Path]:
 
 # ---- the call ----------------------------------------------------------------------------------
 
-# (device, a dtype, b dtype, out dtype, bias kind, alpha, beta, activation, M, N, K) -> launch plan
+# ((a_major, b_major), device, a dtype, b dtype, out dtype, bias kind, alpha, beta, activation,
+# M, N, K) -> launch plan
 _PLANS: dict[tuple, tuple] = {}
 _WORKSPACES: dict[tuple, torch.Tensor] = {}  # (kernel name, device, stream) -> f32 workspace
 
@@ -422,6 +471,22 @@ def _rows_ok(t: torch.Tensor) -> bool:
     """Last stride 1, 16-byte aligned rows and base (what TMA needs)."""
     s0, s1 = t.stride()
     return s1 == 1 and (s0 * t.itemsize) % 16 == 0 and s0 >= t.shape[1] and t.data_ptr() % 16 == 0
+
+
+def _cols_ok(t: torch.Tensor) -> bool:
+    """First stride 1, 16-byte aligned columns and base: the transpose of a tensor _rows_ok takes
+    (an MN-major operand, e.g. w.t() of a contiguous (K, N) w)."""
+    s0, s1 = t.stride()
+    return s0 == 1 and (s1 * t.itemsize) % 16 == 0 and s1 >= t.shape[0] and t.data_ptr() % 16 == 0
+
+
+def _major(t: torch.Tensor) -> str | None:
+    """An operand's major mode as the kernels name it: "k" (rows of K, stride 1 along K), "mn"
+    (stride 1 along M or N: the transpose of a contiguous tensor), or None (neither, as TMA
+    needs it). K-major first: a tensor with one row or column may be both."""
+    if _rows_ok(t):
+        return "k"
+    return "mn" if _cols_ok(t) else None
 
 
 def _bias_kind(bias: torch.Tensor | None, m: int, n: int) -> str | None:
@@ -435,9 +500,9 @@ def _bias_kind(bias: torch.Tensor | None, m: int, n: int) -> str | None:
     return "col" if bias.shape[0] == n else "row"  # M == N: per column, like nn.Linear
 
 
-def _plan(a, b, out, kind, alpha, beta, activation, out_dtype) -> tuple:
+def _plan(a, b, out, kind, alpha, beta, activation, out_dtype, layout) -> tuple:
     """Everything that depends only on the key: checks that need no data pointer, the kernel and
-    its compiled function."""
+    its compiled function (`layout`: the operands' major modes, (a_major, b_major))."""
     m, k = a.shape
     n = b.shape[0]
     if a.dtype != b.dtype:
@@ -450,7 +515,7 @@ def _plan(a, b, out, kind, alpha, beta, activation, out_dtype) -> tuple:
     gpu, arch = _device(a.device.index)
     if cls[2:] == (1.0, 0.0, None, None) and _autotune_now(gpu, cls, m, n, k):
         _tuned().autotune_one(a.device.index, gpu, a.dtype, _TORCH[cls[1]], m, n, k)
-    kern = _choose(gpu, arch, cls, m, n, k)
+    kern = _choose(gpu, arch, cls, m, n, k, layout=layout)
     return (kern, _TORCH[cls[1]], _compiled(kern, arch, a.device.index))
 
 
@@ -491,7 +556,10 @@ def _eager(a, b, out, bias, alpha, beta, activation, out_dtype) -> torch.Tensor:
     m, k = sa
     n = sb[0]
     kind = _bias_kind(bias, m, n)
+    # the operands' major modes: K-major where both fit (one row), None where neither (refused below)
+    layout = (_major(a) or "k", _major(b) or "k")
     key = (
+        layout,
         dev.index,
         a.dtype,
         b.dtype,
@@ -507,7 +575,7 @@ def _eager(a, b, out, bias, alpha, beta, activation, out_dtype) -> torch.Tensor:
     )
     plan = _PLANS.get(key)
     if plan is None:
-        plan = _PLANS[key] = _plan(a, b, out, kind, alpha, beta, activation, out_dtype)
+        plan = _PLANS[key] = _plan(a, b, out, kind, alpha, beta, activation, out_dtype, layout)
     kern, odt, fn = plan
     if out is None:
         if beta != 0.0:
@@ -523,11 +591,14 @@ def _eager(a, b, out, bias, alpha, beta, activation, out_dtype) -> torch.Tensor:
         )
     elif m == 0 or n == 0:
         return out
-    if not (_rows_ok(a) and _rows_ok(b) and _rows_ok(out)):
-        bad = [x for x, t in (("a", a), ("b", b), ("out", out)) if not _rows_ok(t)]
+    if _major(a) != layout[0] or _major(b) != layout[1] or not _rows_ok(out):
+        bad = [x for x, t in (("a", a), ("b", b)) if _major(t) is None]
+        bad += [] if _rows_ok(out) else ["out"]
         raise GemmError(
             f"{', '.join(bad)}: each needs last stride 1, rows whose byte stride is a multiple of 16 "
             "and a 16-byte aligned base (TMA); .contiguous() gives that when K and N are multiples of 8"
+            " (a and b may instead be the transpose of such a tensor, e.g. b = w.t(), where a "
+            "kernel takes that layout)"
         )
     if bias is not None:
         if bias.device != dev or bias.dtype != odt or bias.stride(0) != 1 or bias.data_ptr() % 16:
@@ -588,25 +659,60 @@ def _setup_context(ctx, inputs, output) -> None:
     ctx.has_c = c is not None
 
 
-def _k_major(x: torch.Tensor) -> torch.Tensor:
-    """x as a backward operand: contiguous, its reduction (last) dimension zero-padded to a
-    multiple of 16 (what every kernel's K takes; zeros add nothing), e.g. M = 1 for dB."""
+def _natural_major(x: torch.Tensor) -> str:
+    """x's major mode from its strides alone (the backward may run on fake tensors, which have
+    no data pointer): "mn" where it is the transpose of a row-major tensor with 16-byte aligned
+    rows, else "k"."""
+    s0, s1 = x.stride()
+    return "mn" if s0 == 1 and s1 >= x.shape[0] and (s1 * x.itemsize) % 16 == 0 else "k"
+
+
+def _backward_operand(x: torch.Tensor, major: str) -> torch.Tensor:
+    """x (rows, K) as a backward operand in major mode `major`, its reduction (last) dimension
+    zero-padded to a multiple of 16 (what every kernel's K takes; zeros add nothing), e.g. M = 1
+    for dB. K-major: contiguous (a copy unless it is already). MN-major: x is the transpose of a
+    row-major tensor, used as it is (no copy) unless K needs padding, which pads that tensor's
+    rows (still MN-major)."""
     pad = -x.shape[-1] % 16
+    if major == "mn":
+        return torch.nn.functional.pad(x.t(), (0, 0, 0, pad)).t() if pad else x
     return torch.nn.functional.pad(x, (0, pad)) if pad else x.contiguous()
 
 
+def _backward_layout(a: torch.Tensor, b: torch.Tensor, dtype, device) -> tuple[str, str]:
+    """The major modes the backward feeds a backward GEMM's operands in: their own where a kernel
+    (plain, dtype -> dtype) takes that layout on this GPU, else K-major for one operand or both
+    (transposed copies): MN-major kernels save the copies where they are generated."""
+    natural = (_natural_major(a), _natural_major(b))
+    _, arch = _device(device.index if device.index is not None else torch.cuda.current_device())
+    name = _NAME[dtype]
+    for layout in (natural, ("k", natural[1]), (natural[0], "k"), ("k", "k")):
+        if layout == ("k", "k") or _BY_LAYOUT.get(
+            (arch, name, name, 1.0, 0.0, None, None, *layout)
+        ):
+            return layout
+    return ("k", "k")
+
+
 def _backward(ctx, grad):
-    """dA = alpha dD B, dB = alpha dD^T A (each the cutegemm op on transposed copies: the
-    kernels take K-major operands only), dC = beta dD, dbias = the sum of dD over the other dim.
-    The op, not _eager, so that torch.compile traces the backward too."""
+    """dA = alpha dD B, dB = alpha dD^T A, each the cutegemm op on the transposed views (dD, B^T
+    for dA; dD^T, A^T for dB): MN-major operands where a kernel takes them, else K-major copies;
+    dC = beta dD, dbias = the sum of dD over the other dim. The op, not _eager, so that
+    torch.compile traces the backward too."""
     a, b = ctx.saved_tensors
     g = grad.to(a.dtype)
     da = db = None
     if ctx.needs_input_grad[0]:
-        da = _gemm_op(_k_major(g), _k_major(b.t()), None, None, 1.0, 0.0, None, a.dtype)
+        x, y = g, b.t()
+        la, lb = _backward_layout(x, y, a.dtype, a.device)
+        x, y = _backward_operand(x, la), _backward_operand(y, lb)
+        da = _gemm_op(x, y, None, None, 1.0, 0.0, None, a.dtype)
         da = da * ctx.alpha if ctx.alpha != 1.0 else da
     if ctx.needs_input_grad[1]:
-        db = _gemm_op(_k_major(g.t()), _k_major(a.t()), None, None, 1.0, 0.0, None, b.dtype)
+        x, y = g.t(), a.t()
+        la, lb = _backward_layout(x, y, b.dtype, b.device)
+        x, y = _backward_operand(x, la), _backward_operand(y, lb)
+        db = _gemm_op(x, y, None, None, 1.0, 0.0, None, b.dtype)
         db = db * ctx.alpha if ctx.alpha != 1.0 else db
     dc = grad * ctx.beta if ctx.has_c and ctx.needs_input_grad[2] else None
     dbias = None
@@ -653,8 +759,12 @@ def gemm(
     None. bias: length N (per column, like nn.Linear) or M (per row), in the output dtype.
     out_dtype: float16, bfloat16 or float32 (default: the input dtype; bfloat16 for float8).
     alpha, beta, activation and bias must match a generated kernel (cutegemm.KERNELS).
-    Differentiable for f16/bf16 without activation or out= (dA and dB by cutegemm kernels on
-    transposed copies); the cases it cannot differentiate raise GemmError instead.
+    a may instead be M-major (a = x.t() of a contiguous (K, M) x) and b N-major (b = w.t() of a
+    contiguous (K, N) w, the weight of x @ w) where a generated kernel takes that layout
+    (cutegemm.KERNELS' a_major, b_major); otherwise GemmError names the fix (never a silent copy).
+    Differentiable for f16/bf16 without activation or out= (dA and dB by cutegemm kernels on the
+    transposed views where a kernel takes that layout, else on transposed copies); the cases it
+    cannot differentiate raise GemmError instead.
     Raises GemmError, before any launch, for bad input or a call no kernel serves.
     Under torch.compile this is the op torch.ops.cutegemm.gemm (no graph break).
     """

@@ -76,6 +76,20 @@ def try_waits(spec: Spec) -> int:
     return waits
 
 
+def operand_loads(spec: Spec) -> tuple[int, int]:
+    """TMA load instructions per stage of the kernel's A and B: a K-major operand's boxes span
+    one swizzle atom of its K row each; an MN-major operand's one 128-byte atom of the rows a CTA
+    holds (rules_sm100.MN_ATOM_BYTES) each."""
+    k_major = rules_common.tma_boxes_per_operand(rules_common.k_row_bytes(spec), str(spec.swizzle))
+    rows = rules_sm100.operand_rows_per_cta(spec)
+    mn = rules_sm100.mn_major_operands(spec)
+    out = [
+        r * rules_common.DTYPE_BYTES[spec.dtype] // rules_sm100.MN_ATOM_BYTES if m else k_major
+        for r, m in zip(rows, mn, strict=True)
+    ]
+    return out[0], out[1]
+
+
 def expected_counts(spec: Spec) -> dict[str, int]:
     """PTX instruction counts the sm_100a templates must produce for this spec.
 
@@ -84,12 +98,9 @@ def expected_counts(spec: Spec) -> dict[str, int]:
     epilogue's sub-tiles, barrier initialization) are unrolled.
     """
     assert isinstance(spec.stages, int)
-    per_operand = rules_common.tma_boxes_per_operand(
-        rules_common.k_row_bytes(spec), str(spec.swizzle)
-    )
     kind = cluster_kind(spec)
     mmas = rules_common.mmas_per_stage(spec)
-    loads = 2 * per_operand
+    loads = sum(operand_loads(spec))
     _, loads_per_tile = epilogue_chunks(spec)
     tma_boxes = loads_per_tile * rules_sm100.epi_tma_boxes(spec) if is_tma_store(spec) else 0
     c_loads = tma_boxes if rules_sm100.loads_c_by_tma(spec) else 0

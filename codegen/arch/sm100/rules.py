@@ -865,6 +865,54 @@ def accumulator_violations(spec: Spec) -> list[Violation]:
     ]
 
 
+# an MN-major operand's SMEM atom: 128 bytes of M (N) x 8 rows of K (MN_SW128); a CTA's rows of
+# that operand must hold whole atoms
+MN_ATOM_BYTES = 128
+
+
+def mn_major_operands(spec: Spec) -> tuple[bool, bool]:
+    """Whether the kernel's A and B are MN-major: the user's (a_major, b_major), exchanged by swap
+    AB (the kernel's A is the user's B)."""
+    a, b = spec.a_major == "mn", spec.b_major == "mn"
+    return (b, a) if spec.swap_ab else (a, b)
+
+
+def layout_violations(spec: Spec) -> list[Violation]:
+    """The operands' major modes. tcgen05.mma reads K- or MN-major SMEM operands for every dtype
+    these kernels take (kind::f16 and kind::f8f6f4 with 8-bit e4m3; only sub-byte types would need
+    K-major). An MN-major operand is staged in 128-byte swizzle atoms along its M (N): the rows
+    of it one CTA holds (tile M, or N for B; half of each in a CTA pair) must hold whole atoms.
+    As implemented, without TMA multicast (a multicast slice of an MN-major tile is not built)."""
+    a_mn, b_mn = mn_major_operands(spec)
+    if not (a_mn or b_mn):
+        return []
+    out: list[Violation] = []
+    knob_a, knob_b = ("b_major", "a_major") if spec.swap_ab else ("a_major", "b_major")
+    atom = MN_ATOM_BYTES // DTYPE_BYTES[spec.dtype]
+    a_rows, b_rows = operand_rows_per_cta(spec)
+    for mn, knob, rows, side in ((a_mn, knob_a, a_rows, "A"), (b_mn, knob_b, b_rows, "B")):
+        if mn and rows % atom:
+            swapped = f" (swap AB: the kernel's {side})" if spec.swap_ab else ""
+            out.append(
+                Violation(
+                    knob,
+                    f"{knob}=mn{swapped}: an MN-major operand is staged in {MN_ATOM_BYTES}-byte "
+                    f"swizzle atoms along its M or N, so the {rows} rows of {side} a CTA holds "
+                    f'must be a multiple of {atom}; legal: such a tile, or {knob}="k"',
+                )
+            )
+    if cluster_kind(spec) == "multicast":
+        out.append(
+            Violation(
+                "cluster",
+                f"cluster {spec.cluster.m}x{spec.cluster.n} (TMA multicast) with an MN-major "
+                "operand is not implemented on sm_100a; legal: cluster [1, 1], a CTA pair "
+                '(cta_group = 2, cluster [2, 1]), or K-major operands (a_major = b_major = "k")',
+            )
+        )
+    return out
+
+
 def check(spec: Spec) -> list[Violation]:
     """Every sm_100a rule the spec breaks, in the order of the spec's fields."""
     out = shape_violations(spec) + m64_violations(spec) + tmem_violations(spec)
@@ -888,6 +936,7 @@ def check(spec: Spec) -> list[Violation]:
     out += splitk_tile_violations(spec)
     out += streamk_violations(spec)
     out += splitk_reduce_violations(spec)
+    out += layout_violations(spec)
     if spec.consumer_mode != "cooperative":
         out.append(Violation("consumer_mode", "consumer_mode=pingpong is a Hopper (sm_90a) knob"))
     if spec.ctas_per_sm != 1:

@@ -81,7 +81,11 @@ class Sm100Ring(SmemRing):
     """The A/B SMEM ring (``plan.ring``)."""
 
     stage_bytes: int  # A + B bytes of one stage in one CTA
-    smem_atom: str  # the operands' SMEM layout atom
+    smem_atom: str  # the operands' SMEM layout atom (a K-major operand's)
+    a_atom: str  # the kernel's A's: smem_atom when K-major, MN_SW128 when MN-major
+    b_atom: str
+    a_order: tuple[int, int, int]  # tile_to_mma_shape's order: (1, 2, 3) K-major, (2, 1, 3) MN
+    b_order: tuple[int, int, int]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -309,11 +313,20 @@ def tcgen05(spec: Spec) -> Tcgen05:
 def ring(spec: Spec) -> Sm100Ring:
     """One stage of the A/B ring and its SMEM layout atom."""
     assert isinstance(spec.stages, int)
+    k_atom = SMEM_ATOM[str(spec.swizzle)]
+    a_mn, b_mn = rules_sm100.mn_major_operands(spec)
+    # an MN-major operand's atom runs along M (N), 128 bytes wide (rules_sm100.layout_violations),
+    # and the tile is built along M (N) first
+    mn_atom, mn_order, k_order = MN_SMEM_ATOM["128B"], (2, 1, 3), (1, 2, 3)
     return Sm100Ring(
         stages=spec.stages,
         tx_bytes=rules_sm100.full_tx_bytes(spec),
         stage_bytes=rules_sm100.stage_bytes(spec),
-        smem_atom=SMEM_ATOM[str(spec.swizzle)],
+        smem_atom=k_atom,
+        a_atom=mn_atom if a_mn else k_atom,
+        b_atom=mn_atom if b_mn else k_atom,
+        a_order=mn_order if a_mn else k_order,
+        b_order=mn_order if b_mn else k_order,
     )
 
 
@@ -660,6 +673,7 @@ def values(spec: Spec) -> Sm100Values:
         fusion=plan_common.fusion(spec),
         bias=plan_common.bias(spec),
         tensors=tensors(spec),
+        layouts=plan_common.layouts(spec),
         workers=workers(spec),
         separate=shared.separate_reduce(spec),
         warps=warps(spec),

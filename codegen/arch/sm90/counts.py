@@ -62,20 +62,47 @@ def tma_store_boxes(spec: Spec) -> int:
     return major // rules_common.SWIZZLE_BYTES[rules_common.auto_swizzle(major)]
 
 
+def operand_boxes(spec: Spec, rows: int, mn_major: bool) -> int:
+    """TMA loads of one operand's tile (or multicast slice) of `rows` rows per stage. K-major: one
+    box, two where the rows exceed what a box holds (TMA_BOX_ROWS). MN-major: a swizzled box
+    spans at most one swizzle atom (MN_ATOM_BYTES) along its contiguous M or N, so one box per
+    atom of the rows (multicast: of the whole tile, each CTA issuing a K slice of every atom's box,
+    where a K-major operand's slice is a band of its rows)."""
+    if mn_major:
+        return -(-rows * rules_common.DTYPE_BYTES[spec.dtype] // rules_sm90.MN_ATOM_BYTES)
+    return -(-rows // TMA_BOX_ROWS)
+
+
 def tma_load_boxes(spec: Spec) -> int:
-    """TMA load instructions per stage: one per operand, two for an operand whose tile (or its
-    multicast slice) has more rows than a TMA box holds (TMA_BOX_ROWS)."""
+    """TMA load instructions per stage: operand_boxes of A's and of B's tile (or multicast
+    slice), each as the kernel takes it (swap AB exchanges the operands' major modes)."""
+    return sum(operand_sites(spec))
+
+
+def operand_sites(spec: Spec) -> tuple[int, int]:
+    """TMA load instructions per stage of A and of B (see operand_boxes): a K-major operand's
+    multicast slice is tile rows / the CTAs it is multicast to, an MN-major one's the whole tile."""
     cm, cn = spec.cluster.m, spec.cluster.n
-    a_rows = spec.tile.m // cn if cn > 1 else spec.tile.m
-    b_rows = spec.tile.n // cm if cm > 1 else spec.tile.n
-    return -(-a_rows // TMA_BOX_ROWS) + -(-b_rows // TMA_BOX_ROWS)
+    a_mn, b_mn = rules_sm90.mn_major_operands(spec)
+    a_rows = spec.tile.m // cn if cn > 1 and not a_mn else spec.tile.m
+    b_rows = spec.tile.n // cm if cm > 1 and not b_mn else spec.tile.n
+    return operand_boxes(spec, a_rows, a_mn), operand_boxes(spec, b_rows, b_mn)
+
+
+def multicast_sites(spec: Spec) -> int:
+    """TMA multicast load instructions per stage: A's when multicast along N (cluster N > 1), B's
+    along M; a K-major operand's slice is one box, an MN-major one's every atom's."""
+    a_sites, b_sites = operand_sites(spec)
+    a_mn, b_mn = rules_sm90.mn_major_operands(spec)
+    a = (a_sites if a_mn else 1) if spec.cluster.n > 1 else 0
+    b = (b_sites if b_mn else 1) if spec.cluster.m > 1 else 0
+    return a + b
 
 
 def expected_counts(spec: Spec) -> dict[str, int]:
     """PTX instruction counts the sm_90a templates must produce (one copy of each loop body)."""
     wgs = rules_sm90.tile_warpgroups(spec)
     tma = isinstance(spec.epilogue, TmaStoreEpilogue)
-    cm, cn = spec.cluster.m, spec.cluster.n
     subtiles = (spec.tile.m // rules_sm90.epi_m(spec)) * (spec.tile.n // rules_sm90.epi_n(spec))
     counts = {
         # one wgmma per k-block (32 bytes of K: 16-deep f16/bf16, 32-deep e4m3) per 64-row atom
@@ -90,7 +117,8 @@ def expected_counts(spec: Spec) -> dict[str, int]:
         + (subtiles * tma_store_boxes(spec) if rules_sm90.tma_loads_c(spec) else 0),
         # pdl: the producer's L2 prefetch of its first k-blocks, one site per operand box
         "TMA prefetch": tma_load_boxes(spec) if spec.pdl else 0,
-        "TMA multicast": int(cn > 1) + int(cm > 1),
+        # one site per multicast operand; an MN-major operand's: one per box (operand_sites)
+        "TMA multicast": multicast_sites(spec),
         "setmaxnreg": 2,
         "barrier.cluster": 2 if spec.cluster.size > 1 else 0,
         "TMA store": subtiles * tma_store_boxes(spec) if tma else 0,

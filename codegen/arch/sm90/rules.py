@@ -466,6 +466,61 @@ def swizzle_violations(spec: Spec) -> list[Violation]:
     ]
 
 
+# an MN-major operand's SMEM atom: 128 B of M (N) x 8 of K, the widest (MN_SW128); the DSL picks
+# it from the operand's M (N) extent, which must then hold whole atoms
+MN_ATOM_BYTES = 128
+
+
+def mn_major_operands(spec: Spec) -> tuple[bool, bool]:
+    """Whether the kernel's A and B are MN-major: the user's (a_major, b_major), exchanged by swap
+    AB (the kernel's A is the user's B)."""
+    a, b = spec.a_major == "mn", spec.b_major == "mn"
+    return (b, a) if spec.swap_ab else (a, b)
+
+
+def layout_violations(spec: Spec) -> list[Violation]:
+    """The operands' major modes. wgmma reads an MN-major operand from SMEM only for 16-bit types
+    (f16, bf16: its transpose bit); 8-bit operands must be K-major. An MN-major operand's SMEM
+    atom is MN_SW128 (128 bytes of M or N), so its extent in the kernel (tile M for the kernel's
+    A, each wgmma atom's N for its B; swap AB exchanges them) must hold whole atoms."""
+    out: list[Violation] = []
+    if spec.dtype == "e4m3":
+        for knob, major, what in (
+            ("a_major", spec.a_major, "a (M, K) row-major, e.g. a.contiguous()"),
+            ("b_major", spec.b_major, "b (N, K) row-major, e.g. w.t().contiguous() for a (K, N) w"),
+        ):
+            if major == "mn":
+                out.append(
+                    Violation(
+                        knob,
+                        f"{knob}=mn with dtype=e4m3: sm_90a wgmma reads MN-major operands from "
+                        'shared memory only for 16-bit types (f16, bf16); legal: "k" (pass '
+                        f"K-major operands: {what})",
+                    )
+                )
+        return out
+    atom = MN_ATOM_BYTES // DTYPE_BYTES[spec.dtype]
+    kernel_a, kernel_b = mn_major_operands(spec)
+    # swap AB: the kernel's A is the user's B (b_major) and its B the user's A (a_major)
+    knob_a, knob_b = ("b_major", "a_major") if spec.swap_ab else ("a_major", "b_major")
+    swapped = " (swap AB: that operand is the kernel's " if spec.swap_ab else None
+    for mn, knob, extent, what, side in (
+        (kernel_a, knob_a, spec.tile.m, "tile M", "A"),
+        (kernel_b, knob_b, spec.tile.n // wgmma_n_atoms(spec.tile.n), "each wgmma atom's N", "B"),
+    ):
+        if mn and extent % atom:
+            out.append(
+                Violation(
+                    knob,
+                    f"{knob}=mn{swapped + side + ')' if swapped else ''}: an MN-major operand is "
+                    f"staged in {MN_ATOM_BYTES}-byte swizzle atoms along its M or N, so {what} "
+                    f"must be a multiple of {atom}, got {extent}; legal: such a tile, or "
+                    f'{knob}="k"',
+                )
+            )
+    return out
+
+
 def check(spec: Spec) -> list[Violation]:
     out: list[Violation] = []
     t = spec.tile
@@ -538,6 +593,7 @@ def check(spec: Spec) -> list[Violation]:
     out += streamk_violations(spec)
     out += pingpong_violations(spec)
     out += dynamic_scheduler_violations(spec)
+    out += layout_violations(spec)
     return out
 
 

@@ -87,6 +87,8 @@ class Sm90Ring(SmemRing):
     a_elems: int
     b_elems: int
     swizzle_atom: str  # the wgmma SMEM atom the swizzle rule makes the DSL pick
+    a_atom: str  # the kernel's A's: swizzle_atom when K-major, MN_SW128 when MN-major
+    b_atom: str
     empty_arrives: int
     empty_readers: int  # the CTAs that read a stage this CTA's producer fills
     # a stage is released once per consumer warpgroup (multicast) or warp, by every CTA it fills
@@ -290,13 +292,19 @@ def ring(spec: Spec) -> Sm90Ring:
     """The A/B ring's SMEM and the arrivals that release a stage."""
     assert isinstance(spec.stages, int)
     t = spec.tile
+    # the DSL picks the wgmma SMEM atom from the K row width; the swizzle rule makes it this
+    k_atom = {"32B": "SW32", "64B": "SW64", "128B": "SW128"}[str(spec.swizzle)]
+    # ... and an MN-major operand's from its M (N) extent, a multiple of 128 B (rules_sm90)
+    mn_atom = "MN_SW128 (M- or N-major)"
+    a_mn, b_mn = rules_sm90.mn_major_operands(spec)
     return Sm90Ring(
         stages=spec.stages,
         tx_bytes=rules_sm90.full_tx_bytes(spec),
         a_elems=t.m * t.k * spec.stages,
         b_elems=t.n * t.k * spec.stages,
-        # the DSL picks the wgmma SMEM atom from the K row width; the swizzle rule makes it this
-        swizzle_atom={"32B": "SW32", "64B": "SW64", "128B": "SW128"}[str(spec.swizzle)],
+        swizzle_atom=k_atom,
+        a_atom=mn_atom if a_mn else k_atom,
+        b_atom=mn_atom if b_mn else k_atom,
         empty_arrives=rules_sm90.empty_arrives(spec),
         empty_readers=spec.cluster.m + spec.cluster.n - 1,
         releases_per_warpgroup=rules_sm90.releases_per_warpgroup(spec),
@@ -482,6 +490,7 @@ def values(spec: Spec) -> Sm90Values:
         fusion=plan_common.fusion(spec),
         bias=plan_common.bias(spec),
         tensors=tensors(spec),
+        layouts=plan_common.layouts(spec),
         workers=workers(spec),
         separate=shared.separate_reduce(spec),
         epilogue_rule=epilogue_rule(spec),
