@@ -154,6 +154,30 @@ class SharedStorage:
 
 
 @cute.jit
+def carve_smem(sA_layout, sB_layout):
+    """This CTA's shared memory, SharedStorage: the barriers, the A/B ring; sA and sB view the ring
+    as tensors."""
+    smem = utils.SmemAllocator()
+    storage = smem.allocate(SharedStorage)
+    # the swizzle rides on the pointer; the affine part (with the stage mode) is the layout
+    sA = storage.sA.get_tensor(sA_layout.outer, swizzle=sA_layout.inner)  # (TM, TK, STAGES)
+    sB = storage.sB.get_tensor(sB_layout.outer, swizzle=sB_layout.inner)  # (TN, TK, STAGES)
+    return storage, sA, sB
+
+
+@cute.jit
+def init_and_prearm_barriers(full, empty):
+    """Every mbarrier's init with its arrive count, by one elected thread of the TMA warp, and
+    the empty barriers' pre-arm (an arrive that completes their phase 0)."""
+    for s in cutlass.range_constexpr(STAGES):
+        # one arrive (the producer) + TX_BYTES
+        cute.arch.mbarrier_init(full + s, 1)
+        cute.arch.mbarrier_init(empty + s, EMPTY_ARRIVES)
+        # pre-arm: phase 0 completes now, so the producer's first lap passes through
+        cute.arch.mbarrier_arrive(empty + s, arrive_count=EMPTY_ARRIVES)
+
+
+@cute.jit
 def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexpr[int]):
     """The slot after `index` in a ring of `size` slots, and the phase its next wait expects:
     past the last slot the ring wraps to slot 0, one phase later."""
@@ -303,26 +327,18 @@ def gemm_kernel(
     split = bidx % SPLITS
     cluster_id = bidx // SPLITS
 
-    smem = utils.SmemAllocator()
-    storage = smem.allocate(SharedStorage)
+    storage, sA, sB = carve_smem(sA_layout, sB_layout)
     full = storage.full.data_ptr()
     empty = storage.empty.data_ptr()
+    # the TMA warp prefetches the TMA descriptors and initializes (and pre-arms) the barriers
     if warp_idx == TMA_WARP:
         cpasync.prefetch_descriptor(tma_a)
         cpasync.prefetch_descriptor(tma_b)
         with cute.arch.elect_one():
-            for s in cutlass.range_constexpr(STAGES):
-                # one arrive (the producer) + TX_BYTES
-                cute.arch.mbarrier_init(full + s, 1)
-                cute.arch.mbarrier_init(empty + s, EMPTY_ARRIVES)
-                # pre-arm: phase 0 completes now, so the producer's first lap passes through
-                cute.arch.mbarrier_arrive(empty + s, arrive_count=EMPTY_ARRIVES)
+            init_and_prearm_barriers(full, empty)
     cute.arch.mbarrier_init_fence()
     cute.arch.sync_threads()
 
-    # the swizzle rides on the pointer; the affine part (with the stage mode) is the layout
-    sA = storage.sA.get_tensor(sA_layout.outer, swizzle=sA_layout.inner)  # (TM, TK, STAGES)
-    sB = storage.sB.get_tensor(sB_layout.outer, swizzle=sB_layout.inner)  # (TN, TK, STAGES)
     gA = cute.local_tile(mA, (TILER[0], TILER[2]), (None, None))  # (TM, TK, tiles_m, k_tiles)
     gB = cute.local_tile(mB, (TILER[1], TILER[2]), (None, None))  # (TN, TK, tiles_n, k_tiles)
     k_tiles = cute.size(gA, mode=[3])
