@@ -215,9 +215,11 @@ def tile_schedule(shape, k_tiles, cluster_id, num_clusters, cx, cy):
 
 
 @cute.jit
-def producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work, mcast_masks):
+def producer(loads, ring, work, mcast_masks):
     """The TMA warp: per tile, per k-tile, waits until every reader has released ring slot `stage`,
     arms its full barrier with TX_BYTES and loads A and B into it; returns the ring position."""
+    tma_a, tAgA, tAsA, tma_b, tBgB, tBsB = loads
+    full, empty, stage, phase = ring
     M, N, clusters_m, clusters_n, k_tiles, cluster_id, num_clusters, num_cluster_tiles, cx, cy = (
         work
     )
@@ -280,14 +282,14 @@ def mainloop(tiled_mma, acc, tCrA, tCrB, full, empty, stage, phase, k_tiles, pee
 
 
 @cute.jit
-def consumers(
-    tiled_mma, sA, sB, full, empty, storage, tidx, warp_idx, wg_idx, work, tma_c, mC_tma, sC_layout
-):
+def consumers(tiled_mma, sA, sB, ring, storage, tidx, warp_idx, wg_idx, work, c_store):
     """The consumer warpgroups: the wgmma operands and the epilogue's setup, then per tile the
     mainloop over the ring and the epilogue."""
+    full, empty, stage, phase = ring
     M, N, clusters_m, clusters_n, k_tiles, cluster_id, num_clusters, num_cluster_tiles, cx, cy = (
         work
     )
+    tma_c, mC_tma, sC_layout = c_store
     ctidx = tidx - MMA_WG * WG_THREADS  # thread index among the consumers
     # A and B are per-warpgroup operands
     thr_wg = tiled_mma.get_slice((wg_idx - MMA_WG) * WG_THREADS)
@@ -327,7 +329,6 @@ def consumers(
     assert cute.size(tRS_acc, mode=[1]) == EPI_SUBTILES[0]
     epi_count = cutlass.Int32(0)  # sub-tiles stored so far: the buffer ring position
 
-    stage, phase = cutlass.Int32(0), cutlass.Int32(0)
     for ct in cutlass.range(cluster_id, num_cluster_tiles, num_clusters, unroll=1):
         tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n, cx, cy)
         stage, phase = mainloop(
@@ -429,34 +430,23 @@ def gemm_kernel(
     )
 
     work = tile_schedule(mC.shape, k_tiles, cluster_id, num_clusters, cx, cy)
+    # the TMA loads of A and B: the atoms, the global tiles and the SMEM stages they copy
+    loads = (tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
+    # the A/B ring: its barriers and the position every role starts from, slot 0 at phase 0
+    ring = (full, empty, cutlass.Int32(0), cutlass.Int32(0))
+    # the TMA stores of C: the atom, C as it sees it, the SMEM sub-tiles' layout
+    c_store = (tma_c, mC_tma, sC_layout)
     cute.arch.cluster_wait()
 
     if wg_idx == PRODUCER_WG:
         # ---- 2. producer warpgroup: warp TMA_WARP issues the TMA loads -------------------------
         cute.arch.setmaxregister_decrease(PRODUCER_REGS)
         if warp_idx == TMA_WARP:
-            stage, phase = cutlass.Int32(0), cutlass.Int32(0)  # the ring starts at slot 0, phase 0
-            producer(
-                tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work, mcast_masks
-            )
+            producer(loads, ring, work, mcast_masks)
     else:
         # ---- 3. consumer warpgroups: wgmma over the ring, then each tile's epilogue -------------
         cute.arch.setmaxregister_increase(CONSUMER_REGS)
-        consumers(
-            tiled_mma,
-            sA,
-            sB,
-            full,
-            empty,
-            storage,
-            tidx,
-            warp_idx,
-            wg_idx,
-            work,
-            tma_c,
-            mC_tma,
-            sC_layout,
-        )
+        consumers(tiled_mma, sA, sB, ring, storage, tidx, warp_idx, wg_idx, work, c_store)
 
 
 @cute.jit

@@ -168,9 +168,11 @@ def tile_schedule(shape, k_tiles, cluster_id, num_clusters):
 
 
 @cute.jit
-def producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work):
+def producer(loads, ring, work):
     """The TMA warp: per tile, per k-tile, waits until every reader has released ring slot `stage`,
     arms its full barrier with TX_BYTES and loads A and B into it; returns the ring position."""
+    tma_a, tAgA, tAsA, tma_b, tBgB, tBsB = loads
+    full, empty, stage, phase = ring
     M, N, clusters_m, clusters_n, k_tiles, cluster_id, num_clusters, num_cluster_tiles = work
     # 1 until this warp has waited for the previous kernel (programmatic dependent launch)
     pdl_pending = cutlass.Int32(1)
@@ -240,9 +242,10 @@ def mainloop(tiled_mma, acc, tCrA, tCrB, full, empty, stage, phase, k_tiles):
 
 
 @cute.jit
-def consumers(tiled_mma, sA, sB, full, empty, storage, tidx, warp_idx, wg_idx, work, mC):
+def consumers(tiled_mma, sA, sB, ring, storage, tidx, warp_idx, wg_idx, work, mC):
     """The consumer warpgroups: the wgmma operands and the epilogue's setup, then per tile the
     mainloop over the ring and the epilogue."""
+    full, empty, stage, phase = ring
     M, N, clusters_m, clusters_n, k_tiles, cluster_id, num_clusters, num_cluster_tiles = work
     ctidx = tidx - MMA_WG * WG_THREADS  # thread index among the consumers
     # A and B are per-warpgroup operands
@@ -257,7 +260,6 @@ def consumers(tiled_mma, sA, sB, full, empty, storage, tidx, warp_idx, wg_idx, w
     tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
     st_vec = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), OUT_DTYPE, num_bits_per_copy=32)
 
-    stage, phase = cutlass.Int32(0), cutlass.Int32(0)
     for ct in cutlass.range(cluster_id, num_cluster_tiles, num_clusters, unroll=1):
         tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
         stage, phase = mainloop(tiled_mma, acc, tCrA, tCrB, full, empty, stage, phase, k_tiles)
@@ -325,6 +327,10 @@ def gemm_kernel(
     )
 
     work = tile_schedule(mC.shape, k_tiles, cluster_id, num_clusters)
+    # the TMA loads of A and B: the atoms, the global tiles and the SMEM stages they copy
+    loads = (tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
+    # the A/B ring: its barriers and the position every role starts from, slot 0 at phase 0
+    ring = (full, empty, cutlass.Int32(0), cutlass.Int32(0))
     # programmatic dependent launch: the setup above ran under the previous kernel's tail. Every
     # warp but the TMA warp waits here for that kernel to finish (its writes visible) before its
     # first global read or write; the TMA warp waits just before its first load, once it has
@@ -338,12 +344,11 @@ def gemm_kernel(
         # ---- 2. producer warpgroup: warp TMA_WARP issues the TMA loads -------------------------
         cute.arch.setmaxregister_decrease(PRODUCER_REGS)
         if warp_idx == TMA_WARP:
-            stage, phase = cutlass.Int32(0), cutlass.Int32(0)  # the ring starts at slot 0, phase 0
-            producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work)
+            producer(loads, ring, work)
     else:
         # ---- 3. consumer warpgroups: wgmma over the ring, then each tile's epilogue -------------
         cute.arch.setmaxregister_increase(CONSUMER_REGS)
-        consumers(tiled_mma, sA, sB, full, empty, storage, tidx, warp_idx, wg_idx, work, mC)
+        consumers(tiled_mma, sA, sB, ring, storage, tidx, warp_idx, wg_idx, work, mC)
 
 
 @cute.jit

@@ -221,9 +221,11 @@ def tile_schedule(shape, k_tiles, cluster_id, num_clusters):
 
 
 @cute.jit
-def producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work):
+def producer(loads, ring, work):
     """The TMA warp: per tile, per k-tile, waits until every reader has released ring slot `stage`,
     arms its full barrier with TX_BYTES and loads A and B into it; returns the ring position."""
+    tma_a, tAgA, tAsA, tma_b, tBgB, tBsB = loads
+    full, empty, stage, phase = ring
     M, N, clusters_m, clusters_n, k_tiles, cluster_id, num_clusters, num_cluster_tiles = work
     for ct in cutlass.range(cluster_id, num_cluster_tiles, num_clusters, unroll=1):
         tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
@@ -296,27 +298,12 @@ def mainloop(
 
 
 @cute.jit
-def consumers(
-    tiled_mma,
-    sA,
-    sB,
-    full,
-    empty,
-    storage,
-    tidx,
-    warp_idx,
-    wg_idx,
-    work,
-    tma_c,
-    mC_tma,
-    sC_layout,
-    tma_c_load,
-    mC_load,
-    mBias,
-):
+def consumers(tiled_mma, sA, sB, ring, storage, tidx, warp_idx, wg_idx, work, c_store, mBias):
     """The consumer warpgroups: the wgmma operands and the epilogue's setup, then per tile the
     mainloop over the ring and the epilogue."""
+    full, empty, stage, phase = ring
     M, N, clusters_m, clusters_n, k_tiles, cluster_id, num_clusters, num_cluster_tiles = work
+    tma_c, mC_tma, sC_layout, tma_c_load, mC_load = c_store
     # ping-pong: each warpgroup computes whole tiles, taking turns
     # 0 takes this CTA's tiles 0, 2, 4, ..; 1 takes tiles 1, 3, 5, ..
     consumer = wg_idx - MMA_WG
@@ -361,7 +348,7 @@ def consumers(
 
     # the producer fills the ring in tile order, k_tiles positions per tile: warpgroup 1's
     # first k-tile sits k_tiles positions after warpgroup 0's
-    stage, phase = ring_advance(cutlass.Int32(0), cutlass.Int32(0), consumer * k_tiles)
+    stage, phase = ring_advance(stage, phase, consumer * k_tiles)
     for ct in cutlass.range(
         cluster_id + consumer * num_clusters,
         num_cluster_tiles,
@@ -526,34 +513,23 @@ def gemm_kernel(
     )
 
     work = tile_schedule(mC.shape, k_tiles, cluster_id, num_clusters)
+    # the TMA loads of A and B: the atoms, the global tiles and the SMEM stages they copy
+    loads = (tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
+    # the A/B ring: its barriers and the position every role starts from, slot 0 at phase 0
+    ring = (full, empty, cutlass.Int32(0), cutlass.Int32(0))
+    # the TMA stores of C: the atom, C as it sees it, the SMEM sub-tiles' layout, and beta's load
+    # atom and C as it sees it
+    c_store = (tma_c, mC_tma, sC_layout, tma_c_load, mC_load)
 
     if wg_idx == PRODUCER_WG:
         # ---- 2. producer warpgroup: warp TMA_WARP issues the TMA loads -------------------------
         cute.arch.setmaxregister_decrease(PRODUCER_REGS)
         if warp_idx == TMA_WARP:
-            stage, phase = cutlass.Int32(0), cutlass.Int32(0)  # the ring starts at slot 0, phase 0
-            producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work)
+            producer(loads, ring, work)
     else:
         # ---- 3. consumer warpgroups: wgmma over the ring, then each tile's epilogue -------------
         cute.arch.setmaxregister_increase(CONSUMER_REGS)
-        consumers(
-            tiled_mma,
-            sA,
-            sB,
-            full,
-            empty,
-            storage,
-            tidx,
-            warp_idx,
-            wg_idx,
-            work,
-            tma_c,
-            mC_tma,
-            sC_layout,
-            tma_c_load,
-            mC_load,
-            mBias,
-        )
+        consumers(tiled_mma, sA, sB, ring, storage, tidx, warp_idx, wg_idx, work, c_store, mBias)
 
 
 @cute.jit

@@ -213,9 +213,11 @@ def tile_schedule(shape, k_tiles, k_begin, k_end, cluster_id, num_clusters):
 
 
 @cute.jit
-def producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work):
+def producer(loads, ring, work):
     """The TMA warp: per tile, per k-tile, waits until every reader has released ring slot `stage`,
     arms its full barrier with TX_BYTES and loads A and B into it; returns the ring position."""
+    tma_a, tAgA, tAsA, tma_b, tBgB, tBsB = loads
+    full, empty, stage, phase = ring
     (
         M,
         N,
@@ -296,24 +298,10 @@ def mainloop(tiled_mma, acc, tCrA, tCrB, full, empty, stage, phase, k_begin, k_e
 
 
 @cute.jit
-def consumers(
-    tiled_mma,
-    sA,
-    sB,
-    full,
-    empty,
-    storage,
-    tidx,
-    warp_idx,
-    wg_idx,
-    work,
-    rank,
-    staged,
-    consumed,
-    mC,
-):
+def consumers(tiled_mma, sA, sB, ring, storage, tidx, warp_idx, wg_idx, work, reduction, mC):
     """The consumer warpgroups: the wgmma operands and the epilogue's setup, then per tile the
     mainloop over the ring, the reduction and the epilogue."""
+    full, empty, stage, phase = ring
     (
         M,
         N,
@@ -326,6 +314,7 @@ def consumers(
         num_clusters,
         num_cluster_tiles,
     ) = work
+    rank, staged, consumed = reduction
     ctidx = tidx - MMA_WG * WG_THREADS  # thread index among the consumers
     # A and B are per-warpgroup operands
     thr_wg = tiled_mma.get_slice((wg_idx - MMA_WG) * WG_THREADS)
@@ -349,7 +338,6 @@ def consumers(
     my_stage = sStage[(ctidx, None)]  # (ACC_VALUES), 32 B or more, contiguous
     tile_count = cutlass.Int32(0)  # tiles done: the parity of the staged/consumed barriers
 
-    stage, phase = cutlass.Int32(0), cutlass.Int32(0)
     for ct in cutlass.range(cluster_id, num_cluster_tiles, num_clusters, unroll=1):
         tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
         stage, phase = mainloop(
@@ -469,6 +457,12 @@ def gemm_kernel(
     )
 
     work = tile_schedule(mC.shape, k_tiles, k_begin, k_end, cluster_id, num_clusters)
+    # the TMA loads of A and B: the atoms, the global tiles and the SMEM stages they copy
+    loads = (tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
+    # the A/B ring: its barriers and the position every role starts from, slot 0 at phase 0
+    ring = (full, empty, cutlass.Int32(0), cutlass.Int32(0))
+    # the split-K reduction: this CTA's rank and the staged / consumed barriers
+    reduction = (rank, staged, consumed)
     cute.arch.cluster_wait()
     # programmatic dependent launch: the setup above ran under the previous kernel's tail. Every
     # warp but the TMA warp waits here for that kernel to finish (its writes visible) before its
@@ -483,27 +477,11 @@ def gemm_kernel(
         # ---- 2. producer warpgroup: warp TMA_WARP issues the TMA loads -------------------------
         cute.arch.setmaxregister_decrease(PRODUCER_REGS)
         if warp_idx == TMA_WARP:
-            stage, phase = cutlass.Int32(0), cutlass.Int32(0)  # the ring starts at slot 0, phase 0
-            producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work)
+            producer(loads, ring, work)
     else:
         # ---- 3. consumer warpgroups: wgmma over the ring, then each tile's epilogue -------------
         cute.arch.setmaxregister_increase(CONSUMER_REGS)
-        consumers(
-            tiled_mma,
-            sA,
-            sB,
-            full,
-            empty,
-            storage,
-            tidx,
-            warp_idx,
-            wg_idx,
-            work,
-            rank,
-            staged,
-            consumed,
-            mC,
-        )
+        consumers(tiled_mma, sA, sB, ring, storage, tidx, warp_idx, wg_idx, work, reduction, mC)
 
 
 @cute.jit
