@@ -132,6 +132,8 @@ TILE_ELEMS = 32768
 WORKSPACE_ELEMS = 4849812
 # 16-byte vectors of one thread's 64 f32 per epilogue chunk (4 chunks per tile)
 CHUNK_VECS = 16
+# f32 per 16-byte workspace vector: one st.global.v4 (hand-over) or ld.global.v4 (fix-up)
+WORK_VEC = 4
 # 2 f32 accumulator slots x 256 columns, power of two
 TMEM_COLS = 512
 # A + B bytes one stage's TMA copies deliver to its full barrier
@@ -290,22 +292,28 @@ def epilogue(acc, tCgC, tidx, acc_ring, schedule, fixup, c_store):
     # hand the partial over, or fix the tile up and store
     # a named barrier syncs the epilogue warps alone; the producer and MMA warps keep looping
     etidx = tidx % EPILOGUE_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
-    # workspace slot of CTA c: thread t keeps its 256 f32 of a tile as 16-byte
-    # vectors, vector j of chunk i at (((i * CHUNK_VECS + j) * EPILOGUE_THREADS + t) * 4):
-    # consecutive threads store consecutive 16 bytes. Every CTA runs the same code, so the
-    # same t holds the same (row, col) of a tile in every CTA.
-    # (4, EPILOGUE_THREADS, CHUNK_VECS, chunks, SK_CTAS)
+    # workspace slot of CTA c: thread t keeps its 256 f32 of a tile as 16-byte vectors, vector j of
+    # chunk i at (((i * CHUNK_VECS + j) * EPILOGUE_THREADS + t) * WORK_VEC): consecutive threads
+    # store consecutive 16 bytes. Every CTA runs the same code, so the same t holds the same (row,
+    # col) of a tile in every CTA.
+    # (WORK_VEC, EPILOGUE_THREADS, CHUNK_VECS, EPI_SUBTILES, SK_CTAS)
     work = cute.make_tensor(
         mWork.iterator,
         cute.make_layout(
-            (4, EPILOGUE_THREADS, CHUNK_VECS, EPI_SUBTILES, SK_CTAS),
-            stride=(1, 4, 4 * EPILOGUE_THREADS, 4 * EPILOGUE_THREADS * CHUNK_VECS, TILE_ELEMS),
+            (WORK_VEC, EPILOGUE_THREADS, CHUNK_VECS, EPI_SUBTILES, SK_CTAS),
+            stride=(
+                1,
+                WORK_VEC,
+                WORK_VEC * EPILOGUE_THREADS,
+                WORK_VEC * EPILOGUE_THREADS * CHUNK_VECS,
+                TILE_ELEMS,
+            ),
         ),
     )
     # (SK_CTAS)
     flags = cute.recast_ptr(mWork.iterator + SK_CTAS * TILE_ELEMS, dtype=cutlass.Int32)
     vec_copy = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), ACC_DTYPE, num_bits_per_copy=128)
-    peer_vec = cute.make_rmem_tensor((4,), ACC_DTYPE)
+    peer_vec = cute.make_rmem_tensor((WORK_VEC,), ACC_DTYPE)
     for t in cutlass.range(first_tile, last_tile + 1, unroll=1):
         tm, tn = tile_coords(t, tiles_m, tiles_n)
         # this CTA's k-tiles of tile t: [k_begin, k_end)
@@ -345,8 +353,8 @@ def epilogue(acc, tCgC, tidx, acc_ring, schedule, fixup, c_store):
         r2s_sC = r2s_thr.partition_D(sC)  # (R2S, R2S_M, R2S_N, EPI_BUFFERS)
         r2s_acc = r2s.retile(r_acc)  # (R2S, R2S_M, R2S_N)
         r_out = cute.make_rmem_tensor(r2s_acc.shape, OUT_DTYPE)
-        # the chunk's registers as 16-byte runs: (4, CHUNK_VECS)
-        r_vec = cute.make_tensor(r_acc.iterator, cute.make_layout((4, CHUNK_VECS)))
+        # the chunk's registers as 16-byte runs: (WORK_VEC, CHUNK_VECS)
+        r_vec = cute.make_tensor(r_acc.iterator, cute.make_layout((WORK_VEC, CHUNK_VECS)))
         if k_begin > 0:
             # an earlier CTA runs this tile's first k-tile and finishes it (this is my first
             # unit): hand it my partial, TMEM -> registers -> my workspace slot

@@ -122,6 +122,8 @@ SK_CTAS = 132
 # SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
 DEFAULT_SM_COUNT = 132
 TILE_ELEMS = 4096  # f32 values of one partial tile: a CTA's workspace slot
+# f32 per 16-byte workspace vector: one st.global.v4 (hand-over) or ld.global.v4 (fix-up)
+WORK_VEC = 4
 # SK_CTAS slots, then SK_CTAS flag words (int32 0 / 1)
 WORKSPACE_ELEMS = 540804
 # the consumers' named barrier around a hand-over (the same threads as the epilogue's)
@@ -381,24 +383,24 @@ def consumers(tiled_mma, sA, sB, ring, storage, tidx, warp_idx, wg_idx, work, bi
     tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
     st_vec = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), OUT_DTYPE, num_bits_per_copy=16)
     # workspace slot of CTA c: consumer thread t keeps its ACC_VALUES f32 as 16-byte vectors,
-    # vector j at ((c * ACC_VALUES / 4 + j) * MMA_THREADS + t) * 4: consecutive threads store
-    # consecutive 16 bytes. Every CTA runs the same code, so the same t holds the same (row,
-    # col) of a tile in every CTA.
+    # vector j at ((c * ACC_VALUES / WORK_VEC + j) * MMA_THREADS + t) * WORK_VEC: consecutive
+    # threads store consecutive 16 bytes. Every CTA runs the same code, so the same t holds the
+    # same (row, col) of a tile in every CTA.
     acc_values = cute.size(acc)
-    # (4, ACC_VALUES / 4)
-    acc_vec = cute.make_tensor(acc.iterator, cute.make_layout((4, acc_values // 4)))
-    # (4, MMA_THREADS, ACC_VALUES / 4, SK_CTAS)
+    # (WORK_VEC, ACC_VALUES / WORK_VEC)
+    acc_vec = cute.make_tensor(acc.iterator, cute.make_layout((WORK_VEC, acc_values // WORK_VEC)))
+    # (WORK_VEC, MMA_THREADS, ACC_VALUES / WORK_VEC, SK_CTAS)
     slots = cute.make_tensor(
         mWork.iterator,
         cute.make_layout(
-            (4, MMA_THREADS, acc_values // 4, SK_CTAS),
-            stride=(1, 4, 4 * MMA_THREADS, TILE_ELEMS),
+            (WORK_VEC, MMA_THREADS, acc_values // WORK_VEC, SK_CTAS),
+            stride=(1, WORK_VEC, WORK_VEC * MMA_THREADS, TILE_ELEMS),
         ),
     )
     # (SK_CTAS)
     flags = cute.recast_ptr(mWork.iterator + SK_CTAS * TILE_ELEMS, dtype=cutlass.Int32)
     vec_copy = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), ACC_DTYPE, num_bits_per_copy=128)
-    peer_vec = cute.make_rmem_tensor((4,), ACC_DTYPE)
+    peer_vec = cute.make_rmem_tensor((WORK_VEC,), ACC_DTYPE)
 
     for ct in cutlass.range(first_tile, last_tile + 1, 1, unroll=1):
         tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
