@@ -219,7 +219,7 @@ class SplitKScheduler(_Frozen):
     max_clusters: int | None = Field(default=None, gt=0)  # None: the GPU's SM count // splits
     # "cluster": the in-kernel DSMEM reduction above. "separate": no cluster; (tiles x splits)
     # CTAs each store an f32 partial to a global workspace slot [split][tile], and a second
-    # kernel sums the partials in split order, applies the epilogue and stores C (sm_90a only)
+    # kernel sums the partials in split order, applies the epilogue and stores C (both arches)
     reduce: Literal["cluster", "separate"] = "cluster"
     # reduce="separate": the workspace holds the partials of at most max_tiles output tiles;
     # None: as many tiles as 2^23 output elements need (codegen.arch.shared.splitk_max_tiles)

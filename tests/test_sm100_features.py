@@ -224,7 +224,7 @@ def test_plan_of_each_ladder_step(ladder: dict[str, Spec]) -> None:
     assert v5.tile.shape_multiples == {"M": 1, "N": 8, "K": 8}  # TMA clips partial tiles
     assert (v6.mcast.a_mask, v6.mcast.b_mask, v6.mcast.empty_arrives) == ("0b0101", "0b0011", 3)
     assert v6.cluster.shape == (2, 2, 1)
-    assert v7.mma.cta_group_enum == "TWO" and v7.pair.mask == "0b11"
+    assert v7.mma.cta_group == "TWO" and v7.pair.mask == "0b11"
     assert (v7.ring.tx_bytes, v7.mma.tmem_cols, v7.warps.threads) == (64 * KIB, 256, 128)
     assert (v8.roles.acc_slots, v8.mma.tmem_cols, v8.warps.threads) == (2, 512, 192)
     # one pair per 2 SMs of the GPU: 74 of a B200's 148

@@ -96,7 +96,7 @@ def test_swap_ab_takes_the_tma_store_through_m_major_sub_tiles() -> None:
     # C^T is column-major: a 128-row bf16 sub-tile column is 256 bytes, two 128B-swizzled boxes
     assert rules_sm100.epi_major_bytes(s) == 256 and rules_sm100.epi_tma_boxes(s) == 2
     v = plan.plan(s)
-    assert v.epi_tma.smem_atom == "MN_SW128" and v.epi_tma.tile_order == (1, 0, 2)
+    assert v.epi_tma.swizzle_atom == "MN_SW128" and v.epi_tma.tile_order == (1, 0, 2)
     # a 64-row tile: one 128-byte column, one box; f32 out: four
     assert rules_sm100.epi_tma_boxes(make((64, 64, 64), swap_ab=True, epilogue="tma")) == 1
     f32 = {"style": "tma", "out_dtype": "f32"}
@@ -204,7 +204,7 @@ def test_m64_epilogue_reads_16_lanes_per_warp() -> None:
     # two 64x64 bf16 sub-tile buffers
     assert rules_sm100.epilogue_smem_bytes(make((64, 128, 64), epilogue="tma")) == 2 * 64 * 64 * 2
     v = plan.plan(make((64, 64, 64))).values
-    assert v.epilogue.tmem_ld_op == "Ld16x32bx2Op" and v.epilogue.ld_repetition == "x32"
+    assert v.epilogue.tmem_load_shape == "16x32bx2" and v.epilogue.ld_repetition == "x32"
 
 
 def test_plan_numbers_of_fp8_and_swap() -> None:

@@ -265,6 +265,12 @@ def streamk_ctas(spec: Spec, flagship_sms: int) -> int:
     return spec.scheduler.sm_count or flagship_sms
 
 
+# a workspace access of stream-K's hand-over and fix-up: one 16-byte st.global.v4 / ld.global.v4
+# of f32, consecutive threads at consecutive 16 bytes (coalesced)
+STREAMK_VECTOR_BYTES = 16
+STREAMK_VEC = STREAMK_VECTOR_BYTES // ACC_BYTES  # f32 per workspace vector
+
+
 def streamk_tile_elems(spec: Spec) -> int:
     """f32 values of one CTA's workspace slot: a whole TM x TN partial tile."""
     return spec.tile.m * spec.tile.n if is_stream_k(spec) else 0
@@ -285,6 +291,7 @@ class StreamK:
 
     ctas: int  # persistent CTAs at most: the workspace's slots
     tile_elems: int  # f32 of one slot
+    vec: int  # f32 per 16-byte workspace vector (STREAMK_VEC)
     workspace_bytes: int
     slot_kib: str  # one slot, in KiB
 
@@ -295,6 +302,7 @@ def stream_k_values(spec: Spec, flagship_sms: int) -> dict[str, object]:
     return {
         "ctas": streamk_ctas(spec, flagship_sms),
         "tile_elems": tile_elems,
+        "vec": STREAMK_VEC,
         "workspace_bytes": streamk_workspace_elems(spec, flagship_sms) * ACC_BYTES,
         "slot_kib": kib(tile_elems * ACC_BYTES),
     }

@@ -557,7 +557,8 @@ def _eager(a, b, out, bias, alpha, beta, activation, out_dtype) -> torch.Tensor:
     m, k = sa
     n = sb[0]
     kind = _bias_kind(bias, m, n)
-    # the operands' major modes: K-major where both fit (one row), None where neither (refused below)
+    # the operands' major modes: K-major where both fit (one row), None where neither (refused
+    # below)
     layout = (_major(a) or "k", _major(b) or "k")
     key = (
         layout,

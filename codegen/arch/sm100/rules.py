@@ -408,10 +408,10 @@ def direct_stores(spec: Spec) -> int:
 
 def streamk_handover_vectors(spec: Spec) -> int:
     """16-byte vectors one epilogue thread moves through the stream-K workspace per partial tile:
-    its accumulator values of the tile (a row, or half a row for M=64), 4 f32 each."""
+    its accumulator values of the tile (a row, or half a row for M=64), STREAMK_VEC f32 each."""
     values = values_per_thread(spec)
-    assert values % 4 == 0, "a thread's row run splits into whole 16-byte vectors"
-    return values // 4
+    assert values % shared.STREAMK_VEC == 0, "a thread's row run splits into whole 16-byte vectors"
+    return values // shared.STREAMK_VEC
 
 
 # ---- rules: each returns the violations of one condition ----------------------------------------

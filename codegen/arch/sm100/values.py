@@ -39,12 +39,10 @@ from codegen.arch.sm100.rules import (
 from codegen.plan_common import Docs, Plan, SmemRing, Tensors, TileOrder, Workers, binary
 from codegen.spec import PersistentScheduler, Spec, SplitKScheduler
 
-SMEM_ATOM = {"none": "K_INTER", "32B": "K_SW32", "64B": "K_SW64", "128B": "K_SW128"}
+# the SMEM swizzle atom of a K-major tile by swizzle width, as tcgen05.SmemLayoutAtomKind names it
+K_SWIZZLE_ATOM = {"none": "K_INTER", "32B": "K_SW32", "64B": "K_SW64", "128B": "K_SW128"}
 # the same swizzles with the contiguous axis along M (a swap_ab C^T sub-tile)
-MN_SMEM_ATOM = {"32B": "MN_SW32", "64B": "MN_SW64", "128B": "MN_SW128"}
-
-
-TMEM_LD_OP = {"32x32b": "Ld32x32bOp", "16x32bx2": "Ld16x32bx2Op"}  # by tmem_load_shape
+MN_SWIZZLE_ATOM = {"32B": "MN_SW32", "64B": "MN_SW64", "128B": "MN_SW128"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,7 +69,9 @@ class Tcgen05:
 
     inst: tuple[int, int, int]  # one instruction's M, N, K
     kind: str  # f16 or f8f6f4
-    cta_group_enum: str  # ONE, or TWO for a CTA pair
+    # the CTAs one MMA spans (its cta_group), as tcgen05.CtaGroup names them: ONE, or TWO for a
+    # CTA pair
+    cta_group: str
     tmem_cols: int
     tmem_lanes: int  # one CTA's accumulator rows
 
@@ -81,8 +81,9 @@ class Sm100Ring(SmemRing):
     """The A/B SMEM ring (``plan.ring``)."""
 
     stage_bytes: int  # A + B bytes of one stage in one CTA
-    smem_atom: str  # the operands' SMEM layout atom (a K-major operand's)
-    a_atom: str  # the kernel's A's: smem_atom when K-major, MN_SW128 when MN-major
+    # the operands' SMEM swizzle atom (tcgen05.SmemLayoutAtomKind): K-major, the spec's swizzle
+    swizzle_atom: str
+    a_atom: str  # the kernel's A's: swizzle_atom when K-major, MN_SW128 when MN-major
     b_atom: str
     a_order: tuple[int, int, int]  # tile_to_mma_shape's order: (1, 2, 3) K-major, (2, 1, 3) MN
     b_order: tuple[int, int, int]
@@ -108,13 +109,13 @@ class Epilogue:
     chunks: int  # the loads per tile
     last_chunk: int
     ld_repetition: str  # the tcgen05.ld repetition of one chunk
-    tmem_ld_op: str
     cols_note: str
     lanes: str
     plain: bool  # no fusion: convert and store, the lines the unfused kernels have always had
     store_dtype: str  # the constant naming C's dtype: IO_DTYPE or OUT_DTYPE
     style: str  # the spec's: direct or tma
-    ld_shape: str  # the tcgen05.ld shape: 32x32b, or 16x32bx2 for 64 rows
+    # the tcgen05.ld shape (and its copy op, tcgen05.Ld<shape>Op): 32x32b, or 16x32bx2 for 64 rows
+    tmem_load_shape: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,8 +140,8 @@ class TmaStore:
     tile_note: str
     subtiles: int  # sub-tiles per output tile
     bufs: int  # SMEM sub-tile buffers
-    smem_atom: str
-    smem_atom_note: str
+    swizzle_atom: str  # the sub-tiles' SMEM swizzle atom (tcgen05.SmemLayoutAtomKind)
+    swizzle_atom_note: str
     host_atom_note: str
     tile_order: tuple[int, int, int]
     repetition: str  # the tcgen05.ld repetition of one sub-tile row
@@ -304,7 +305,7 @@ def tcgen05(spec: Spec) -> Tcgen05:
     return Tcgen05(
         inst=(spec.tile.m, spec.tile.n, rules_common.mma_k(spec.dtype)),
         kind=rules_sm100.mma_kind(spec),
-        cta_group_enum="TWO" if spec.cta_group == 2 else "ONE",
+        cta_group="TWO" if spec.cta_group == 2 else "ONE",
         tmem_cols=rules_sm100.spec_tmem_columns(spec),
         tmem_lanes=rules_sm100.TMEM_LANES,
     )
@@ -313,16 +314,16 @@ def tcgen05(spec: Spec) -> Tcgen05:
 def ring(spec: Spec) -> Sm100Ring:
     """One stage of the A/B ring and its SMEM layout atom."""
     assert isinstance(spec.stages, int)
-    k_atom = SMEM_ATOM[str(spec.swizzle)]
+    k_atom = K_SWIZZLE_ATOM[str(spec.swizzle)]
     a_mn, b_mn = rules_sm100.mn_major_operands(spec)
     # an MN-major operand's atom runs along M (N), 128 bytes wide (rules_sm100.layout_violations),
     # and the tile is built along M (N) first
-    mn_atom, mn_order, k_order = MN_SMEM_ATOM["128B"], (2, 1, 3), (1, 2, 3)
+    mn_atom, mn_order, k_order = MN_SWIZZLE_ATOM["128B"], (2, 1, 3), (1, 2, 3)
     return Sm100Ring(
         stages=spec.stages,
         tx_bytes=rules_sm100.full_tx_bytes(spec),
         stage_bytes=rules_sm100.stage_bytes(spec),
-        smem_atom=k_atom,
+        swizzle_atom=k_atom,
         a_atom=mn_atom if a_mn else k_atom,
         b_atom=mn_atom if b_mn else k_atom,
         a_order=mn_order if a_mn else k_order,
@@ -521,14 +522,13 @@ def epilogue(spec: Spec) -> Epilogue:
     """What every epilogue partial (and the split-K and stream-K drains) prints: the chunks of
     the TMEM drain and the dtype C is stored in."""
     cols, loads = epilogue_chunks(spec)
-    ld_shape = rules_sm100.tmem_load_shape(spec)
-    halves = 1 if ld_shape == "32x32b" else 2  # 16x32bx2: two threads per row
+    load_shape = rules_sm100.tmem_load_shape(spec)
+    halves = 1 if load_shape == "32x32b" else 2  # 16x32bx2: two threads per row
     return Epilogue(
         cols=cols,
         chunks=loads,
         last_chunk=loads - 1,
         ld_repetition=f"x{cols // halves}",
-        tmem_ld_op=TMEM_LD_OP[ld_shape],
         cols_note=(
             "accumulator columns one tcgen05.ld moves per thread"
             if halves == 1
@@ -538,7 +538,7 @@ def epilogue(spec: Spec) -> Epilogue:
         plain=not spec.epilogue.fused,
         store_dtype=store_dtype(spec),
         style=spec.epilogue.style,
-        ld_shape=ld_shape,
+        tmem_load_shape=load_shape,
     )
 
 
@@ -579,8 +579,8 @@ def sub_tile_layout(spec: Spec, em: int, en: int) -> dict[str, object]:
     if spec.swap_ab:
         return {
             "tile_note": f"{em}x{en}, M-major: {major}-byte columns, {kib} KiB of {out}",
-            "smem_atom": MN_SMEM_ATOM[rules_common.auto_swizzle(major)],
-            "smem_atom_note": (
+            "swizzle_atom": MN_SWIZZLE_ATOM[rules_common.auto_swizzle(major)],
+            "swizzle_atom_note": (
                 f"M-major: a {major}-byte column is one atom"
                 if atoms == 1
                 else f"M-major: {atoms} atoms, {atoms} boxes of {em // atoms}x{en}"
@@ -596,8 +596,8 @@ def sub_tile_layout(spec: Spec, em: int, en: int) -> dict[str, object]:
         }
     return {
         "tile_note": f"{em} rows x {en} columns = {major}-byte rows, {kib} KiB of {out}",
-        "smem_atom": SMEM_ATOM[rules_common.auto_swizzle(major)],
-        "smem_atom_note": (
+        "swizzle_atom": K_SWIZZLE_ATOM[rules_common.auto_swizzle(major)],
+        "swizzle_atom_note": (
             f"a {major}-byte sub-tile row: one swizzle atom"
             if atoms == 1
             else f"{major}-byte rows: {atoms} atoms, {atoms} TMA boxes of {em}x{en // atoms}"

@@ -125,9 +125,9 @@ def expected_counts(spec: Spec) -> dict[str, int]:
     }
     counts["ld.global"] = epilogue_loads(spec)
     streamk = shared.is_stream_k(spec)
-    # stream-K: one 16-byte load (finisher) and store (hand-over) per 4 f32 accumulators, one
-    # flag release and acquire, and one plain store clearing the flag
-    handover = rules_sm90.accumulator_regs(spec) // 4 if streamk else 0
+    # stream-K: one 16-byte load (finisher) and store (hand-over) per STREAMK_VEC f32
+    # accumulators, one flag release and acquire, and one plain store clearing the flag
+    handover = rules_sm90.accumulator_regs(spec) // shared.STREAMK_VEC if streamk else 0
     counts["ld.global"] += handover
     counts["flag release.gpu"] = counts["flag acquire.gpu"] = int(streamk)
     counts["div.s64"] = STREAMK_WIDE_DIVS if streamk else 0  # the 64-bit partition math

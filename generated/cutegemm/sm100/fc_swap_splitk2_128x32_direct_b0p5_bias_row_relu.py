@@ -224,9 +224,11 @@ def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexp
 
 
 @cute.jit
-def producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, schedule):
+def producer(loads, ring, schedule):
     """The TMA warp: per tile, per k-tile, waits until the MMAs have released ring slot `stage`,
     arms its full barrier with TX_BYTES and loads A and B into it; returns the ring position."""
+    tma_a, tAgA, tAsA, tma_b, tBgB, tBsB = loads
+    full, empty, stage, phase = ring
     k_tiles, worker, workers, num_tiles, tiles_m, tiles_n, k_begin, k_end = schedule
     for t in cutlass.range(worker, num_tiles, workers, unroll=1):
         tm, tn = tile_coords(t, tiles_m, tiles_n)
@@ -249,24 +251,12 @@ def producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, sc
 
 
 @cute.jit
-def mma(
-    tiled_mma,
-    acc,
-    tCrA,
-    tCrB,
-    full,
-    empty,
-    stage,
-    phase,
-    acc_full,
-    acc_empty,
-    slot,
-    slot_phase,
-    schedule,
-):
+def mma(tiled_mma, acc, tCrA, tCrB, ring, acc_ring, schedule):
     """The MMA warp: per tile, waits until the epilogue has drained accumulator slot `slot`, then
     per k-tile waits for ring slot `stage` to fill, issues its MMAs and commits the slot back
     empty, and commits the accumulator slot full; returns the ring and slot positions."""
+    full, empty, stage, phase = ring
+    acc_full, acc_empty, slot, slot_phase = acc_ring
     k_tiles, worker, workers, num_tiles, tiles_m, tiles_n, k_begin, k_end = schedule
     for t in cutlass.range(worker, num_tiles, workers, unroll=1):
         cute.arch.mbarrier_wait(acc_empty + slot, slot_phase)  # the epilogue drained the slot
@@ -301,25 +291,13 @@ def mma(
 
 
 @cute.jit
-def epilogue(
-    acc,
-    tCgC,
-    tidx,
-    acc_full,
-    acc_empty,
-    slot,
-    slot_phase,
-    schedule,
-    rank,
-    sStage,
-    staged,
-    consumed,
-    tCgBias,
-):
+def epilogue(acc, tCgC, tidx, acc_ring, schedule, reduction, tCgBias):
     """The epilogue warps, per tile: wait for this rank's partial in its accumulator slot; ranks 1..
     stage it in SMEM for rank 0, which adds them through DSMEM in rank order and stores C; returns
     the slot position."""
+    acc_full, acc_empty, slot, slot_phase = acc_ring
     k_tiles, worker, workers, num_tiles, tiles_m, tiles_n, k_begin, k_end = schedule
+    rank, sStage, staged, consumed = reduction
     # split-K reduction through DSMEM; rank 0 stores
     etidx = tidx % EPILOGUE_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
     # this thread's staging row, cut like the accumulator into EPI_COLS-column chunks:
@@ -509,48 +487,24 @@ def gemm_kernel(
 
     # the tile schedule every role walks
     schedule = (k_tiles, worker, workers, num_tiles, tiles_m, tiles_n, k_begin, k_end)
+    # the TMA loads of A and B: the atoms, the global tiles and the SMEM stages they copy
+    loads = (tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
+    # the A/B ring: its barriers and the position every role starts from, slot 0 at phase 0
+    ring = (full, empty, cutlass.Int32(0), cutlass.Int32(0))
+    # the accumulator ring: its barriers and the position its roles start from, slot 0 at phase 0
+    acc_ring = (acc_full, acc_empty, cutlass.Int32(0), cutlass.Int32(0))
+    # the split-K reduction: this CTA's rank, its staging and the staged / consumed barriers
+    reduction = (rank, sStage, staged, consumed)
     if warp_idx == TMA_WARP:
         # ---- 3a. TMA producer: per tile, wait for empty slots, arm them, load ------------------
-        # the ring's stage and phase run on across tiles
-        stage, phase = cutlass.Int32(0), cutlass.Int32(0)
-        producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, schedule)
+        # (the ring's stage and phase run on across tiles)
+        producer(loads, ring, schedule)
     elif warp_idx == MMA_WARP:
         # ---- 3b. MMA issuer: per tile, claim a drained accumulator slot, run the ring
-        stage, phase = cutlass.Int32(0), cutlass.Int32(0)
-        slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
-        mma(
-            tiled_mma,
-            acc,
-            tCrA,
-            tCrB,
-            full,
-            empty,
-            stage,
-            phase,
-            acc_full,
-            acc_empty,
-            slot,
-            slot_phase,
-            schedule,
-        )
+        mma(tiled_mma, acc, tCrA, tCrB, ring, acc_ring, schedule)
     elif warp_idx >= EPILOGUE_WARP:
         # ---- 4. epilogue (warps 2-5), per tile ---------------------------------------------------
-        slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
-        epilogue(
-            acc,
-            tCgC,
-            tidx,
-            acc_full,
-            acc_empty,
-            slot,
-            slot_phase,
-            schedule,
-            rank,
-            sStage,
-            staged,
-            consumed,
-            tCgBias,
-        )
+        epilogue(acc, tCgC, tidx, acc_ring, schedule, reduction, tCgBias)
 
     # ---- 5. teardown: the allocating warp frees TMEM once every warp has read it ----------------
     cute.arch.sync_threads()

@@ -128,6 +128,8 @@ TILE_ELEMS = 4096
 WORKSPACE_ELEMS = 606356
 # 16-byte vectors of one thread's 32 f32 per epilogue chunk (1 chunk per tile)
 CHUNK_VECS = 8
+# f32 per 16-byte workspace vector: one st.global.v4 (hand-over) or ld.global.v4 (fix-up)
+WORK_VEC = 4
 # 2 f32 accumulator slots x 32 columns, power of two
 TMEM_COLS = 64
 # A + B bytes one stage's TMA copies deliver to its full barrier
@@ -195,9 +197,11 @@ def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexp
 
 
 @cute.jit
-def producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, schedule):
+def producer(loads, ring, schedule):
     """The TMA warp: per tile, per k-tile, waits until the MMAs have released ring slot `stage`,
     arms its full barrier with TX_BYTES and loads A and B into it; returns the ring position."""
+    tma_a, tAgA, tAsA, tma_b, tBgB, tBsB = loads
+    full, empty, stage, phase = ring
     k_tiles, tiles_m, tiles_n, first_tile, last_tile, it_begin, it_end = schedule
     for t in cutlass.range(first_tile, last_tile + 1, unroll=1):
         tm, tn = tile_coords(t, tiles_m, tiles_n)
@@ -222,24 +226,12 @@ def producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, sc
 
 
 @cute.jit
-def mma(
-    tiled_mma,
-    acc,
-    tCrA,
-    tCrB,
-    full,
-    empty,
-    stage,
-    phase,
-    acc_full,
-    acc_empty,
-    slot,
-    slot_phase,
-    schedule,
-):
+def mma(tiled_mma, acc, tCrA, tCrB, ring, acc_ring, schedule):
     """The MMA warp: per tile, waits until the epilogue has drained accumulator slot `slot`, then
     per k-tile waits for ring slot `stage` to fill, issues its MMAs and commits the slot back
     empty, and commits the accumulator slot full; returns the ring and slot positions."""
+    full, empty, stage, phase = ring
+    acc_full, acc_empty, slot, slot_phase = acc_ring
     k_tiles, tiles_m, tiles_n, first_tile, last_tile, it_begin, it_end = schedule
     # one unit per accumulator slot: the ACCUMULATE reset below makes each unit's first k-tile
     # overwrite the slot, so a unit holds only its own k-tiles' partial sum
@@ -278,46 +270,39 @@ def mma(
 
 
 @cute.jit
-def epilogue(
-    acc,
-    tCgC,
-    tidx,
-    acc_full,
-    acc_empty,
-    slot,
-    slot_phase,
-    schedule,
-    bidx,
-    sk_cta0,
-    sk_ctas,
-    sk_iter0,
-    sk_iters,
-    mWork,
-):
+def epilogue(acc, tCgC, tidx, acc_ring, schedule, fixup):
     """The epilogue warps, per unit: wait for its partial in the accumulator slot; hand it over
     through this CTA's workspace slot, or (the tile's first k-tile ran here) add the later CTAs'
     partials and store: TMEM -> registers (32 lanes per warp) -> bf16 -> global; returns the slot
     position."""
+    acc_full, acc_empty, slot, slot_phase = acc_ring
     k_tiles, tiles_m, tiles_n, first_tile, last_tile, it_begin, it_end = schedule
+    bidx, sk_cta0, sk_ctas, sk_iter0, sk_iters, mWork = fixup
     # hand the partial over, or fix the tile up and store
     # a named barrier syncs the epilogue warps alone; the producer and MMA warps keep looping
     etidx = tidx % EPILOGUE_THREADS  # warp w may only read TMEM lanes 32 * (w % 4) ... + 31
-    # workspace slot of CTA c: thread t keeps its 32 f32 of a tile as 16-byte
-    # vectors, vector j of chunk i at (((i * CHUNK_VECS + j) * EPILOGUE_THREADS + t) * 4):
-    # consecutive threads store consecutive 16 bytes. Every CTA runs the same code, so the
-    # same t holds the same (row, col) of a tile in every CTA.
-    # (4, EPILOGUE_THREADS, CHUNK_VECS, chunks, SK_CTAS)
+    # workspace slot of CTA c: thread t keeps its 32 f32 of a tile as 16-byte vectors, vector j of
+    # chunk i at (((i * CHUNK_VECS + j) * EPILOGUE_THREADS + t) * WORK_VEC): consecutive threads
+    # store consecutive 16 bytes. Every CTA runs the same code, so the same t holds the same (row,
+    # col) of a tile in every CTA.
+    # (WORK_VEC, EPILOGUE_THREADS, CHUNK_VECS, EPI_CHUNKS, SK_CTAS)
     work = cute.make_tensor(
         mWork.iterator,
         cute.make_layout(
-            (4, EPILOGUE_THREADS, CHUNK_VECS, EPI_CHUNKS, SK_CTAS),
-            stride=(1, 4, 4 * EPILOGUE_THREADS, 4 * EPILOGUE_THREADS * CHUNK_VECS, TILE_ELEMS),
+            (WORK_VEC, EPILOGUE_THREADS, CHUNK_VECS, EPI_CHUNKS, SK_CTAS),
+            stride=(
+                1,
+                WORK_VEC,
+                WORK_VEC * EPILOGUE_THREADS,
+                WORK_VEC * EPILOGUE_THREADS * CHUNK_VECS,
+                TILE_ELEMS,
+            ),
         ),
     )
     # (SK_CTAS)
     flags = cute.recast_ptr(mWork.iterator + SK_CTAS * TILE_ELEMS, dtype=cutlass.Int32)
     vec_copy = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), ACC_DTYPE, num_bits_per_copy=128)
-    peer_vec = cute.make_rmem_tensor((4,), ACC_DTYPE)
+    peer_vec = cute.make_rmem_tensor((WORK_VEC,), ACC_DTYPE)
     for t in cutlass.range(first_tile, last_tile + 1, unroll=1):
         tm, tn = tile_coords(t, tiles_m, tiles_n)
         # this CTA's k-tiles of tile t: [k_begin, k_end)
@@ -337,8 +322,8 @@ def epilogue(
         dst = t2r_thr.partition_D(gC_epi)  # (T2R, T2R_M, chunks)
         r_acc = cute.make_rmem_tensor(dst[None, None, 0].shape, ACC_DTYPE)
         r_out = cute.make_rmem_tensor(dst[None, None, 0].shape, IO_DTYPE)
-        # the chunk's registers as 16-byte runs: (4, CHUNK_VECS)
-        r_vec = cute.make_tensor(r_acc.iterator, cute.make_layout((4, CHUNK_VECS)))
+        # the chunk's registers as 16-byte runs: (WORK_VEC, CHUNK_VECS)
+        r_vec = cute.make_tensor(r_acc.iterator, cute.make_layout((WORK_VEC, CHUNK_VECS)))
         if k_begin > 0:
             # an earlier CTA runs this tile's first k-tile and finishes it (this is my first
             # unit): hand it my partial, TMEM -> registers -> my workspace slot
@@ -478,49 +463,26 @@ def gemm_kernel(
 
     # the tile schedule every role walks
     schedule = (k_tiles, tiles_m, tiles_n, first_tile, last_tile, it_begin, it_end)
+    # the TMA loads of A and B: the atoms, the global tiles and the SMEM stages they copy
+    loads = (tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
+    # the A/B ring: its barriers and the position every role starts from, slot 0 at phase 0
+    ring = (full, empty, cutlass.Int32(0), cutlass.Int32(0))
+    # the accumulator ring: its barriers and the position its roles start from, slot 0 at phase 0
+    acc_ring = (acc_full, acc_empty, cutlass.Int32(0), cutlass.Int32(0))
+    # the stream-K fix-up: this CTA, its band's first CTA, CTAs, first MAC iteration and iterations,
+    # the workspace
+    fixup = (bidx, sk_cta0, sk_ctas, sk_iter0, sk_iters, mWork)
     if warp_idx == TMA_WARP:
         # ---- 3a. TMA producer: per tile, wait for empty slots, arm them, load ------------------
-        # the ring's stage and phase run on across tiles
-        stage, phase = cutlass.Int32(0), cutlass.Int32(0)
-        producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, schedule)
+        # (the ring's stage and phase run on across tiles)
+        producer(loads, ring, schedule)
     elif warp_idx == MMA_WARP:
         # ---- 3b. MMA issuer: per tile, claim a drained accumulator slot, run the ring
-        stage, phase = cutlass.Int32(0), cutlass.Int32(0)
-        slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
-        mma(
-            tiled_mma,
-            acc,
-            tCrA,
-            tCrB,
-            full,
-            empty,
-            stage,
-            phase,
-            acc_full,
-            acc_empty,
-            slot,
-            slot_phase,
-            schedule,
-        )
+        mma(tiled_mma, acc, tCrA, tCrB, ring, acc_ring, schedule)
     elif warp_idx >= EPILOGUE_WARP:
         # ---- 4. epilogue (warps 2-5), per unit ---------------------------------------------------
         slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
-        epilogue(
-            acc,
-            tCgC,
-            tidx,
-            acc_full,
-            acc_empty,
-            slot,
-            slot_phase,
-            schedule,
-            bidx,
-            sk_cta0,
-            sk_ctas,
-            sk_iter0,
-            sk_iters,
-            mWork,
-        )
+        epilogue(acc, tCgC, tidx, acc_ring, schedule, fixup)
 
     # ---- 5. teardown: the allocating warp frees TMEM once every warp has read it ----------------
     cute.arch.sync_threads()

@@ -152,9 +152,11 @@ def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexp
 
 
 @cute.jit
-def producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, k_tiles):
+def producer(loads, ring, k_tiles):
     """The TMA warp: per k-tile, waits until the MMAs have released ring slot `stage`, arms its
     full barrier with TX_BYTES and loads A and B into it; returns the ring position."""
+    tma_a, tAgA, tAsA, tma_b, tBgB, tBsB = loads
+    full, empty, stage, phase = ring
     for k in cutlass.range(k_tiles, unroll=1):
         cute.arch.mbarrier_wait(empty + stage, phase)
         with cute.arch.elect_one():
@@ -174,10 +176,11 @@ def producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, k_
 
 
 @cute.jit
-def mma(tiled_mma, acc, tCrA, tCrB, full, empty, stage, phase, acc_full, k_tiles):
+def mma(tiled_mma, acc, tCrA, tCrB, ring, acc_full, k_tiles):
     """The MMA warp: per k-tile, waits for ring slot `stage` to fill, issues its MMAs into the
     TMEM accumulator and commits the slot back empty; then commits acc_full; returns the ring
     position."""
+    full, empty, stage, phase = ring
     # TMEM is not zeroed: the first MMA of the tile overwrites, every later one adds
     tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
     for k in cutlass.range(k_tiles, unroll=1):
@@ -280,14 +283,16 @@ def gemm_kernel(
     )
     k_tiles = cute.size(gA, mode=[2])
 
+    # the TMA loads of A and B: the atoms, the global tiles and the SMEM stages they copy
+    loads = (tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
+    # the A/B ring: its barriers and the position every role starts from, slot 0 at phase 0
+    ring = (full, empty, cutlass.Int32(0), cutlass.Int32(0))
     if warp_idx == TMA_WARP:
         # ---- 3a. TMA producer: wait for an empty slot, arm its full barrier, load --------------
-        stage, phase = cutlass.Int32(0), cutlass.Int32(0)
-        producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, k_tiles)
+        producer(loads, ring, k_tiles)
     elif warp_idx == MMA_WARP:
         # ---- 3b. MMA issuer: wait for a full slot, run its MMAs, commit it back empty ----------
-        stage, phase = cutlass.Int32(0), cutlass.Int32(0)
-        mma(tiled_mma, acc, tCrA, tCrB, full, empty, stage, phase, acc_full, k_tiles)
+        mma(tiled_mma, acc, tCrA, tCrB, ring, acc_full, k_tiles)
 
     # ---- 4. epilogue (all warps) -----------------------------------------------------------------
     epilogue(acc, tCgC, tidx, acc_full)

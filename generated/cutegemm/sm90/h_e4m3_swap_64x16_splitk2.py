@@ -143,6 +143,32 @@ class SharedStorage:
 
 
 @cute.jit
+def carve_smem(sA_layout, sB_layout):
+    """This CTA's shared memory, SharedStorage: the barriers, the A/B ring, the split-K staging; sA
+    and sB view the ring as tensors."""
+    smem = utils.SmemAllocator()
+    storage = smem.allocate(SharedStorage)
+    # the swizzle rides on the pointer; the affine part (with the stage mode) is the layout
+    sA = storage.sA.get_tensor(sA_layout.outer, swizzle=sA_layout.inner)  # (TM, TK, STAGES)
+    sB = storage.sB.get_tensor(sB_layout.outer, swizzle=sB_layout.inner)  # (TN, TK, STAGES)
+    return storage, sA, sB
+
+
+@cute.jit
+def init_and_prearm_barriers(full, empty, staged, consumed):
+    """Every mbarrier's init with its arrive count, by one elected thread of the TMA warp, and
+    the empty barriers' pre-arm (an arrive that completes their phase 0)."""
+    for s in cutlass.range_constexpr(STAGES):
+        # one arrive (the producer) + TX_BYTES
+        cute.arch.mbarrier_init(full + s, 1)
+        cute.arch.mbarrier_init(empty + s, EMPTY_ARRIVES)
+        # pre-arm: phase 0 completes now, so the producer's first lap passes through
+        cute.arch.mbarrier_arrive(empty + s, arrive_count=EMPTY_ARRIVES)
+    cute.arch.mbarrier_init(staged, STAGED_ARRIVES)
+    cute.arch.mbarrier_init(consumed, CONSUMED_ARRIVES)
+
+
+@cute.jit
 def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexpr[int]):
     """The slot after `index` in a ring of `size` slots, and the phase its next wait expects:
     past the last slot the ring wraps to slot 0, one phase later."""
@@ -186,9 +212,11 @@ def tile_schedule(shape, k_tiles, k_begin, k_end, cluster_id, num_clusters):
 
 
 @cute.jit
-def producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work):
+def producer(loads, ring, work):
     """The TMA warp: per tile, per k-tile, waits until every reader has released ring slot `stage`,
     arms its full barrier with TX_BYTES and loads A and B into it; returns the ring position."""
+    tma_a, tAgA, tAsA, tma_b, tBgB, tBsB = loads
+    full, empty, stage, phase = ring
     (
         M,
         N,
@@ -269,24 +297,10 @@ def mainloop(tiled_mma, acc, tCrA, tCrB, full, empty, stage, phase, k_begin, k_e
 
 
 @cute.jit
-def consumers(
-    tiled_mma,
-    sA,
-    sB,
-    full,
-    empty,
-    storage,
-    tidx,
-    warp_idx,
-    wg_idx,
-    work,
-    rank,
-    staged,
-    consumed,
-    mC,
-):
+def consumers(tiled_mma, sA, sB, ring, storage, tidx, warp_idx, wg_idx, work, reduction, mC):
     """The consumer warpgroups: the wgmma operands and the epilogue's setup, then per tile the
     mainloop over the ring, the reduction and the epilogue."""
+    full, empty, stage, phase = ring
     (
         M,
         N,
@@ -299,6 +313,7 @@ def consumers(
         num_clusters,
         num_cluster_tiles,
     ) = work
+    rank, staged, consumed = reduction
     ctidx = tidx - MMA_WG * WG_THREADS  # thread index among the consumers
     # A and B are per-warpgroup operands
     thr_wg = tiled_mma.get_slice((wg_idx - MMA_WG) * WG_THREADS)
@@ -322,7 +337,6 @@ def consumers(
     my_stage = sStage[(ctidx, None)]  # (ACC_VALUES), 32 B or more, contiguous
     tile_count = cutlass.Int32(0)  # tiles done: the parity of the staged/consumed barriers
 
-    stage, phase = cutlass.Int32(0), cutlass.Int32(0)
     for ct in cutlass.range(cluster_id, num_cluster_tiles, num_clusters, unroll=1):
         tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
         stage, phase = mainloop(
@@ -409,32 +423,22 @@ def gemm_kernel(
     cluster_id = bidx // SPLITS
     num_clusters = gdimx // SPLITS
 
-    smem = utils.SmemAllocator()
-    storage = smem.allocate(SharedStorage)
+    storage, sA, sB = carve_smem(sA_layout, sB_layout)
     full = storage.full.data_ptr()
     empty = storage.empty.data_ptr()
     staged = storage.staged.data_ptr()
     consumed = storage.consumed.data_ptr()
+    # the TMA warp prefetches the TMA descriptors and initializes (and pre-arms) the barriers
     if warp_idx == TMA_WARP:
         cpasync.prefetch_descriptor(tma_a)
         cpasync.prefetch_descriptor(tma_b)
         with cute.arch.elect_one():
-            for s in cutlass.range_constexpr(STAGES):
-                # one arrive (the producer) + TX_BYTES
-                cute.arch.mbarrier_init(full + s, 1)
-                cute.arch.mbarrier_init(empty + s, EMPTY_ARRIVES)
-                # pre-arm: phase 0 completes now, so the producer's first lap passes through
-                cute.arch.mbarrier_arrive(empty + s, arrive_count=EMPTY_ARRIVES)
-            cute.arch.mbarrier_init(staged, STAGED_ARRIVES)
-            cute.arch.mbarrier_init(consumed, CONSUMED_ARRIVES)
+            init_and_prearm_barriers(full, empty, staged, consumed)
     cute.arch.mbarrier_init_fence()
     # peers arrive on this CTA's staged/consumed barriers: none may do so before every CTA of the
     # cluster has initialized its barriers (fence.mbarrier_init.release.cluster + this barrier)
     cute.arch.cluster_arrive_relaxed()
 
-    # the swizzle rides on the pointer; the affine part (with the stage mode) is the layout
-    sA = storage.sA.get_tensor(sA_layout.outer, swizzle=sA_layout.inner)  # (TM, TK, STAGES)
-    sB = storage.sB.get_tensor(sB_layout.outer, swizzle=sB_layout.inner)  # (TN, TK, STAGES)
     gA = cute.local_tile(mA, (TILER[0], TILER[2]), (None, None))  # (TM, TK, tiles_m, k_tiles)
     gB = cute.local_tile(mB, (TILER[1], TILER[2]), (None, None))  # (TN, TK, tiles_n, k_tiles)
     k_tiles = cute.size(gA, mode=[3])
@@ -452,6 +456,12 @@ def gemm_kernel(
     )
 
     work = tile_schedule(mC.shape, k_tiles, k_begin, k_end, cluster_id, num_clusters)
+    # the TMA loads of A and B: the atoms, the global tiles and the SMEM stages they copy
+    loads = (tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
+    # the A/B ring: its barriers and the position every role starts from, slot 0 at phase 0
+    ring = (full, empty, cutlass.Int32(0), cutlass.Int32(0))
+    # the split-K reduction: this CTA's rank and the staged / consumed barriers
+    reduction = (rank, staged, consumed)
     cute.arch.cluster_wait()
     # programmatic dependent launch: the setup above ran under the previous kernel's tail. Every
     # warp but the TMA warp waits here for that kernel to finish (its writes visible) before its
@@ -466,27 +476,11 @@ def gemm_kernel(
         # ---- 2. producer warpgroup: warp TMA_WARP issues the TMA loads -------------------------
         cute.arch.setmaxregister_decrease(PRODUCER_REGS)
         if warp_idx == TMA_WARP:
-            stage, phase = cutlass.Int32(0), cutlass.Int32(0)  # the ring starts at slot 0, phase 0
-            producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work)
+            producer(loads, ring, work)
     else:
         # ---- 3. consumer warpgroups: wgmma over the ring, then each tile's epilogue -------------
         cute.arch.setmaxregister_increase(CONSUMER_REGS)
-        consumers(
-            tiled_mma,
-            sA,
-            sB,
-            full,
-            empty,
-            storage,
-            tidx,
-            warp_idx,
-            wg_idx,
-            work,
-            rank,
-            staged,
-            consumed,
-            mC,
-        )
+        consumers(tiled_mma, sA, sB, ring, storage, tidx, warp_idx, wg_idx, work, reduction, mC)
 
 
 @cute.jit

@@ -131,6 +131,30 @@ class SharedStorage:
 
 
 @cute.jit
+def carve_smem(sA_layout, sB_layout):
+    """This CTA's shared memory, SharedStorage: the barriers, the A/B ring, the C sub-tiles; sA and
+    sB view the ring as tensors."""
+    smem = utils.SmemAllocator()
+    storage = smem.allocate(SharedStorage)
+    # the swizzle rides on the pointer; the affine part (with the stage mode) is the layout
+    sA = storage.sA.get_tensor(sA_layout.outer, swizzle=sA_layout.inner)  # (TM, TK, STAGES)
+    sB = storage.sB.get_tensor(sB_layout.outer, swizzle=sB_layout.inner)  # (TN, TK, STAGES)
+    return storage, sA, sB
+
+
+@cute.jit
+def init_and_prearm_barriers(full, empty):
+    """Every mbarrier's init with its arrive count, by one elected thread of the TMA warp, and
+    the empty barriers' pre-arm (an arrive that completes their phase 0)."""
+    for s in cutlass.range_constexpr(STAGES):
+        # one arrive (the producer) + TX_BYTES
+        cute.arch.mbarrier_init(full + s, 1)
+        cute.arch.mbarrier_init(empty + s, EMPTY_ARRIVES)
+        # pre-arm: phase 0 completes now, so the producer's first lap passes through
+        cute.arch.mbarrier_arrive(empty + s, arrive_count=EMPTY_ARRIVES)
+
+
+@cute.jit
 def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexpr[int]):
     """The slot after `index` in a ring of `size` slots, and the phase its next wait expects:
     past the last slot the ring wraps to slot 0, one phase later."""
@@ -163,9 +187,11 @@ def tile_schedule(shape, k_tiles, cluster_id, num_clusters):
 
 
 @cute.jit
-def producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work):
+def producer(loads, ring, work):
     """The TMA warp: per tile, per k-tile, waits until every reader has released ring slot `stage`,
     arms its full barrier with TX_BYTES and loads A and B into it; returns the ring position."""
+    tma_a, tAgA, tAsA, tma_b, tBgB, tBsB = loads
+    full, empty, stage, phase = ring
     M, N, clusters_m, clusters_n, k_tiles, cluster_id, num_clusters, num_cluster_tiles = work
     for ct in cutlass.range(cluster_id, num_cluster_tiles, num_clusters, unroll=1):
         tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
@@ -219,25 +245,12 @@ def mainloop(tiled_mma, acc, tCrA, tCrB, full, empty, stage, phase, k_tiles):
 
 
 @cute.jit
-def consumers(
-    tiled_mma,
-    sA,
-    sB,
-    full,
-    empty,
-    storage,
-    tidx,
-    warp_idx,
-    wg_idx,
-    work,
-    tma_c,
-    mC_tma,
-    sC_layout,
-    mBias,
-):
+def consumers(tiled_mma, sA, sB, ring, storage, tidx, warp_idx, wg_idx, work, c_store, mBias):
     """The consumer warpgroups: the wgmma operands and the epilogue's setup, then per tile the
     mainloop over the ring and the epilogue."""
+    full, empty, stage, phase = ring
     M, N, clusters_m, clusters_n, k_tiles, cluster_id, num_clusters, num_cluster_tiles = work
+    tma_c, mC_tma, sC_layout = c_store
     ctidx = tidx - MMA_WG * WG_THREADS  # thread index among the consumers
     # A and B are per-warpgroup operands
     thr_wg = tiled_mma.get_slice((wg_idx - MMA_WG) * WG_THREADS)
@@ -268,7 +281,6 @@ def consumers(
     assert cute.size(tRS_acc, mode=[1]) == EPI_SUBTILES[0]
     epi_count = cutlass.Int32(0)  # sub-tiles stored so far: the buffer ring position
 
-    stage, phase = cutlass.Int32(0), cutlass.Int32(0)
     for ct in cutlass.range(cluster_id, num_cluster_tiles, num_clusters, unroll=1):
         tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
         stage, phase = mainloop(tiled_mma, acc, tCrA, tCrB, full, empty, stage, phase, k_tiles)
@@ -345,27 +357,19 @@ def gemm_kernel(
     gdimx, _, _ = cute.arch.grid_dim()
     cluster_id, num_clusters = bidx, gdimx  # no cluster: one CTA per "cluster"
 
-    smem = utils.SmemAllocator()
-    storage = smem.allocate(SharedStorage)
+    storage, sA, sB = carve_smem(sA_layout, sB_layout)
     full = storage.full.data_ptr()
     empty = storage.empty.data_ptr()
+    # the TMA warp prefetches the TMA descriptors and initializes (and pre-arms) the barriers
     if warp_idx == TMA_WARP:
         cpasync.prefetch_descriptor(tma_a)
         cpasync.prefetch_descriptor(tma_b)
         cpasync.prefetch_descriptor(tma_c)
         with cute.arch.elect_one():
-            for s in cutlass.range_constexpr(STAGES):
-                # one arrive (the producer) + TX_BYTES
-                cute.arch.mbarrier_init(full + s, 1)
-                cute.arch.mbarrier_init(empty + s, EMPTY_ARRIVES)
-                # pre-arm: phase 0 completes now, so the producer's first lap passes through
-                cute.arch.mbarrier_arrive(empty + s, arrive_count=EMPTY_ARRIVES)
+            init_and_prearm_barriers(full, empty)
     cute.arch.mbarrier_init_fence()
     cute.arch.sync_threads()
 
-    # the swizzle rides on the pointer; the affine part (with the stage mode) is the layout
-    sA = storage.sA.get_tensor(sA_layout.outer, swizzle=sA_layout.inner)  # (TM, TK, STAGES)
-    sB = storage.sB.get_tensor(sB_layout.outer, swizzle=sB_layout.inner)  # (TN, TK, STAGES)
     gA = cute.local_tile(mA, (TILER[0], TILER[2]), (None, None))  # (TM, TK, tiles_m, k_tiles)
     gB = cute.local_tile(mB, (TILER[1], TILER[2]), (None, None))  # (TN, TK, tiles_n, k_tiles)
     k_tiles = cute.size(gA, mode=[3])
@@ -379,32 +383,22 @@ def gemm_kernel(
     )
 
     work = tile_schedule(mC.shape, k_tiles, cluster_id, num_clusters)
+    # the TMA loads of A and B: the atoms, the global tiles and the SMEM stages they copy
+    loads = (tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
+    # the A/B ring: its barriers and the position every role starts from, slot 0 at phase 0
+    ring = (full, empty, cutlass.Int32(0), cutlass.Int32(0))
+    # the TMA stores of C: the atom, C as it sees it, the SMEM sub-tiles' layout
+    c_store = (tma_c, mC_tma, sC_layout)
 
     if wg_idx == PRODUCER_WG:
         # ---- 2. producer warpgroup: warp TMA_WARP issues the TMA loads -------------------------
         cute.arch.setmaxregister_decrease(PRODUCER_REGS)
         if warp_idx == TMA_WARP:
-            stage, phase = cutlass.Int32(0), cutlass.Int32(0)  # the ring starts at slot 0, phase 0
-            producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work)
+            producer(loads, ring, work)
     else:
         # ---- 3. consumer warpgroups: wgmma over the ring, then each tile's epilogue -------------
         cute.arch.setmaxregister_increase(CONSUMER_REGS)
-        consumers(
-            tiled_mma,
-            sA,
-            sB,
-            full,
-            empty,
-            storage,
-            tidx,
-            warp_idx,
-            wg_idx,
-            work,
-            tma_c,
-            mC_tma,
-            sC_layout,
-            mBias,
-        )
+        consumers(tiled_mma, sA, sB, ring, storage, tidx, warp_idx, wg_idx, work, c_store, mBias)
 
 
 @cute.jit

@@ -121,6 +121,8 @@ SK_CTAS = 132
 # SMs of an H100 / H200 SXM: gemm's sm_count in a cross-compile; launches pass the GPU's
 DEFAULT_SM_COUNT = 132
 TILE_ELEMS = 8192  # f32 values of one partial tile: a CTA's workspace slot
+# f32 per 16-byte workspace vector: one st.global.v4 (hand-over) or ld.global.v4 (fix-up)
+WORK_VEC = 4
 # SK_CTAS slots, then SK_CTAS flag words (int32 0 / 1)
 WORKSPACE_ELEMS = 1081476
 # the consumers' named barrier around a hand-over (the same threads as the epilogue's)
@@ -137,6 +139,30 @@ class SharedStorage:
     sA: cute.struct.Align[cute.struct.MemRange[IO_DTYPE, 36864], 1024]
     # (TN, TK, STAGES)
     sB: cute.struct.Align[cute.struct.MemRange[IO_DTYPE, 73728], 1024]
+
+
+@cute.jit
+def carve_smem(sA_layout, sB_layout):
+    """This CTA's shared memory, SharedStorage: the barriers, the A/B ring; sA and sB view the ring
+    as tensors."""
+    smem = utils.SmemAllocator()
+    storage = smem.allocate(SharedStorage)
+    # the swizzle rides on the pointer; the affine part (with the stage mode) is the layout
+    sA = storage.sA.get_tensor(sA_layout.outer, swizzle=sA_layout.inner)  # (TM, TK, STAGES)
+    sB = storage.sB.get_tensor(sB_layout.outer, swizzle=sB_layout.inner)  # (TN, TK, STAGES)
+    return storage, sA, sB
+
+
+@cute.jit
+def init_and_prearm_barriers(full, empty):
+    """Every mbarrier's init with its arrive count, by one elected thread of the TMA warp, and
+    the empty barriers' pre-arm (an arrive that completes their phase 0)."""
+    for s in cutlass.range_constexpr(STAGES):
+        # one arrive (the producer) + TX_BYTES
+        cute.arch.mbarrier_init(full + s, 1)
+        cute.arch.mbarrier_init(empty + s, EMPTY_ARRIVES)
+        # pre-arm: phase 0 completes now, so the producer's first lap passes through
+        cute.arch.mbarrier_arrive(empty + s, arrive_count=EMPTY_ARRIVES)
 
 
 @cute.jit
@@ -234,9 +260,11 @@ def tile_schedule(shape, k_tiles, bidx, gdimx):
 
 
 @cute.jit
-def producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work):
+def producer(loads, ring, work):
     """The TMA warp: per tile, per k-tile, waits until every reader has released ring slot `stage`,
     arms its full barrier with TX_BYTES and loads A and B into it; returns the ring position."""
+    tma_a, tAgA, tAsA, tma_b, tBgB, tBsB = loads
+    full, empty, stage, phase = ring
     (
         M,
         N,
@@ -306,11 +334,10 @@ def mainloop(tiled_mma, acc, tCrA, tCrB, full, empty, stage, phase, k_begin, k_e
 
 
 @cute.jit
-def consumers(
-    tiled_mma, sA, sB, full, empty, storage, tidx, warp_idx, wg_idx, work, bidx, mC, mWork
-):
+def consumers(tiled_mma, sA, sB, ring, storage, tidx, warp_idx, wg_idx, work, bidx, mC, mWork):
     """The consumer warpgroups: the wgmma operands and the epilogue's setup, then per tile the
     mainloop over the ring, the reduction and the epilogue."""
+    full, empty, stage, phase = ring
     (
         M,
         N,
@@ -339,26 +366,25 @@ def consumers(
     tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
     st_vec = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), OUT_DTYPE, num_bits_per_copy=16)
     # workspace slot of CTA c: consumer thread t keeps its ACC_VALUES f32 as 16-byte vectors,
-    # vector j at ((c * ACC_VALUES / 4 + j) * MMA_THREADS + t) * 4: consecutive threads store
-    # consecutive 16 bytes. Every CTA runs the same code, so the same t holds the same (row,
-    # col) of a tile in every CTA.
+    # vector j at ((c * ACC_VALUES / WORK_VEC + j) * MMA_THREADS + t) * WORK_VEC: consecutive
+    # threads store consecutive 16 bytes. Every CTA runs the same code, so the same t holds the
+    # same (row, col) of a tile in every CTA.
     acc_values = cute.size(acc)
-    # (4, ACC_VALUES / 4)
-    acc_vec = cute.make_tensor(acc.iterator, cute.make_layout((4, acc_values // 4)))
-    # (4, MMA_THREADS, ACC_VALUES / 4, SK_CTAS)
+    # (WORK_VEC, ACC_VALUES / WORK_VEC)
+    acc_vec = cute.make_tensor(acc.iterator, cute.make_layout((WORK_VEC, acc_values // WORK_VEC)))
+    # (WORK_VEC, MMA_THREADS, ACC_VALUES / WORK_VEC, SK_CTAS)
     slots = cute.make_tensor(
         mWork.iterator,
         cute.make_layout(
-            (4, MMA_THREADS, acc_values // 4, SK_CTAS),
-            stride=(1, 4, 4 * MMA_THREADS, TILE_ELEMS),
+            (WORK_VEC, MMA_THREADS, acc_values // WORK_VEC, SK_CTAS),
+            stride=(1, WORK_VEC, WORK_VEC * MMA_THREADS, TILE_ELEMS),
         ),
     )
     # (SK_CTAS)
     flags = cute.recast_ptr(mWork.iterator + SK_CTAS * TILE_ELEMS, dtype=cutlass.Int32)
     vec_copy = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), ACC_DTYPE, num_bits_per_copy=128)
-    peer_vec = cute.make_rmem_tensor((4,), ACC_DTYPE)
+    peer_vec = cute.make_rmem_tensor((WORK_VEC,), ACC_DTYPE)
 
-    stage, phase = cutlass.Int32(0), cutlass.Int32(0)
     for ct in cutlass.range(first_tile, last_tile + 1, 1, unroll=1):
         tile_m, tile_n = tile_coords(ct, clusters_m, clusters_n)
         # this CTA's k-tiles of tile ct: [k_begin, k_end)
@@ -436,26 +462,18 @@ def gemm_kernel(
     gdimx, _, _ = cute.arch.grid_dim()
     cluster_id, num_clusters = bidx, gdimx  # no cluster: one CTA per "cluster"
 
-    smem = utils.SmemAllocator()
-    storage = smem.allocate(SharedStorage)
+    storage, sA, sB = carve_smem(sA_layout, sB_layout)
     full = storage.full.data_ptr()
     empty = storage.empty.data_ptr()
+    # the TMA warp prefetches the TMA descriptors and initializes (and pre-arms) the barriers
     if warp_idx == TMA_WARP:
         cpasync.prefetch_descriptor(tma_a)
         cpasync.prefetch_descriptor(tma_b)
         with cute.arch.elect_one():
-            for s in cutlass.range_constexpr(STAGES):
-                # one arrive (the producer) + TX_BYTES
-                cute.arch.mbarrier_init(full + s, 1)
-                cute.arch.mbarrier_init(empty + s, EMPTY_ARRIVES)
-                # pre-arm: phase 0 completes now, so the producer's first lap passes through
-                cute.arch.mbarrier_arrive(empty + s, arrive_count=EMPTY_ARRIVES)
+            init_and_prearm_barriers(full, empty)
     cute.arch.mbarrier_init_fence()
     cute.arch.sync_threads()
 
-    # the swizzle rides on the pointer; the affine part (with the stage mode) is the layout
-    sA = storage.sA.get_tensor(sA_layout.outer, swizzle=sA_layout.inner)  # (TM, TK, STAGES)
-    sB = storage.sB.get_tensor(sB_layout.outer, swizzle=sB_layout.inner)  # (TN, TK, STAGES)
     gA = cute.local_tile(mA, (TILER[0], TILER[2]), (None, None))  # (TM, TK, tiles_m, k_tiles)
     gB = cute.local_tile(mB, (TILER[1], TILER[2]), (None, None))  # (TN, TK, tiles_n, k_tiles)
     k_tiles = cute.size(gA, mode=[3])
@@ -469,19 +487,20 @@ def gemm_kernel(
     )
 
     work = tile_schedule(mC.shape, k_tiles, bidx, gdimx)
+    # the TMA loads of A and B: the atoms, the global tiles and the SMEM stages they copy
+    loads = (tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
+    # the A/B ring: its barriers and the position every role starts from, slot 0 at phase 0
+    ring = (full, empty, cutlass.Int32(0), cutlass.Int32(0))
 
     if wg_idx == PRODUCER_WG:
         # ---- 2. producer warpgroup: warp TMA_WARP issues the TMA loads -------------------------
         cute.arch.setmaxregister_decrease(PRODUCER_REGS)
         if warp_idx == TMA_WARP:
-            stage, phase = cutlass.Int32(0), cutlass.Int32(0)  # the ring starts at slot 0, phase 0
-            producer(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, full, empty, stage, phase, work)
+            producer(loads, ring, work)
     else:
         # ---- 3. consumer warpgroups: wgmma over the ring, then each tile's epilogue -------------
         cute.arch.setmaxregister_increase(CONSUMER_REGS)
-        consumers(
-            tiled_mma, sA, sB, full, empty, storage, tidx, warp_idx, wg_idx, work, bidx, mC, mWork
-        )
+        consumers(tiled_mma, sA, sB, ring, storage, tidx, warp_idx, wg_idx, work, bidx, mC, mWork)
 
 
 @cute.jit

@@ -145,29 +145,14 @@ def ring_next(index: cutlass.Int32, phase: cutlass.Int32, size: cutlass.Constexp
 
 
 @cute.jit
-def mainloop(
-    tma_a,
-    tAgA,
-    tAsA,
-    tma_b,
-    tBgB,
-    tBsB,
-    tiled_mma,
-    acc,
-    tCrA,
-    tCrB,
-    full,
-    empty,
-    acc_full,
-    p_stage,
-    p_phase,
-    c_stage,
-    c_phase,
-    k_tiles,
-):
+def mainloop(loads, tiled_mma, acc, tCrA, tCrB, ring, acc_full, k_tiles):
     """The one loop warp: per step, loads k-tile k into ring slot `p_stage` once the MMAs have
     released it, and multiplies k-tile k - (STAGES - 1) from slot `c_stage` once it has filled;
     then commits acc_full; returns both ring positions."""
+    tma_a, tAgA, tAsA, tma_b, tBgB, tBsB = loads
+    # the loads (p_*) and the MMAs (c_*) walk the same ring, each from the ring's position
+    full, empty, p_stage, p_phase = ring
+    c_stage, c_phase = p_stage, p_phase
     # TMEM is not zeroed: the first MMA of the tile overwrites, every later one adds
     tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
     for k in cutlass.range(k_tiles + STAGES - 1, unroll=1):
@@ -292,31 +277,13 @@ def gemm_kernel(
     )
     k_tiles = cute.size(gA, mode=[2])
 
+    # the TMA loads of A and B: the atoms, the global tiles and the SMEM stages they copy
+    loads = (tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
+    # the A/B ring: its barriers and the position every role starts from, slot 0 at phase 0
+    ring = (full, empty, cutlass.Int32(0), cutlass.Int32(0))
     if warp_idx == TMA_WARP:
         # ---- 3. one warp loads and multiplies: TMA runs up to STAGES tiles ahead of the MMAs ---
-        # producer (p_*) and consumer (c_*) walk the same ring with their own stage/phase counters
-        p_stage, p_phase = cutlass.Int32(0), cutlass.Int32(0)
-        c_stage, c_phase = cutlass.Int32(0), cutlass.Int32(0)
-        mainloop(
-            tma_a,
-            tAgA,
-            tAsA,
-            tma_b,
-            tBgB,
-            tBsB,
-            tiled_mma,
-            acc,
-            tCrA,
-            tCrB,
-            full,
-            empty,
-            acc_full,
-            p_stage,
-            p_phase,
-            c_stage,
-            c_phase,
-            k_tiles,
-        )
+        mainloop(loads, tiled_mma, acc, tCrA, tCrB, ring, acc_full, k_tiles)
 
     # ---- 4. epilogue (all warps) -----------------------------------------------------------------
     epilogue(acc, tCgC, tidx, acc_full)
