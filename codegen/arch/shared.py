@@ -256,7 +256,7 @@ def runtime_scalar_violations(spec: Spec) -> list[Violation]:
     if not scalars:
         return []
     names = " and ".join(f'{name} = "runtime"' for name in scalars)
-    legal = "legal with it: scheduler grid or persistent"
+    legal = "legal with it: a scheduler other than split_k and stream_k"
     if splits(spec) > 1:
         kind = f"split_k (splits={splits(spec)})"
     elif is_stream_k(spec):
