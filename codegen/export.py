@@ -590,7 +590,13 @@ def export_variants(
 
     by_arch: dict[str, list[Path]] = {}
     for path in files:
-        by_arch.setdefault(arch or read_spec(Path(path)).arch, []).append(Path(path))
+        spec = read_spec(Path(path))
+        if spec.epilogue.scalars:
+            raise ExportError(
+                f'{Path(path).name}: alpha / beta = "runtime" is not exported to C yet (the '
+                "entry takes tensors and a stream only); export a kernel with them compiled in"
+            )
+        by_arch.setdefault(arch or spec.arch, []).append(Path(path))
     done: dict[Path, Path] = {}
     failures: list[str] = []
     ctx = multiprocessing.get_context("spawn")

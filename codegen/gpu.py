@@ -152,6 +152,20 @@ def operand(rows: int, k: int, major: str, dtype, gen):
     return wide[:, :rows].t()
 
 
+def runtime_values(epi: dict, index: int, rng: random.Random) -> dict[str, float]:
+    """The values of a kernel's runtime scalars for its `index`-th shape: alpha uniform in
+    [0.5, 2]; beta the same on even shapes, where C is filled with random values, so a kernel
+    that ignores C is off by beta * C0 (far past any tolerance) and an unwritten element keeps
+    C0; and 0 on odd shapes, where C stays NaN-poisoned, so an unwritten element is NaN and so is
+    D where the kernel adds 0 * C (torch.addmm ignores C at beta = 0, and so must the kernel)."""
+    values = {}
+    if epi.get("alpha") == "runtime":
+        values["alpha"] = rng.uniform(0.5, 2.0)
+    if epi.get("beta") == "runtime":
+        values["beta"] = rng.uniform(0.5, 2.0) if index % 2 == 0 else 0.0
+    return values
+
+
 def check_variant(
     path: Path,
     count: int,
@@ -160,7 +174,8 @@ def check_variant(
     shapes: list[tuple[int, int, int]] | None = None,
 ) -> list[Case]:
     """Poison C with NaN, launch, compare with a float32 reference, for every shape (the fixed
-    and `count` random ones, or exactly `shapes`)."""
+    and `count` random ones, or exactly `shapes`). A runtime alpha or beta (SPEC "runtime") is
+    drawn per shape, uniform in [0.5, 2], and passed at launch; see runtime_values for beta."""
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -171,13 +186,14 @@ def check_variant(
     out_name = spec["epilogue"].get("out_dtype") or spec["dtype"]
     out_dtype = torch_dtype(out_name)
     tol = tolerance(spec["dtype"], out_name)
-    epi = spec["epilogue"]
     rng = random.Random(seed)
     gen = torch.Generator(device="cuda").manual_seed(seed)
     cases = []
     # the operands in the kernel's major modes: a (M, K) K- or M-major, b (N, K) K- or N-major
     a_major, b_major = spec.get("a_major", "k"), spec.get("b_major", "k")
-    for m, n, k in shapes or shapes_for(module.SHAPE_MULTIPLES, count, rng):
+    for i, (m, n, k) in enumerate(shapes or shapes_for(module.SHAPE_MULTIPLES, count, rng)):
+        scalars = runtime_values(spec["epilogue"], i, rng)
+        epi = {**spec["epilogue"], **scalars}
         a = operand(m, k, a_major, dtype, gen)
         b = operand(n, k, b_major, dtype, gen)
         # c lives inside a NaN-poisoned buffer with spare columns and a spare row, so both an
@@ -195,7 +211,7 @@ def check_variant(
         note = ""
         try:
             if launch_with == "jit":
-                module.launcher(a, b, c, *extra)()
+                module.launcher(a, b, c, *extra, **scalars)()
             else:
                 launch_with(a, b, c, *extra)  # an AOT kernel object
             torch.cuda.synchronize()
@@ -211,6 +227,8 @@ def check_variant(
         passed = math.isfinite(err) and err <= tol and not note
         if not math.isfinite(err):
             note = f"{int(torch.isnan(got).sum())} NaN (unwritten) of {m * n}"
+        values = ", ".join(f"{name}={value:.4g}" for name, value in scalars.items())
+        note = "; ".join(x for x in (note, values) if x)
         cases.append(Case(path.stem, m, n, k, err, tol, passed, note))
     return cases
 

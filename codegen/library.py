@@ -29,6 +29,7 @@ from codegen.gpu import (
     tolerance,
     torch_dtype,
 )
+from codegen.spec import RUNTIME
 
 
 def import_package(generated: Path):
@@ -48,6 +49,11 @@ class Check:
 
     def line(self) -> str:
         return f"{'ok  ' if self.passed else 'FAIL'} {self.what}: {self.detail}"
+
+
+def _num(value: float | str) -> str:
+    """alpha or beta as a label shows it: the number, or "runtime"."""
+    return value if value == RUNTIME else f"{value:g}"
 
 
 def _class_of(k) -> tuple:
@@ -89,16 +95,20 @@ def check_class(pkg, cls: tuple, count: int, rng: random.Random) -> list[Check]:
     """gemm() on random shapes for one epilogue class, against a float32 reference."""
     import torch
 
-    dtype, out, alpha, beta, activation, bias_kind = cls
+    dtype, out, alpha_k, beta_k, activation, bias_kind = cls
     tin, tout = torch_dtype(dtype), torch_dtype(out)
     tol = tolerance(dtype, out)
-    epi = {"alpha": alpha, "beta": beta, "activation": activation or "none", "bias": bias_kind}
-    label = f"{dtype}->{out} alpha={alpha:g} beta={beta:g} act={activation} bias={bias_kind}"
+    label = f"{dtype}->{out} alpha={_num(alpha_k)} beta={_num(beta_k)} act={activation} bias={bias_kind}"
     checks = []
     # the kernels K-major operands reach (check_layouts takes the others)
     mine = [k for k in pkg.KERNELS if _class_of(k) == cls and k.a_major == k.b_major == "k"]
     steps = tuple(min(k.shape_multiples[i] for k in mine) for i in range(3))
     for i, (m, n, k) in enumerate(_shapes(steps, count, rng)):
+        # a runtime alpha or beta: values no kernel compiles in, so gemm() picks one of this class
+        alpha, beta = (
+            rng.uniform(0.5, 2.0) if value == RUNTIME else value for value in (alpha_k, beta_k)
+        )
+        epi = {"alpha": alpha, "beta": beta, "activation": activation or "none", "bias": bias_kind}
         a = torch.randn(m, k, device="cuda").to(tin)
         b = torch.randn(n, k, device="cuda").to(tin)
         bias = None
@@ -148,10 +158,50 @@ def check_class(pkg, cls: tuple, count: int, rng: random.Random) -> list[Check]:
                 f"{label} M={m} N={n} K={k}",
                 ok,
                 f"{pick}: rel_err {err:.2e} tol {tol:.0e}"
+                + (f" alpha={alpha:.4g} beta={beta:.4g}" if RUNTIME in cls else "")
                 + ("" if clean else "; wrote outside C")
                 + ("" if use_out else " (allocated out)"),
             )
         )
+    return checks
+
+
+def check_runtime_scalars(pkg) -> list[Check]:
+    """Calls only a runtime-scalar kernel serves, through gemm(): D = 0.75 A @ B^T, and C += A @
+    B^T (out=c, beta=1.0), for each input dtype with such kernels on this GPU's arch; each must
+    pick a kernel taking that scalar at launch and match the float32 reference (C NaN-poisoned
+    where beta = 0, so a kernel that adds 0 * C shows)."""
+    import torch
+
+    from codegen import gpu
+
+    arch, _ = gpu.gpu_arch()
+    checks = []
+    for dtype, out in sorted({(k.dtype, k.out_dtype) for k in pkg.KERNELS
+                              if k.arch == arch and RUNTIME in (k.alpha, k.beta)}):  # fmt: skip
+        tin, tout = torch_dtype(dtype), torch_dtype(out)
+        tol = tolerance(dtype, out)
+        m, n, k = 200, 512, 1024
+        a = torch.randn(m, k, device="cuda").to(tin)
+        b = torch.randn(n, k, device="cuda").to(tin)
+        for what, alpha, beta in (("alpha=0.75", 0.75, 0.0), ("out=c, beta=1.0", 1.0, 1.0)):
+            label = f"{dtype}->{out} gemm(a, b, {what}) M={m} N={n} K={k}"
+            c = torch.full((m, n), float("nan"), device="cuda", dtype=tout)
+            if beta:
+                c.copy_(torch.randn(m, n, device="cuda"))
+            c0 = c.float().clone()
+            try:
+                kern = pkg.kernel_for(m, n, k, dtype=tin, out_dtype=tout, alpha=alpha, beta=beta)
+                got = pkg.gemm(a, b, out=c, alpha=alpha, beta=beta, out_dtype=tout)
+                torch.cuda.synchronize()
+            except Exception as e:  # noqa: BLE001 - a failed call is a failed check
+                checks.append(Check(label, False, f"{type(e).__name__}: {e}"))
+                continue
+            ref = reference(a, b, c0, {"alpha": alpha, "beta": beta})
+            err = ((got.float() - ref).norm() / ref.norm()).item()
+            runtime = RUNTIME in (kern.alpha, kern.beta)
+            ok = math.isfinite(err) and err <= tol and runtime and got is c
+            checks.append(Check(label, ok, f"{kern.name}: rel_err {err:.2e} tol {tol:.0e}"))
     return checks
 
 
@@ -181,7 +231,11 @@ def check_errors(pkg) -> list[Check]:
         ),
         ("mixed dtypes", lambda: pkg.gemm(a, b.half()), "one dtype"),
         ("beta without out", lambda: pkg.gemm(a, b, beta=1.0, activation="relu"), "pass out="),
-        ("no such epilogue", lambda: pkg.gemm(a, b, alpha=3.0), "no sm_90a kernel computes"),
+        (
+            "no such epilogue",
+            lambda: pkg.gemm(a, b, alpha=3.0, activation="relu"),
+            "no sm_90a kernel computes",
+        ),
         ("float32 inputs", lambda: pkg.gemm(a.float(), b.float()), "float16, bfloat16"),
         (
             "a with no stride 1",

@@ -26,6 +26,7 @@ from importlib import metadata
 from pathlib import Path
 
 from codegen import registry
+from codegen import spec as spec_model
 from codegen.plan_common import plural
 
 PKG = "cutegemm"
@@ -128,8 +129,9 @@ class Entry:
             "swap_ab": s["swap_ab"],
             "mainloop": s.get("mainloop", "tma"),
             "epilogue": epi["style"],
-            "alpha": float(epi["alpha"]),
-            "beta": float(epi["beta"]),
+            # a number, or "runtime" (a launch argument)
+            "alpha": _coefficient(epi["alpha"]),
+            "beta": _coefficient(epi["beta"]),
             "activation": None if epi.get("activation", "none") == "none" else epi["activation"],
             "bias": None if epi.get("bias", "none") == "none" else epi["bias"],
             "shape_multiples": (
@@ -238,6 +240,11 @@ class KernelClass:
             None,
         )
         return cls(row["arch"], row["dtype"], row["out_dtype"], plain)
+
+
+def _coefficient(value: float | str) -> float | str:
+    """alpha or beta as the registry lists it: a float, or "runtime"."""
+    return value if value == spec_model.RUNTIME else float(value)
 
 
 def _is_number(value: object) -> bool:

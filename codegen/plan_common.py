@@ -15,7 +15,7 @@ import textwrap
 from dataclasses import dataclass
 
 from codegen import rules_common
-from codegen.spec import Spec
+from codegen.spec import RUNTIME, Spec
 
 CUTLASS_DTYPE = {
     "f16": "cutlass.Float16",
@@ -97,8 +97,15 @@ class Fusion:
     A @ B^T + BETA * C + bias); the bias is ``plan.bias``."""
 
     formula: str  # D = this; empty for a plain store
-    alpha: float
-    beta: float
+    alpha: float | str  # a number, or "runtime"
+    beta: float | str
+    alpha_name: str  # what the epilogue multiplies by: ALPHA (a module constant) or alpha
+    beta_name: str  # BETA or beta
+    # the runtime scalars ("alpha", "beta"): cutlass.Float32 arguments of gemm, gemm_kernel and
+    # the consumers that run the epilogue, after the tensors
+    scalars: list[str]
+    scalar_notes: dict[str, str]  # gemm_kernel's note on each
+    scalars_doc: str  # gemm's docstring on them (after the tensors')
     activation: str
     gelu_c: float
     gelu_cubic: float
@@ -306,14 +313,26 @@ def stream_k_last_cta(tile: int, cta0: int, ctas: int, iter0: int, iters: int, k
     return cta0 + (((tile + 1) * k_tiles - iter0) * ctas - 1) // iters
 
 
+# gemm_kernel's notes on the runtime scalars
+SCALAR_NOTES = {
+    "alpha": "D = alpha * A @ B^T ...: a runtime f32 scalar",
+    "beta": "... + beta * C: a runtime f32 scalar; C is read either way",
+}
+
+
+def _coefficient(value: float | str, name: str = "alpha") -> str:
+    """A coefficient as the formula prints it: the number, or the runtime scalar's name."""
+    return name if value == RUNTIME else f"{value:g}"
+
+
 def fusion_formula(spec: Spec) -> str:
     """The fused epilogue's right-hand side (D = it), or nothing when it is a plain store."""
     epi = spec.epilogue
     if not epi.fused:
         return ""
-    expr = "A @ B^T" if epi.alpha == 1.0 else f"{epi.alpha:g} * A @ B^T"
+    expr = "A @ B^T" if epi.alpha == 1.0 else f"{_coefficient(epi.alpha)} * A @ B^T"
     if epi.beta != 0.0:
-        expr += f" + {epi.beta:g} * C"
+        expr += f" + {_coefficient(epi.beta, 'beta')} * C"
     if epi.bias != "none":
         expr += f" + bias[{'row' if epi.bias == 'row' else 'column'}]"
     if epi.activation != "none":
@@ -329,6 +348,11 @@ def fusion(spec: Spec) -> Fusion:
         formula=fusion_formula(spec),
         alpha=epi.alpha,
         beta=epi.beta,
+        alpha_name="alpha" if epi.alpha == RUNTIME else "ALPHA",
+        beta_name="beta" if epi.beta == RUNTIME else "BETA",
+        scalars=epi.scalars,
+        scalar_notes={name: note for name, note in SCALAR_NOTES.items() if name in epi.scalars},
+        scalars_doc="".join(f", {name} (f32)" for name in epi.scalars),
         activation=epi.activation,
         gelu_c=GELU_C,
         gelu_cubic=GELU_CUBIC,

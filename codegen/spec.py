@@ -120,6 +120,7 @@ def name_problem(name: str) -> str | None:
     return None
 
 
+RUNTIME = "runtime"  # alpha or beta as a kernel argument, not a compiled-in number
 F32_MAX = 3.4028234663852886e38  # the largest finite float32
 F32_MIN_NORMAL = 1.1754943508222875e-38  # 2**-126: smaller magnitudes are denormal in float32
 
@@ -137,8 +138,10 @@ class _EpilogueBase(_Frozen):
     """Fusions every epilogue style shares: D = activation(alpha * A @ B^T + beta * C)."""
 
     out_dtype: OutDType | None = None  # None = the input dtype
-    alpha: float = 1.0
-    beta: float = 0.0  # non-zero: C is read (in place) before it is overwritten
+    # a number is compiled in; "runtime": a cutlass.Float32 argument of gemm and the kernel
+    alpha: float | Literal["runtime"] = 1.0
+    # non-zero or "runtime": C is read (in place) before it is overwritten
+    beta: float | Literal["runtime"] = 0.0
     activation: Activation = "none"
     # D = activation(alpha * A @ B^T + beta * C + bias): a 1-D tensor in the output dtype, an
     # extra argument of gemm / launcher / run right after C
@@ -146,7 +149,9 @@ class _EpilogueBase(_Frozen):
 
     @field_validator("alpha", "beta")
     @classmethod
-    def _finite(cls, value: float) -> float:
+    def _finite(cls, value: float | str) -> float | str:
+        if value == RUNTIME:
+            return value
         if not math.isfinite(value):
             raise ValueError(f"alpha and beta must be finite numbers, got {value}")
         if not _fits_f32(value):
@@ -159,6 +164,11 @@ class _EpilogueBase(_Frozen):
                 "epilogue would multiply by 0 (or a denormal it flushes to 0); write 0"
             )
         return value
+
+    @property
+    def scalars(self) -> list[str]:
+        """The scalars gemm and the kernel take at run time, in order ("alpha", "beta")."""
+        return [name for name in ("alpha", "beta") if getattr(self, name) == RUNTIME]
 
     @property
     def fused(self) -> bool:
@@ -402,7 +412,9 @@ class Spec(_Frozen):
             ("a", self.epilogue.alpha, 1.0),
             ("b", self.epilogue.beta, 0.0),
         ):
-            if value != neutral:
+            if value == RUNTIME:
+                epi += f"_{tag}rt"
+            elif value != neutral:
                 epi += f"_{tag}{value:g}".replace(".", "p").replace("-", "m").replace("+", "")
         if self.epilogue.bias != "none":
             epi += f"_bias{self.epilogue.bias}"

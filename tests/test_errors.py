@@ -51,6 +51,7 @@ CASES: dict[str, list[str]] = {
     "union_without_tag": ["bad_specs/union_without_tag.toml"],
     "light_rules": ["bad_specs/light_rules.toml"],
     "layout_rules": ["bad_specs/layout_rules.toml"],
+    "runtime_scalars": ["bad_specs/runtime_scalars.toml"],
 }
 
 PROBLEM = re.compile(r"^(?P<path>\S+\.toml)(?: \[(?P<variant>[^\]]+)\])?: (?P<message>.+)$")

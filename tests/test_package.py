@@ -163,7 +163,9 @@ def test_a_call_no_kernel_serves_names_why(runtime) -> None:
     with pytest.raises(
         runtime.GemmError, match=r"no sm_90a kernel computes bf16 -> bf16 with alpha=3"
     ):
-        runtime._choose("NVIDIA H200", "sm_90a", ("bf16", "bf16", 3.0, 0.0, None, None), 8, 64, 64)
+        runtime._choose(
+            "NVIDIA H200", "sm_90a", ("bf16", "bf16", 3.0, 0.0, "relu", None), 8, 64, 64
+        )
     with pytest.raises(
         runtime.GemmError, match=r"f16 -> f32 kernels offer: alpha=1 beta=0 activation=None"
     ):
@@ -172,6 +174,39 @@ def test_a_call_no_kernel_serves_names_why(runtime) -> None:
         runtime.GemmError, match=r"takes M=16, N=8190.*N=8190 is not a multiple of 8"
     ):
         runtime._choose("NVIDIA H200", "sm_90a", ("f16", "f16", 1.0, 0.0, None, None), 16, 8190, 64)
+
+
+def test_numbers_no_kernel_compiles_in_go_to_a_runtime_scalar_kernel(runtime) -> None:
+    rt = runtime.RUNTIME
+    for arch, gpu in (("sm_90a", "NVIDIA H200"), ("sm_100a", "NVIDIA B200")):
+        for dtype, out in (("bf16", "bf16"), ("f16", "f16"), ("e4m3", "bf16")):
+            for alpha, beta in ((2.0, 0.0), (0.5, 1.0), (1.0, 1.0), (1.5, -0.25)):
+                cls = (dtype, out, alpha, beta, None, None)
+                if (arch, *cls) in runtime._BY_CLASS:
+                    continue  # compiled in: today's kernels
+                kern = runtime._choose(gpu, arch, cls, 4096, 4096, 4096)
+                assert (kern.arch, kern.dtype, kern.out_dtype) == (arch, dtype, out)
+                assert kern.alpha in (alpha, rt) and kern.beta in (beta, rt), kern.name
+                assert rt in (kern.alpha, kern.beta), kern.name
+                # beta = 0: a kernel with beta = 0 compiled in (C never read) where one exists
+                if beta == 0.0 and (arch, dtype, out, rt, 0.0, None, None) in runtime._BY_CLASS:
+                    assert kern.beta == 0.0, kern.name
+    # alpha = 1, beta = 0 keeps the compiled-in kernels
+    for arch, gpu in (("sm_90a", "NVIDIA H200"), ("sm_100a", "NVIDIA B200")):
+        kern = runtime._choose(gpu, arch, PLAIN, 4096, 4096, 4096)
+        assert (kern.alpha, kern.beta) == (1.0, 0.0)
+    # the runtime kernels fuse no bias or activation: such a call is still refused, naming it
+    with pytest.raises(runtime.GemmError, match=r"compiled in or at launch \(runtime\)"):
+        runtime._choose(
+            "NVIDIA H200", "sm_90a", ("bf16", "bf16", 2.0, 1.0, "silu", "col"), 64, 64, 64
+        )
+
+
+def test_the_values_of_runtime_scalars_are_checked_before_any_launch(runtime) -> None:
+    with pytest.raises(runtime.GemmError, match="must fit float32"):
+        runtime._class(runtime.torch.bfloat16, None, 1e39, 0.0, None, None)
+    with pytest.raises(runtime.GemmError, match="must be finite"):
+        runtime._class(runtime.torch.bfloat16, None, 1.0, float("nan"), None, None)
 
 
 def test_bad_input_is_a_gemm_error_before_any_launch(runtime) -> None:

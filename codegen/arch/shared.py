@@ -249,6 +249,29 @@ def separate_tensors(spec: Spec) -> Tensors:
     )
 
 
+def runtime_scalar_violations(spec: Spec) -> list[Violation]:
+    """alpha / beta = "runtime" (kernel arguments) reach the one epilogue that runs in the GEMM
+    kernel: not split-K (a reduce applies the fusion) nor stream-K (a tile's fix-up does)."""
+    scalars = spec.epilogue.scalars
+    if not scalars:
+        return []
+    names = " and ".join(f'{name} = "runtime"' for name in scalars)
+    legal = "legal with it: a scheduler other than split_k and stream_k"
+    if splits(spec) > 1:
+        kind = f"split_k (splits={splits(spec)})"
+    elif is_stream_k(spec):
+        kind = "stream_k"
+    else:
+        return []
+    return [
+        Violation(
+            "epilogue",
+            f"{names} is not implemented with scheduler {kind} yet; {legal}, or a "
+            "compiled-in number",
+        )
+    ]
+
+
 # ---- stream-K -----------------------------------------------------------------------------------
 
 

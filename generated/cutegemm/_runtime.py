@@ -55,6 +55,9 @@ class GemmError(ValueError):
     """Bad input, or a call no generated kernel serves; raised before anything is launched."""
 
 
+RUNTIME = "runtime"  # a kernel's alpha or beta taken at launch, not compiled in
+F32_MAX = 3.4028234663852886e38  # the largest finite float32: the epilogue computes in f32
+
 # kernels by what they compute: (arch, dtype, out dtype, alpha, beta, activation, bias), those
 # taking K-major a and b; _BY_LAYOUT: every kernel, by that class and (a_major, b_major)
 _BY_CLASS: dict[tuple, list[Kernel]] = {}
@@ -164,6 +167,19 @@ def _refusal(kern: Kernel, m: int, n: int, k: int) -> str | None:
     return "; ".join(bad) or None
 
 
+def _num(value: float | str) -> str:
+    """alpha or beta as a message shows it: the number, or "runtime"."""
+    return value if value == RUNTIME else f"{value:g}"
+
+
+def _runtime_classes(arch: str, cls: tuple) -> list[tuple]:
+    """The classes (with arch) whose kernels compute `cls` with alpha and / or beta taken at
+    launch, fewest runtime scalars first: (runtime, beta), (alpha, runtime), then both."""
+    dtype, out_dtype, alpha, beta, activation, bias = cls
+    pairs = [(RUNTIME, beta), (alpha, RUNTIME), (RUNTIME, RUNTIME)]
+    return [(arch, dtype, out_dtype, a, b, activation, bias) for a, b in pairs]
+
+
 def _layout_refusal(arch: str, cls: tuple, layout: tuple[str, str]) -> str:
     """Why no kernel of `cls` takes operands of `layout` (a_major, b_major), and the fix."""
     dtype = cls[0]
@@ -178,7 +194,7 @@ def _layout_refusal(arch: str, cls: tuple, layout: tuple[str, str]) -> str:
         else ""
     )
     return (
-        f"no {arch} {dtype} -> {cls[1]} kernel with alpha={cls[2]:g}, beta={cls[3]:g}, "
+        f"no {arch} {dtype} -> {cls[1]} kernel with alpha={_num(cls[2])}, beta={_num(cls[3])}, "
         f"activation={cls[4]}, bias={cls[5]} takes {given} (the transpose of a contiguous "
         f"tensor); {why}kernels of this class take (a, b): "
         + (", ".join(f"{_MAJOR_NAME['a', a]} {_MAJOR_NAME['b', b]}" for a, b in offered) or "none")
@@ -198,21 +214,29 @@ def _choose(
     layout: tuple[str, str] = ("k", "k"),
 ) -> Kernel:
     dtype, out_dtype, alpha, beta, activation, bias = cls
+    plain = (alpha, beta, activation, bias) == (1.0, 0.0, None, None)
     if layout != ("k", "k"):
         kernels = _BY_LAYOUT.get((arch, *cls, *layout))
+        if not kernels and not plain:
+            kernels = [kern for key in _runtime_classes(arch, cls)
+                       for kern in _BY_LAYOUT.get((*key, *layout), ())]  # fmt: skip
         if not kernels:
             raise GemmError(_layout_refusal(arch, cls, layout))
     else:
         kernels = _BY_CLASS.get((arch, *cls))
+        if not kernels and not plain:
+            # no kernel has these numbers compiled in: one that takes them at launch
+            kernels = [kern for key in _runtime_classes(arch, cls)
+                       for kern in _BY_CLASS.get(key, ())]  # fmt: skip
     if not kernels:
         offered = sorted(
-            f"alpha={c[3]:g} beta={c[4]:g} activation={c[5]} bias={c[6]}"
+            f"alpha={_num(c[3])} beta={_num(c[4])} activation={c[5]} bias={c[6]}"
             for c in _BY_CLASS
             if c[:3] == (arch, dtype, out_dtype)
         )
         raise GemmError(
             f"no {arch} kernel computes {dtype} -> {out_dtype} with alpha={alpha:g}, beta={beta:g}, "
-            f"activation={activation}, bias={bias}; "
+            f"activation={activation}, bias={bias}, compiled in or at launch (runtime); "
             + (
                 f"{dtype} -> {out_dtype} kernels offer: " + "; ".join(offered)
                 if offered
@@ -223,7 +247,6 @@ def _choose(
             )
             + f" (see {__package__}.KERNELS)"
         )
-    plain = (alpha, beta, activation, bias) == (1.0, 0.0, None, None)
     tuned = _tuned().cached_order(gpu, dtype, out_dtype, m, n, k) if plain and use_cache else ()
     by_name = {kern.name: kern for kern in kernels}
     ordered = [by_name[x] for x in tuned if x in by_name]
@@ -315,6 +338,10 @@ def _class(dtype, out_dtype, alpha, beta, activation, bias) -> tuple:
         )
     if not (math.isfinite(alpha) and math.isfinite(beta)):
         raise GemmError(f"alpha and beta must be finite, got {alpha}, {beta}")
+    if max(abs(alpha), abs(beta)) > F32_MAX:
+        raise GemmError(
+            f"alpha and beta must fit float32, which the epilogue computes in, got {alpha}, {beta}"
+        )
     return (name, out_name, float(alpha), float(beta), activation, bias)
 
 
@@ -579,6 +606,8 @@ def _eager(a, b, out, bias, alpha, beta, activation, out_dtype) -> torch.Tensor:
     if plan is None:
         plan = _PLANS[key] = _plan(a, b, out, kind, alpha, beta, activation, out_dtype, layout)
     kern, odt, fn = plan
+    # the values of the kernel's runtime scalars, passed after its tensors
+    scalars = [v for v, compiled in ((alpha, kern.alpha), (beta, kern.beta)) if compiled == RUNTIME]
     if out is None:
         if beta != 0.0:
             raise GemmError(
@@ -609,13 +638,13 @@ def _eager(a, b, out, bias, alpha, beta, activation, out_dtype) -> torch.Tensor:
                 f"got {bias.dtype} on {bias.device}"
             )
         if kern.workspace_elems:
-            fn(a, b, out, bias, _workspace(kern, dev))
+            fn(a, b, out, bias, _workspace(kern, dev), *scalars)
         else:
-            fn(a, b, out, bias)
+            fn(a, b, out, bias, *scalars)
     elif kern.workspace_elems:
-        fn(a, b, out, _workspace(kern, dev))
+        fn(a, b, out, _workspace(kern, dev), *scalars)
     else:
-        fn(a, b, out)
+        fn(a, b, out, *scalars)
     return out
 
 
@@ -760,7 +789,8 @@ def gemm(
     stride 1, 16-byte aligned rows. out (M, N): written (and read when beta != 0); allocated when
     None. bias: length N (per column, like nn.Linear) or M (per row), in the output dtype.
     out_dtype: float16, bfloat16 or float32 (default: the input dtype; bfloat16 for float8).
-    alpha, beta, activation and bias must match a generated kernel (cutegemm.KERNELS).
+    activation and bias must match a generated kernel (cutegemm.KERNELS); alpha and beta a kernel
+    that compiles them in, else one that takes them at launch (alpha / beta = "runtime").
     a may instead be M-major (a = x.t() of a contiguous (K, M) x) and b N-major (b = w.t() of a
     contiguous (K, N) w, the weight of x @ w) where a generated kernel takes that layout
     (cutegemm.KERNELS' a_major, b_major); otherwise GemmError names the fix (never a silent copy).

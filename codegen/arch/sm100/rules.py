@@ -929,6 +929,7 @@ def check(spec: Spec) -> list[Violation]:
     out += accumulator_violations(spec)
     out += multicast_violations(spec)
     out += epilogue_violations(spec)
+    out += shared.runtime_scalar_violations(spec)
     out += tma_store_row_violations(spec)
     out += scheduler_violations(spec)
     out += dynamic_violations(spec)

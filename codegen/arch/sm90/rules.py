@@ -564,6 +564,7 @@ def check(spec: Spec) -> list[Violation]:
             )
         )
     out.extend(fusion_violations(spec))
+    out.extend(shared.runtime_scalar_violations(spec))
     out.extend(swizzle_violations(spec))
     if not spec.warp_specialized:
         out.append(
