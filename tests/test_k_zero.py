@@ -42,11 +42,13 @@ def _call(mod, k: int, entry: str):
     bias = None
     if epi.get("bias"):
         bias = torch.empty(m if epi["bias"] == "row" else n, dtype=out)
+    # alpha and beta a kernel takes at launch (epilogue "runtime"): keyword arguments of both
+    scalars = {x: 1.0 for x in ("alpha", "beta") if epi.get(x) == "runtime"}
     with pytest.raises(ValueError) as err:
         if entry == "launcher":
-            mod.launcher(a, b, c, *([bias] if bias is not None else []))
+            mod.launcher(a, b, c, *([bias] if bias is not None else []), **scalars)
         else:
-            mod.run(a, b, c, **({"bias": bias} if bias is not None else {}))
+            mod.run(a, b, c, **({"bias": bias} if bias is not None else {}), **scalars)
     return str(err.value)
 
 
