@@ -123,16 +123,22 @@ def local(m: int, n: int, k: int, residuals: tuple) -> float:
     """The factor at (M, N, K) from the kernel's ((M, N, K, log error), ...) measured nearby."""
     if not residuals:
         return 1.0
-    lm, ln, lk = math.log(max(m, 1)), math.log(max(n, 1)), math.log(max(k, 1))
     weight = total = 0.0
     for pm, pn, pk, err, _ in residuals:
-        d = ((math.log(pm) - lm) / NEAR_M) ** 2
-        d += ((math.log(pn) - ln) / NEAR_NK) ** 2 + ((math.log(pk) - lk) / NEAR_NK) ** 2
-        if d < 30.0:  # e**-30: nothing
-            w = math.exp(-d)
-            weight += w
-            total += w * err
+        w = nearness((pm, pn, pk), m, n, k, NEAR_NK)
+        weight += w
+        total += w * err
     return math.exp(total / (weight + SHRINK))
+
+
+def nearness(product: tuple, m: int, n: int, k: int, width_nk: float) -> float:
+    """How much a measured product (M, N, K) counts at (m, n, k): exp(-d), d the squared
+    distance in log M (width NEAR_M) and in log N and log K (width `width_nk`); 0 past e**-30."""
+    pm, pn, pk = product
+    d = ((math.log(pm) - math.log(max(m, 1))) / NEAR_M) ** 2
+    d += ((math.log(pn) - math.log(max(n, 1))) / width_nk) ** 2
+    d += ((math.log(pk) - math.log(max(k, 1))) / width_nk) ** 2
+    return math.exp(-d) if d < 30.0 else 0.0
 
 
 def predict(kern, m: int, n: int, k: int, params: tuple, sm_count: int, bandwidth: float) -> float:
@@ -169,15 +175,12 @@ def regrets(names: list, m: int, n: int, k: int, model: dict) -> dict:
     if m > REGRET_M:
         return {}
     cap = math.log(KEEP)
-    lm, ln, lk = math.log(max(m, 1)), math.log(max(n, 1)), math.log(max(k, 1))
     kept = {name: {r[:3]: r[4] for r in model["kernels"][name][2]} for name in names}
     weights = {}
     for product in set().union(*kept.values()):
-        pm, pn, pk = product
-        d = ((math.log(pm) - lm) / NEAR_M) ** 2
-        d += ((math.log(pn) - ln) ** 2 + (math.log(pk) - lk) ** 2) / REGRET_NK**2
-        if d < 30.0:
-            weights[product] = math.exp(-d)
+        w = nearness(product, m, n, k, REGRET_NK)
+        if w:
+            weights[product] = w
     total = sum(weights.values())
     return {
         name: sum(w * got.get(p, cap) for p, w in weights.items()) / (total + REGRET_SHRINK)
