@@ -1,0 +1,110 @@
+"""Time a stream-K kernel against a persistent one with the same tile, the stream-K kernel
+compiled for several CTA counts (its `sm_count`), to tell where stream-K's time goes:
+
+    python tools/probe_streamk.py MxNxK[,MxNxK...] PERSISTENT STREAM_K [CTAS,CTAS,...]
+
+Per shape it prints µs per launch and the ratio to the persistent kernel, for the stream-K kernel
+at each CTA count: the GPU's SMs, equal groups per band (no group one CTA larger than another),
+one CTA per tile (no tile split, no fix-up) and any counts given. Each side is a CUDA graph of
+back-to-back launches cycling input sets larger than L2, the sides timed in turn (interleaved),
+torch.mm beside them; every launch's output is checked against a float32 reference first.
+Needs a GPU, torch, the CuTe DSL and generated/ on the path.
+"""
+
+import importlib
+import importlib.util
+import statistics
+import sys
+
+import torch
+
+from codegen.gpu import Shape, capture_graph, input_sets
+
+
+def _cuts(m: int, n: int, mod, sms: int) -> dict[str, int]:
+    """Stream-K CTA counts worth timing: the GPU's, equal groups per band, one CTA per tile."""
+    tm, tn = mod.TILER[0], mod.TILER[1]
+    swap = mod.SPEC["swap_ab"]
+    rows, cols = (n, m) if swap else (m, n)
+    bands = -(-rows // tm)
+    tiles = bands * -(-cols // tn)
+    out = {f"sk {sms}": sms}
+    if bands < sms:
+        out[f"sk {sms // bands * bands} (equal groups)"] = sms // bands * bands
+    if tiles < sms:
+        out[f"sk {tiles} (a CTA per tile)"] = tiles
+    return out
+
+
+def _graph(mod, sets, reps: int, ctas: int | None = None):
+    """One CUDA graph of `reps` launches cycling the input sets; the output checked first."""
+    if ctas is not None:
+        mod.device_sm_count = lambda device=None, n=ctas: n
+    a, b, c = sets[0]
+    c.fill_(float("nan"))
+    mod.launcher(a, b, c)()
+    ref = a.float() @ b.float().T
+    err = ((c.float() - ref).norm() / ref.norm()).item()
+    fns = [mod.launcher(a, b, c) for a, b, c in sets]
+    return capture_graph([fns[i % len(fns)] for i in range(reps)]), err
+
+
+_COPIES: dict[int, object] = {}
+
+
+def _copy(name: str, ctas: int):
+    """A copy of the kernel module of its own per CTA count (a compiled kernel each, kept)."""
+    if ctas not in _COPIES:
+        path = importlib.import_module(f"cutegemm.sm90.{name}").__file__
+        spec = importlib.util.spec_from_file_location(f"_probe_{name}_{ctas}", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        _COPIES[ctas] = mod
+    return _COPIES[ctas]
+
+
+def main() -> None:
+    shapes = [tuple(int(x) for x in s.split("x")) for s in sys.argv[1].split(",")]
+    pers = importlib.import_module(f"cutegemm.sm90.{sys.argv[2]}")
+    sk_name = sys.argv[3]
+    extra = [int(x) for x in sys.argv[4].split(",")] if len(sys.argv) > 4 else []
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    reps, rounds = 10, 15
+    print(f"{torch.cuda.get_device_name(0)}, {sms} SMs; {pers.SPEC['name']} vs {sk_name}")
+    for m, n, k in shapes:
+        sets = input_sets(Shape("probe", m, n, k), torch.bfloat16)
+        graphs, errs = {}, {}
+        graphs["torch"] = capture_graph(
+            [lambda a=a, b=b, c=c: torch.mm(a, b.T, out=c) for a, b, c in sets] * 2
+        )
+        graphs["persistent"], errs["persistent"] = _graph(pers, sets, reps)
+        cuts = _cuts(m, n, importlib.import_module(f"cutegemm.sm90.{sk_name}"), sms)
+        cuts.update({f"sk {x}": x for x in extra})
+        for label, ctas in cuts.items():
+            graphs[label], errs[label] = _graph(_copy(sk_name, ctas), sets, reps, ctas)
+        per = {"torch": 2 * len(sets)}
+        samples: dict[str, list[float]] = {key: [] for key in graphs}
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        for _ in range(rounds):
+            for key, g in graphs.items():
+                start.record()
+                g.replay()
+                end.record()
+                end.synchronize()
+                samples[key].append(start.elapsed_time(end) * 1000.0 / per.get(key, reps))
+        us = {key: statistics.median(v) for key, v in samples.items()}
+        tflops = 2 * m * n * k / 1e6
+        print(f"M={m} N={n} K={k}: torch {us['torch']:.1f} µs")
+        for key in graphs:
+            if key == "torch":
+                continue
+            print(
+                f"  {key:28s} {us[key]:8.1f} µs {tflops / us[key]:6.0f} TFLOP/s "
+                f"persistent/this {us['persistent'] / us[key]:.3f} "
+                f"torch/this {us['torch'] / us[key]:.3f} rel_err {errs[key]:.1e}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
