@@ -62,7 +62,11 @@ def _class_of(k) -> tuple:
 
 
 def _classes(pkg, arch: str) -> list[tuple]:
-    return sorted({_class_of(k) for k in pkg.KERNELS if k.arch == arch}, key=str)
+    # epilogue-function kernels are checked by check_epilogue_fns (gemm_fn), not by gemm()
+    return sorted(
+        {_class_of(k) for k in pkg.KERNELS if k.arch == arch and getattr(k, "fn", None) is None},
+        key=str,
+    )
 
 
 def _shapes(steps: tuple[int, int, int], count: int, rng: random.Random) -> list[tuple]:
@@ -101,7 +105,11 @@ def check_class(pkg, cls: tuple, count: int, rng: random.Random) -> list[Check]:
     label = f"{dtype}->{out} alpha={_num(alpha_k)} beta={_num(beta_k)} act={activation} bias={bias_kind}"
     checks = []
     # the kernels K-major operands reach (check_layouts takes the others)
-    mine = [k for k in pkg.KERNELS if _class_of(k) == cls and k.a_major == k.b_major == "k"]
+    mine = [
+        k
+        for k in pkg.KERNELS
+        if _class_of(k) == cls and k.a_major == k.b_major == "k" and getattr(k, "fn", None) is None
+    ]
     steps = tuple(min(k.shape_multiples[i] for k in mine) for i in range(3))
     for i, (m, n, k) in enumerate(_shapes(steps, count, rng)):
         # a runtime alpha or beta: values no kernel compiles in, so gemm() picks one of this class
@@ -282,7 +290,9 @@ def check_layouts(pkg) -> list[Check]:
             {
                 (k.a_major, k.b_major)
                 for k in pkg.KERNELS
-                if k.arch == arch and _class_of(k) == (dtype, dtype, 1.0, 0.0, None, None)
+                if k.arch == arch
+                and _class_of(k) == (dtype, dtype, 1.0, 0.0, None, None)
+                and getattr(k, "fn", None) is None
             }
             - {("k", "k")}
         )

@@ -63,6 +63,8 @@ F32_MAX = 3.4028234663852886e38  # the largest finite float32: the epilogue comp
 _BY_CLASS: dict[tuple, list[Kernel]] = {}
 _BY_LAYOUT: dict[tuple, list[Kernel]] = {}
 for _k in KERNELS:
+    if _k.fn is not None:
+        continue  # an epilogue-function kernel: called by name (gemm_fn), never dispatched to
     _key = (_k.arch, _k.dtype, _k.out_dtype, _k.alpha, _k.beta, _k.activation, _k.bias)
     _BY_LAYOUT.setdefault((*_key, _k.a_major, _k.b_major), []).append(_k)
     if _k.a_major == _k.b_major == "k":
