@@ -101,3 +101,30 @@ def test_a_kind_the_style_does_not_give_names_the_argument() -> None:
     assert v.field == "epilogue.fn"
     assert "argument 'scale_a' (RowVec) is not given by the direct epilogue on sm_90a" in v.message
     assert "legal there: Acc, Scalar; RowVec needs style tma" in v.message
+
+
+def test_gpu_reference_runs_the_copied_function_in_torch() -> None:
+    """codegen test's reference for an epilogue-function kernel (on the CPU here): the function
+    copied into the kernel file, run with torch tensors; and the launcher refuses bad arguments
+    before anything is compiled or launched."""
+    torch = pytest.importorskip("torch")
+    from codegen import gpu
+    from codegen.build import load_module
+
+    gen = ROOT / "generated" / "cutegemm"
+    module = load_module(gen / "sm90" / "h_fn_128x128_wg1_grid_direct_clamp_bias.py")
+    fn = module.SPEC["epilogue"]["fn"]
+    acc = torch.randn(5, 7)
+    bias = torch.randn(7)
+    ref = gpu.fn_reference(module, fn, acc, {"alpha": 2.0, "bias": bias, "limit": 1.5})
+    assert torch.equal(ref, (acc * 2.0 + bias[None, :]).clamp(-1.5, 1.5))
+
+    rows = load_module(gen / "sm90" / "h_fn_e4m3_128x128_wg2_persistent_direct_scale_rows.py")
+    a = torch.zeros(4, 32, dtype=torch.float8_e4m3fn)
+    b = torch.zeros(8, 32, dtype=torch.float8_e4m3fn)
+    c = torch.zeros(4, 8, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match=r"scale_a must be a contiguous float32 tensor of shape "
+                       r"\(M,\) or \(M, 1\), got torch.float32 \(8,\)"):  # fmt: skip
+        rows.launcher(a, b, c, scale_a=torch.ones(8), scale_b=torch.ones(8))()
+    with pytest.raises(TypeError):
+        rows.launcher(a, b, c)  # the scales are required keyword arguments
