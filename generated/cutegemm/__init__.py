@@ -23,8 +23,10 @@ __all__ = [
     "Kernel",
     "GemmError",
     "gemm",
+    "gemm_fn",
     "kernel_for",
     "precompile",
+    "scaled_mm",
     "tune",
     "__version__",
 ]
@@ -7994,9 +7996,9 @@ KERNELS: tuple[Kernel, ...] = (
 
 
 def __getattr__(name: str):
-    """gemm, kernel_for, precompile, tune and GemmError live in the runtime, which imports torch
-    and tvm_ffi: loaded on first use."""
-    if name in ("gemm", "kernel_for", "precompile", "tune", "GemmError"):
+    """gemm, gemm_fn, scaled_mm, kernel_for, precompile, tune and GemmError live in the runtime,
+    which imports torch and tvm_ffi: loaded on first use."""
+    if name in ("gemm", "gemm_fn", "scaled_mm", "kernel_for", "precompile", "tune", "GemmError"):
         from cutegemm import _runtime
 
         return getattr(_runtime, name)
