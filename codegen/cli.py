@@ -842,6 +842,7 @@ def _test_package(generated: Path, shapes: int, seed: int, json_out: Path | None
     for group in (
         library.check_errors,
         library.check_runtime_scalars,
+        library.check_epilogue_fns,
         library.check_layouts,
         library.check_torch_compile,
         library.check_cuda_graph,

@@ -596,6 +596,11 @@ def export_variants(
                 f'{Path(path).name}: alpha / beta = "runtime" is not exported to C yet (the '
                 "entry takes tensors and a stream only); export a kernel with them compiled in"
             )
+        if spec.epilogue.fn is not None:
+            raise ExportError(
+                f"{Path(path).name}: an epilogue function ({spec.epilogue.fn.name}) is not "
+                "exported to C yet (the entry takes a, b, c, the bias and a stream only)"
+            )
         by_arch.setdefault(arch or spec.arch, []).append(Path(path))
     done: dict[Path, Path] = {}
     failures: list[str] = []

@@ -166,6 +166,68 @@ def runtime_values(epi: dict, index: int, rng: random.Random) -> dict[str, float
     return values
 
 
+def fn_inputs(args: list, m: int, n: int, k: int, index: int, rng: random.Random, gen) -> dict:
+    """Fresh values for an epilogue function's arguments after the accumulator (SPEC's
+    epilogue.fn.args): a runtime scalar uniform in [0.5, 2] x sqrt(K) (the accumulator's scale for
+    randn inputs, so a clamp limit cuts some elements and not others); a device scalar the same
+    as a 0-d float32 tensor; vectors uniform in [0.5, 2], (M,) / (N,) on even shapes and (M, 1)
+    / (1, N) on odd ones (both forms torch._scaled_mm takes)."""
+    import torch
+
+    values: dict = {}
+    for name, kind in args:
+        if kind == "scalar":
+            values[name] = rng.uniform(0.5, 2.0) * math.sqrt(k)
+        elif kind == "device_scalar":
+            values[name] = torch.tensor(rng.uniform(0.5, 2.0), device="cuda")
+        elif kind in ("row", "col"):
+            length = m if kind == "row" else n
+            v = torch.rand(length, device="cuda", generator=gen) * 1.5 + 0.5
+            if index % 2:
+                v = v[:, None] if kind == "row" else v[None, :]
+            values[name] = v.contiguous()
+    return values
+
+
+def fn_reference(module, fn: dict, acc, values: dict):
+    """float32 D = the epilogue function on the whole f32 product, in torch: the function's own
+    source (copied into the kernel file) run again with torch tensors, `cutlass.min` / `max` as
+    torch.minimum / maximum and `cute.math` as torch's; vectors broadcast as (M, 1) and (1, N)."""
+    import inspect
+    import types
+
+    import torch
+
+    def pair(op):
+        def f(x, y):
+            return op(torch.as_tensor(x, device=acc.device), torch.as_tensor(y, device=acc.device))
+
+        return f
+
+    math_ns = types.SimpleNamespace(exp=torch.exp, tanh=torch.tanh, log=torch.log,
+                                    sqrt=torch.sqrt, rsqrt=torch.rsqrt)  # fmt: skip
+    names = {
+        "cutlass": types.SimpleNamespace(min=pair(torch.minimum), max=pair(torch.maximum)),
+        "cute": types.SimpleNamespace(math=math_ns),
+    }
+    name = fn["ref"].rsplit(":", 1)[1]
+    source = inspect.getsource(getattr(module, name))
+    namespace: dict = {**names, **{kind: float for kind in ("Acc", "Scalar", "DeviceScalar",
+                                                            "RowVec", "ColVec")}}  # fmt: skip
+    exec(compile(source, f"<{fn['ref']}>", "exec"), namespace)  # noqa: S102 - the project's own
+    call = {}
+    for arg, kind in fn["args"]:
+        if kind == "acc":
+            call[arg] = acc
+        elif kind == "row":
+            call[arg] = values[arg].reshape(-1, 1).float()
+        elif kind == "col":
+            call[arg] = values[arg].reshape(1, -1).float()
+        else:
+            call[arg] = values[arg]
+    return torch.as_tensor(namespace[name](**call), device=acc.device).float()
+
+
 def check_variant(
     path: Path,
     count: int,
@@ -205,20 +267,29 @@ def check_variant(
             c.copy_(torch.randn(m, n, device="cuda", generator=gen))
         c0 = c.float().clone()
         extra = []
+        fn = epi.get("fn")
+        fn_values = (
+            fn_inputs([a_ for a_ in fn["args"] if a_[1] != "acc"], m, n, k, i, rng, gen)
+            if fn
+            else {}
+        )
         if epi.get("bias", "none") != "none":  # a fresh bias vector of C's dtype
             length = m if epi["bias"] == "row" else n
             extra.append(torch.randn(length, device="cuda", generator=gen).to(out_dtype))
         note = ""
         try:
             if launch_with == "jit":
-                module.launcher(a, b, c, *extra, **scalars)()
+                module.launcher(a, b, c, *extra, **scalars, **fn_values)()
             else:
                 launch_with(a, b, c, *extra)  # an AOT kernel object
             torch.cuda.synchronize()
         except Exception as e:  # noqa: BLE001 - a failed launch is a failed case
             cases.append(Case(path.stem, m, n, k, math.inf, tol, False, f"{type(e).__name__}: {e}"))
             continue
-        ref = reference(a, b, c0, epi, *extra)
+        if fn:
+            ref = fn_reference(module, fn, a.float() @ b.float().T, fn_values)
+        else:
+            ref = reference(a, b, c0, epi, *extra)
         got = c.float()
         err = ((got - ref).norm() / ref.norm()).item()
         outside = torch.cat([buf[:m, n:].flatten(), buf[m, :].flatten()])
@@ -228,6 +299,11 @@ def check_variant(
         if not math.isfinite(err):
             note = f"{int(torch.isnan(got).sum())} NaN (unwritten) of {m * n}"
         values = ", ".join(f"{name}={value:.4g}" for name, value in scalars.items())
+        if fn:
+            values = ", ".join(
+                f"{name} {tuple(v.shape)}" if hasattr(v, "shape") and v.dim() else
+                f"{name}={float(v):.4g}" for name, v in fn_values.items()
+            )  # fmt: skip
         note = "; ".join(x for x in (note, values) if x)
         cases.append(Case(path.stem, m, n, k, err, tol, passed, note))
     return cases

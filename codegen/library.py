@@ -62,7 +62,11 @@ def _class_of(k) -> tuple:
 
 
 def _classes(pkg, arch: str) -> list[tuple]:
-    return sorted({_class_of(k) for k in pkg.KERNELS if k.arch == arch}, key=str)
+    # epilogue-function kernels are checked by check_epilogue_fns (gemm_fn), not by gemm()
+    return sorted(
+        {_class_of(k) for k in pkg.KERNELS if k.arch == arch and getattr(k, "fn", None) is None},
+        key=str,
+    )
 
 
 def _shapes(steps: tuple[int, int, int], count: int, rng: random.Random) -> list[tuple]:
@@ -101,7 +105,11 @@ def check_class(pkg, cls: tuple, count: int, rng: random.Random) -> list[Check]:
     label = f"{dtype}->{out} alpha={_num(alpha_k)} beta={_num(beta_k)} act={activation} bias={bias_kind}"
     checks = []
     # the kernels K-major operands reach (check_layouts takes the others)
-    mine = [k for k in pkg.KERNELS if _class_of(k) == cls and k.a_major == k.b_major == "k"]
+    mine = [
+        k
+        for k in pkg.KERNELS
+        if _class_of(k) == cls and k.a_major == k.b_major == "k" and getattr(k, "fn", None) is None
+    ]
     steps = tuple(min(k.shape_multiples[i] for k in mine) for i in range(3))
     for i, (m, n, k) in enumerate(_shapes(steps, count, rng)):
         # a runtime alpha or beta: values no kernel compiles in, so gemm() picks one of this class
@@ -205,6 +213,85 @@ def check_runtime_scalars(pkg) -> list[Check]:
     return checks
 
 
+def check_epilogue_fns(pkg) -> list[Check]:
+    """The epilogue-function kernels of this GPU's arch as a user calls them: scaled_mm (FP8
+    per-tensor and row-wise scales, out NaN-poisoned, odd M) against torch._scaled_mm's
+    definition in float32, (A @ B^T) * scale_a * scale_b; gemm_fn on every other such kernel
+    against its function in float32 torch (codegen.gpu.fn_reference); and the refusals (bad scale
+    shapes, a missing argument) raise GemmError before any launch."""
+    import torch
+
+    from codegen import gpu
+
+    arch, _ = gpu.gpu_arch()
+    mine = [k for k in pkg.KERNELS if k.arch == arch and getattr(k, "fn", None) is not None]
+    checks = []
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    for m, n, k in ((1, 256, 512), (200, 512, 1024), (777, 1536, 4096)):
+        for per_tensor in (True, False):
+            if not any(
+                x.fn == ("scale_per_tensor" if per_tensor else "scale_rowwise") for x in mine
+            ):
+                continue
+            a = torch.randn(m, k, device="cuda", generator=gen).to(torch.float8_e4m3fn)
+            b = torch.randn(n, k, device="cuda", generator=gen).to(torch.float8_e4m3fn)
+            if per_tensor:
+                sa, sb = torch.tensor(0.75, device="cuda"), torch.tensor(1.5, device="cuda")
+            else:
+                sa = torch.rand(m, 1, device="cuda", generator=gen) + 0.5
+                sb = torch.rand(1, n, device="cuda", generator=gen) + 0.5
+            label = f"scaled_mm e4m3->bf16 {'per-tensor' if per_tensor else 'row-wise'} M={m} N={n} K={k}"
+            tol = tolerance("e4m3", "bf16")
+            try:
+                got = pkg.scaled_mm(a, b, sa, sb)
+                torch.cuda.synchronize()
+            except Exception as e:  # noqa: BLE001 - a failed call is a failed check
+                checks.append(Check(label, False, f"{type(e).__name__}: {e}"))
+                continue
+            ref = (a.float() @ b.float().T) * sa * sb
+            err = ((got.float() - ref).norm() / ref.norm()).item()
+            checks.append(Check(label, math.isfinite(err) and err <= tol,
+                                f"rel_err {err:.2e} tol {tol:.0e}"))  # fmt: skip
+    rng = random.Random(7)
+    for kern in mine:
+        mult = kern.shape_multiples
+        m, n, k = (max(s, (x // s) * s) for s, x in zip(mult, (333, 1000, 1040), strict=True))
+        tin, tout = torch_dtype(kern.dtype), torch_dtype(kern.out_dtype)
+        a = torch.randn(m, k, device="cuda", generator=gen).to(tin)
+        b = torch.randn(n, k, device="cuda", generator=gen).to(tin)
+        values = gpu.fn_inputs(list(kern.fn_args), m, n, k, 0, rng, gen)
+        out = torch.full((m, n), float("nan"), device="cuda", dtype=tout)
+        label = f"gemm_fn({kern.name}) M={m} N={n} K={k}"
+        tol = tolerance(kern.dtype, kern.out_dtype)
+        try:
+            pkg.gemm_fn(kern.name, a, b, out=out, **values)
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001 - a failed call is a failed check
+            checks.append(Check(label, False, f"{type(e).__name__}: {e}"))
+            continue
+        module = __import__(kern.module, fromlist=["_"])
+        ref = gpu.fn_reference(
+            module, module.SPEC["epilogue"]["fn"], a.float() @ b.float().T, values
+        )
+        err = ((out.float() - ref).norm() / ref.norm()).item()
+        checks.append(
+            Check(label, math.isfinite(err) and err <= tol, f"rel_err {err:.2e} tol {tol:.0e}")
+        )
+    if mine:
+        a = torch.zeros(64, 128, device="cuda").to(torch.float8_e4m3fn)
+        b = torch.zeros(256, 128, device="cuda").to(torch.float8_e4m3fn)
+        for what, call, text in (
+            ("scaled_mm scale_a (3,)", lambda: pkg.scaled_mm(a, b, torch.ones(3, device="cuda"),
+                                                             torch.ones(256, device="cuda")),
+             "scales must both be 0-d"),
+            ("gemm_fn without its arguments", lambda: pkg.gemm_fn(mine[0].name, a, b),
+             "by keyword"),
+        ):  # fmt: skip
+            ok, detail = _raises(call, pkg.GemmError, text)
+            checks.append(Check(f"refused: {what}", ok, detail))
+    return checks
+
+
 def _raises(fn: Callable[[], object], error: type, text: str) -> tuple[bool, str]:
     try:
         fn()
@@ -282,7 +369,9 @@ def check_layouts(pkg) -> list[Check]:
             {
                 (k.a_major, k.b_major)
                 for k in pkg.KERNELS
-                if k.arch == arch and _class_of(k) == (dtype, dtype, 1.0, 0.0, None, None)
+                if k.arch == arch
+                and _class_of(k) == (dtype, dtype, 1.0, 0.0, None, None)
+                and getattr(k, "fn", None) is None
             }
             - {("k", "k")}
         )

@@ -205,7 +205,16 @@ def check(spec: Spec) -> list[Violation]:
             )
         )
     epi = spec.epilogue
-    if not isinstance(epi, DirectEpilogue) or epi.fused:
+    if epi.fn is not None:
+        out.append(
+            Violation(
+                "epilogue.fn",
+                f'fn {epi.fn.name}: mainloop = "light" runs no epilogue function (its warps '
+                'add partials through SMEM and store the plain product); legal with fn: mainloop '
+                '"tma"',
+            )
+        )
+    elif not isinstance(epi, DirectEpilogue) or epi.fused:
         out.append(
             Violation(
                 "epilogue",

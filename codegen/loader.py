@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from codegen import rules
+from codegen import epilogue_fn, rules
 from codegen.plan_common import plural
 from codegen.spec import Spec
 
@@ -284,6 +284,20 @@ def _entries(path: str, doc: dict) -> tuple[list[tuple[str | None, dict, bool]],
     return entries, problems
 
 
+def _resolve_fn(knobs: dict, root: Path) -> tuple[dict, str | None]:
+    """The knobs with ``epilogue.fn = "FILE:FUNCTION"`` read and checked (codegen/epilogue_fn.py)
+    into the table the spec model takes; or the one-line reason it cannot be used."""
+    epi = knobs.get("epilogue")
+    if not isinstance(epi, dict) or "fn" not in epi or isinstance(epi["fn"], dict):
+        return knobs, None
+    try:
+        got = epilogue_fn.resolve(epi["fn"], root)
+    except epilogue_fn.EpilogueFnError as e:
+        return knobs, str(e)
+    fn = {"ref": got.ref, "args": got.args, "digest": got.digest, "source": got.source}
+    return {**knobs, "epilogue": {**epi, "fn": fn}}, None
+
+
 def load_file(
     path: Path, skipped: list[SpecProblem] | None = None
 ) -> tuple[list[LoadedSpec], list[SpecProblem]]:
@@ -312,8 +326,13 @@ def load_file(
 
     entries, problems = _entries(shown, doc)
     specs: list[LoadedSpec] = []
+    root = project_root(path.parent)
     for i, (given, knobs, swept) in enumerate(entries):
         label = given or f"entry {i + 1}"
+        knobs, why = _resolve_fn(knobs, root)
+        if why:
+            problems.append(SpecProblem(shown, label, "epilogue.fn", why))
+            continue
         try:
             spec = rules.resolve(Spec.model_validate(knobs))
         except ValidationError as e:

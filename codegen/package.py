@@ -149,6 +149,18 @@ class Entry:
             "module": module_name(self.relpath),
             # the operands' major modes: printed only where not K-major (the Kernel defaults)
             **{knob: s[knob] for knob in ("a_major", "b_major") if s.get(knob, "k") != "k"},
+            # an epilogue function (printed only where there is one): its name and its
+            # arguments after the accumulator, (name, kind), which gemm_fn passes by keyword
+            **(
+                {
+                    "fn": epi["fn"]["ref"].rsplit(":", 1)[1],
+                    "fn_args": tuple(
+                        (name, kind) for name, kind in epi["fn"]["args"] if kind != "acc"
+                    ),
+                }
+                if epi.get("fn")
+                else {}
+            ),
         }
 
 

@@ -109,6 +109,43 @@ class Fusion:
     activation: str
     gelu_c: float
     gelu_cubic: float
+    # an epilogue function's arguments after the accumulator, as gemm, gemm_kernel and the
+    # helper that runs the epilogue take them (fn_NAME: the user's NAME, prefixed so that it
+    # never meets a name of the template), each with its DSL type and gemm_kernel's note
+    fn_params: list[tuple[str, str, str]]
+    fn_names: list[str]  # their names
+
+
+@dataclass(frozen=True, kw_only=True)
+class FnArg:
+    """One argument of an epilogue function's call (``plan.epifn.args``)."""
+
+    name: str  # the function's parameter
+    kind: str  # codegen.epilogue_fn's kind: acc, scalar, device_scalar, row, col
+    kernel: str  # the kernel's name for it: fn_NAME
+    value: str  # what the per-element call passes: the kernel's scalar, its per-tile read or
+    # its vector at the element's row or column (the kernel's: swap AB exchanges them)
+    axis: str  # the kernel's axis a vector runs along: "row", "col", or "" for the rest
+    host_doc: str  # launcher's words on it
+
+
+@dataclass(frozen=True, kw_only=True)
+class EpiFn:
+    """An epilogue function (``plan.epifn``; None without one; codegen/epilogue_fn.py): called
+    once per accumulator element, in f32, before the conversion to the output dtype."""
+
+    name: str
+    ref: str  # where it came from: FILE:FUNCTION
+    source: str  # its text, printed once at module level
+    kind_aliases: str  # the annotations it uses, as names of cutlass.Float32 in the kernel file
+    args: list[FnArg]
+    reads: list[FnArg]  # device scalars, read once per tile before the element loop
+    rows: bool  # some argument is a vector along the kernel's rows
+    cols: bool  # ... along its columns
+    tensors: list[FnArg]  # what launcher() takes as torch tensors
+    scalars: list[FnArg]  # ... as host floats
+    call_note: str  # the epilogue's comment over the call: the call in the kernel's terms
+    heading: str  # ... and the line above it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -193,6 +230,7 @@ class Values:
     splits: int  # CTAs that split one tile's K range (1 without split-K)
     fusion: Fusion
     bias: Bias | None = None
+    epifn: EpiFn | None = None
     tensors: Tensors
     layouts: Layouts
     workers: Workers | None = None
@@ -337,6 +375,16 @@ def fusion_formula(spec: Spec) -> str:
         expr += f" + bias[{'row' if epi.bias == 'row' else 'column'}]"
     if epi.activation != "none":
         expr = f"{epi.activation}({expr})"
+    if epi.fn is not None:
+        names = ", ".join(
+            "A @ B^T"
+            if kind == "acc"
+            else f"{name}[{'row' if kind == 'row' else 'col'}]"
+            if kind in ("row", "col")
+            else name
+            for name, kind in epi.fn.args
+        )
+        expr = f"{epi.fn.name}({names})"
     return expr
 
 
@@ -352,10 +400,95 @@ def fusion(spec: Spec) -> Fusion:
         beta_name="beta" if epi.beta == RUNTIME else "BETA",
         scalars=epi.scalars,
         scalar_notes={name: note for name, note in SCALAR_NOTES.items() if name in epi.scalars},
-        scalars_doc="".join(f", {name} (f32)" for name in epi.scalars),
+        scalars_doc="".join(f", {name} (f32)" for name in epi.scalars)
+        + "".join(
+            f", fn_{name} {FN_SHAPES[kind]}"
+            for name, kind in (epi.fn.args if epi.fn else ())
+            if kind != "acc"
+        ),
         activation=epi.activation,
         gelu_c=GELU_C,
         gelu_cubic=GELU_CUBIC,
+        fn_params=[
+            (
+                f"fn_{name}",
+                "cutlass.Float32" if kind == "scalar" else "cute.Tensor",
+                FN_KERNEL_NOTES[kind],
+            )
+            for name, kind in (epi.fn.args if epi.fn else ())
+            if kind != "acc"
+        ],
+        fn_names=[f"fn_{name}" for name, kind in (epi.fn.args if epi.fn else ()) if kind != "acc"],
+    )
+
+
+# gemm's docstring on each kind of epilogue-function argument
+FN_SHAPES = {"scalar": "(f32)", "device_scalar": "(1,) f32", "row": "(M,) f32", "col": "(N,) f32"}
+# gemm_kernel's note on each kind of epilogue-function argument
+FN_KERNEL_NOTES = {
+    "scalar": "epilogue function argument: a runtime f32 scalar",
+    "device_scalar": "epilogue function argument: (1,) f32, read once per tile",
+    "row": "epilogue function argument: (M,) f32, one value per row of C",
+    "col": "epilogue function argument: (N,) f32, one value per column of C",
+}
+FN_HOST_DOC = {
+    "scalar": "a host float (finite in float32)",
+    "device_scalar": "a 0-d (or (1,)) float32 CUDA tensor, read by the kernel at each launch",
+    "row": "a float32 CUDA tensor of M values ((M,) or (M, 1), contiguous)",
+    "col": "a float32 CUDA tensor of N values ((N,) or (1, N), contiguous)",
+}
+
+
+def epifn(spec: Spec) -> EpiFn | None:
+    """What the epilogue-function macros print (templates/common/epifn.py.j2 and each
+    architecture's per-element call); None without a function."""
+    fn = spec.epilogue.fn
+    if fn is None:
+        return None
+    args = []
+    for name, kind in fn.args:
+        kernel = f"fn_{name}"
+        axis = ""
+        if kind in ("row", "col"):
+            # the kernel computes C^T with swap AB: the user's rows are its columns
+            axis = {"row": "col", "col": "row"}[kind] if spec.swap_ab else kind
+        value = {
+            "acc": "",
+            "scalar": kernel,
+            "device_scalar": f"{kernel}_v",
+            "row": f"{kernel}[{axis}]",
+            "col": f"{kernel}[{axis}]",
+        }[kind]
+        args.append(
+            FnArg(
+                name=name,
+                kind=kind,
+                kernel=kernel,
+                value=value,
+                axis=axis,
+                host_doc=FN_HOST_DOC.get(kind, ""),
+            )
+        )
+    from codegen.epilogue_fn import KIND_NAMES  # the vocabulary: a leaf module
+
+    used = sorted({KIND_NAMES[kind] for _, kind in fn.args})
+    shown = ", ".join(
+        a.name if a.kind == "acc" else f"{a.name}[{a.axis}]" if a.axis else a.name for a in args
+    )
+    return EpiFn(
+        name=fn.name,
+        ref=fn.ref,
+        source=fn.source,
+        kind_aliases=" = ".join(used) + " = cutlass.Float32",
+        args=args,
+        reads=[a for a in args if a.kind == "device_scalar"],
+        rows=any(a.axis == "row" for a in args),
+        cols=any(a.axis == "col" for a in args),
+        tensors=[a for a in args if a.kind in ("device_scalar", "row", "col")],
+        scalars=[a for a in args if a.kind == "scalar"],
+        call_note=f"acc = {fn.name}({shown})",
+        heading="epilogue function, per element, in f32"
+        + ("; row, col index C^T (swap AB)" if spec.swap_ab and any(a.axis for a in args) else ""),
     )
 
 

@@ -134,6 +134,33 @@ def _fits_f32(value: float) -> bool:
     return True
 
 
+class EpilogueFn(_Frozen):
+    """An epilogue function (codegen/epilogue_fn.py): the spec writes ``fn = "FILE:FUNCTION"`` and
+    the loader resolves it into this: the reference, every parameter's (name, kind) and the
+    digest of the function's source (so the spec hash changes with it). The source itself is
+    carried for the renderer but is no knob (the kernel file prints it where it is called)."""
+
+    ref: str  # "FILE:FUNCTION", the path relative to the project root
+    args: tuple[tuple[str, str], ...]  # (name, kind) of every parameter, in order
+    digest: str
+    source: str = Field(default="", exclude=True)
+
+    @field_validator("args", mode="before")
+    @classmethod
+    def _tuples(cls, value: object) -> object:
+        # a SPEC dict read back from a kernel file holds lists
+        if isinstance(value, list):
+            return tuple(tuple(v) if isinstance(v, list) else v for v in value)
+        return value
+
+    @property
+    def name(self) -> str:
+        return self.ref.rsplit(":", 1)[1]
+
+    def kinds(self) -> set[str]:
+        return {kind for _, kind in self.args}
+
+
 class _EpilogueBase(_Frozen):
     """Fusions every epilogue style shares: D = activation(alpha * A @ B^T + beta * C)."""
 
@@ -146,6 +173,31 @@ class _EpilogueBase(_Frozen):
     # D = activation(alpha * A @ B^T + beta * C + bias): a 1-D tensor in the output dtype, an
     # extra argument of gemm / launcher / run right after C
     bias: Bias = "none"
+    # an epilogue function called per accumulator element in f32 (codegen/epilogue_fn.py); it
+    # replaces alpha, beta, activation and bias, which it can express itself
+    fn: EpilogueFn | None = None
+
+    @model_validator(mode="after")
+    def _fn_alone(self) -> _EpilogueBase:
+        if self.fn is None:
+            return self
+        menu = [
+            name
+            for name, value, neutral in (
+                ("alpha", self.alpha, 1.0),
+                ("beta", self.beta, 0.0),
+                ("activation", self.activation, "none"),
+                ("bias", self.bias, "none"),
+            )
+            if value != neutral
+        ]
+        if menu:
+            raise ValueError(
+                f"fn replaces {', '.join(menu)}: write {'them' if len(menu) > 1 else 'it'} into "
+                f"the function {self.fn.name} (its arguments can be scalars and vectors) and "
+                "leave them out of the epilogue table"
+            )
+        return self
 
     @field_validator("alpha", "beta")
     @classmethod
@@ -177,6 +229,7 @@ class _EpilogueBase(_Frozen):
             or self.beta != 0.0
             or self.activation != "none"
             or self.bias != "none"
+            or self.fn is not None
         )
 
     @model_serializer(mode="wrap")
@@ -185,6 +238,8 @@ class _EpilogueBase(_Frozen):
         data = handler(self)
         if data.get("bias") == "none":
             del data["bias"]
+        if data.get("fn") is None:
+            data.pop("fn", None)
         return data
 
 
@@ -420,6 +475,8 @@ class Spec(_Frozen):
             epi += f"_bias{self.epilogue.bias}"
         if self.epilogue.activation != "none":
             epi += f"_{self.epilogue.activation}"
+        if self.epilogue.fn is not None:
+            epi += f"_fn_{self.epilogue.fn.name}"
         parts.append(epi)
         sched = self.scheduler.kind
         if isinstance(self.scheduler, PersistentScheduler):

@@ -52,6 +52,7 @@ CASES: dict[str, list[str]] = {
     "light_rules": ["bad_specs/light_rules.toml"],
     "layout_rules": ["bad_specs/layout_rules.toml"],
     "runtime_scalars": ["bad_specs/runtime_scalars.toml"],
+    "epilogue_fn": ["bad_specs/epilogue_fn.toml"],
 }
 
 PROBLEM = re.compile(r"^(?P<path>\S+\.toml)(?: \[(?P<variant>[^\]]+)\])?: (?P<message>.+)$")

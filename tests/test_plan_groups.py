@@ -24,6 +24,7 @@ Features = dict[str, Callable[[Spec], bool]]
 # group -> whether a spec has its feature: both architectures' ...
 SHARED: Features = {
     "bias": lambda s: s.epilogue.bias != "none",
+    "epifn": lambda s: s.epilogue.fn is not None,
     # a persistent grid sized by the GPU's SMs
     "workers": lambda s: (
         isinstance(s.scheduler, PersistentScheduler)

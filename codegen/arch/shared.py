@@ -272,6 +272,53 @@ def runtime_scalar_violations(spec: Spec) -> list[Violation]:
     ]
 
 
+def epilogue_fn_violations(spec: Spec, supported: dict[str, frozenset[str]]) -> list[Violation]:
+    """An epilogue function (epilogue.fn) runs in the one epilogue of the GEMM kernel, once per
+    element after the whole K reduction: not with split-K or stream-K (their partials meet after
+    the epilogue's registers, in a reduce or a fix-up). `supported`: per epilogue style the
+    architecture implements it in, the argument kinds it gives (codegen/epilogue_fn.py)."""
+    from codegen.epilogue_fn import KIND_NAMES
+
+    fn = spec.epilogue.fn
+    if fn is None:
+        return []
+    what = f"fn {fn.name}"
+    if splits(spec) > 1 or is_stream_k(spec):
+        kind = f"split_k (splits={splits(spec)})" if splits(spec) > 1 else "stream_k"
+        return [
+            Violation(
+                "epilogue.fn",
+                f"{what} is not implemented with scheduler {kind}: the function must run once "
+                "per element after the K reduction, which happens outside the epilogue's "
+                "registers there; legal with fn: scheduler grid or persistent",
+            )
+        ]
+    style = spec.epilogue.style
+    kinds = supported.get(style)
+    if kinds is None:
+        legal = " or ".join(f'"{s}"' for s in supported)
+        return [
+            Violation(
+                "epilogue.fn",
+                f"{what}: epilogue functions are not implemented in the {style} epilogue on "
+                f"{spec.arch}; legal with fn: style {legal}",
+            )
+        ]
+    for name, kind in fn.args:
+        if kind not in kinds:
+            others = [s for s, k in supported.items() if kind in k]
+            return [
+                Violation(
+                    "epilogue.fn",
+                    f"{what}: argument {name!r} ({KIND_NAMES[kind]}) is not given by the {style} "
+                    f"epilogue on {spec.arch}; legal there: "
+                    f"{', '.join(KIND_NAMES[k] for k in sorted(kinds))}"
+                    + (f"; {KIND_NAMES[kind]} needs style {' or '.join(others)}" if others else ""),
+                )
+            ]
+    return []
+
+
 # ---- stream-K -----------------------------------------------------------------------------------
 
 

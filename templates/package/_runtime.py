@@ -62,6 +62,8 @@ F32_MAX = 3.4028234663852886e38  # the largest finite float32: the epilogue comp
 _BY_CLASS: dict[tuple, list[Kernel]] = {}
 _BY_LAYOUT: dict[tuple, list[Kernel]] = {}
 for _k in KERNELS:
+    if _k.fn is not None:
+        continue  # an epilogue-function kernel: called by name (gemm_fn), never dispatched to
     _key = (_k.arch, _k.dtype, _k.out_dtype, _k.alpha, _k.beta, _k.activation, _k.bias)
     _BY_LAYOUT.setdefault((*_key, _k.a_major, _k.b_major), []).append(_k)
     if _k.a_major == _k.b_major == "k":
@@ -645,6 +647,118 @@ def _eager(a, b, out, bias, alpha, beta, activation, out_dtype) -> torch.Tensor:
     else:
         fn(a, b, out, *scalars)
     return out
+
+
+# ---- epilogue-function kernels -----------------------------------------------------------------
+
+# what an epilogue function's argument of each kind must be (Kernel.fn_args)
+_FN_KIND_SHAPE = {"device_scalar": "() or (1,)", "row": "(M,) or (M, 1)", "col": "(N,) or (1, N)"}
+
+
+def gemm_fn(name: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None,
+            **fn_args) -> torch.Tensor:  # fmt: skip
+    """D = the epilogue function of kernel `name` (a Kernel with `fn`, cutegemm.KERNELS) applied
+    to A @ B^T, its arguments by keyword as Kernel.fn_args names them: "scalar" a host float,
+    "device_scalar" a 0-d float32 CUDA tensor (read at launch: a CUDA graph replays with its new
+    value), "row" float32 (M,) or (M, 1), "col" float32 (N,) or (1, N). a (M, K), b (N, K)
+    K-major, of the kernel's dtype; out (M, N) of its out dtype, or None to allocate it. Eager
+    only (not a torch op yet); every check raises GemmError before anything is launched."""
+    kern = next((k for k in KERNELS if k.name == name), None)
+    if kern is None or kern.fn is None:
+        names = sorted(k.name for k in KERNELS if k.fn is not None)
+        raise GemmError(f"no epilogue-function kernel {name!r}; there are: {', '.join(names)}")
+    want = {arg for arg, _ in kern.fn_args}
+    if set(fn_args) != want:
+        raise GemmError(
+            f"{name}'s epilogue function {kern.fn} takes {', '.join(sorted(want))} by keyword, "
+            f"got {', '.join(sorted(fn_args)) or 'none'}"
+        )
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+        raise GemmError("a and b must be torch tensors")
+    dev = a.device
+    if dev.type != "cuda" or b.device != dev:
+        raise GemmError(f"a and b must be on one CUDA device, got {a.device} and {b.device}")
+    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[1]:
+        raise GemmError(f"expected a (M, K) and b (N, K), got {tuple(a.shape)}, {tuple(b.shape)}")
+    (m, k), n = a.shape, b.shape[0]
+    if a.dtype != _TORCH[kern.dtype] or b.dtype != _TORCH[kern.dtype]:
+        raise GemmError(f"{name} takes {_TORCH[kern.dtype]} a and b, got {a.dtype}, {b.dtype}")
+    gpu, arch = _device(dev.index)
+    if kern.arch != arch:
+        raise GemmError(f"{name} is an {kern.arch} kernel; this GPU ({gpu}) runs {arch}")
+    if k == 0:
+        raise GemmError(f"K=0: a ({m}, 0) and b ({n}, 0) have nothing to reduce")
+    why = _refusal(kern, m, n, k)
+    if why:
+        raise GemmError(f"{name} cannot take M={m}, N={n}, K={k}: {why}")
+    if _major(a) != "k" or _major(b) != "k":
+        raise GemmError("a and b must be K-major (last stride 1, 16-byte aligned rows)")
+    values = []
+    for arg, kind in kern.fn_args:
+        v = fn_args[arg]
+        if kind == "scalar":
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not abs(v) <= F32_MAX:
+                raise GemmError(f"{arg} must be a finite float32 number, got {v!r}")
+            values.append(float(v))
+            continue
+        extent = {"device_scalar": 1, "row": m, "col": n}[kind]
+        ok = isinstance(v, torch.Tensor) and v.dtype == torch.float32 and v.dim() <= 2
+        if not ok or v.numel() != extent or not v.is_contiguous() or v.device != dev:
+            got = f"{v.dtype} {tuple(v.shape)} on {v.device}" if isinstance(v, torch.Tensor) else (
+                type(v).__name__)  # fmt: skip
+            raise GemmError(
+                f"{arg} must be a contiguous float32 tensor of shape {_FN_KIND_SHAPE[kind]} on "
+                f"{dev}, got {got}"
+            )
+        values.append(v.reshape(-1))
+    odt = _TORCH[kern.out_dtype]
+    if out is None:
+        out = torch.empty((m, n), dtype=odt, device=dev)
+    elif out.shape != (m, n) or out.device != dev or out.dtype != odt or not _rows_ok(out):
+        raise GemmError(f"out must be a contiguous ({m}, {n}) {odt} tensor on {dev}")
+    if m and n:
+        _compiled(kern, arch, dev.index)(a, b, out, *values)
+    return out
+
+
+def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, *,
+              out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:  # fmt: skip
+    """torch._scaled_mm(a, b.t(), scale_a, scale_b, out_dtype=...) for float8_e4m3fn a (M, K) and
+    b (N, K): 0-d scales go to a per-tensor kernel (fn scale_per_tensor), scale_a (M,) / (M, 1)
+    with scale_b (N,) / (1, N) to a row-wise one (fn scale_rowwise); the first such kernel of
+    this GPU's arch and out dtype that takes the shape. GemmError before any launch otherwise."""
+    if not all(isinstance(t, torch.Tensor) for t in (a, b, scale_a, scale_b)):
+        raise GemmError("a, b, scale_a and scale_b must be torch tensors")
+    if a.dtype != torch.float8_e4m3fn or b.dtype != torch.float8_e4m3fn:
+        raise GemmError(f"scaled_mm takes float8_e4m3fn a and b, got {a.dtype}, {b.dtype}")
+    if a.dim() != 2 or b.dim() != 2:
+        raise GemmError(f"expected a (M, K) and b (N, K), got {tuple(a.shape)}, {tuple(b.shape)}")
+    m, n = a.shape[0], b.shape[0]
+    if scale_a.numel() == 1 and scale_b.numel() == 1 and scale_a.dim() == scale_b.dim() == 0:
+        fn = "scale_per_tensor"
+    elif (tuple(scale_a.shape) in ((m,), (m, 1))) and (tuple(scale_b.shape) in ((n,), (1, n))):
+        fn = "scale_rowwise"
+    else:
+        raise GemmError(
+            f"scales must both be 0-d (per tensor) or scale_a (M,) / (M, 1) and scale_b (N,) / "
+            f"(1, N) (row-wise), got {tuple(scale_a.shape)} and {tuple(scale_b.shape)}"
+        )
+    if a.device.type != "cuda":
+        raise GemmError(f"a must be a CUDA tensor, got {a.device}")
+    _, arch = _device(a.device.index)
+    out = _NAME.get(out_dtype)
+    mine = [k for k in KERNELS if k.fn == fn and k.arch == arch and k.dtype == "e4m3"
+            and k.out_dtype == out]  # fmt: skip
+    if not mine:
+        raise GemmError(f"no {arch} kernel computes e4m3 -> {out_dtype} with {fn}")
+    m_k = a.shape[1]
+    fits = [k for k in _rule_order(mine, m) if _refusal(k, m, n, m_k) is None]
+    if not fits:
+        raise GemmError(
+            f"no {fn} kernel takes M={m}, N={n}, K={m_k}: "
+            + "; ".join(f"{k.name}: {_refusal(k, m, n, m_k)}" for k in mine)
+        )
+    return gemm_fn(fits[0].name, a, b, scale_a=scale_a, scale_b=scale_b)
 
 
 # ---- the torch op ------------------------------------------------------------------------------

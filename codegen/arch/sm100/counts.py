@@ -212,6 +212,16 @@ def fusion_counts(spec: Spec) -> dict[str, int]:
     loads = direct_stores(spec) if epi.beta != 0.0 and not is_tma_store(spec) else 0
     if epi.bias != "none":
         loads += 1 if bias_axis(spec) == "row" else vectors
+    if epi.fn is not None:
+        # an epilogue function, per element of each chunk: a device scalar is one load per tile;
+        # a vector along the kernel's rows one per chunk (the thread's row), along its columns
+        # one scalar load per value (swap AB exchanges the user's rows and columns)
+        for _, kind in epi.fn.args:
+            if kind == "device_scalar":
+                loads += 1
+            elif kind in ("row", "col"):
+                axis = {"row": "col", "col": "row"}[kind] if spec.swap_ab else kind
+                loads += epilogue_chunks(spec)[1] if axis == "row" else values
     return {
         "ld.global": loads,
         "max.f32": values if epi.activation == "relu" else 0,

@@ -913,6 +913,11 @@ def layout_violations(spec: Spec) -> list[Violation]:
     return out
 
 
+# the argument kinds of an epilogue function (codegen/epilogue_fn.py) each epilogue style gives
+_ALL_KINDS = frozenset({"acc", "scalar", "device_scalar", "row", "col"})
+EPILOGUE_FN_KINDS: dict[str, frozenset[str]] = {"direct": _ALL_KINDS}
+
+
 def check(spec: Spec) -> list[Violation]:
     """Every sm_100a rule the spec breaks, in the order of the spec's fields."""
     out = shape_violations(spec) + m64_violations(spec) + tmem_violations(spec)
@@ -930,6 +935,7 @@ def check(spec: Spec) -> list[Violation]:
     out += multicast_violations(spec)
     out += epilogue_violations(spec)
     out += shared.runtime_scalar_violations(spec)
+    out += shared.epilogue_fn_violations(spec, EPILOGUE_FN_KINDS)
     out += tma_store_row_violations(spec)
     out += scheduler_violations(spec)
     out += dynamic_violations(spec)

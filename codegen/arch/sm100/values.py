@@ -672,6 +672,7 @@ def values(spec: Spec) -> Sm100Values:
         splits=shared.splits(spec),
         fusion=plan_common.fusion(spec),
         bias=plan_common.bias(spec),
+        epifn=plan_common.epifn(spec),
         tensors=tensors(spec),
         layouts=plan_common.layouts(spec),
         workers=workers(spec),

@@ -46,9 +46,20 @@ def epilogue_loads(spec: Spec) -> int:
     if spec.epilogue.beta != 0.0 and not rules_sm90.tma_loads_c(spec):
         loads += rules_sm90.accumulator_regs(spec) // (1 if spec.swap_ab else 2)
     kernel_axis = bias_axis(spec)
+    atoms_m = spec.tile.m // (64 * rules_sm90.tile_warpgroups(spec))
+    per_axis = {"row": 2 * atoms_m, "col": spec.tile.n // 4}
     if spec.epilogue.bias != "none":
-        atoms_m = spec.tile.m // (64 * rules_sm90.tile_warpgroups(spec))
-        loads += 2 * atoms_m if kernel_axis == "row" else spec.tile.n // 4
+        loads += per_axis["row" if kernel_axis == "row" else "col"]
+    if spec.epilogue.fn is not None:
+        # an epilogue function: one load per device scalar (once per tile), and per vector the
+        # loads of a bias along the same axis of the kernel's tile (the per-element loads of one
+        # row or column are one load after CSE); swap AB exchanges the user's rows and columns
+        for _, kind in spec.epilogue.fn.args:
+            if kind == "device_scalar":
+                loads += 1
+            elif kind in ("row", "col"):
+                axis = {"row": "col", "col": "row"}[kind] if spec.swap_ab else kind
+                loads += per_axis[axis]
     return loads
 
 

@@ -521,6 +521,11 @@ def layout_violations(spec: Spec) -> list[Violation]:
     return out
 
 
+# the argument kinds of an epilogue function (codegen/epilogue_fn.py) each epilogue style gives
+_ALL_KINDS = frozenset({"acc", "scalar", "device_scalar", "row", "col"})
+EPILOGUE_FN_KINDS: dict[str, frozenset[str]] = {"direct": _ALL_KINDS, "tma": _ALL_KINDS}
+
+
 def check(spec: Spec) -> list[Violation]:
     out: list[Violation] = []
     t = spec.tile
@@ -565,6 +570,7 @@ def check(spec: Spec) -> list[Violation]:
         )
     out.extend(fusion_violations(spec))
     out.extend(shared.runtime_scalar_violations(spec))
+    out.extend(shared.epilogue_fn_violations(spec, EPILOGUE_FN_KINDS))
     out.extend(swizzle_violations(spec))
     if not spec.warp_specialized:
         out.append(

@@ -1,0 +1,21 @@
+"""Epilogue functions with mistakes, for tests/bad_specs/epilogue_fn.toml."""
+
+import torch
+
+from codegen.epilogue_fn import Acc, ColVec, Scalar
+
+
+def unknown_kind(acc: Acc, scale: torch.Tensor):
+    return acc * scale
+
+
+def no_acc(scale: Scalar):
+    return scale
+
+
+def uses_torch(acc: Acc, bias: ColVec):
+    return torch.relu(acc + bias)
+
+
+def fine(acc: Acc, bias: ColVec):
+    return acc + bias
