@@ -24,10 +24,12 @@ from codegen.gpu import Shape, capture_graph, input_sets
 def _cuts(m: int, n: int, mod, sms: int) -> dict[str, int]:
     """Stream-K CTA counts worth timing: the GPU's, equal groups per band, one CTA per tile."""
     tm, tn = mod.TILER[0], mod.TILER[1]
-    swap = mod.SPEC["swap_ab"]
-    rows, cols = (n, m) if swap else (m, n)
-    bands = -(-rows // tm)
-    tiles = bands * -(-cols // tn)
+    # a band: the tiles that share one tile of the activations (A; B^T's columns with swap AB)
+    if mod.SPEC["swap_ab"]:
+        bands, across = -(-m // tn), -(-n // tm)
+    else:
+        bands, across = -(-m // tm), -(-n // tn)
+    tiles = bands * across
     out = {f"sk {sms}": sms}
     if bands < sms:
         out[f"sk {sms // bands * bands} (equal groups)"] = sms // bands * bands
