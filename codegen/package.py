@@ -155,7 +155,9 @@ class Entry:
                 {
                     "fn": epi["fn"]["ref"].rsplit(":", 1)[1],
                     "fn_args": tuple(
-                        (name, kind) for name, kind in epi["fn"]["args"] if kind != "acc"
+                        (name, kind)
+                        for name, kind in epi["fn"]["args"]
+                        if kind not in ("acc", "gate", "up")
                     ),
                 }
                 if epi.get("fn")
