@@ -159,6 +159,12 @@ class Entry:
                         for name, kind in epi["fn"]["args"]
                         if kind not in ("acc", "gate", "up")
                     ),
+                    # a gated pair: printed only where there is one
+                    **(
+                        {"fn_gated": True}
+                        if any(kind == "gate" for _, kind in epi["fn"]["args"])
+                        else {}
+                    ),
                 }
                 if epi.get("fn")
                 else {}

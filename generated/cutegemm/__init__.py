@@ -23,7 +23,9 @@ __all__ = [
     "Kernel",
     "GemmError",
     "gemm",
+    "gated_mm",
     "gemm_fn",
+    "interleave_gate_up",
     "kernel_for",
     "precompile",
     "scaled_mm",
@@ -74,6 +76,9 @@ class Kernel(NamedTuple):
     # for a plain gemm()
     fn: str | None = None
     fn_args: tuple[tuple[str, str], ...] = ()
+    # a gated pair (Gate and Up): b's rows are gate and up interleaved in blocks of 8
+    # (interleave_gate_up), out has N / 2 columns
+    fn_gated: bool = False
 
 
 KERNELS: tuple[Kernel, ...] = (
@@ -2387,6 +2392,7 @@ KERNELS: tuple[Kernel, ...] = (
         module="cutegemm.sm90.h_fn_128x128_wg2_persistent_direct_swiglu",
         fn="swiglu",
         fn_args=(),
+        fn_gated=True,
     ),
     Kernel(
         name="h_fn_128x128_wg2_persistent_tma_gelu_residual",
@@ -2603,6 +2609,7 @@ KERNELS: tuple[Kernel, ...] = (
         module="cutegemm.sm90.h_fn_swap_128x16_wg2_grid_direct_swiglu",
         fn="swiglu",
         fn_args=(),
+        fn_gated=True,
     ),
     Kernel(
         name="h_fused_128x128_wg1_direct_a1p5_b0p5_relu",
@@ -8158,9 +8165,10 @@ KERNELS: tuple[Kernel, ...] = (
 
 
 def __getattr__(name: str):
-    """gemm, gemm_fn, scaled_mm, kernel_for, precompile, tune and GemmError live in the runtime,
-    which imports torch and tvm_ffi: loaded on first use."""
-    if name in ("gemm", "gemm_fn", "scaled_mm", "kernel_for", "precompile", "tune", "GemmError"):
+    """gemm, gemm_fn, scaled_mm, gated_mm, interleave_gate_up, kernel_for, precompile, tune and
+    GemmError live in the runtime, which imports torch and tvm_ffi: loaded on first use."""
+    if name in ("gemm", "gemm_fn", "scaled_mm", "gated_mm", "interleave_gate_up", "kernel_for",
+                "precompile", "tune", "GemmError"):  # fmt: skip
         from cutegemm import _runtime
 
         return getattr(_runtime, name)
