@@ -627,7 +627,7 @@ def verify_rows(reports) -> tuple[list[str], list[list[str]]]:
         elif r.status == "NOT MODELLED":
             result = f"not modelled: {r.reason}"
         elif any(c.numeric_unknown for c in r.cases):
-            result = "pass (protocol; numerics: GPU test)"  # a light kernel (codegen/light.py)
+            result = "pass (protocol; numerics: GPU test)"  # a light kernel or a gated pair
         else:
             result = "pass"
         rows.append([r.name, r.family, r.roles, sizes, str(r.events), f"{r.seconds:.2f}", result])

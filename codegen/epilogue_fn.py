@@ -15,6 +15,12 @@ importing it):
                    the tensor's new value)
 ``RowVec``         a float32 CUDA tensor of length M (or (M, 1)): the element's row's value
 ``ColVec``         a float32 CUDA tensor of length N (or (1, N)): the element's column's value
+``Tile``           an (M, N) CUDA tensor in the output dtype (e.g. a residual): its element at
+                   the accumulator element's (row, col)
+``Gate``, ``Up``   instead of ``Acc``, a gated activation on a fused gate+up projection: the
+                   weight B (2F, K) holds gate and up rows interleaved in blocks of 8
+                   (``cutegemm.interleave_gate_up``); the function gets one gate and one up
+                   element of a row and returns one value, stored into an (M, F) output
 =================  ========================================================================
 
 Every value the function sees is one f32 number (a ``cutlass.Float32`` in the kernel); it returns
@@ -55,6 +61,25 @@ class ColVec(float):
     """A float32 vector of length N: the value of the element's column."""
 
 
+class Tile(float):
+    """An (M, N) tensor in the output dtype: its element at the accumulator element's (row, col)."""
+
+
+class Gate(float):
+    """The gate half of a gated pair (instead of Acc): the product with gate row f of the weight."""
+
+
+class Up(float):
+    """The up half of a gated pair (instead of Acc): the product with up row f of the weight."""
+
+
+# a gated pair's weight rows: gate rows f..f+7, then up rows f..f+7, for f = 0, 8, 16, ...
+# (cutegemm.interleave_gate_up); a multiple of 8 keeps a gate value and its up value in one
+# thread's accumulator fragment on both architectures (wgmma: 8-column groups and rows r, r + 8
+# with swap AB; tcgen05: a thread's row)
+GATED_BLOCK = 8
+
+
 # annotation name -> kind, as the spec's SPEC dict records it
 KINDS: dict[str, str] = {
     "Acc": "acc",
@@ -62,7 +87,12 @@ KINDS: dict[str, str] = {
     "DeviceScalar": "device_scalar",
     "RowVec": "row",
     "ColVec": "col",
+    "Tile": "tile",
+    "Gate": "gate",
+    "Up": "up",
 }
+# the kinds that are accumulator elements, not arguments the caller passes
+ACC_KINDS = frozenset({"acc", "gate", "up"})
 KIND_NAMES = {kind: name for name, kind in KINDS.items()}
 # what a kind is, in a docstring's words
 KIND_DOC = {
@@ -70,6 +100,7 @@ KIND_DOC = {
     "device_scalar": "a 0-d float32 CUDA tensor",
     "row": "a float32 CUDA tensor of length M",
     "col": "a float32 CUDA tensor of length N",
+    "tile": "an (M, N) CUDA tensor in the output dtype",
 }
 # names the copied body may read besides its parameters and locals: the kernel file's imports
 # and a few builtins that act on DSL numbers
@@ -100,6 +131,11 @@ class Resolved:
 
 def legal_kinds() -> str:
     return ", ".join(KINDS)
+
+
+def is_gated(args) -> bool:
+    """A gated pair's function (Gate and Up parameters): output N/2 columns."""
+    return any(kind == "gate" for _, kind in args)
 
 
 def resolve(ref: object, root: Path) -> Resolved:
@@ -172,17 +208,34 @@ def resolve(ref: object, root: Path) -> Resolved:
                 f"{where}: parameter {param.arg!r} has {shown!s}, not a kind the epilogue can "
                 f"give; annotate it with one of {legal_kinds()} (codegen/epilogue_fn.py)"
             )
-        if KINDS[label] != "acc" and (param.arg in RESERVED or param.arg.startswith("_")):
+        if KINDS[label] not in ACC_KINDS and (param.arg in RESERVED or param.arg.startswith("_")):
             raise EpilogueFnError(
                 f"{where}: parameter {param.arg!r} would shadow a name of the generated "
                 "launcher; rename it"
             )
         args.append((param.arg, KINDS[label]))
     accs = [p for p, kind in args if kind == "acc"]
-    if len(accs) != 1:
+    gated = [kind for _, kind in args if kind in ("gate", "up")]
+    if gated:
+        if accs or sorted(gated) != ["gate", "up"]:
+            raise EpilogueFnError(
+                f"{where}: a gated function takes exactly one Gate and one Up parameter and no "
+                f"Acc (got {len(accs)} Acc, {gated.count('gate')} Gate, {gated.count('up')} Up)"
+            )
+        if any(kind == "tile" for _, kind in args):
+            raise EpilogueFnError(
+                f"{where}: a gated function (Gate, Up) takes no Tile: its output has N/2 "
+                "columns; legal with Gate and Up: Scalar, DeviceScalar, RowVec"
+            )
+        if any(kind == "col" for _, kind in args):
+            raise EpilogueFnError(
+                f"{where}: a gated function (Gate, Up) takes no ColVec (the weight's rows are "
+                "interleaved); legal with Gate and Up: Scalar, DeviceScalar, RowVec"
+            )
+    elif len(accs) != 1:
         raise EpilogueFnError(
             f"{where}: needs exactly one parameter annotated Acc (the accumulator element), "
-            f"got {len(accs)}"
+            f"got {len(accs)} (or one Gate and one Up for a gated pair)"
         )
     if not any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(fn)):
         raise EpilogueFnError(f"{where}: returns nothing; return the element's new f32 value")

@@ -166,7 +166,9 @@ def runtime_values(epi: dict, index: int, rng: random.Random) -> dict[str, float
     return values
 
 
-def fn_inputs(args: list, m: int, n: int, k: int, index: int, rng: random.Random, gen) -> dict:
+def fn_inputs(
+    args: list, m: int, n: int, k: int, index: int, rng: random.Random, gen, out_dtype=None
+) -> dict:
     """Fresh values for an epilogue function's arguments after the accumulator (SPEC's
     epilogue.fn.args): a runtime scalar uniform in [0.5, 2] x sqrt(K) (the accumulator's scale for
     randn inputs, so a clamp limit cuts some elements and not others); a device scalar the same
@@ -186,7 +188,19 @@ def fn_inputs(args: list, m: int, n: int, k: int, index: int, rng: random.Random
             if index % 2:
                 v = v[:, None] if kind == "row" else v[None, :]
             values[name] = v.contiguous()
+        elif kind == "tile":
+            # an (M, N) input in C's dtype (a residual): the accumulator's scale, sqrt(K)
+            t = torch.randn(m, n, device="cuda", generator=gen) * math.sqrt(k)
+            values[name] = t.to(out_dtype or torch.bfloat16)
     return values
+
+
+def split_gated(acc, block: int = 8):
+    """The gate and up halves of a gated pair's product A @ B^T (M, N), B's rows interleaved in
+    blocks of `block` (gate rows, then up rows; cutegemm.interleave_gate_up): two (M, N/2)."""
+    m, n = acc.shape
+    pairs = acc.reshape(m, n // (2 * block), 2, block)
+    return pairs[:, :, 0, :].reshape(m, n // 2), pairs[:, :, 1, :].reshape(m, n // 2)
 
 
 def fn_reference(module, fn: dict, acc, values: dict):
@@ -213,12 +227,21 @@ def fn_reference(module, fn: dict, acc, values: dict):
     name = fn["ref"].rsplit(":", 1)[1]
     source = inspect.getsource(getattr(module, name))
     namespace: dict = {**names, **{kind: float for kind in ("Acc", "Scalar", "DeviceScalar",
-                                                            "RowVec", "ColVec")}}  # fmt: skip
+                                                            "RowVec", "ColVec", "Tile", "Gate",
+                                                            "Up")}}  # fmt: skip
     exec(compile(source, f"<{fn['ref']}>", "exec"), namespace)  # noqa: S102 - the project's own
     call = {}
+    gated = any(kind == "gate" for _, kind in fn["args"])
+    gate, up = split_gated(acc) if gated else (None, None)
     for arg, kind in fn["args"]:
         if kind == "acc":
             call[arg] = acc
+        elif kind == "gate":
+            call[arg] = gate
+        elif kind == "up":
+            call[arg] = up
+        elif kind == "tile":
+            call[arg] = values[arg].float()
         elif kind == "row":
             call[arg] = values[arg].reshape(-1, 1).float()
         elif kind == "col":
@@ -261,15 +284,20 @@ def check_variant(
         # c lives inside a NaN-poisoned buffer with spare columns and a spare row, so both an
         # unwritten element and a store past the edge of C are caught
         pad = 8
-        buf = torch.full((m + 1, n + pad), float("nan"), device="cuda", dtype=out_dtype)
-        c = buf[:m, :n]
+        fn = epi.get("fn")
+        # a gated pair (Gate, Up): C has one column per gate and up pair
+        n_out = n // 2 if fn and any(kind == "gate" for _, kind in fn["args"]) else n
+        buf = torch.full((m + 1, n_out + pad), float("nan"), device="cuda", dtype=out_dtype)
+        c = buf[:m, :n_out]
         if epi.get("beta", 0.0):  # C is an input: fill it (an unwritten element then keeps C0)
             c.copy_(torch.randn(m, n, device="cuda", generator=gen))
         c0 = c.float().clone()
         extra = []
-        fn = epi.get("fn")
         fn_values = (
-            fn_inputs([a_ for a_ in fn["args"] if a_[1] != "acc"], m, n, k, i, rng, gen)
+            fn_inputs(
+                [a_ for a_ in fn["args"] if a_[1] not in ("acc", "gate", "up")],
+                m, n, k, i, rng, gen, out_dtype,
+            )  # fmt: skip
             if fn
             else {}
         )
@@ -292,12 +320,12 @@ def check_variant(
             ref = reference(a, b, c0, epi, *extra)
         got = c.float()
         err = ((got - ref).norm() / ref.norm()).item()
-        outside = torch.cat([buf[:m, n:].flatten(), buf[m, :].flatten()])
+        outside = torch.cat([buf[:m, n_out:].flatten(), buf[m, :].flatten()])
         if not torch.isnan(outside).all():
             note = "wrote outside C"
         passed = math.isfinite(err) and err <= tol and not note
         if not math.isfinite(err):
-            note = f"{int(torch.isnan(got).sum())} NaN (unwritten) of {m * n}"
+            note = f"{int(torch.isnan(got).sum())} NaN (unwritten) of {m * n_out}"
         values = ", ".join(f"{name}={value:.4g}" for name, value in scalars.items())
         if fn:
             values = ", ".join(

@@ -259,8 +259,10 @@ def check_epilogue_fns(pkg) -> list[Check]:
         tin, tout = torch_dtype(kern.dtype), torch_dtype(kern.out_dtype)
         a = torch.randn(m, k, device="cuda", generator=gen).to(tin)
         b = torch.randn(n, k, device="cuda", generator=gen).to(tin)
-        values = gpu.fn_inputs(list(kern.fn_args), m, n, k, 0, rng, gen)
-        out = torch.full((m, n), float("nan"), device="cuda", dtype=tout)
+        values = gpu.fn_inputs(list(kern.fn_args), m, n, k, 0, rng, gen, tout)
+        # a gated pair: out (M, N/2), one column per gate and up pair
+        gated = getattr(kern, "fn_gated", False)
+        out = torch.full((m, n // 2 if gated else n), float("nan"), device="cuda", dtype=tout)
         label = f"gemm_fn({kern.name}) M={m} N={n} K={k}"
         tol = tolerance(kern.dtype, kern.out_dtype)
         try:
@@ -277,6 +279,25 @@ def check_epilogue_fns(pkg) -> list[Check]:
         checks.append(
             Check(label, math.isfinite(err) and err <= tol, f"rel_err {err:.2e} tol {tol:.0e}")
         )
+    for fn_name, act in (("swiglu", torch.nn.functional.silu),):
+        # gated_mm on a [gate; up] weight reordered by interleave_gate_up, decode and prefill M
+        if not any(x.fn == fn_name and getattr(x, "fn_gated", False) for x in mine):
+            continue
+        for m, f, k in ((1, 1024, 1024), (16, 1536, 512), (1000, 2048, 1024)):
+            x = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
+            w = (torch.randn(2 * f, k, device="cuda", generator=gen) / 8).to(torch.bfloat16)
+            label = f"gated_mm({fn_name}) M={m} F={f} K={k}"
+            tol = tolerance("bf16", "bf16")
+            try:
+                got = pkg.gated_mm(x, pkg.interleave_gate_up(w), fn_name)
+                torch.cuda.synchronize()
+            except Exception as e:  # noqa: BLE001 - a failed call is a failed check
+                checks.append(Check(label, False, f"{type(e).__name__}: {e}"))
+                continue
+            ref = act(x.float() @ w[:f].float().T) * (x.float() @ w[f:].float().T)
+            err = ((got.float() - ref).norm() / ref.norm()).item()
+            checks.append(Check(label, math.isfinite(err) and err <= tol,
+                                f"rel_err {err:.2e} tol {tol:.0e}"))  # fmt: skip
     if mine:
         a = torch.zeros(64, 128, device="cuda").to(torch.float8_e4m3fn)
         b = torch.zeros(256, 128, device="cuda").to(torch.float8_e4m3fn)
@@ -284,7 +305,8 @@ def check_epilogue_fns(pkg) -> list[Check]:
             ("scaled_mm scale_a (3,)", lambda: pkg.scaled_mm(a, b, torch.ones(3, device="cuda"),
                                                              torch.ones(256, device="cuda")),
              "scales must both be 0-d"),
-            ("gemm_fn without its arguments", lambda: pkg.gemm_fn(mine[0].name, a, b),
+            ("gemm_fn without its arguments",
+             lambda: pkg.gemm_fn(next(x for x in mine if x.fn_args).name, a, b),
              "by keyword"),
         ):  # fmt: skip
             ok, detail = _raises(call, pkg.GemmError, text)

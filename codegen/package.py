@@ -155,7 +155,15 @@ class Entry:
                 {
                     "fn": epi["fn"]["ref"].rsplit(":", 1)[1],
                     "fn_args": tuple(
-                        (name, kind) for name, kind in epi["fn"]["args"] if kind != "acc"
+                        (name, kind)
+                        for name, kind in epi["fn"]["args"]
+                        if kind not in ("acc", "gate", "up")
+                    ),
+                    # a gated pair: printed only where there is one
+                    **(
+                        {"fn_gated": True}
+                        if any(kind == "gate" for _, kind in epi["fn"]["args"])
+                        else {}
                     ),
                 }
                 if epi.get("fn")

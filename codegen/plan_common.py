@@ -146,6 +146,16 @@ class EpiFn:
     scalars: list[FnArg]  # ... as host floats
     call_note: str  # the epilogue's comment over the call: the call in the kernel's terms
     heading: str  # ... and the line above it
+    # Tile arguments: (M, N) tensors in the output dtype, each loaded per tile into registers
+    # shaped like the accumulator (sm_90a: vectors of tile_vec elements, tile_bits bits, as C is
+    # stored; sm_100a: per chunk, as C is)
+    tiles: list[FnArg]
+    tile_vec: int
+    tile_bits: int
+    # a gated pair (Gate and Up instead of Acc; codegen/epilogue_fn.py): B's rows are gate and
+    # up rows in blocks of GATED_BLOCK, the output C has N/2 columns
+    gated: bool
+    block: int  # GATED_BLOCK
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -379,6 +389,12 @@ def fusion_formula(spec: Spec) -> str:
         names = ", ".join(
             "A @ B^T"
             if kind == "acc"
+            else "(A @ B^T)[gate]"
+            if kind == "gate"
+            else "(A @ B^T)[up]"
+            if kind == "up"
+            else f"{name}[row, col]"
+            if kind == "tile"
             else f"{name}[{'row' if kind == 'row' else 'col'}]"
             if kind in ("row", "col")
             else name
@@ -404,7 +420,7 @@ def fusion(spec: Spec) -> Fusion:
         + "".join(
             f", fn_{name} {FN_SHAPES[kind]}"
             for name, kind in (epi.fn.args if epi.fn else ())
-            if kind != "acc"
+            if kind not in ACC_KINDS
         ),
         activation=epi.activation,
         gelu_c=GELU_C,
@@ -416,26 +432,38 @@ def fusion(spec: Spec) -> Fusion:
                 FN_KERNEL_NOTES[kind],
             )
             for name, kind in (epi.fn.args if epi.fn else ())
-            if kind != "acc"
+            if kind not in ACC_KINDS
         ],
-        fn_names=[f"fn_{name}" for name, kind in (epi.fn.args if epi.fn else ()) if kind != "acc"],
+        fn_names=[
+            f"fn_{name}" for name, kind in (epi.fn.args if epi.fn else ()) if kind not in ACC_KINDS
+        ],
     )
 
 
 # gemm's docstring on each kind of epilogue-function argument
-FN_SHAPES = {"scalar": "(f32)", "device_scalar": "(1,) f32", "row": "(M,) f32", "col": "(N,) f32"}
+FN_SHAPES = {
+    "scalar": "(f32)",
+    "device_scalar": "(1,) f32",
+    "row": "(M,) f32",
+    "col": "(N,) f32",
+    "tile": "(M, N) like c",
+}
+# accumulator elements: the call's own, no argument of gemm or launcher
+ACC_KINDS = frozenset({"acc", "gate", "up"})
 # gemm_kernel's note on each kind of epilogue-function argument
 FN_KERNEL_NOTES = {
     "scalar": "epilogue function argument: a runtime f32 scalar",
     "device_scalar": "epilogue function argument: (1,) f32, read once per tile",
     "row": "epilogue function argument: (M,) f32, one value per row of C",
     "col": "epilogue function argument: (N,) f32, one value per column of C",
+    "tile": "epilogue function argument: (M, N) in C's dtype, read where C is stored",
 }
 FN_HOST_DOC = {
     "scalar": "a host float (finite in float32)",
     "device_scalar": "a 0-d (or (1,)) float32 CUDA tensor, read by the kernel at each launch",
     "row": "a float32 CUDA tensor of M values ((M,) or (M, 1), contiguous)",
     "col": "a float32 CUDA tensor of N values ((N,) or (1, N), contiguous)",
+    "tile": "an (M, N) CUDA tensor of c's dtype (last stride 1, 16-byte aligned rows and base)",
 }
 
 
@@ -454,6 +482,9 @@ def epifn(spec: Spec) -> EpiFn | None:
             axis = {"row": "col", "col": "row"}[kind] if spec.swap_ab else kind
         value = {
             "acc": "",
+            "gate": "",
+            "up": "",
+            "tile": f"{kernel}_f",  # + [the element's index in the accumulator fragment]
             "scalar": kernel,
             "device_scalar": f"{kernel}_v",
             "row": f"{kernel}[{axis}]",
@@ -469,12 +500,26 @@ def epifn(spec: Spec) -> EpiFn | None:
                 host_doc=FN_HOST_DOC.get(kind, ""),
             )
         )
-    from codegen.epilogue_fn import KIND_NAMES  # the vocabulary: a leaf module
+    from codegen.epilogue_fn import GATED_BLOCK, KIND_NAMES  # the vocabulary: a leaf module
 
     used = sorted({KIND_NAMES[kind] for _, kind in fn.args})
     shown = ", ".join(
-        a.name if a.kind == "acc" else f"{a.name}[{a.axis}]" if a.axis else a.name for a in args
+        a.name
+        if a.kind == "acc"
+        else f"{a.name}[gate]"
+        if a.kind == "gate"
+        else f"{a.name}[up]"
+        if a.kind == "up"
+        else f"{a.name}[row, col]"
+        if a.kind == "tile"
+        else f"{a.name}[{a.axis}]"
+        if a.axis
+        else a.name
+        for a in args
     )
+    gated = any(a.kind == "gate" for a in args)
+    out_bytes = rules_common.DTYPE_BYTES[spec.epilogue.out_dtype or spec.dtype]
+    tile_vec = 1 if spec.swap_ab else 2
     return EpiFn(
         name=fn.name,
         ref=fn.ref,
@@ -484,9 +529,14 @@ def epifn(spec: Spec) -> EpiFn | None:
         reads=[a for a in args if a.kind == "device_scalar"],
         rows=any(a.axis == "row" for a in args),
         cols=any(a.axis == "col" for a in args),
-        tensors=[a for a in args if a.kind in ("device_scalar", "row", "col")],
+        tensors=[a for a in args if a.kind in ("device_scalar", "row", "col", "tile")],
         scalars=[a for a in args if a.kind == "scalar"],
-        call_note=f"acc = {fn.name}({shown})",
+        call_note=f"{'out' if gated else 'acc'} = {fn.name}({shown})",
+        tiles=[a for a in args if a.kind == "tile"],
+        tile_vec=tile_vec,
+        tile_bits=tile_vec * 8 * out_bytes,
+        gated=gated,
+        block=GATED_BLOCK,
         heading="epilogue function, per element, in f32"
         + ("; row, col index C^T (swap AB)" if spec.swap_ab and any(a.axis for a in args) else ""),
     )

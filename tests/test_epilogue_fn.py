@@ -128,3 +128,80 @@ def test_gpu_reference_runs_the_copied_function_in_torch() -> None:
         rows.launcher(a, b, c, scale_a=torch.ones(8), scale_b=torch.ones(8))()
     with pytest.raises(TypeError):
         rows.launcher(a, b, c)  # the scales are required keyword arguments
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("def f(acc: Acc, g: Gate, u: Up):\n    return g\n", "exactly one Gate and one Up"),
+        ("def f(g: Gate):\n    return g\n", "exactly one Gate and one Up"),
+        ("def f(g: Gate, u: Up, v: ColVec):\n    return g\n", "takes no ColVec"),
+    ],
+)
+def test_gated_refusals(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(epilogue_fn.EpilogueFnError, match=message):
+        _resolve(tmp_path, text)
+
+
+def test_tile_and_gated_kinds_reach_the_plan() -> None:
+    """A Tile is a launcher tensor read per element at the fragment index; a gated pair's call
+    takes the gate and up elements and the kernel's N counts both halves of B."""
+    got = _resolve_lib("residual_add")
+    assert got.args == (("acc", "acc"), ("residual", "tile"))
+    spec = _fn_spec(got)
+    plan = plan_common.epifn(spec)
+    assert [a.name for a in plan.tensors] == ["residual"] and plan.tiles[0].value == "fn_residual_f"
+    assert plan.tile_vec == 2 and plan_common.epifn(_fn_spec(got, swap_ab=True)).tile_vec == 1
+    gated = _resolve_lib("swiglu")
+    assert gated.args == (("gate", "gate"), ("up", "up")) and epilogue_fn.is_gated(gated.args)
+    plan = plan_common.epifn(_fn_spec(gated))
+    assert plan.gated and not plan.tensors and plan.call_note == "out = swiglu(gate[gate], up[up])"
+
+
+def _resolve_lib(name: str) -> epilogue_fn.Resolved:
+    return epilogue_fn.resolve(f"specs/epilogues/library.py:{name}", ROOT)
+
+
+def _fn_spec(got: epilogue_fn.Resolved, **knobs) -> Spec:
+    fn = {"ref": got.ref, "args": got.args, "digest": got.digest, "source": got.source}
+    return Spec.model_validate(
+        {"name": "t", "arch": "sm_90a", "dtype": "bf16", "tile": [128, 128, 64], **knobs,
+         "epilogue": {"style": "direct", "fn": fn}}  # fmt: skip
+    )
+
+
+def test_interleave_gate_up_matches_the_reference_split() -> None:
+    """cutegemm.interleave_gate_up's weight, multiplied, splits back (codegen test's reference,
+    gpu.split_gated) into x @ W_gate^T and x @ W_up^T; the gated reference runs the copied
+    swiglu; a residual launcher refuses a tile of the wrong shape before any launch."""
+    torch = pytest.importorskip("torch")
+    import sys
+
+    from codegen import gpu
+    from codegen.build import load_module
+
+    gen = ROOT / "generated"
+    sys.path.insert(0, str(gen))
+    try:
+        from cutegemm import _runtime
+    except ImportError as e:  # tvm_ffi or cutlass missing: the package's own tests say so
+        pytest.skip(str(e))
+    finally:
+        sys.path.remove(str(gen))
+    f, k = 24, 16
+    w = torch.randn(2 * f, k)
+    x = torch.randn(5, k)
+    wi = _runtime.interleave_gate_up(w)
+    gate, up = gpu.split_gated(x @ wi.T)
+    assert torch.allclose(gate, x @ w[:f].T) and torch.allclose(up, x @ w[f:].T)
+    with pytest.raises(_runtime.GemmError, match="F a multiple of 8"):
+        _runtime.interleave_gate_up(torch.randn(20, k))
+    kernels = gen / "cutegemm" / "sm90"
+    module = load_module(kernels / "h_fn_128x128_wg2_persistent_direct_swiglu.py")
+    ref = gpu.fn_reference(module, module.SPEC["epilogue"]["fn"], x @ wi.T, {})
+    assert torch.allclose(ref, torch.nn.functional.silu(x @ w[:f].T) * (x @ w[f:].T), atol=1e-5)
+    res = load_module(kernels / "h_fn_128x128_wg2_persistent_direct_residual.py")
+    a, b = torch.zeros(4, 32, dtype=torch.bfloat16), torch.zeros(8, 32, dtype=torch.bfloat16)
+    c = torch.zeros(4, 8, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match=r"residual must be an \(4, 8\) torch.bfloat16 tensor"):
+        res.launcher(a, b, c, residual=torch.zeros(4, 9, dtype=torch.bfloat16))()

@@ -653,6 +653,24 @@ def _eager(a, b, out, bias, alpha, beta, activation, out_dtype) -> torch.Tensor:
 
 # what an epilogue function's argument of each kind must be (Kernel.fn_args)
 _FN_KIND_SHAPE = {"device_scalar": "() or (1,)", "row": "(M,) or (M, 1)", "col": "(N,) or (1, N)"}
+GATED_BLOCK = 8  # a gated pair's weight: gate and up rows interleaved in blocks of 8
+
+
+def interleave_gate_up(w: torch.Tensor, block: int = GATED_BLOCK) -> torch.Tensor:
+    """A checkpoint's fused [gate; up] weight w (2F, K) (gate rows first, as nn.Linear keeps a
+    merged gate_up_proj) reordered once for the gated-pair kernels (epilogue functions with Gate
+    and Up, e.g. swiglu, geglu): rows g0..g7, u0..u7, g8..g15, u8..u15, ... (F a multiple of 8).
+    Returns a new contiguous tensor; gemm_fn / gated_mm(x, interleave_gate_up(w)) then computes
+    fn(x @ W_gate^T, x @ W_up^T), (M, F)."""
+    if not isinstance(w, torch.Tensor) or w.dim() != 2 or w.shape[0] % (2 * block):
+        shape = tuple(w.shape) if isinstance(w, torch.Tensor) else type(w).__name__
+        raise GemmError(
+            f"interleave_gate_up takes a [gate; up] weight (2F, K) with F a multiple of {block}, "
+            f"got {shape}"
+        )
+    f, k = w.shape[0] // 2, w.shape[1]
+    gate, up = w[:f].reshape(f // block, block, k), w[f:].reshape(f // block, block, k)
+    return torch.stack((gate, up), dim=1).reshape(2 * f, k).contiguous()
 
 
 def gemm_fn(name: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None,
@@ -661,8 +679,10 @@ def gemm_fn(name: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | 
     to A @ B^T, its arguments by keyword as Kernel.fn_args names them: "scalar" a host float,
     "device_scalar" a 0-d float32 CUDA tensor (read at launch: a CUDA graph replays with its new
     value), "row" float32 (M,) or (M, 1), "col" float32 (N,) or (1, N). a (M, K), b (N, K)
-    K-major, of the kernel's dtype; out (M, N) of its out dtype, or None to allocate it. Eager
-    only (not a torch op yet); every check raises GemmError before anything is launched."""
+    K-major, of the kernel's dtype; out (M, N) of its out dtype, or None to allocate it. "tile"
+    an (M, N) tensor of the out dtype (e.g. a residual), last stride 1, 16-byte aligned rows. A
+    gated pair's kernel (Kernel.fn_gated): b is interleave_gate_up's (N, K) and out (M, N / 2).
+    Eager only (not a torch op yet); every check raises GemmError before anything is launched."""
     kern = next((k for k in KERNELS if k.name == name), None)
     if kern is None or kern.fn is None:
         names = sorted(k.name for k in KERNELS if k.fn is not None)
@@ -701,6 +721,18 @@ def gemm_fn(name: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | 
                 raise GemmError(f"{arg} must be a finite float32 number, got {v!r}")
             values.append(float(v))
             continue
+        if kind == "tile":
+            odt = _TORCH[kern.out_dtype]
+            if not isinstance(v, torch.Tensor) or tuple(v.shape) != (m, n) or v.dtype != odt \
+                    or v.device != dev or not _rows_ok(v):  # fmt: skip
+                got = f"{v.dtype} {tuple(v.shape)} on {v.device}" if isinstance(v, torch.Tensor) \
+                    else type(v).__name__  # fmt: skip
+                raise GemmError(
+                    f"{arg} must be an ({m}, {n}) {odt} tensor on {dev} with last stride 1 and "
+                    f"16-byte aligned rows, got {got}"
+                )
+            values.append(v)
+            continue
         extent = {"device_scalar": 1, "row": m, "col": n}[kind]
         ok = isinstance(v, torch.Tensor) and v.dtype == torch.float32 and v.dim() <= 2
         if not ok or v.numel() != extent or not v.is_contiguous() or v.device != dev:
@@ -712,10 +744,11 @@ def gemm_fn(name: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | 
             )
         values.append(v.reshape(-1))
     odt = _TORCH[kern.out_dtype]
+    n_out = n // 2 if kern.fn_gated else n  # a gated pair: one column per gate and up pair
     if out is None:
-        out = torch.empty((m, n), dtype=odt, device=dev)
-    elif out.shape != (m, n) or out.device != dev or out.dtype != odt or not _rows_ok(out):
-        raise GemmError(f"out must be a contiguous ({m}, {n}) {odt} tensor on {dev}")
+        out = torch.empty((m, n_out), dtype=odt, device=dev)
+    elif out.shape != (m, n_out) or out.device != dev or out.dtype != odt or not _rows_ok(out):
+        raise GemmError(f"out must be a contiguous ({m}, {n_out}) {odt} tensor on {dev}")
     if m and n:
         _compiled(kern, arch, dev.index)(a, b, out, *values)
     return out
@@ -759,6 +792,32 @@ def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: 
             + "; ".join(f"{k.name}: {_refusal(k, m, n, m_k)}" for k in mine)
         )
     return gemm_fn(fits[0].name, a, b, scale_a=scale_a, scale_b=scale_b)
+
+
+def gated_mm(x: torch.Tensor, w: torch.Tensor, fn: str = "swiglu", *,
+             out: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+    """fn(x @ W_gate^T, x @ W_up^T) (M, F) for x (M, K) and w = interleave_gate_up(gate_up)
+    (2F, K): the first gated-pair kernel with epilogue function `fn` ("swiglu", "geglu") of this
+    GPU's arch and x's dtype that takes the shape (swap AB for small M where one exists).
+    GemmError before any launch otherwise."""
+    if not (isinstance(x, torch.Tensor) and isinstance(w, torch.Tensor)):
+        raise GemmError("x and w must be torch tensors")
+    if x.dim() != 2 or w.dim() != 2 or x.device.type != "cuda":
+        raise GemmError(f"expected CUDA x (M, K) and w (2F, K), got {tuple(x.shape)}, "
+                        f"{tuple(w.shape)} on {x.device}")  # fmt: skip
+    _, arch = _device(x.device.index)
+    mine = [k for k in KERNELS if k.fn == fn and k.fn_gated and k.arch == arch
+            and _TORCH[k.dtype] == x.dtype]  # fmt: skip
+    if not mine:
+        raise GemmError(f"no {arch} gated-pair kernel computes {fn} for {x.dtype}")
+    m, n, k = x.shape[0], w.shape[0], x.shape[1]
+    fits = [kern for kern in _rule_order(mine, m) if _refusal(kern, m, n, k) is None]
+    if not fits:
+        raise GemmError(
+            f"no {fn} kernel takes M={m}, N={n}, K={k}: "
+            + "; ".join(f"{kern.name}: {_refusal(kern, m, n, k)}" for kern in mine)
+        )
+    return gemm_fn(fits[0].name, x, w, out=out)
 
 
 # ---- the torch op ------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 import torch
 
-from codegen.epilogue_fn import Acc, ColVec, Scalar
+from codegen.epilogue_fn import Acc, ColVec, Gate, Scalar, Tile, Up
 
 
 def unknown_kind(acc: Acc, scale: torch.Tensor):
@@ -19,3 +19,11 @@ def uses_torch(acc: Acc, bias: ColVec):
 
 def fine(acc: Acc, bias: ColVec):
     return acc + bias
+
+
+def gated_with_tile(gate: Gate, up: Up, residual: Tile):
+    return gate * up + residual
+
+
+def gated(gate: Gate, up: Up):
+    return gate * up

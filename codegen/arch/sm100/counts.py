@@ -222,6 +222,9 @@ def fusion_counts(spec: Spec) -> dict[str, int]:
             elif kind in ("row", "col"):
                 axis = {"row": "col", "col": "row"}[kind] if spec.swap_ab else kind
                 loads += epilogue_chunks(spec)[1] if axis == "row" else values
+            elif kind == "tile":
+                # a tile argument: read like beta's C, as C is stored
+                loads += direct_stores(spec)
     return {
         "ld.global": loads,
         "max.f32": values if epi.activation == "relu" else 0,

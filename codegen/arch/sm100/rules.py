@@ -914,7 +914,7 @@ def layout_violations(spec: Spec) -> list[Violation]:
 
 
 # the argument kinds of an epilogue function (codegen/epilogue_fn.py) each epilogue style gives
-_ALL_KINDS = frozenset({"acc", "scalar", "device_scalar", "row", "col"})
+_ALL_KINDS = frozenset({"acc", "scalar", "device_scalar", "row", "col", "tile"})
 EPILOGUE_FN_KINDS: dict[str, frozenset[str]] = {"direct": _ALL_KINDS}
 
 

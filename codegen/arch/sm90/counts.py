@@ -60,6 +60,9 @@ def epilogue_loads(spec: Spec) -> int:
             elif kind in ("row", "col"):
                 axis = {"row": "col", "col": "row"}[kind] if spec.swap_ab else kind
                 loads += per_axis[axis]
+            elif kind == "tile":
+                # a tile argument: read like beta's C, one load per store vector
+                loads += rules_sm90.accumulator_regs(spec) // (1 if spec.swap_ab else 2)
     return loads
 
 

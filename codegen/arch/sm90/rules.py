@@ -202,7 +202,10 @@ def shape_multiples(spec: Spec) -> dict[str, int]:
     """What M, N and K must be multiples of: TMA needs 16-byte row strides, so K is a multiple of
     16 bytes of the input dtype (8 f16/bf16, 16 e4m3) and N of 8 (16 bytes of a 16-bit C). TMA
     loads zero-fill and the epilogues clip or predicate, so M is free."""
-    return {"M": 1, "N": 8, "K": TMA_ROW_ALIGN_BYTES // DTYPE_BYTES[spec.dtype]}
+    # a gated pair (epilogue.fn with Gate and Up): N counts gate and up rows of B in blocks of 8
+    # each, and C's N / 2 columns stay 16-byte aligned rows
+    gated = spec.epilogue.fn is not None and any(k == "gate" for _, k in spec.epilogue.fn.args)
+    return {"M": 1, "N": 16 if gated else 8, "K": TMA_ROW_ALIGN_BYTES // DTYPE_BYTES[spec.dtype]}
 
 
 def tma_loads_c(spec: Spec) -> bool:
@@ -522,8 +525,31 @@ def layout_violations(spec: Spec) -> list[Violation]:
 
 
 # the argument kinds of an epilogue function (codegen/epilogue_fn.py) each epilogue style gives
-_ALL_KINDS = frozenset({"acc", "scalar", "device_scalar", "row", "col"})
-EPILOGUE_FN_KINDS: dict[str, frozenset[str]] = {"direct": _ALL_KINDS, "tma": _ALL_KINDS}
+_ALL_KINDS = frozenset({"acc", "scalar", "device_scalar", "row", "col", "tile"})
+EPILOGUE_FN_KINDS: dict[str, frozenset[str]] = {
+    "direct": _ALL_KINDS | {"gate", "up"},
+    "tma": _ALL_KINDS,
+}
+
+
+def gated_violations(spec: Spec) -> list[Violation]:
+    """A gated pair (Gate, Up; codegen/epilogue_fn.py) finds a gate column's up partner 8
+    columns on in the thread's wgmma fragment: every wgmma atom along N must hold whole blocks
+    of 8 gate and 8 up columns (with swap AB the pairs are rows: a 64-row atom always does)."""
+    fn = spec.epilogue.fn
+    if fn is None or not any(kind == "gate" for _, kind in fn.args) or spec.swap_ab:
+        return []
+    atom_n = spec.tile.n // wgmma_n_atoms(spec.tile.n)
+    if atom_n % 16:
+        return [
+            Violation(
+                "tile",
+                f"fn {fn.name} is a gated pair (Gate, Up): each wgmma atom along N must hold whole "
+                f"blocks of 8 gate and 8 up columns, a multiple of 16 wide; tile N = "
+                f"{spec.tile.n} makes {atom_n}-wide atoms; legal: tile N a multiple of 16",
+            )
+        ]
+    return []
 
 
 def check(spec: Spec) -> list[Violation]:
@@ -571,6 +597,7 @@ def check(spec: Spec) -> list[Violation]:
     out.extend(fusion_violations(spec))
     out.extend(shared.runtime_scalar_violations(spec))
     out.extend(shared.epilogue_fn_violations(spec, EPILOGUE_FN_KINDS))
+    out.extend(gated_violations(spec))
     out.extend(swizzle_violations(spec))
     if not spec.warp_specialized:
         out.append(
