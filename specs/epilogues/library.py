@@ -18,3 +18,9 @@ def scale_rowwise(acc: Acc, scale_a: RowVec, scale_b: ColVec):
     """FP8 row-wise scales: D[i, j] = (A @ B^T)[i, j] * scale_a[i] * scale_b[j], as
     torch._scaled_mm(a, b.t(), scale_a=(M, 1), scale_b=(1, N)) computes it."""
     return acc * scale_a * scale_b
+
+
+def device_alpha(acc: Acc, alpha: DeviceScalar):
+    """D = alpha * (A @ B^T), alpha a 0-d float32 CUDA tensor read at each launch (gemm(a, b,
+    alpha=t): a captured CUDA graph replays with t's new value)."""
+    return acc * alpha
