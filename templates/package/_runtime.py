@@ -897,9 +897,9 @@ def _fn_call(a, b, alpha, beta, bias, activation, scale_a, scale_b) -> tuple[str
         fn, shapes = "scale_rowwise", (f"({m}, 1) or ({m},)", f"(1, {n}) or ({n},)")
     else:
         raise GemmError(
-            f"scale_a and scale_b must both be 0-d float32 tensors (per-tensor) or scale_a "
-            f"(M, 1) / (M,) and scale_b (1, N) / (N,) (row-wise; M={m}, N={n}), got {sa} and "
-            f"{sb} (nothing was launched)"
+            f"scale_a and scale_b: scales must both be 0-d float32 tensors (per-tensor) or "
+            f"scale_a (M, 1) / (M,) and scale_b (1, N) / (N,) (row-wise; M={m}, N={n}), got {sa} "
+            f"and {sb} (nothing was launched)"
         )
     return fn, [check("scale_a", scale_a, shapes[0]), check("scale_b", scale_b, shapes[1])]
 
