@@ -297,7 +297,7 @@ def check_variant(
             fn_inputs(
                 [a_ for a_ in fn["args"] if a_[1] not in ("acc", "gate", "up")],
                 m, n, k, i, rng, gen, out_dtype,
-            )  # fmt: skip
+            )
             if fn
             else {}
         )

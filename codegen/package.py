@@ -480,6 +480,27 @@ PACKAGE_SOURCES = (
 )
 
 
+def _without_fn(spec: dict) -> str:
+    """A spec as its plain twin would have it: no name, no epilogue function (a stable text)."""
+    epi = {key: value for key, value in spec["epilogue"].items() if key != "fn"}
+    return repr(sorted({**spec, "name": None, "epilogue": sorted(epi.items())}.items()))
+
+
+def epilogue_fn_twins(entries: list[Entry]) -> dict[str, str]:
+    """Each epilogue-function kernel's twin: the plain kernel (no fn) whose SPEC equals its own
+    but for the name and epilogue.fn, where one exists (the first by name). The package's
+    dispatcher ranks a function kernel where its cost model ranks the twin."""
+    plain: dict[str, str] = {}
+    for e in sorted(entries, key=lambda e: e.name):
+        if not e.spec["epilogue"].get("fn"):
+            plain.setdefault(_without_fn(e.spec), e.name)
+    return {
+        e.name: plain[_without_fn(e.spec)]
+        for e in entries
+        if e.spec["epilogue"].get("fn") and _without_fn(e.spec) in plain
+    }
+
+
 def package_files(
     entries: list[Entry],
     tables: list[Table],
@@ -490,6 +511,10 @@ def package_files(
     """Every non-kernel file of the package, by path relative to the output folder; each Python
     file formatted by `format_python(raw, template)` (render.format_python)."""
     rows = [e.row() for e in sorted(entries, key=lambda e: e.name)]
+    twins = epilogue_fn_twins(entries)
+    for row in rows:
+        if row["name"] in twins:
+            row["twin"] = twins[row["name"]]
     ctx = {
         "pkg": PKG,
         "version": PKG_VERSION,

@@ -166,7 +166,7 @@ def _fn_spec(got: epilogue_fn.Resolved, **knobs) -> Spec:
     fn = {"ref": got.ref, "args": got.args, "digest": got.digest, "source": got.source}
     return Spec.model_validate(
         {"name": "t", "arch": "sm_90a", "dtype": "bf16", "tile": [128, 128, 64], **knobs,
-         "epilogue": {"style": "direct", "fn": fn}}  # fmt: skip
+         "epilogue": {"style": "direct", "fn": fn}}
     )
 
 

@@ -300,14 +300,28 @@ def kernel_for(
     arch: str | None = None,
     a_major: str = "k",
     b_major: str = "k",
+    scales: str | None = None,
 ) -> Kernel:
     """The kernel gemm() runs for this call on this GPU (bias: None, "row" or "col"), or
     GemmError naming why none can. gpu (e.g. "NVIDIA H200"): the pick for that GPU, asked
     without one (its tuning table and cost model; no user cache). A GPU with neither of its own
     takes those of a GPU of its arch, as gemm() does there: name the arch (e.g. "sm_90a").
     a_major, b_major: "k" (K-major, the default) or "mn" (a = x.t(), b = w.t() of contiguous
-    x (K, M), w (K, N)), the layouts gemm() reads from the strides."""
+    x (K, M), w (K, N)), the layouts gemm() reads from the strides. scales="tensor" or "rowwise"
+    (float8_e4m3fn): the kernel of gemm(..., scale_a=, scale_b=); alpha="device": of gemm(...,
+    alpha=<0-d tensor>)."""
+    fn = None
+    if scales is not None or alpha == "device":
+        forms = {"tensor": "scale_per_tensor", "rowwise": "scale_rowwise"}
+        if scales is not None and (scales not in forms or alpha != 1.0):
+            raise GemmError(f'scales must be "tensor" or "rowwise" (alpha 1), got {scales!r}')
+        fn = forms[scales] if scales else "device_alpha"
+        if fn == "device_alpha" and dtype == torch.float8_e4m3fn:
+            fn = "scale_per_tensor"
+        alpha = 1.0
     cls = _class(dtype, out_dtype, alpha, beta, activation, bias)
+    if fn is not None and (cls[3:] != (0.0, None, None) or (a_major, b_major) != ("k", "k")):
+        raise GemmError("scales and a device alpha take beta 0, no activation or bias, K-major")
     layout = (a_major, b_major)
     if any(major not in ("k", "mn") for major in layout):
         raise GemmError(f'a_major and b_major must be "k" or "mn", got {a_major!r}, {b_major!r}')
@@ -320,10 +334,14 @@ def kernel_for(
                 f"no tuning table or cost model for {gpu!r} (known: {names}); pass arch= (e.g. "
                 "'sm_90a') to get the pick gemm() makes there from another GPU's of that arch"
             )
+        if fn is not None:
+            return _choose_fn(gpu, arch, fn, cls[0], cls[1], m, n, k, use_cache=False)
         return _choose(gpu, arch, cls, m, n, k, use_cache=False, layout=layout)
     index = torch.device("cuda", torch.cuda.current_device()) if device is None else device
     index = torch.device(index).index if not isinstance(index, int) else index
     gpu, arch = _device(index or 0)
+    if fn is not None:
+        return _choose_fn(gpu, arch, fn, cls[0], cls[1], m, n, k)
     return _choose(gpu, arch, cls, m, n, k, layout=layout)
 
 
@@ -758,41 +776,252 @@ def gemm_fn(name: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | 
 def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, *,
               out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:  # fmt: skip
     """torch._scaled_mm(a, b.t(), scale_a, scale_b, out_dtype=...) for float8_e4m3fn a (M, K) and
-    b (N, K): 0-d scales go to a per-tensor kernel (fn scale_per_tensor), scale_a (M,) / (M, 1)
-    with scale_b (N,) / (1, N) to a row-wise one (fn scale_rowwise); the first such kernel of
-    this GPU's arch and out dtype that takes the shape. GemmError before any launch otherwise."""
-    if not all(isinstance(t, torch.Tensor) for t in (a, b, scale_a, scale_b)):
-        raise GemmError("a, b, scale_a and scale_b must be torch tensors")
-    if a.dtype != torch.float8_e4m3fn or b.dtype != torch.float8_e4m3fn:
-        raise GemmError(f"scaled_mm takes float8_e4m3fn a and b, got {a.dtype}, {b.dtype}")
-    if a.dim() != 2 or b.dim() != 2:
+    b (N, K): gemm(a, b, scale_a=scale_a, scale_b=scale_b, out_dtype=out_dtype) (0-d scales: a
+    per-tensor kernel; scale_a (M, 1) / (M,) with scale_b (1, N) / (N,): a row-wise one; the
+    dispatcher's pick among them). GemmError before any launch otherwise."""
+    return gemm(a, b, scale_a=scale_a, scale_b=scale_b, out_dtype=out_dtype)
+
+
+# ---- gemm() with FP8 scales or a device alpha: epilogue-function kernels -------------------------
+
+# what gemm()'s tensor arguments select: the library function (specs/epilogues/library.py) and its
+# arguments after the accumulator, as the registry records them (Kernel.fn, Kernel.fn_args)
+_FN_FORMS = {
+    "scale_per_tensor": (("scale_a", "device_scalar"), ("scale_b", "device_scalar")),
+    "scale_rowwise": (("scale_a", "row"), ("scale_b", "col")),
+    "device_alpha": (("alpha", "device_scalar"),),
+}
+_FN_WORDS = {
+    "scale_per_tensor": "per-tensor scales",
+    "scale_rowwise": "row-wise scales",
+    "device_alpha": "a device alpha",
+}
+# (arch, fn, dtype, out dtype) -> the library function's kernels (K-major a and b)
+_BY_FN: dict[tuple, list[Kernel]] = {}
+for _k in KERNELS:
+    if _k.fn in _FN_FORMS and _k.fn_args == _FN_FORMS[_k.fn] and _k.a_major == _k.b_major == "k":
+        _BY_FN.setdefault((_k.arch, _k.fn, _k.dtype, _k.out_dtype), []).append(_k)
+_ONES: dict[int, torch.Tensor] = {}  # device index -> a 0-d float32 1 (e4m3 device alpha)
+
+
+def _fn_offered(arch: str) -> str:
+    """What gemm()'s scales and device alpha are served with on `arch`, for a refusal."""
+    parts = []
+    for fn, words in _FN_WORDS.items():
+        pairs = sorted(f"{d} -> {o}" for a, f, d, o in _BY_FN if a == arch and f == fn)
+        if fn == "device_alpha":
+            pairs += [f"e4m3 -> {o} (a per-tensor kernel)" for a, f, d, o in sorted(_BY_FN)
+                      if a == arch and f == "scale_per_tensor"]  # fmt: skip
+        parts.append(f"{words}: {', '.join(pairs) or 'none'}")
+    return "; ".join(parts)
+
+
+def _choose_fn(
+    gpu: str, arch: str, fn: str, dtype: str, out_dtype: str, m: int, n: int, k: int,
+    use_cache: bool = True,
+) -> Kernel:  # fmt: skip
+    """The kernel of library function `fn` for (M, N, K): first those whose plain twin
+    (Kernel.twin: the same spec without the function; where none, a plain kernel that differs
+    only in its store path, direct or TMA) the dispatcher ranks from measurements for
+    the plain product of these dtypes (the user's, then the cost model's for kernels measured
+    near this M, else the table's exact entry), in its order; then every other in the rule's
+    order (a twin measured far from M is not extrapolated, as for plain calls); the first that
+    takes the shape."""
+    kernels = _BY_FN.get((arch, fn, dtype, out_dtype))
+    if not kernels:
+        raise GemmError(
+            f"no {arch} kernel computes {dtype} -> {out_dtype} with {_FN_WORDS[fn]} "
+            f"({fn}); served: {_fn_offered(arch)} (nothing was launched)"
+        )
+    cls = (dtype, out_dtype, 1.0, 0.0, None, None)
+    plain = _BY_CLASS.get((arch, *cls), [])
+    twins: dict[str, list[Kernel]] = {}
+    for kern in sorted(kernels, key=lambda kern: kern.twin is None):  # exact twins first
+        # no exact twin: the plain kernel that differs only in its store path (direct / TMA)
+        shape = kern[4:11]  # tile, cluster, CTA group, scheduler, splits, swap AB, mainloop
+        proxy = next((p.name for p in plain if p[4:11] == shape), None)
+        twins.setdefault(kern.twin or proxy, []).append(kern)
+    names = list(_tuned().cached_order(gpu, dtype, out_dtype, m, n, k) if use_cache else ())
+    model = _table(gpu, arch, MODELS)
+    if model is not None:
+        fits = model[2]["kernels"]
+        names += [kern.name for kern in _model.rank(plain, m, n, k, model[2])
+                  if _model.measured_near(m, fits[kern.name])]  # fmt: skip
+    if len(names) == 0:
+        names += _measured_order(gpu, arch, dtype, out_dtype, m, n, k)
+    ordered = [kern for name in dict.fromkeys(names) for kern in twins.get(name, ())]
+    ordered += [kern for kern in _rule_order(kernels, m) if kern not in ordered]
+    refusals = []
+    for kern in ordered:
+        why = _refusal(kern, m, n, k)
+        if why is None:
+            return kern
+        refusals.append(f"{kern.name}: {why}")
+    raise GemmError(
+        f"no {arch} {dtype} -> {out_dtype} kernel with {_FN_WORDS[fn]} takes M={m}, N={n}, "
+        f"K={k}: " + " | ".join(refusals)
+    )
+
+
+def _is_scalar(t) -> bool:
+    return isinstance(t, torch.Tensor) and t.dim() <= 1 and t.numel() == 1
+
+
+def _fn_call(a, b, alpha, beta, bias, activation, scale_a, scale_b) -> tuple[str, list]:
+    """gemm()'s arguments with a scale or a tensor alpha, checked from their metadata only (they
+    may be fake tensors under torch.compile): the library function and its tensor arguments in
+    its order; GemmError for what no function kernel serves, naming what would be."""
+    tensors = [t for t in (a, b) if not isinstance(t, torch.Tensor)]
+    if tensors:
+        raise GemmError("a and b must be torch tensors")
+    if isinstance(beta, torch.Tensor):
+        raise GemmError(
+            "beta as a tensor: no kernel reads C with a device beta yet (an epilogue function "
+            "cannot read C); pass beta as a float (a runtime-beta kernel reads out at each "
+            "launch) or add beta * C in torch (nothing was launched)"
+        )
+    if bias is not None or activation is not None or beta != 0.0:
+        raise GemmError(
+            "scale_a / scale_b or a tensor alpha with bias, activation or beta: no kernel fuses "
+            "them together; served: D = (A @ B^T) * scale_a * scale_b (out_dtype), or "
+            "D = alpha * (A @ B^T); add the rest in torch (nothing was launched)"
+        )
+    dev = a.device
+    if dev.type != "cuda" or b.device != dev:
+        raise GemmError(f"a and b must be on one CUDA device, got {a.device} and {b.device}")
+    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[1]:
         raise GemmError(f"expected a (M, K) and b (N, K), got {tuple(a.shape)}, {tuple(b.shape)}")
     m, n = a.shape[0], b.shape[0]
-    if scale_a.numel() == 1 and scale_b.numel() == 1 and scale_a.dim() == scale_b.dim() == 0:
-        fn = "scale_per_tensor"
-    elif (tuple(scale_a.shape) in ((m,), (m, 1))) and (tuple(scale_b.shape) in ((n,), (1, n))):
-        fn = "scale_rowwise"
+
+    def check(name: str, t, shapes: str) -> torch.Tensor:
+        if not isinstance(t, torch.Tensor):
+            raise GemmError(f"{name} must be a float32 tensor of shape {shapes}, got "
+                            f"{type(t).__name__}")  # fmt: skip
+        if t.dtype != torch.float32 or t.device != dev or not t.is_contiguous():
+            raise GemmError(
+                f"{name} must be a contiguous float32 tensor on {dev} of shape {shapes}, got "
+                f"{t.dtype} {tuple(t.shape)} on {t.device} (nothing was launched)"
+            )
+        return t.reshape(-1)
+
+    if scale_a is None and scale_b is None:
+        if not isinstance(alpha, torch.Tensor) or not _is_scalar(alpha):
+            shape = tuple(alpha.shape) if isinstance(alpha, torch.Tensor) else alpha
+            raise GemmError(f"a tensor alpha must be 0-d (one value), got {shape}")
+        if a.dtype == torch.float8_e4m3fn:
+            return "scale_per_tensor", [check("alpha", alpha, "()"), None]  # None: a 1
+        return "device_alpha", [check("alpha", alpha, "()")]
+    if scale_a is None or scale_b is None:
+        raise GemmError("scale_a and scale_b come together (as torch._scaled_mm takes them)")
+    if a.dtype != torch.float8_e4m3fn or b.dtype != torch.float8_e4m3fn:
+        raise GemmError(
+            f"scale_a / scale_b apply to float8_e4m3fn a and b (as torch._scaled_mm's), got "
+            f"{a.dtype}, {b.dtype}; for 16-bit inputs pass alpha (a float or a 0-d tensor)"
+        )
+    if isinstance(alpha, torch.Tensor) or alpha != 1.0:
+        raise GemmError(
+            "alpha with scale_a / scale_b: fold alpha into scale_a (one kernel multiplies by "
+            "scale_a * scale_b)"
+        )
+    sa = tuple(scale_a.shape) if isinstance(scale_a, torch.Tensor) else None
+    sb = tuple(scale_b.shape) if isinstance(scale_b, torch.Tensor) else None
+    if _is_scalar(scale_a) and _is_scalar(scale_b) and scale_a.dim() == scale_b.dim() == 0:
+        fn, shapes = "scale_per_tensor", ("()", "()")
+    elif sa in ((m,), (m, 1)) and sb in ((n,), (1, n)):
+        fn, shapes = "scale_rowwise", (f"({m}, 1) or ({m},)", f"(1, {n}) or ({n},)")
     else:
         raise GemmError(
-            f"scales must both be 0-d (per tensor) or scale_a (M,) / (M, 1) and scale_b (N,) / "
-            f"(1, N) (row-wise), got {tuple(scale_a.shape)} and {tuple(scale_b.shape)}"
+            f"scale_a and scale_b: scales must both be 0-d float32 tensors (per-tensor) or "
+            f"scale_a (M, 1) / (M,) and scale_b (1, N) / (N,) (row-wise; M={m}, N={n}), got {sa} "
+            f"and {sb} (nothing was launched)"
         )
-    if a.device.type != "cuda":
-        raise GemmError(f"a must be a CUDA tensor, got {a.device}")
-    _, arch = _device(a.device.index)
-    out = _NAME.get(out_dtype)
-    mine = [k for k in KERNELS if k.fn == fn and k.arch == arch and k.dtype == "e4m3"
-            and k.out_dtype == out]  # fmt: skip
-    if not mine:
-        raise GemmError(f"no {arch} kernel computes e4m3 -> {out_dtype} with {fn}")
-    m_k = a.shape[1]
-    fits = [k for k in _rule_order(mine, m) if _refusal(k, m, n, m_k) is None]
-    if not fits:
+    return fn, [check("scale_a", scale_a, shapes[0]), check("scale_b", scale_b, shapes[1])]
+
+
+def _one(dev: torch.device) -> torch.Tensor:
+    """A 0-d float32 1 on `dev`, made once outside CUDA graph capture (e4m3 device alpha: the
+    per-tensor kernel with scale_b = 1)."""
+    one = _ONES.get(dev.index)
+    if one is None:
+        if torch.cuda.is_current_stream_capturing():
+            raise GemmError(
+                "an e4m3 gemm with a tensor alpha: call it once outside CUDA graph capture first"
+            )
+        one = _ONES[dev.index] = torch.ones((), dtype=torch.float32, device=dev)
+    return one.reshape(-1)
+
+
+def _eager_fn(a, b, out, fn: str, values: list, out_dtype) -> torch.Tensor:
+    """D = fn(A @ B^T, *values) by the kernel _choose_fn picks (values: _fn_call's, checked)."""
+    dev = a.device
+    (m, k), n = a.shape, b.shape[0]
+    if a.dtype != b.dtype:
+        raise GemmError(f"a and b must have one dtype, got {a.dtype} and {b.dtype}")
+    if out is not None and out_dtype is not None and out.dtype != out_dtype:
+        raise GemmError(f"out is {out.dtype} but out_dtype={out_dtype}")
+    key = (dev.index, fn, a.dtype, out_dtype if out is None else out.dtype, m, n, k)
+    plan = _PLANS.get(key)
+    if plan is None:
+        cls = _class(a.dtype, key[3], 1.0, 0.0, None, None)
+        if k == 0:
+            raise GemmError(f"K=0: a ({m}, 0) and b ({n}, 0) have nothing to reduce")
+        gpu, arch = _device(dev.index)
+        kern = _choose_fn(gpu, arch, fn, cls[0], cls[1], m, n, k)
+        plan = _PLANS[key] = (kern, _TORCH[cls[1]], _compiled(kern, arch, dev.index))
+    kern, odt, compiled = plan
+    if _major(a) != "k" or _major(b) != "k":
         raise GemmError(
-            f"no {fn} kernel takes M={m}, N={n}, K={m_k}: "
-            + "; ".join(f"{k.name}: {_refusal(k, m, n, m_k)}" for k in mine)
+            "with scales or a tensor alpha, a and b must be K-major: last stride 1, rows whose "
+            "byte stride is a multiple of 16 and a 16-byte aligned base (.contiguous() gives "
+            "that when K is a multiple of 16); no MN-major function kernel is generated"
         )
-    return gemm_fn(fits[0].name, a, b, scale_a=scale_a, scale_b=scale_b)
+    if out is None:
+        out = torch.empty((m, n), dtype=odt, device=dev)
+    elif out.shape != (m, n) or out.device != dev or not _rows_ok(out):
+        raise GemmError(
+            f"out must be a ({m}, {n}) tensor on {dev} with 16-byte aligned rows, got "
+            f"{tuple(out.shape)} on {out.device}"
+        )
+    if m and n:
+        compiled(a, b, out, *(_one(dev) if v is None else v for v in values))
+    return out
+
+
+@torch.library.custom_op(f"{__package__}::gemm_fn", mutates_args=())
+def _gemm_fn_op(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    fn: str,
+    args: list[torch.Tensor | None],
+    out_dtype: torch.dtype | None,
+) -> torch.Tensor:
+    """D = fn(A @ B^T, *args) as a new tensor: gemm() with scales or a tensor alpha."""
+    return _eager_fn(a, b, None, fn, args, out_dtype)
+
+
+@_gemm_fn_op.register_fake
+def _(a, b, fn, args, out_dtype):
+    if out_dtype is None:
+        out_dtype = _TORCH[_DEFAULT_OUT.get(_NAME.get(a.dtype), "bf16")]
+    return a.new_empty((a.shape[0], b.shape[0]), dtype=out_dtype)
+
+
+def _gemm_with_fn(a, b, out, bias, alpha, beta, activation, out_dtype, scale_a, scale_b):
+    """gemm() with scale_a / scale_b or a tensor alpha: checks, then the op (torch.compile) or
+    the eager call."""
+    fn, values = _fn_call(a, b, alpha, beta, bias, activation, scale_a, scale_b)
+    if _needs_grad(a, b, alpha, scale_a, scale_b):
+        raise GemmError(
+            "scales or a tensor alpha with inputs that require grad: not differentiable yet; "
+            "pass alpha as a float, or multiply by it in torch"
+        )
+    if torch.compiler.is_compiling():
+        d = _gemm_fn_op(a, b, fn, values, out_dtype if out is None else out.dtype)
+        if out is None:
+            return d
+        out.copy_(d)
+        return out
+    return _eager_fn(a, b, out, fn, values, out_dtype)
 
 
 def gated_mm(x: torch.Tensor, w: torch.Tensor, fn: str = "swiglu", *,
@@ -950,10 +1179,12 @@ def gemm(
     *,
     out: torch.Tensor | None = None,
     bias: torch.Tensor | None = None,
-    alpha: float = 1.0,
+    alpha: float | torch.Tensor = 1.0,
     beta: float = 0.0,
     activation: str | None = None,
     out_dtype: torch.dtype | None = None,
+    scale_a: torch.Tensor | None = None,
+    scale_b: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """D = activation(alpha * a @ b.T + beta * out + bias), by the kernel tuned for GPU and shape.
 
@@ -970,8 +1201,16 @@ def gemm(
     Differentiable for f16/bf16 without activation or out= (dA and dB by cutegemm kernels on the
     transposed views where a kernel takes that layout, else on transposed copies); the cases it
     cannot differentiate raise GemmError instead.
+    FP8 scales, as torch._scaled_mm(a, b.t(), scale_a, scale_b, out_dtype=...) takes them:
+    float8_e4m3fn a and b with scale_a and scale_b float32 CUDA tensors, both 0-d (per tensor)
+    or scale_a (M, 1) / (M,) and scale_b (1, N) / (N,) (row-wise): D = (a @ b.T) * scale_a *
+    scale_b, read at each launch (a captured CUDA graph replays with their new values).
+    alpha may be a 0-d float32 CUDA tensor, read at each launch likewise (beta 0, no bias or
+    activation). Such calls run epilogue-function kernels (Kernel.fn), each ranked where the
+    dispatcher ranks its plain twin (Kernel.twin); they are not differentiable (GemmError).
     Raises GemmError, before any launch, for bad input or a call no kernel serves.
-    Under torch.compile this is the op torch.ops.cutegemm.gemm (no graph break).
+    Under torch.compile this is the op torch.ops.cutegemm.gemm (no graph break); with scales
+    or a tensor alpha, torch.ops.cutegemm.gemm_fn.
     """
     if isinstance(a, torch.Tensor) and a.dim() > 2:
         lead = a.shape[:-1]
@@ -980,9 +1219,19 @@ def gemm(
                 f"out must have a's leading dimensions {tuple(lead)}, got {tuple(out.shape)}"
             )
         flat = None if out is None else out.view(-1, out.shape[-1])
+        if isinstance(scale_a, torch.Tensor) and scale_a.dim() > 0:
+            scale_a = scale_a.reshape(-1)  # row-wise over the leading dimensions: (M,)
         d = gemm(a.reshape(-1, a.shape[-1]), b, out=flat, bias=bias, alpha=alpha, beta=beta,
-                 activation=activation, out_dtype=out_dtype)  # fmt: skip
+                 activation=activation, out_dtype=out_dtype, scale_a=scale_a,
+                 scale_b=scale_b)  # fmt: skip
         return out if out is not None else d.view(*lead, d.shape[-1])
+    if (
+        scale_a is not None
+        or scale_b is not None
+        or isinstance(alpha, torch.Tensor)
+        or isinstance(beta, torch.Tensor)
+    ):
+        return _gemm_with_fn(a, b, out, bias, alpha, beta, activation, out_dtype, scale_a, scale_b)
     grad = _needs_grad(a, b, bias)
     if grad:
         _refuse_grad(a, b, out, activation)

@@ -47,3 +47,9 @@ def geglu(gate: Gate, up: Up):
     swiglu."""
     inner = (gate + gate * gate * gate * 0.044715) * 0.7978845608028654
     return gate * 0.5 * (cute.math.tanh(inner) + 1.0) * up
+
+
+def device_alpha(acc: Acc, alpha: DeviceScalar):
+    """D = alpha * (A @ B^T), alpha a 0-d float32 CUDA tensor read at each launch (gemm(a, b,
+    alpha=t): a captured CUDA graph replays with t's new value)."""
+    return acc * alpha
