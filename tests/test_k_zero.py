@@ -38,12 +38,25 @@ def _call(mod, k: int, entry: str):
     out = getattr(torch, DTYPES[epi.get("out_dtype") or spec["dtype"]])
     m = n = 64
     a, b = torch.empty(m, k, dtype=io), torch.empty(n, k, dtype=io)
-    c = torch.empty(m, n, dtype=out)
+    # a gated pair (Gate and Up) stores one value per pair: C has N / 2 columns
+    gated = any(kind == "gate" for _, kind in (epi.get("fn") or {}).get("args", ()))
+    c = torch.empty(m, n // 2 if gated else n, dtype=out)
     bias = None
     if epi.get("bias"):
         bias = torch.empty(m if epi["bias"] == "row" else n, dtype=out)
     # alpha and beta a kernel takes at launch (epilogue "runtime"): keyword arguments of both
     scalars = {x: 1.0 for x in ("alpha", "beta") if epi.get(x) == "runtime"}
+    # an epilogue function's arguments (codegen/epilogue_fn.py kinds), also keyword arguments
+    fn_args = {
+        "scalar": lambda: 1.0,
+        "device_scalar": lambda: torch.ones((), dtype=torch.float32),
+        "row": lambda: torch.empty(m, dtype=torch.float32),
+        "col": lambda: torch.empty(n, dtype=torch.float32),
+        "tile": lambda: torch.empty(m, n, dtype=out),
+    }
+    for arg, kind in (epi.get("fn") or {}).get("args", ()):
+        if kind in fn_args:
+            scalars[arg] = fn_args[kind]()
     with pytest.raises(ValueError) as err:
         if entry == "launcher":
             mod.launcher(a, b, c, *([bias] if bias is not None else []), **scalars)
