@@ -232,8 +232,26 @@ def read_spec(path: Path) -> Spec:
         if isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == "SPEC" for t in node.targets
         ):
-            return Spec.model_validate(ast.literal_eval(node.value))
+            return _with_fn_source(Spec.model_validate(ast.literal_eval(node.value)), tree, path)
     raise BuildFailure(f"{path}: no SPEC in this file; is it a generated kernel?")
+
+
+def _with_fn_source(spec: Spec, tree, path: Path) -> Spec:
+    """The spec with its epilogue function's source (which SPEC leaves out) from the copy the
+    file holds, for counts that read the function's body (sm_100a: its exp and tanh)."""
+    import ast
+
+    fn = spec.epilogue.fn
+    if fn is None or fn.source:
+        return spec
+    name = fn.ref.rsplit(":", 1)[-1]
+    text = path.read_text(encoding="utf-8")
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name]
+    if not defs:
+        return spec
+    source = ast.get_source_segment(text, defs[-1]) or ""
+    fn = fn.model_copy(update={"source": source})
+    return spec.model_copy(update={"epilogue": spec.epilogue.model_copy(update={"fn": fn})})
 
 
 def build(

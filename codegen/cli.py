@@ -994,12 +994,62 @@ def bench_cmd(
     chain_m: Annotated[
         str, typer.Option("--chain-m", help="With --chain: the batch sizes M, comma-separated.")
     ] = "1,16,64,128,256",
-    layers: Annotated[int, typer.Option("--layers", help="With --chain: decoder layers.")] = 4,
+    layers: Annotated[
+        int, typer.Option("--layers", help="With --chain or --mlp: decoder layers (decode M).")
+    ] = 4,
+    mlp: Annotated[
+        bool,
+        typer.Option(
+            "--mlp",
+            help="Time the MLP block end to end instead (x -> fused gate+up with the activation "
+            "-> down + residual) against torch eager and torch.compile: codegen/mlp.py.",
+        ),
+    ] = False,
+    model: Annotated[
+        list[str] | None, typer.Option("--model", help="With --mlp: models (repeatable).")
+    ] = None,
+    mlp_m: Annotated[
+        str, typer.Option("--mlp-m", help="With --mlp: M values (decode <= 256, prefill above).")
+    ] = "1,32,128,2048,4096",
+    prefill_layers: Annotated[
+        int, typer.Option("--prefill-layers", help="With --mlp: layers per graph at prefill M.")
+    ] = 2,
+    max_autotune: Annotated[
+        bool, typer.Option("--max-autotune", help="With --mlp: also torch.compile max-autotune.")
+    ] = False,
+    fp8: Annotated[
+        bool, typer.Option("--fp8", help="With --mlp: also the FP8 (e4m3, row-wise) pipeline.")
+    ] = False,
+    fp8_only: Annotated[bool, typer.Option("--fp8-only", help="With --mlp: FP8 only.")] = False,
+    residual: Annotated[
+        bool, typer.Option("--residual/--no-residual", help="With --mlp: y = x + MLP(x) or not.")
+    ] = True,
+    act: Annotated[
+        str, typer.Option("--act", help="With --mlp: the gated activation, swiglu or geglu.")
+    ] = "swiglu",
+    plan_gpu: Annotated[
+        str | None,
+        typer.Option(
+            "--plan",
+            help="With --mlp: no GPU; print the kernels each side would run on this GPU (e.g. "
+            "'NVIDIA H200') from the registry and its tuning table, then stop.",
+        ),
+    ] = None,
 ) -> None:
     """Time generated kernels beside torch, interleaved, in one process, on shape lists."""
     from codegen import build as b
     from codegen import gpu
 
+    if mlp:
+        from codegen import cli_mlp
+
+        cli_mlp.bench_mlp(
+            generated, model or list(cli_mlp.DEFAULT_MODELS), mlp_m, layers, prefill_layers,
+            rounds, reps, json_out if json_out != Path("bench.json") else Path("mlp.json"),
+            max_autotune=max_autotune, fp8=fp8 or fp8_only, bf16=not fp8_only,
+            residual=residual, act=act, plan_gpu=plan_gpu,
+        )  # fmt: skip
+        return
     if chain:
         try:
             ms = [int(x) for x in chain_m.split(",") if x.strip()]

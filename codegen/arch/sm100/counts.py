@@ -23,6 +23,7 @@ from codegen.arch.sm100.rules import (
     streamk_handover_vectors,
     values_per_thread,
 )
+from codegen.epilogue_fn import is_gated
 from codegen.plan_common import bias_axis
 from codegen.spec import Spec
 
@@ -130,7 +131,9 @@ def expected_counts(spec: Spec) -> dict[str, int]:
             "TMA store": tma_boxes,
             # the TMA-store epilogue's, before each sub-tile's store (the loop is unrolled)
             "fence.proxy.async": loads_per_tile if is_tma_store(spec) else 0,
-            "st.global": 0 if is_tma_store(spec) else direct_stores(spec),
+            # a gated pair: the up elements' stores alias their gate's (same value, same
+            # address) and are merged, one store per pair
+            "st.global": 0 if is_tma_store(spec) else direct_stores(spec) // gated_factor(spec),
             "div.s64": 0,  # stream-K's 64-bit partition math only (streamk_counts)
         }
         | fusion_counts(spec)
@@ -196,6 +199,11 @@ def separate_counts(spec: Spec) -> dict[str, int]:
     }
 
 
+def gated_factor(spec: Spec) -> int:
+    """2 for a gated pair (Gate and Up: one output per two accumulator values), else 1."""
+    return 2 if spec.epilogue.fn is not None and is_gated(spec.epilogue.fn.args) else 1
+
+
 def fusion_counts(spec: Spec) -> dict[str, int]:
     """PTX evidence of the fused epilogue (all 0 for a plain store). Each thread owns one row of
     the CTA's TN columns, or half of it (values_per_thread: an M=64 tile), and fuses each value
@@ -225,10 +233,16 @@ def fusion_counts(spec: Spec) -> dict[str, int]:
             elif kind == "tile":
                 # a tile argument: read like beta's C, as C is stored
                 loads += direct_stores(spec)
+    ex2 = values if epi.activation in ("silu", "gelu_tanh") else 0
+    if epi.fn is not None:
+        # the function's own exp and tanh (one ex2 each), per call: one call per value, or per
+        # gate and up pair
+        calls = values // 2 if is_gated(epi.fn.args) else values
+        ex2 += calls * sum(epi.fn.source.count(f"cute.math.{f}(") for f in ("exp", "tanh"))
     return {
         "ld.global": loads,
         "max.f32": values if epi.activation == "relu" else 0,
-        "ex2": values if epi.activation in ("silu", "gelu_tanh") else 0,
+        "ex2": ex2,
     }
 
 

@@ -915,7 +915,41 @@ def layout_violations(spec: Spec) -> list[Violation]:
 
 # the argument kinds of an epilogue function (codegen/epilogue_fn.py) each epilogue style gives
 _ALL_KINDS = frozenset({"acc", "scalar", "device_scalar", "row", "col", "tile"})
-EPILOGUE_FN_KINDS: dict[str, frozenset[str]] = {"direct": _ALL_KINDS}
+EPILOGUE_FN_KINDS: dict[str, frozenset[str]] = {"direct": _ALL_KINDS | {"gate", "up"}}
+
+
+def gated_violations(spec: Spec) -> list[Violation]:
+    """A gated pair (Gate, Up; codegen/epilogue_fn.py) in the direct epilogue: each thread loads
+    whole runs of its row from TMEM (32x32b: a 128-row accumulator per CTA), so a gate column's
+    up partner sits 8 values on in the same chunk when every chunk holds whole blocks of 8 gate
+    and 8 up columns. C (M, N / 2) is seen through an (M, N) view whose up columns alias their
+    gate's (templates/common/epifn.py.j2), built by the host for the persistent schedulers' tile
+    count. Not implemented: swap AB (the pairs would be rows, one per thread), 64-row
+    accumulators (16x32bx2: half a row per thread), other schedulers."""
+    fn = spec.epilogue.fn
+    if fn is None or not any(kind == "gate" for _, kind in fn.args):
+        return []
+    what = f"fn {fn.name} is a gated pair (Gate, Up)"
+    if spec.swap_ab:
+        return [Violation("swap_ab", f"{what}: not implemented with swap AB on sm_100a (the "
+                          "pairs would be the kernel's rows, in different threads); legal: "
+                          "swap_ab = false")]  # fmt: skip
+    if tmem_load_shape(spec) != "32x32b":
+        return [Violation("tile", f"{what}: needs a thread's whole row per TMEM load (a 128-row "
+                          f"accumulator per CTA); tile M={spec.tile.m} with cta_group "
+                          f"{spec.cta_group} gives half rows; legal: 128 rows per CTA")]  # fmt: skip
+    if spec.cluster.size > 1:
+        return [Violation("cluster", f"{what}: implemented without clusters on sm_100a (the "
+                          "cluster tile count reads C's flat shape); legal: cluster [1, 1]")]  # fmt: skip
+    if type(spec.scheduler) is not PersistentScheduler:
+        return [Violation("scheduler", f"{what}: implemented with the static persistent "
+                          "scheduler only on sm_100a; legal: scheduler persistent")]  # fmt: skip
+    cols, _ = epilogue_chunks(spec) if direct_epilogue_covers(spec.tile.n) else (0, 0)
+    if cols % 16:
+        return [Violation("tile", f"{what}: each TMEM chunk must hold whole blocks of 8 gate and "
+                          f"8 up columns; tile N={spec.tile.n} loads {cols}-column chunks; legal: "
+                          "tile N a multiple of 16")]  # fmt: skip
+    return []
 
 
 def check(spec: Spec) -> list[Violation]:
@@ -936,6 +970,7 @@ def check(spec: Spec) -> list[Violation]:
     out += epilogue_violations(spec)
     out += shared.runtime_scalar_violations(spec)
     out += shared.epilogue_fn_violations(spec, EPILOGUE_FN_KINDS)
+    out += gated_violations(spec)
     out += tma_store_row_violations(spec)
     out += scheduler_violations(spec)
     out += dynamic_violations(spec)
