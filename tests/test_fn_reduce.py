@@ -47,14 +47,21 @@ def test_sm90_runs_a_function_after_each_reduction(scheduler) -> None:
     assert rules_sm90.check(_spec(scheduler=scheduler)) == []
 
 
-def test_the_separate_reduce_kernel_gives_no_tile_and_sm100_no_reduction() -> None:
+def test_the_separate_reduce_kernel_gives_no_tile_and_sm100_the_cluster_reduction_only() -> None:
     (v,) = rules_sm90.check(_spec(fn="residual_add", scheduler=SEPARATE))
     assert "'residual' (Tile) is not given by split-K's separate reduce kernel" in v.message
     assert rules_sm90.check(_spec(fn="residual_add", scheduler=SPLIT2)) == []
-    for scheduler in (SPLIT2, "stream_k"):
-        got = shared.epilogue_fn_violations(
-            _spec("sm_100a", scheduler=scheduler), rules_sm100.EPILOGUE_FN_KINDS
+
+    def sm100(scheduler):
+        return shared.epilogue_fn_violations(
+            _spec("sm_100a", scheduler=scheduler),
+            rules_sm100.EPILOGUE_FN_KINDS,
+            rules_sm100.EPILOGUE_FN_AFTER_REDUCE,
         )
+
+    assert sm100(SPLIT2) == []
+    for scheduler in (SEPARATE, "stream_k"):
+        got = sm100(scheduler)
         assert len(got) == 1 and "not implemented with scheduler" in got[0].message
 
 
@@ -87,6 +94,11 @@ def _body(text: str, fn: str) -> str:
             "if rank == 0:",
         ),
         (
+            "bw_fn_e4m3_swap_128x16_splitk2_scale_rows",
+            "r_vec.store(r_vec.load() + peer_vals.load())",
+            "# the reduced chunk: rank 0 alone fuses and stores it",
+        ),
+        (
             "h_fn_e4m3_swap_64x32_streamk_scale_rows",
             "acc_vec[(None, j)].store(acc_vec[(None, j)].load() + peer_vec.load())",
             "if k_begin == 0:",
@@ -94,10 +106,12 @@ def _body(text: str, fn: str) -> str:
     ],
 )
 def test_the_function_runs_on_the_reduced_registers_of_the_storing_cta(name, after, scope) -> None:
-    body = _body(kernel_file(name).read_text(encoding="utf-8"), "consumers")
-    call = body.index("acc[i] = scale_rowwise(acc[i], fn_scale_a[col], fn_scale_b[row])")
+    text = kernel_file(name).read_text(encoding="utf-8")
+    body = _body(text, "epilogue" if name.startswith("bw_") else "consumers")
+    acc = "r_acc[j]" if name.startswith("bw_") else "acc[i]"
+    call = body.index(f"{acc} = scale_rowwise({acc}, fn_scale_a[col], fn_scale_b[row])")
     assert body.index(after) < body.index(scope) < call
-    assert body.count("= scale_rowwise(acc[i]") == 1
+    assert body.count(f"= scale_rowwise({acc}") == 1
 
 
 def test_the_separate_reduce_kernel_applies_it_and_the_gemm_kernel_takes_none() -> None:

@@ -916,6 +916,10 @@ def layout_violations(spec: Spec) -> list[Violation]:
 # the argument kinds of an epilogue function (codegen/epilogue_fn.py) each epilogue style gives
 _ALL_KINDS = frozenset({"acc", "scalar", "device_scalar", "row", "col", "tile"})
 EPILOGUE_FN_KINDS: dict[str, frozenset[str]] = {"direct": _ALL_KINDS}
+# ... and after the K reduction it implements one after, in the same direct epilogue per TMEM
+# chunk: split-K over a cluster (rank 0, after adding the peers' staged partials); not stream-K
+# (no fused epilogue there yet) nor the separate reduce kernel
+EPILOGUE_FN_AFTER_REDUCE: dict[str, frozenset[str]] = {"cluster": _ALL_KINDS}
 
 
 def check(spec: Spec) -> list[Violation]:
@@ -935,7 +939,7 @@ def check(spec: Spec) -> list[Violation]:
     out += multicast_violations(spec)
     out += epilogue_violations(spec)
     out += shared.runtime_scalar_violations(spec)
-    out += shared.epilogue_fn_violations(spec, EPILOGUE_FN_KINDS)
+    out += shared.epilogue_fn_violations(spec, EPILOGUE_FN_KINDS, EPILOGUE_FN_AFTER_REDUCE)
     out += tma_store_row_violations(spec)
     out += scheduler_violations(spec)
     out += dynamic_violations(spec)
