@@ -150,9 +150,20 @@ def splitk_max_tiles_line(spec: Spec) -> str:
 def reduce_kernel_counts(spec: Spec) -> dict[str, int]:
     """PTX counts of the separate reduce kernel (its vector loop is not unrolled): one 16-byte
     load per split, C with beta, the bias (one vector along the vector's axis, else one value);
-    gelu (tanh) and silu one ex2 per value of its vector, relu one max.f32."""
+    gelu (tanh) and silu one ex2 per value of its vector, relu one max.f32. An epilogue
+    function: one load per device scalar (before the loop), and per vector one load of a vector
+    argument across the vector's axis, REDUCE_VEC (one per element) of one along it."""
     loads = splits(spec) + int(spec.epilogue.beta != 0.0)
     loads += int(spec.epilogue.bias != "none")
+    # the reduce kernel's vectors run along the rows of the kernel's C (C^T, column-major, with
+    # swap AB) or along its columns
+    along = "row" if spec.swap_ab else "col"
+    for _, kind in spec.epilogue.fn.args if spec.epilogue.fn else ():
+        if kind == "device_scalar":
+            loads += 1
+        elif kind in ("row", "col"):
+            axis = {"row": "col", "col": "row"}[kind] if spec.swap_ab else kind
+            loads += REDUCE_VEC if axis == along else 1
     return {
         "ld.global": loads,
         "ex2": REDUCE_VEC * int(spec.epilogue.activation in ("gelu_tanh", "silu")),
@@ -272,27 +283,58 @@ def runtime_scalar_violations(spec: Spec) -> list[Violation]:
     ]
 
 
-def epilogue_fn_violations(spec: Spec, supported: dict[str, frozenset[str]]) -> list[Violation]:
-    """An epilogue function (epilogue.fn) runs in the one epilogue of the GEMM kernel, once per
-    element after the whole K reduction: not with split-K or stream-K (their partials meet after
-    the epilogue's registers, in a reduce or a fix-up). `supported`: per epilogue style the
-    architecture implements it in, the argument kinds it gives (codegen/epilogue_fn.py)."""
+# where an epilogue function runs after each reduce kind, in a refusal's words
+REDUCE_FN_SITE = {
+    "cluster": "after split-K's cluster reduction",
+    "separate": "by split-K's separate reduce kernel",
+    "stream_k": "after stream-K's fix-up",
+}
+
+
+def epilogue_fn_violations(
+    spec: Spec,
+    supported: dict[str, frozenset[str]],
+    reductions: dict[str, frozenset[str]] | None = None,
+) -> list[Violation]:
+    """An epilogue function (epilogue.fn) runs once per element after the whole K reduction: in
+    the one epilogue of the GEMM kernel, or, with split-K or stream-K, where the reduction ends
+    (the CTA that adds the peers' partials, or the reduce kernel). `supported`: per epilogue
+    style the architecture implements it in, the argument kinds it gives
+    (codegen/epilogue_fn.py); `reductions`: per reduce kind (reduce_kind) it implements a
+    function after, the argument kinds it gives there (none: whole-K tiles only)."""
     from codegen.epilogue_fn import KIND_NAMES
 
     fn = spec.epilogue.fn
     if fn is None:
         return []
     what = f"fn {fn.name}"
-    if splits(spec) > 1 or is_stream_k(spec):
+    reduce = reduce_kind(spec)
+    if reduce != "none":
         kind = f"split_k (splits={splits(spec)})" if splits(spec) > 1 else "stream_k"
-        return [
-            Violation(
-                "epilogue.fn",
-                f"{what} is not implemented with scheduler {kind}: the function must run once "
-                "per element after the K reduction, which happens outside the epilogue's "
-                "registers there; legal with fn: scheduler grid or persistent",
-            )
-        ]
+        if reduce == "separate":
+            kind = f"split_k (splits={splits(spec)}, reduce separate)"
+        legal_after = (reductions or {}).get(reduce)
+        if legal_after is None:
+            others = ", ".join(sorted(k.replace("_", "-") for k in reductions or {}))
+            return [
+                Violation(
+                    "epilogue.fn",
+                    f"{what} is not implemented with scheduler {kind}: the function must run "
+                    "once per element after the K reduction, which happens outside the "
+                    "epilogue's registers there; legal with fn: scheduler grid or persistent"
+                    + (f", or a {others} reduction" if others else ""),
+                )
+            ]
+        for name, arg_kind in fn.args:
+            if arg_kind not in legal_after:
+                return [
+                    Violation(
+                        "epilogue.fn",
+                        f"{what}: argument {name!r} ({KIND_NAMES[arg_kind]}) is not given "
+                        f"{REDUCE_FN_SITE[reduce]} on {spec.arch}; legal there: "
+                        f"{', '.join(KIND_NAMES[k] for k in sorted(legal_after))}",
+                    )
+                ]
     style = spec.epilogue.style
     kinds = supported.get(style)
     if kinds is None:

@@ -768,7 +768,9 @@ def gemm_fn(name: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | 
     elif out.shape != (m, n_out) or out.device != dev or out.dtype != odt or not _rows_ok(out):
         raise GemmError(f"out must be a contiguous ({m}, {n_out}) {odt} tensor on {dev}")
     if m and n:
-        _compiled(kern, arch, dev.index)(a, b, out, *values)
+        # a split-K or stream-K kernel takes its workspace before the function's arguments
+        ws = [_workspace(kern, dev)] if kern.workspace_elems else []
+        _compiled(kern, arch, dev.index)(a, b, out, *ws, *values)
     return out
 
 
@@ -982,7 +984,9 @@ def _eager_fn(a, b, out, fn: str, values: list, out_dtype) -> torch.Tensor:
             f"{tuple(out.shape)} on {out.device}"
         )
     if m and n:
-        compiled(a, b, out, *(_one(dev) if v is None else v for v in values))
+        # a split-K or stream-K kernel takes its workspace before the function's arguments
+        ws = [_workspace(kern, dev)] if kern.workspace_elems else []
+        compiled(a, b, out, *ws, *(_one(dev) if v is None else v for v in values))
     return out
 
 

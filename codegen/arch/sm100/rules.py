@@ -952,6 +952,12 @@ def gated_violations(spec: Spec) -> list[Violation]:
     return []
 
 
+# the kinds an epilogue function gets after the K reduction it implements one after, in the
+# same direct epilogue per TMEM chunk: split-K over a cluster (rank 0, after adding the peers'
+# staged partials); not stream-K (no fused epilogue there yet) nor the separate reduce kernel
+EPILOGUE_FN_AFTER_REDUCE: dict[str, frozenset[str]] = {"cluster": _ALL_KINDS}
+
+
 def check(spec: Spec) -> list[Violation]:
     """Every sm_100a rule the spec breaks, in the order of the spec's fields."""
     out = shape_violations(spec) + m64_violations(spec) + tmem_violations(spec)
@@ -969,7 +975,7 @@ def check(spec: Spec) -> list[Violation]:
     out += multicast_violations(spec)
     out += epilogue_violations(spec)
     out += shared.runtime_scalar_violations(spec)
-    out += shared.epilogue_fn_violations(spec, EPILOGUE_FN_KINDS)
+    out += shared.epilogue_fn_violations(spec, EPILOGUE_FN_KINDS, EPILOGUE_FN_AFTER_REDUCE)
     out += gated_violations(spec)
     out += tma_store_row_violations(spec)
     out += scheduler_violations(spec)

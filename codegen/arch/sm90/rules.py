@@ -530,6 +530,14 @@ EPILOGUE_FN_KINDS: dict[str, frozenset[str]] = {
     "direct": _ALL_KINDS | {"gate", "up"},
     "tma": _ALL_KINDS,
 }
+# ... and after each K reduction it implements one after: split-K over a cluster (rank 0, after
+# adding the peers' partials) and stream-K (the finisher, after the fix-up) run it in the same
+# epilogue, on the reduced registers; the separate reduce kernel per element of its vectors
+EPILOGUE_FN_AFTER_REDUCE: dict[str, frozenset[str]] = {
+    "cluster": _ALL_KINDS | {"gate", "up"},
+    "stream_k": _ALL_KINDS | {"gate", "up"},
+    "separate": frozenset({"acc", "scalar", "device_scalar", "row", "col"}),
+}
 
 
 def gated_violations(spec: Spec) -> list[Violation]:
@@ -596,7 +604,7 @@ def check(spec: Spec) -> list[Violation]:
         )
     out.extend(fusion_violations(spec))
     out.extend(shared.runtime_scalar_violations(spec))
-    out.extend(shared.epilogue_fn_violations(spec, EPILOGUE_FN_KINDS))
+    out.extend(shared.epilogue_fn_violations(spec, EPILOGUE_FN_KINDS, EPILOGUE_FN_AFTER_REDUCE))
     out.extend(gated_violations(spec))
     out.extend(swizzle_violations(spec))
     if not spec.warp_specialized:

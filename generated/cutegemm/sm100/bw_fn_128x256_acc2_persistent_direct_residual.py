@@ -293,9 +293,8 @@ def epilogue(acc, tCgC, tidx, acc_ring, schedule, tCg_fn_residual, fn_residual):
         r_fn_residual = cute.make_rmem_tensor(dst[None, None, 0].shape, OUT_DTYPE)
         fn_residual_f = cute.make_rmem_tensor(dst[None, None, 0].shape, ACC_DTYPE)
         for i in cutlass.range_constexpr(EPI_CHUNKS):
-            cute.autovec_copy(
-                fn_residual_src[None, None, i], r_fn_residual
-            )  # the chunk of residual
+            # the chunk of residual
+            cute.autovec_copy(fn_residual_src[None, None, i], r_fn_residual)
             cute.copy(t2r, src[None, None, i], r_acc)
             # the tile's last TMEM load: hand the slot back before converting and storing
             if i == EPI_CHUNKS - 1:
