@@ -296,7 +296,13 @@ def check_variant(
         fn_values = (
             fn_inputs(
                 [a_ for a_ in fn["args"] if a_[1] not in ("acc", "gate", "up")],
-                m, n, k, i, rng, gen, out_dtype,
+                m,
+                n,
+                k,
+                i,
+                rng,
+                gen,
+                out_dtype,
             )
             if fn
             else {}

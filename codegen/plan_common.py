@@ -456,7 +456,7 @@ FN_KERNEL_NOTES = {
     "device_scalar": "epilogue function argument: (1,) f32, read once per tile",
     "row": "epilogue function argument: (M,) f32, one value per row of C",
     "col": "epilogue function argument: (N,) f32, one value per column of C",
-    "tile": "epilogue function argument: (M, N) in C's dtype, read where C is stored",
+    "tile": "epilogue function argument: (M, N) like C, read where C is stored",
 }
 FN_HOST_DOC = {
     "scalar": "a host float (finite in float32)",

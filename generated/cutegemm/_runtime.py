@@ -985,7 +985,7 @@ def _eager_fn(a, b, out, fn: str, values: list, out_dtype) -> torch.Tensor:
             f"{tuple(out.shape)} on {out.device}"
         )
     if m and n:
-        # a split-K or stream-K kernel takes its workspace before the function's arguments
+        # the workspace first, as in gemm_fn
         ws = [_workspace(kern, dev)] if kern.workspace_elems else []
         compiled(a, b, out, *ws, *(_one(dev) if v is None else v for v in values))
     return out

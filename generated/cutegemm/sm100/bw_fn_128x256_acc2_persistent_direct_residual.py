@@ -326,7 +326,7 @@ def gemm_kernel(
     mC: cute.Tensor,
     sA_layout: cute.ComposedLayout,
     sB_layout: cute.ComposedLayout,
-    fn_residual: cute.Tensor,  # epilogue function argument: (M, N) in C's dtype, read where C is stored
+    fn_residual: cute.Tensor,  # epilogue function argument: (M, N) like C, read where C is stored
 ):
     # ---- 1. setup: shared memory, barriers, TMEM ------------------------------------------------
     tidx, _, _ = cute.arch.thread_idx()
@@ -384,7 +384,8 @@ def gemm_kernel(
         tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 3), cute.group_modes(tCgB, 0, 3)
     )
     k_tiles = cute.size(gA, mode=[3])
-    # the epilogue function's tile residual: tiled and partitioned like C, (MMA, MMA_M, MMA_N, tiles_m, tiles_n)
+    # the epilogue function's tile residual: tiled and partitioned like C,
+    # (MMA, MMA_M, MMA_N, tiles_m, tiles_n)
     tCg_fn_residual = thr.partition_C(
         cute.local_tile(fn_residual, TILER, (None, None, None), proj=(1, 1, None))
     )

@@ -297,9 +297,9 @@ def epilogue(acc, tCgC, tidx, acc_ring, schedule):
             # epilogue function, per element, in f32:
             # out = swiglu(gate[gate], up[up])
             for j in cutlass.range_constexpr(cute.size(r_acc)):
-                # a gated pair: the chunk holds whole 16-blocks of the thread's row, gate values j
-                # ((j // 8) % 2 == 0) with their up partner at j + 8; the result goes to both, as the
-                # store's up elements alias their gate's address in C (M, N / 2)
+                # a gated pair: the chunk holds whole 16-blocks of the thread's row, gate
+                # values j ((j // 8) % 2 == 0) with their up partner at j + 8; the result goes
+                # to both, as the store's up elements alias their gate's address in C (M, N / 2)
                 if cutlass.const_expr((j // 8) % 2 == 0):
                     pair = swiglu(r_acc[j], r_acc[j + 8])
                     r_acc[j] = pair

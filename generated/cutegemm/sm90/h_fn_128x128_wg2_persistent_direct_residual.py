@@ -339,7 +339,7 @@ def gemm_kernel(
     tma_b: cute.CopyAtom,
     mB: cute.Tensor,
     mC: cute.Tensor,
-    fn_residual: cute.Tensor,  # epilogue function argument: (M, N) in C's dtype, read where C is stored
+    fn_residual: cute.Tensor,  # epilogue function argument: (M, N) like C, read where C is stored
     sA_layout: cute.ComposedLayout,
     sB_layout: cute.ComposedLayout,
 ):

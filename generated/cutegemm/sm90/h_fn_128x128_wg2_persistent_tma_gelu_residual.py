@@ -389,7 +389,7 @@ def gemm_kernel(
     mC_tma: cute.Tensor,
     mC: cute.Tensor,
     sC_layout: cute.ComposedLayout,
-    fn_residual: cute.Tensor,  # epilogue function argument: (M, N) in C's dtype, read where C is stored
+    fn_residual: cute.Tensor,  # epilogue function argument: (M, N) like C, read where C is stored
     sA_layout: cute.ComposedLayout,
     sB_layout: cute.ComposedLayout,
 ):
