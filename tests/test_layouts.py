@@ -195,10 +195,10 @@ PLAIN = ("bf16", "bf16", 1.0, 0.0, None, None)
 def test_the_registry_lists_each_kernels_major_modes(runtime) -> None:
     from cutegemm import KERNELS
 
-    by_name = {k.name: k for k in KERNELS}
-    assert by_name["h_bn_128x128_wg1_grid_direct"][-2:] == ("k", "mn")
-    assert by_name["h_an_bn_128x256_wg2_persistent_tma"][-2:] == ("mn", "mn")
-    assert by_name["h_128x128_wg1_grid_direct"][-2:] == ("k", "k")
+    majors = {k.name: (k.a_major, k.b_major) for k in KERNELS}
+    assert majors["h_bn_128x128_wg1_grid_direct"] == ("k", "mn")
+    assert majors["h_an_bn_128x256_wg2_persistent_tma"] == ("mn", "mn")
+    assert majors["h_128x128_wg1_grid_direct"] == ("k", "k")
     # K-major calls never reach an MN-major kernel
     for kernels in runtime._BY_CLASS.values():
         assert all(k.a_major == k.b_major == "k" for k in kernels)

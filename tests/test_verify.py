@@ -352,6 +352,10 @@ def test_persistent_sizes_cross_k_tiles_with_tiles_per_cta() -> None:
     assert extra.label == "k=2 tiles=2x2" and extra.problem.n == 2 * 256
 
 
+# epilogue functions whose values the numeric emulation cannot follow
+FN_NOT_FOLLOWED = {"clamp_bias", "residual_add", "gelu_tanh_residual", "swiglu", "geglu"}
+
+
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
 def test_numeric_emulation_follows_every_store(path: Path, verified: dict) -> None:
     """The numeric cross-check ran on every case with K > 0 of every kernel: it followed the
@@ -360,6 +364,18 @@ def test_numeric_emulation_follows_every_store(path: Path, verified: dict) -> No
     if "_light_" in path.stem:
         # a light kernel's operands move per lane, below the tile level: said, not followed
         assert all(c.numeric_unknown == LIGHT_NUMERIC for c in report.cases)
+        return
+    fn = (KernelSource(path.read_text(), path.stem).spec.get("epilogue") or {}).get("fn") or {}
+    if fn and fn["ref"].rsplit(":", 1)[1] in FN_NOT_FOLLOWED:
+        # values the emulation does not model (min / max, a second input tile, a gated pair's
+        # aliased C): it says so, and the GPU test checks their numerics (`codegen test`)
+        followed = [
+            c.case.label
+            for c in report.cases
+            if c.case.problem.k and c.case.problem.numeric and not c.violations
+            and not c.numeric_unknown
+        ]  # fmt: skip
+        assert not followed, f"followed after all (drop it from FN_NOT_FOLLOWED): {followed}"
         return
     for case in report.cases:
         if case.case.problem.k == 0 or not case.case.problem.numeric or case.violations:

@@ -155,8 +155,9 @@ CATALOGUE: tuple[Mutation, ...] = (
         "sm100/cluster/single.py.j2",
         "        if i == {{ last }}:",
         "        if i == 0:",
-        benign=r"^bw_bn_swap_128x64_",
-        benign_why="one epilogue sub-tile (EPI_SUBTILES = 1): its first TMEM load is its last",
+        benign=r"^bw_bn_swap_128x64_|_128x16x|_swap_128x16_",
+        benign_why="one epilogue sub-tile or chunk (EPI_SUBTILES or EPI_CHUNKS = 1, e.g. tile N = "
+        "16): its first TMEM load is its last",
     ),
     Mutation(
         "sm90-early-stage-release",
