@@ -5,20 +5,20 @@ compiled for several CTA counts (its `sm_count`), to tell where stream-K's time 
 
 Per shape it prints µs per launch and the ratio to the persistent kernel, for the stream-K kernel
 at each CTA count: the GPU's SMs, equal groups per band (no group one CTA larger than another),
-one CTA per tile (no tile split, no fix-up) and any counts given. Each side is a CUDA graph of
-back-to-back launches cycling input sets larger than L2, the sides timed in turn (interleaved),
+one CTA per tile (no tile split, no fix-up) and any counts given. Each side is timed over
+back-to-back launches between two CUDA events (a launcher binds the stream it is made on, so a
+graph would capture none), cycling input sets larger than L2, the sides in turn (interleaved),
 torch.mm beside them; every launch's output is checked against a float32 reference first.
 Needs a GPU, torch, the CuTe DSL and generated/ on the path.
 """
 
 import importlib
 import importlib.util
-import statistics
 import sys
 
 import torch
 
-from codegen.gpu import Shape, capture_graph, input_sets
+from codegen.gpu import Shape, input_sets, time_interleaved
 
 
 def _cuts(m: int, n: int, mod, sms: int) -> dict[str, int]:
@@ -38,8 +38,9 @@ def _cuts(m: int, n: int, mod, sms: int) -> dict[str, int]:
     return out
 
 
-def _graph(mod, sets, reps: int, ctas: int | None = None):
-    """One CUDA graph of `reps` launches cycling the input sets; the output checked first."""
+def _launches(mod, sets, ctas: int | None = None):
+    """The kernel's launch function per input set (made on the current stream); the output
+    checked first."""
     if ctas is not None:
         mod.device_sm_count = lambda device=None, n=ctas: n
     a, b, c = sets[0]
@@ -47,8 +48,7 @@ def _graph(mod, sets, reps: int, ctas: int | None = None):
     mod.launcher(a, b, c)()
     ref = a.float() @ b.float().T
     err = ((c.float() - ref).norm() / ref.norm()).item()
-    fns = [mod.launcher(a, b, c) for a, b, c in sets]
-    return capture_graph([fns[i % len(fns)] for i in range(reps)]), err
+    return [mod.launcher(a, b, c) for a, b, c in sets], err
 
 
 _COPIES: dict[int, object] = {}
@@ -75,29 +75,17 @@ def main() -> None:
     print(f"{torch.cuda.get_device_name(0)}, {sms} SMs; {pers.SPEC['name']} vs {sk_name}")
     for m, n, k in shapes:
         sets = input_sets(Shape("probe", m, n, k), torch.bfloat16)
-        graphs, errs = {}, {}
-        graphs["torch"] = capture_graph(
-            [lambda a=a, b=b, c=c: torch.mm(a, b.T, out=c) for a, b, c in sets] * 2
-        )
-        graphs["persistent"], errs["persistent"] = _graph(pers, sets, reps)
+        fns, errs = {}, {}
+        fns["torch"] = [lambda a=a, b=b, c=c: torch.mm(a, b.T, out=c) for a, b, c in sets]
+        fns["persistent"], errs["persistent"] = _launches(pers, sets)
         cuts = _cuts(m, n, importlib.import_module(f"cutegemm.sm90.{sk_name}"), sms)
         cuts.update({f"sk {x}": x for x in extra})
         for label, ctas in cuts.items():
-            graphs[label], errs[label] = _graph(_copy(sk_name, ctas), sets, reps, ctas)
-        per = {"torch": 2 * len(sets)}
-        samples: dict[str, list[float]] = {key: [] for key in graphs}
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        for _ in range(rounds):
-            for key, g in graphs.items():
-                start.record()
-                g.replay()
-                end.record()
-                end.synchronize()
-                samples[key].append(start.elapsed_time(end) * 1000.0 / per.get(key, reps))
-        us = {key: statistics.median(v) for key, v in samples.items()}
+            fns[label], errs[label] = _launches(_copy(sk_name, ctas), sets, ctas)
+        us = time_interleaved(fns, rounds, reps)
         tflops = 2 * m * n * k / 1e6
         print(f"M={m} N={n} K={k}: torch {us['torch']:.1f} µs")
-        for key in graphs:
+        for key in fns:
             if key == "torch":
                 continue
             print(
