@@ -1,7 +1,7 @@
 """Time a stream-K kernel against a persistent one with the same tile, the stream-K kernel
 compiled for several CTA counts (its `sm_count`), to tell where stream-K's time goes:
 
-    python tools/probe_streamk.py MxNxK[,MxNxK...] PERSISTENT STREAM_K [CTAS,CTAS,...]
+    python tools/probe_streamk.py MxNxK[,MxNxK...] PERSISTENT STREAM_K [CTAS,...] [--weight-bands]
 
 Per shape it prints µs per launch and the ratio to the persistent kernel, for the stream-K kernel
 at each CTA count: the GPU's SMs, equal groups per band (no group one CTA larger than another),
@@ -9,12 +9,17 @@ one CTA per tile (no tile split, no fix-up) and any counts given. Each side is t
 back-to-back launches between two CUDA events (a launcher binds the stream it is made on, so a
 graph would capture none), cycling input sets larger than L2, the sides in turn (interleaved),
 torch.mm beside them; every launch's output is checked against a float32 reference first.
-Needs a GPU, torch, the CuTe DSL and generated/ on the path.
+--weight-bands also times a copy of a non-swap stream-K kernel whose bands run along the
+weights (a band: the column of tiles that share one weight tile, walked along M) instead of along
+the activations, at the GPU's SMs and at equal groups. Needs a GPU, torch, the CuTe DSL and
+generated/ on the path.
 """
 
 import importlib
 import importlib.util
 import sys
+import tempfile
+from pathlib import Path
 
 import torch
 
@@ -65,11 +70,40 @@ def _copy(name: str, ctas: int):
     return _COPIES[ctas]
 
 
+WEIGHT_BANDS = (
+    # (today's text, the same with bands along the weights: a band is the tiles that share one
+    # weight tile, a column of tiles, walked along M) -- non-swap kernels
+    ("tile_m, tile_n = ct // clusters_n, ct % clusters_n",
+     "tile_m, tile_n = ct % clusters_m, ct // clusters_m"),
+    ("bidx, gdimx, clusters_m, clusters_n, k_tiles", "bidx, gdimx, clusters_n, clusters_m, k_tiles"),
+)  # fmt: skip
+
+
+def _weight_band_copy(name: str, ctas: int):
+    """A copy of the (non-swap) stream-K kernel whose bands run along the weights instead."""
+    key = -ctas
+    if key not in _COPIES:
+        src = Path(importlib.import_module(f"cutegemm.sm90.{name}").__file__).read_text()
+        for old, new in WEIGHT_BANDS:
+            assert src.count(old) == 1, f"{name}: expected one {old!r}"
+            src = src.replace(old, new)
+        # a real file: the DSL reads each kernel function's source back from its module's file
+        path = Path(tempfile.mkdtemp()) / f"_wband_{name}.py"
+        path.write_text(src)
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        _COPIES[key] = mod
+    return _COPIES[key]
+
+
 def main() -> None:
-    shapes = [tuple(int(x) for x in s.split("x")) for s in sys.argv[1].split(",")]
-    pers = importlib.import_module(f"cutegemm.sm90.{sys.argv[2]}")
-    sk_name = sys.argv[3]
-    extra = [int(x) for x in sys.argv[4].split(",")] if len(sys.argv) > 4 else []
+    args = [a for a in sys.argv if a != "--weight-bands"]
+    shapes = [tuple(int(x) for x in s.split("x")) for s in args[1].split(",")]
+    pers = importlib.import_module(f"cutegemm.sm90.{args[2]}")
+    sk_name = args[3]
+    weight_bands = "--weight-bands" in sys.argv
+    extra = [int(x) for x in args[4].split(",")] if len(args) > 4 else []
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     reps, rounds = 10, 15
     print(f"{torch.cuda.get_device_name(0)}, {sms} SMs; {pers.SPEC['name']} vs {sk_name}")
@@ -82,6 +116,12 @@ def main() -> None:
         cuts.update({f"sk {x}": x for x in extra})
         for label, ctas in cuts.items():
             fns[label], errs[label] = _launches(_copy(sk_name, ctas), sets, ctas)
+        sk = importlib.import_module(f"cutegemm.sm90.{sk_name}")
+        if weight_bands and not sk.SPEC["swap_ab"]:
+            cols = -(-n // sk.TILER[1])
+            for ctas in sorted({sms, sms // cols * cols if cols < sms else sms}, reverse=True):
+                label = f"sk {ctas}, bands on weights"
+                fns[label], errs[label] = _launches(_weight_band_copy(sk_name, ctas), sets, ctas)
         us = time_interleaved(fns, rounds, reps)
         tflops = 2 * m * n * k / 1e6
         print(f"M={m} N={n} K={k}: torch {us['torch']:.1f} µs")
