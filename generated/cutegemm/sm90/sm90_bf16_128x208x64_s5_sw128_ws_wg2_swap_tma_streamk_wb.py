@@ -37,13 +37,13 @@ Pipeline
     tile after tile. Each weight k-tile is read by one group alone, and the equal groups keep
     pace, so they read each activation k-tile at about the same time (one DRAM read, L2 hits
     after), where unequal groups drift apart and read tiles again from DRAM (measured on the
-    H100 at prefill, BENCHMARKS.md 2026-12-07). A CTA that does not run a tile's first k-tile
-    (only its first unit can be such) stores its f32 partial in its workspace slot, as 16-byte
-    vectors per consumer thread, then thread 0 stores its flag (st.release.gpu) after a named
-    barrier. The finisher (its last unit) has thread 0 wait on each such CTA's flag
-    (ld.acquire.gpu), lowest CTA first; after a named barrier every consumer adds that partial
-    (fixed order: deterministic) and thread 0 clears the flag for the next launch. Workspace:
-    14058000 B of global memory (132 x 104 KiB slots + flags).
+    H100 at prefill, BENCHMARKS.md). A CTA that does not run a tile's first k-tile (only its
+    first unit can be such) stores its f32 partial in its workspace slot, as 16-byte vectors per
+    consumer thread, then thread 0 stores its flag (st.release.gpu) after a named barrier. The
+    finisher (its last unit) has thread 0 wait on each such CTA's flag (ld.acquire.gpu), lowest
+    CTA first; after a named barrier every consumer adds that partial (fixed order:
+    deterministic) and thread 0 clears the flag for the next launch. Workspace: 14058000 B of
+    global memory (132 x 104 KiB slots + flags).
 
 Timeline (each role's loop in program order; s = ring slot, ring_next advances s and its phase)
     producer warpgroup (PRODUCER_WG = 0), its warp TMA_WARP = 0: per unit (tile, [k_begin, k_end)):
