@@ -147,6 +147,12 @@ class Entry:
             "workspace_zeroed": bool(self.workspace_elems) and self.max_tiles is None,
             "default_sm_count": self.default_sm_count,
             "module": module_name(self.relpath),
+            # stream-K bands along the weights: printed only there (the Kernel default)
+            **(
+                {"sk_bands": sched["bands"]}
+                if isinstance(sched, dict) and sched.get("bands", "activations") != "activations"
+                else {}
+            ),
             # the operands' major modes: printed only where not K-major (the Kernel defaults)
             **{knob: s[knob] for knob in ("a_major", "b_major") if s.get(knob, "k") != "k"},
             # an epilogue function (printed only where there is one): its name and its

@@ -355,6 +355,25 @@ def stream_k_share(
     )
 
 
+def stream_k_launch_ctas(ctas: int, bands: int, *, weight_bands: bool) -> int:
+    """The stream-K CTAs the host launches, given `ctas` = min(MAC iterations, the GPU's SMs) (at
+    least 1) and the band count: all of them, or with bands along the weights a multiple of the
+    group count min(bands, ctas), so every group has as many CTAs and the groups keep pace (at
+    least one group: no band, M or N = 0, launches the one CTA)."""
+    if not weight_bands:
+        return ctas
+    groups = max(min(bands, ctas), 1)
+    return ctas // groups * groups
+
+
+def stream_k_tile(tile: int, tiles_m: int, tiles_n: int, band: str) -> tuple[int, int]:
+    """The output tile (tm, tn) of band-major tile index `tile`: bands one tile of axis `band`
+    ("m": rows of tiles, walked along N; "n": columns, walked along M)."""
+    if band == "m":
+        return tile // tiles_n, tile % tiles_n
+    return tile % tiles_m, tile // tiles_m
+
+
 def stream_k_last_cta(tile: int, cta0: int, ctas: int, iter0: int, iters: int, k_tiles: int) -> int:
     """The CTA of a stream-K group (stream_k_share's first four values) that runs the last k-tile
     of tile `tile`: the finisher waits for CTAs up to it."""

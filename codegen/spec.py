@@ -312,6 +312,22 @@ class StreamKScheduler(_Frozen):
     # workspace slots, so at most this many SMs; None: the flagship's (132 / 148); a GPU with
     # fewer SMs runs one CTA per SM
     sm_count: int | None = Field(default=None, gt=0)
+    # what a band (the tiles one group of CTAs walks) shares. "activations": one activation tile
+    # (a row of tiles; a column with swap AB), walked along the weights. "weights": one weight
+    # tile (a column of tiles; a row with swap AB), walked along the activations, and a multiple
+    # of the group count is launched so every group has as many CTAs (equal groups keep pace).
+    # Measured on the H100 (BENCHMARKS.md 2026-12-07): at prefill the activation bands' unequal
+    # groups drift apart and re-read the weight tiles from DRAM
+    bands: Literal["activations", "weights"] = "activations"
+
+    @model_serializer(mode="wrap")
+    def _omit_late_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        # bands came after kernels shipped: left out at its default, so those kernels' SPEC dicts
+        # and spec hashes stay as they were
+        data = handler(self)
+        if data.get("bands") == "activations":
+            del data["bands"]
+        return data
 
 
 class DynamicScheduler(_Frozen):
@@ -489,6 +505,8 @@ class Spec(_Frozen):
             sched = "streamk"
             if self.scheduler.sm_count is not None:
                 sched += f"_sm{self.scheduler.sm_count}"
+            if self.scheduler.bands == "weights":
+                sched += "_wb"
         if isinstance(self.scheduler, SplitKScheduler):
             sched = f"splitk{self.scheduler.splits}"
             if self.scheduler.max_clusters is not None:

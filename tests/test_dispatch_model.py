@@ -52,6 +52,20 @@ def test_work_counts_waves_the_way_each_scheduler_walks_tiles() -> None:
     assert ctas == 132 and iters == math.ceil(80 * 64 / 132)
 
 
+def test_stream_k_weight_bands_read_the_weights_once_in_equal_groups() -> None:
+    mod = costmodel.model_module()
+    wb = kern(
+        tile=(128, 192, 64), swap_ab=False, scheduler="stream_k", splits=1, sk_bands="weights"
+    )
+    # each weight tile is read by one group of CTAs
+    assert mod.weight_reads(wb, 256, 132) == 1
+    # N = 3072: 16 bands of 192-wide tiles, so 132 CTAs round down to 8 groups of 16 = 128
+    assert mod.work(wb, 777, 3072, 3072, 132)[2] == 128
+    # swap AB: the weights run along the kernel's M (128-row tiles): N = 5120 is 40 bands
+    swapped = kern(tile=(128, 208, 64), scheduler="stream_k", splits=1, sk_bands="weights")
+    assert mod.work(swapped, 777, 5120, 4096, 132)[2] == 120
+
+
 def test_stream_k_reads_the_weights_once_per_band() -> None:
     mod = costmodel.model_module()
     sk = kern(tile=(128, 192, 64), swap_ab=False, scheduler="stream_k", splits=1)

@@ -1,7 +1,9 @@
 """Stream-K in bands (templates/common/stream_k.py.j2): the Python reference
 ``codegen.plan_common.stream_k_share`` splits every MAC iteration exactly once, each group on whole
 bands, and the generated kernels of both architectures run the same integer arithmetic (their own
-``stream_k_share`` helper, the finisher's ``last_cta`` line and the tile order, executed here)."""
+``stream_k_share`` helper, the finisher's ``last_cta`` line and the tile order, executed here),
+with bands along the activations (the default) or along the weights (``bands = "weights"``: the
+other tile axis, and the host's equal groups, ``stream_k_launch_ctas``)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,12 @@ import itertools
 import pytest
 from conftest import kernel_file
 
-from codegen.plan_common import stream_k_last_cta, stream_k_share
+from codegen.plan_common import (
+    stream_k_last_cta,
+    stream_k_launch_ctas,
+    stream_k_share,
+    stream_k_tile,
+)
 
 CASES = [
     (ctas, bands, band_tiles, k_tiles)
@@ -98,14 +105,20 @@ def _last_cta(tree: ast.Module, names: dict[str, int]) -> int:
 
 
 @pytest.mark.parametrize(
-    ("name", "swapped"),
+    ("name", "swapped", "weights"),
     [
-        ("h_128x128_wg2_streamk_tma", False),
-        ("sm90_bf16_128x200x64_s5_sw128_ws_wg2_swap_direct_streamk", True),
-        ("sk_128x128_direct", False),  # sm_100a
+        ("h_128x128_wg2_streamk_tma", False, False),
+        ("sm90_bf16_128x200x64_s5_sw128_ws_wg2_swap_direct_streamk", True, False),
+        ("sk_128x128_direct", False, False),  # sm_100a
+        # bands along the weights (bands = "weights")
+        ("sm90_bf16_128x192x64_s4_sw128_ws_wg2_tma_streamk_wb", False, True),
+        ("sm90_bf16_128x208x64_s5_sw128_ws_wg2_swap_tma_streamk_wb", True, True),
+        ("sk_128x256_tma_acc2_wb", False, True),  # sm_100a
     ],
 )
-def test_generated_share_and_finisher_are_the_reference(name: str, swapped: bool) -> None:
+def test_generated_share_and_finisher_are_the_reference(
+    name: str, swapped: bool, weights: bool
+) -> None:
     source = kernel_file(name).read_text(encoding="utf-8")
     tree = ast.parse(source)
     share = _helper(tree, "stream_k_share")
@@ -120,12 +133,79 @@ def test_generated_share_and_finisher_are_the_reference(name: str, swapped: bool
             want = stream_k_last_cta(tile, cta0, group_ctas, iter0, iters, k_tiles)
             assert _last_cta(ast.parse(source), names) == want
     # the kernel passes (bands, band tiles) = (activation tiles, weight tiles): rows of tiles, or
-    # columns with swap AB, and its tile order walks a band's tiles one after another
+    # columns with swap AB, and its tile order walks a band's tiles one after another; with bands
+    # along the weights (weight tiles, activation tiles): the other axis
     counts = ("tiles_m", "tiles_n") if name.startswith("sk_") else ("clusters_m", "clusters_n")
-    bands, tiles = (counts[1], counts[0]) if swapped else counts
+    bands, tiles = (counts[1], counts[0]) if swapped != weights else counts
     assert f"stream_k_share(bidx, gdimx, {bands}, {tiles}, k_tiles)" in ast.unparse(tree)
     coords = _helper(tree, "tile_coords")
+    axis = "n" if swapped != weights else "m"
     seen = [coords(t, 3, 4) for t in range(12)]
-    band = [n if swapped else m for m, n in seen]
+    assert seen == [stream_k_tile(t, 3, 4, axis) for t in range(12)]
+    band = [n if axis == "n" else m for m, n in seen]
     assert band == sorted(band), seen  # band after band
     assert sorted(seen) == list(itertools.product(range(3), range(4)))
+
+
+def _launch_lines(tree: ast.Module) -> list[ast.stmt]:
+    """The host's equal-groups lines: the assignments to sk_bands, sk_groups and the CTA count
+    after it."""
+    host = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "gemm")
+    body = [n for n in ast.walk(host) if isinstance(n, ast.Assign)]
+    first = next(i for i, n in enumerate(body) if ast.unparse(n.targets[0]) == "sk_bands")
+    return body[first : first + 3]
+
+
+def test_stream_k_launch_ctas_reference() -> None:
+    # activation bands: every CTA; weight bands: a multiple of min(bands, CTAs)
+    assert stream_k_launch_ctas(132, 19, weight_bands=False) == 132
+    assert stream_k_launch_ctas(132, 19, weight_bands=True) == 114  # 19 groups of 6
+    assert stream_k_launch_ctas(132, 200, weight_bands=True) == 132  # one CTA per group
+    assert stream_k_launch_ctas(1, 7, weight_bands=True) == 1
+    assert stream_k_launch_ctas(1, 0, weight_bands=True) == 1  # M or N = 0: no band
+    for ctas, bands in itertools.product([1, 2, 7, 18, 132], [1, 2, 3, 7, 24, 200]):
+        got = stream_k_launch_ctas(ctas, bands, weight_bands=True)
+        groups = min(bands, ctas)
+        assert 1 <= got <= ctas and got % groups == 0 and ctas - got < groups
+        # every group the same size
+        sizes = {stream_k_share(b, got, bands, 3, 4)[1] for b in range(got)}
+        assert len(sizes) == 1, (ctas, bands, sizes)
+
+
+@pytest.mark.parametrize(
+    ("name", "swapped"),
+    [
+        ("sm90_bf16_128x192x64_s4_sw128_ws_wg2_tma_streamk_wb", False),
+        ("sm90_bf16_128x208x64_s5_sw128_ws_wg2_swap_tma_streamk_wb", True),
+        ("sk_128x256_tma_acc2_wb", False),  # sm_100a
+    ],
+)
+def test_generated_launch_is_the_reference(name: str, swapped: bool) -> None:
+    """The host's equal-groups lines, run on ints, launch stream_k_launch_ctas's CTA count; the
+    band count is the weight tiles' (N tiles; M tiles with swap AB, the kernel's M)."""
+    source = kernel_file(name).read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    lines = _launch_lines(tree)
+    sm100 = name.startswith("sk_")
+    count = "ctas" if sm100 else "clusters"
+    tm, tn = (128, 256) if sm100 else (128, 208 if swapped else 192)
+
+    class _Cute:
+        @staticmethod
+        def ceil_div(a: int, b: int) -> int:
+            return -(-a // b)
+
+    class _Layout:
+        def __init__(self, m: int, n: int) -> None:
+            self.shape = (m, n)
+
+    for m, n, ctas in itertools.product(
+        [0, 100, 777, 8192], [0, 128, 3072, 37888], [1, 7, 114, 132]
+    ):
+        scope: dict[str, object] = {"cutlass": _Cutlass, "cute": _Cute, count: ctas}
+        scope |= {"M": m, "N": n, "CLUSTER_TILE": (tm, tn), "TILER": (tm, tn, 64)}
+        scope["c"] = type("C", (), {"layout": _Layout(m, n)})()
+        exec(compile(ast.Module(body=lines, type_ignores=[]), name, "exec"), scope)  # noqa: S102
+        bands = -(-(m if swapped else n) // (tm if swapped else tn))
+        want = stream_k_launch_ctas(ctas, bands, weight_bands=True)
+        assert scope[count] == want, (name, m, n, ctas)

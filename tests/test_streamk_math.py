@@ -177,10 +177,16 @@ def run_partition(
 
 
 def exact(
-    tiles: tuple[int, int], k_tiles: int, ctas: int, bidx: int, swapped: bool = False
+    tiles: tuple[int, int],
+    k_tiles: int,
+    ctas: int,
+    bidx: int,
+    swapped: bool = False,
+    weights: bool = False,
 ) -> dict[str, int]:
-    """The same quantities in Python's unbounded integers (codegen.plan_common's reference)."""
-    bands, band_tiles = (tiles[1], tiles[0]) if swapped else tiles
+    """The same quantities in Python's unbounded integers (codegen.plan_common's reference); the
+    bands are columns of tiles with swap AB or (not both) with bands along the weights."""
+    bands, band_tiles = (tiles[1], tiles[0]) if swapped != weights else tiles
     cta0, n, iter0, iters, begin, end = stream_k_share(bidx, ctas, bands, band_tiles, k_tiles)
     out = {"it_begin": begin, "it_end": end, "first_tile": begin // k_tiles}
     out["last_tile"] = (end - 1) // k_tiles
@@ -216,12 +222,13 @@ def test_the_family_is_every_stream_k_kernel() -> None:
 def test_partition_is_exact_past_2_31(name: str, problem: str) -> None:
     path = next(p for p in STREAMK if p.stem == name)
     lines = partition_lines(path)
-    swapped = build.read_spec(path).swap_ab
+    spec = build.read_spec(path)
+    swapped, weights = spec.swap_ab, spec.scheduler.bands == "weights"
     tiles, k_tiles = PROBLEMS[problem]
     for ctas in CTAS:
         for bidx in (0, 1, 62, 63, 64, ctas // 2, ctas - 1):
             got = run_partition(lines, tiles, k_tiles, ctas, bidx)
-            want = exact(tiles, k_tiles, ctas, bidx, swapped)
+            want = exact(tiles, k_tiles, ctas, bidx, swapped, weights)
             assert got == want, (name, problem, ctas, bidx)
 
 

@@ -11,8 +11,10 @@ graph would capture none), cycling input sets larger than L2, the sides in turn 
 torch.mm beside them; every launch's output is checked against a float32 reference first.
 --weight-bands also times a copy of a non-swap stream-K kernel whose bands run along the
 weights (a band: the column of tiles that share one weight tile, walked along M) instead of along
-the activations, at the GPU's SMs and at equal groups. Needs a GPU, torch, the CuTe DSL and
-generated/ on the path.
+the activations, at the GPU's SMs and at equal groups (a kernel of bands = "weights", e.g.
+sm90_bf16_128x192x64_s4_sw128_ws_wg2_tma_streamk_wb, is that order compiled in: pass it as
+STREAM_K without the flag; its host rounds every CTA count down to equal groups). bf16 only.
+Needs a GPU, torch, the CuTe DSL and generated/ on the path.
 """
 
 import importlib
@@ -29,8 +31,14 @@ from codegen.gpu import Shape, input_sets, time_interleaved
 def _cuts(m: int, n: int, mod, sms: int) -> dict[str, int]:
     """Stream-K CTA counts worth timing: the GPU's, equal groups per band, one CTA per tile."""
     tm, tn = mod.TILER[0], mod.TILER[1]
-    # a band: the tiles that share one tile of the activations (A; B^T's columns with swap AB)
-    if mod.SPEC["swap_ab"]:
+    # a band: the tiles that share one tile of the activations (A; B^T's columns with swap AB),
+    # or with bands = "weights" one tile of the weights (the other axis)
+    if mod.SPEC["scheduler"].get("bands") == "weights":
+        if mod.SPEC["swap_ab"]:
+            bands, across = -(-n // tm), -(-m // tn)
+        else:
+            bands, across = -(-n // tn), -(-m // tm)
+    elif mod.SPEC["swap_ab"]:
         bands, across = -(-m // tn), -(-n // tm)
     else:
         bands, across = -(-m // tm), -(-n // tn)

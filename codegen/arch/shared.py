@@ -368,6 +368,12 @@ def is_stream_k(spec: Spec) -> bool:
     return isinstance(spec.scheduler, StreamKScheduler)
 
 
+def streamk_weight_bands(spec: Spec) -> bool:
+    """Stream-K bands along the weights (``bands = "weights"``): a band is the tiles that share
+    one weight tile, and the host launches equal groups of CTAs."""
+    return isinstance(spec.scheduler, StreamKScheduler) and spec.scheduler.bands == "weights"
+
+
 def streamk_ctas(spec: Spec, flagship_sms: int) -> int:
     """Persistent CTAs stream-K launches at most (its workspace's slots), one per SM of the GPU
     (fewer when there are fewer SMs or MAC iterations): the spec's sm_count, else the
@@ -406,6 +412,9 @@ class StreamK:
     vec: int  # f32 per 16-byte workspace vector (STREAMK_VEC)
     workspace_bytes: int
     slot_kib: str  # one slot, in KiB
+    # bands along the weights: a band is the tiles that share one weight tile, and the host
+    # launches a multiple of the group count (equal groups)
+    weight_bands: bool
 
 
 def stream_k_values(spec: Spec, flagship_sms: int) -> dict[str, object]:
@@ -417,4 +426,5 @@ def stream_k_values(spec: Spec, flagship_sms: int) -> dict[str, object]:
         "vec": STREAMK_VEC,
         "workspace_bytes": streamk_workspace_elems(spec, flagship_sms) * ACC_BYTES,
         "slot_kib": kib(tile_elems * ACC_BYTES),
+        "weight_bands": streamk_weight_bands(spec),
     }

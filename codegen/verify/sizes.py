@@ -119,9 +119,13 @@ def cases(ks: KernelSource) -> list[Case]:
             label = f"k={k} tiles={tiles}" + (f" ctas<={cap}" if cap else "")
             out.append(Case(label, _problem(ks, tiles, k, grid_cap=cap), k, tiles))
         out.append(Case("k=2 tiles=2x2 ctas<=3", _problem(ks, 2, 2, 2, grid_cap=3), 2, 4))
-        # two bands (rows of tiles; columns with swap AB) of 3 tiles on 3 CTAs: groups of 1 and
-        # 2 CTAs, the second splitting a tile, so a share or finisher outside its group shows
-        rows, cols = (3, 2) if ks.spec.get("swap_ab") else (2, 3)
+        # two bands (rows of tiles; columns with swap AB; the other way round with bands along
+        # the weights) of 3 tiles on 3 CTAs: groups of 1 and 2 CTAs (the cap overrides the host's
+        # equal groups), the second splitting a tile, so a share or finisher outside its group
+        # shows
+        sched = ks.spec.get("scheduler")
+        weights = isinstance(sched, dict) and sched.get("bands") == "weights"
+        rows, cols = (3, 2) if bool(ks.spec.get("swap_ab")) != weights else (2, 3)
         label = f"k=2 tiles={rows}x{cols} ctas<=3"
         out.append(Case(label, _problem(ks, rows, 2, cols, grid_cap=3), 2, 6))
         return out

@@ -67,6 +67,11 @@ def _ceil(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def _weight_bands(kern) -> bool:
+    """Stream-K bands along the weights (registry rows print sk_bands only there)."""
+    return getattr(kern, "sk_bands", "activations") == "weights"
+
+
 def work(kern, m: int, n: int, k: int, sm_count: int) -> tuple[int, int, int]:
     """(rounds, iters, busy CTAs) of `kern` on (M, N, K) with `sm_count` SMs (see the module)."""
     tm, tn, tk = kern.tile
@@ -86,6 +91,10 @@ def work(kern, m: int, n: int, k: int, sm_count: int) -> tuple[int, int, int]:
     if kern.scheduler == "stream_k":
         total = tiles * k_tiles
         ctas = min(sm_count, total)
+        if _weight_bands(kern):
+            # bands along the weights: equal groups, a multiple of min(bands, CTAs)
+            groups = min(_ceil(rows, tm) if kern.swap_ab else _ceil(cols, tn), ctas)
+            ctas = ctas // groups * groups
         iters = _ceil(total, ctas)
         return _ceil(iters, k_tiles) + (1 if iters % k_tiles else 0), iters, ctas
     cluster = kern.cluster[0] * kern.cluster[1]
@@ -99,7 +108,8 @@ def weight_reads(kern, m: int, sm_count: int) -> int:
     band (its CTA groups each walk one row of tiles along the activations through every weight
     tile, out of step with the other groups): measured on the tune part, 128x192 stream-K at
     M = 256, N = 8192, K = 28672 ran 229 µs, where reading 470 MB of weights twice takes 226."""
-    if kern.scheduler != "stream_k":
+    if kern.scheduler != "stream_k" or _weight_bands(kern):
+        # bands along the weights: each weight tile is read by one group of CTAs
         return 1
     tm, tn, _ = kern.tile
     return max(1, min(_ceil(m, tn if kern.swap_ab else tm), sm_count))

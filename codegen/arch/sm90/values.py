@@ -177,7 +177,8 @@ class Sm90SplitK:
 class Sm90StreamK(shared.StreamK):
     """Stream-K's workspace (``plan.sk``), its bands and its fix-up barrier."""
 
-    # the tile axis of the activations (m; n with swap AB) and the other one
+    # the tile axis a band is one tile of (the activations': m, n with swap AB; the weights'
+    # with bands = "weights") and the axis its tiles are walked along
     band: str
     across: str
     fixup_barrier_id: int
@@ -422,10 +423,16 @@ def stream_k(spec: Spec) -> Sm90StreamK | None:
     """Stream-K's workspace (a partial-tile slot per CTA, then the flags) and its bands."""
     if not shared.is_stream_k(spec):
         return None
+    # the tile axis of the activations is m (n with swap AB): bands along it share an activation
+    # tile; bands along the weights take the other axis
+    activations = "n" if spec.swap_ab else "m"
+    band = (
+        ("m" if activations == "n" else "n") if shared.streamk_weight_bands(spec) else activations
+    )
     return Sm90StreamK(
         **shared.stream_k_values(spec, rules_sm90.SM_COUNT),
-        band="n" if spec.swap_ab else "m",
-        across="m" if spec.swap_ab else "n",
+        band=band,
+        across="n" if band == "m" else "m",
         fixup_barrier_id=rules_sm90.FIXUP_BARRIER_ID,
     )
 
