@@ -434,21 +434,27 @@ def input_sets(shape: Shape, dtype, out_dtype=None, min_bytes: int = 256 << 20) 
 def capture_graph(launches: list[Callable[[], object]]):
     """The launches captured in one CUDA graph, after a warm-up on a side stream (compile, load,
     workspace) outside it."""
+    graph, _ = capture_step(lambda: [f() for f in launches])
+    return graph
+
+
+def capture_step(step: Callable[[], object], warmups: int = 1):
+    """step() run `warmups` times on a side stream (compile, load, workspaces), then captured in
+    one CUDA graph; returns (graph, what the captured step returned)."""
     import torch
 
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
-        for f in launches:
-            f()
+        for _ in range(warmups):
+            step()
     torch.cuda.current_stream().wait_stream(stream)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        for f in launches:
-            f()
+        outs = step()
     torch.cuda.synchronize()
-    return graph
+    return graph, outs
 
 
 def results_json(path: Path, payload: dict) -> None:

@@ -151,25 +151,6 @@ def _act(name: str):
     return lambda g: F.gelu(g, approximate="tanh")
 
 
-def _capture(step: Callable[[], list]):
-    """step() run twice on a side stream (compile, load, workspaces), then captured in one CUDA
-    graph; returns (graph, the tensors the captured step returned: its per-layer outputs)."""
-    import torch
-
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        step()
-        step()
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        outs = step()
-    torch.cuda.synchronize()
-    return graph, outs
-
-
 class _Weights:
     """One layer's weights: the checkpoint's [gate; up] (2F, K) and down (hidden, F), scaled
     1/sqrt(K) so a chain keeps its activations near unit size; the interleaved copy for the
@@ -278,7 +259,7 @@ def run_block(
     """One (model, M, dtype) row: every side captured, checked, then timed interleaved."""
     import torch
 
-    from codegen.gpu import time_interleaved
+    from codegen.gpu import capture_step, time_interleaved
 
     runtime = importlib.import_module(f"{pkg.__name__}._runtime")
     act = ACTIVATIONS[fn]
@@ -377,7 +358,7 @@ def run_block(
     graphs, errs = {}, {}
     for name, step in sides.items():
         try:
-            graph, outs = _capture(step)
+            graph, outs = capture_step(step, warmups=2)
         except Exception as e:  # noqa: BLE001 - one side fails (e.g. _scaled_mm shapes), not the run
             notes.append(f"{name}: not run ({type(e).__name__}: {str(e).splitlines()[0][:160]})")
             continue

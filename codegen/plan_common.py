@@ -15,6 +15,7 @@ import textwrap
 from dataclasses import dataclass
 
 from codegen import rules_common
+from codegen.epilogue_fn import ACC_KINDS, GATED_BLOCK, KIND_NAMES
 from codegen.spec import RUNTIME, Spec
 
 CUTLASS_DTYPE = {
@@ -405,28 +406,45 @@ def fusion_formula(spec: Spec) -> str:
     if epi.activation != "none":
         expr = f"{epi.activation}({expr})"
     if epi.fn is not None:
-        names = ", ".join(
-            "A @ B^T"
-            if kind == "acc"
-            else "(A @ B^T)[gate]"
-            if kind == "gate"
-            else "(A @ B^T)[up]"
-            if kind == "up"
-            else f"{name}[row, col]"
-            if kind == "tile"
-            else f"{name}[{'row' if kind == 'row' else 'col'}]"
-            if kind in ("row", "col")
-            else name
-            for name, kind in epi.fn.args
-        )
-        expr = f"{epi.fn.name}({names})"
+        expr = fn_call_text(epi.fn.name, epi.fn.args, "A @ B^T", "(A @ B^T)", lambda kind: kind)
     return expr
+
+
+def fn_call_text(name: str, args, acc: str | None, pair: str | None, axis) -> str:
+    """An epilogue function's call as a docstring or comment shows it: the accumulator as `acc`,
+    a gated pair's elements as `pair`[gate] / [up] (None: the argument's own name), a vector at
+    [axis(kind)] (its row or column index), a tile at [row, col], anything else by name."""
+
+    def one(arg: str, kind: str) -> str:
+        if kind == "acc":
+            return acc or arg
+        if kind in ("gate", "up"):
+            return f"{pair or arg}[{kind}]"
+        if kind == "tile":
+            return f"{arg}[row, col]"
+        if kind in ("row", "col"):
+            return f"{arg}[{axis(kind)}]"
+        return arg
+
+    return f"{name}({', '.join(one(arg, kind) for arg, kind in args)})"
 
 
 def fusion(spec: Spec) -> Fusion:
     """What the fusion macros print (templates/common/fusion.py.j2, for both arches; sm_90a adds
     the bias in the wgmma registers, templates/sm90/epilogue/_bias.py.j2)."""
     epi = spec.epilogue
+    # an epilogue function's arguments after the accumulator: gemm's and launcher's
+    fn_args = [
+        (name, kind) for name, kind in (epi.fn.args if epi.fn else ()) if kind not in ACC_KINDS
+    ]
+    fn_params = [
+        (
+            f"fn_{name}",
+            "cutlass.Float32" if kind == "scalar" else "cute.Tensor",
+            FN_KERNEL_NOTES[kind],
+        )
+        for name, kind in fn_args
+    ]
     return Fusion(
         formula=fusion_formula(spec),
         alpha=epi.alpha,
@@ -436,26 +454,12 @@ def fusion(spec: Spec) -> Fusion:
         scalars=epi.scalars,
         scalar_notes={name: note for name, note in SCALAR_NOTES.items() if name in epi.scalars},
         scalars_doc="".join(f", {name} (f32)" for name in epi.scalars)
-        + "".join(
-            f", fn_{name} {FN_SHAPES[kind]}"
-            for name, kind in (epi.fn.args if epi.fn else ())
-            if kind not in ACC_KINDS
-        ),
+        + "".join(f", fn_{name} {FN_SHAPES[kind]}" for name, kind in fn_args),
         activation=epi.activation,
         gelu_c=GELU_C,
         gelu_cubic=GELU_CUBIC,
-        fn_params=[
-            (
-                f"fn_{name}",
-                "cutlass.Float32" if kind == "scalar" else "cute.Tensor",
-                FN_KERNEL_NOTES[kind],
-            )
-            for name, kind in (epi.fn.args if epi.fn else ())
-            if kind not in ACC_KINDS
-        ],
-        fn_names=[
-            f"fn_{name}" for name, kind in (epi.fn.args if epi.fn else ()) if kind not in ACC_KINDS
-        ],
+        fn_params=fn_params,
+        fn_names=[param for param, _, _ in fn_params],
     )
 
 
@@ -467,8 +471,6 @@ FN_SHAPES = {
     "col": "(N,) f32",
     "tile": "(M, N) like c",
 }
-# accumulator elements: the call's own, no argument of gemm or launcher
-ACC_KINDS = frozenset({"acc", "gate", "up"})
 # gemm_kernel's note on each kind of epilogue-function argument
 FN_KERNEL_NOTES = {
     "scalar": "epilogue function argument: a runtime f32 scalar",
@@ -519,22 +521,14 @@ def epifn(spec: Spec) -> EpiFn | None:
                 host_doc=FN_HOST_DOC.get(kind, ""),
             )
         )
-    from codegen.epilogue_fn import GATED_BLOCK, KIND_NAMES  # the vocabulary: a leaf module
-
     used = sorted({KIND_NAMES[kind] for _, kind in fn.args})
-    shown = ", ".join(
-        a.name
-        if a.kind == "acc"
-        else f"{a.name}[gate]"
-        if a.kind == "gate"
-        else f"{a.name}[up]"
-        if a.kind == "up"
-        else f"{a.name}[row, col]"
-        if a.kind == "tile"
-        else f"{a.name}[{a.axis}]"
-        if a.axis
-        else a.name
-        for a in args
+    # the call in the kernel's terms: swap AB exchanges a vector's row and column
+    shown = fn_call_text(
+        fn.name,
+        fn.args,
+        None,
+        None,
+        lambda kind: {"row": "col", "col": "row"}[kind] if spec.swap_ab else kind,
     )
     gated = any(a.kind == "gate" for a in args)
     out_bytes = rules_common.DTYPE_BYTES[spec.epilogue.out_dtype or spec.dtype]
@@ -550,7 +544,7 @@ def epifn(spec: Spec) -> EpiFn | None:
         cols=any(a.axis == "col" for a in args),
         tensors=[a for a in args if a.kind in ("device_scalar", "row", "col", "tile")],
         scalars=[a for a in args if a.kind == "scalar"],
-        call_note=f"{'out' if gated else 'acc'} = {fn.name}({shown})",
+        call_note=f"{'out' if gated else 'acc'} = {shown}",
         tiles=[a for a in args if a.kind == "tile"],
         tile_vec=tile_vec,
         tile_bits=tile_vec * 8 * out_bytes,

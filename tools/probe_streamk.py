@@ -1,7 +1,7 @@
 """Time a stream-K kernel against a persistent one with the same tile, the stream-K kernel
 compiled for several CTA counts (its `sm_count`), to tell where stream-K's time goes:
 
-    python tools/probe_streamk.py MxNxK[,MxNxK...] PERSISTENT STREAM_K [CTAS,...] [--weight-bands]
+    python tools/probe_streamk.py MxNxK[,MxNxK...] PERSISTENT STREAM_K [CTAS,...]
 
 Per shape it prints µs per launch and the ratio to the persistent kernel, for the stream-K kernel
 at each CTA count: the GPU's SMs, equal groups per band (no group one CTA larger than another),
@@ -9,19 +9,14 @@ one CTA per tile (no tile split, no fix-up) and any counts given. Each side is t
 back-to-back launches between two CUDA events (a launcher binds the stream it is made on, so a
 graph would capture none), cycling input sets larger than L2, the sides in turn (interleaved),
 torch.mm beside them; every launch's output is checked against a float32 reference first.
---weight-bands also times a copy of a non-swap stream-K kernel whose bands run along the
-weights (a band: the column of tiles that share one weight tile, walked along M) instead of along
-the activations, at the GPU's SMs and at equal groups (a kernel of bands = "weights", e.g.
-sm90_bf16_128x192x64_s4_sw128_ws_wg2_tma_streamk_wb, is that order compiled in: pass it as
-STREAM_K without the flag; its host rounds every CTA count down to equal groups). bf16 only.
+A kernel of bands = "weights" (e.g. sm90_bf16_128x192x64_s4_sw128_ws_wg2_tma_streamk_wb) runs
+its bands along the weights; its host rounds every CTA count down to equal groups. bf16 only.
 Needs a GPU, torch, the CuTe DSL and generated/ on the path.
 """
 
 import importlib
 import importlib.util
 import sys
-import tempfile
-from pathlib import Path
 
 import torch
 
@@ -31,17 +26,12 @@ from codegen.gpu import Shape, input_sets, time_interleaved
 def _cuts(m: int, n: int, mod, sms: int) -> dict[str, int]:
     """Stream-K CTA counts worth timing: the GPU's, equal groups per band, one CTA per tile."""
     tm, tn = mod.TILER[0], mod.TILER[1]
-    # a band: the tiles that share one tile of the activations (A; B^T's columns with swap AB),
-    # or with bands = "weights" one tile of the weights (the other axis)
-    if mod.SPEC["scheduler"].get("bands") == "weights":
-        if mod.SPEC["swap_ab"]:
-            bands, across = -(-n // tm), -(-m // tn)
-        else:
-            bands, across = -(-n // tn), -(-m // tm)
-    elif mod.SPEC["swap_ab"]:
-        bands, across = -(-m // tn), -(-n // tm)
-    else:
-        bands, across = -(-m // tm), -(-n // tn)
+    swap = mod.SPEC["swap_ab"]
+    # tiles along the activations (A's rows; B^T's columns with swap AB) and along the weights: a
+    # band is one tile of the activations, or with bands = "weights" one of the weights
+    act, wts = -(-m // (tn if swap else tm)), -(-n // (tm if swap else tn))
+    weight_bands = mod.SPEC["scheduler"].get("bands") == "weights"
+    bands, across = (wts, act) if weight_bands else (act, wts)
     tiles = bands * across
     out = {f"sk {sms}": sms}
     if bands < sms:
@@ -78,39 +68,11 @@ def _copy(name: str, ctas: int):
     return _COPIES[ctas]
 
 
-WEIGHT_BANDS = (
-    # (today's text, the same with bands along the weights: a band is the tiles that share one
-    # weight tile, a column of tiles, walked along M) -- non-swap kernels
-    ("tile_m, tile_n = ct // clusters_n, ct % clusters_n",
-     "tile_m, tile_n = ct % clusters_m, ct // clusters_m"),
-    ("bidx, gdimx, clusters_m, clusters_n, k_tiles", "bidx, gdimx, clusters_n, clusters_m, k_tiles"),
-)  # fmt: skip
-
-
-def _weight_band_copy(name: str, ctas: int):
-    """A copy of the (non-swap) stream-K kernel whose bands run along the weights instead."""
-    key = -ctas
-    if key not in _COPIES:
-        src = Path(importlib.import_module(f"cutegemm.sm90.{name}").__file__).read_text()
-        for old, new in WEIGHT_BANDS:
-            assert src.count(old) == 1, f"{name}: expected one {old!r}"
-            src = src.replace(old, new)
-        # a real file: the DSL reads each kernel function's source back from its module's file
-        path = Path(tempfile.mkdtemp()) / f"_wband_{name}.py"
-        path.write_text(src)
-        spec = importlib.util.spec_from_file_location(path.stem, path)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        _COPIES[key] = mod
-    return _COPIES[key]
-
-
 def main() -> None:
-    args = [a for a in sys.argv if a != "--weight-bands"]
+    args = sys.argv
     shapes = [tuple(int(x) for x in s.split("x")) for s in args[1].split(",")]
     pers = importlib.import_module(f"cutegemm.sm90.{args[2]}")
     sk_name = args[3]
-    weight_bands = "--weight-bands" in sys.argv
     extra = [int(x) for x in args[4].split(",")] if len(args) > 4 else []
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     reps, rounds = 10, 15
@@ -124,12 +86,6 @@ def main() -> None:
         cuts.update({f"sk {x}": x for x in extra})
         for label, ctas in cuts.items():
             fns[label], errs[label] = _launches(_copy(sk_name, ctas), sets, ctas)
-        sk = importlib.import_module(f"cutegemm.sm90.{sk_name}")
-        if weight_bands and not sk.SPEC["swap_ab"]:
-            cols = -(-n // sk.TILER[1])
-            for ctas in sorted({sms, sms // cols * cols if cols < sms else sms}, reverse=True):
-                label = f"sk {ctas}, bands on weights"
-                fns[label], errs[label] = _launches(_weight_band_copy(sk_name, ctas), sets, ctas)
         us = time_interleaved(fns, rounds, reps)
         tflops = 2 * m * n * k / 1e6
         print(f"M={m} N={n} K={k}: torch {us['torch']:.1f} µs")

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import torch
 
+from codegen.build import load_module
+
 SLOTS = 16  # int64 stamps per CTA: start, then 3 per unit (at most 5 units)
 
 
@@ -67,9 +69,7 @@ def main() -> None:
     # a real file: the DSL reads each kernel function's source back from its module's file
     path = Path(tempfile.mkdtemp()) / f"_timeline_{name}.py"
     path.write_text(instrument(Path(spec.origin).read_text()))
-    loaded = importlib.util.spec_from_file_location(path.stem, path)
-    mod = importlib.util.module_from_spec(loaded)
-    loaded.loader.exec_module(mod)
+    mod = load_module(path)
     if len(sys.argv) > 3:
         mod.device_sm_count = lambda device=None, c=int(sys.argv[3]): c
     a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)

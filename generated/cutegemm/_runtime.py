@@ -315,9 +315,7 @@ def kernel_for(
         forms = {"tensor": "scale_per_tensor", "rowwise": "scale_rowwise"}
         if scales is not None and (scales not in forms or alpha != 1.0):
             raise GemmError(f'scales must be "tensor" or "rowwise" (alpha 1), got {scales!r}')
-        fn = forms[scales] if scales else "device_alpha"
-        if fn == "device_alpha" and dtype == torch.float8_e4m3fn:
-            fn = "scale_per_tensor"
+        fn = forms[scales] if scales else _device_alpha_fn(dtype)
         alpha = 1.0
     cls = _class(dtype, out_dtype, alpha, beta, activation, bias)
     if fn is not None and (cls[3:] != (0.0, None, None) or (a_major, b_major) != ("k", "k")):
@@ -692,6 +690,17 @@ def interleave_gate_up(w: torch.Tensor, block: int = GATED_BLOCK) -> torch.Tenso
     return torch.stack((gate, up), dim=1).reshape(2 * f, k).contiguous()
 
 
+def _fn_operands(a, b) -> None:
+    """a (M, K) and b (N, K) torch tensors on one CUDA device, from their metadata only (fake
+    tensors too), for the epilogue-function calls; GemmError otherwise."""
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+        raise GemmError("a and b must be torch tensors")
+    if a.device.type != "cuda" or b.device != a.device:
+        raise GemmError(f"a and b must be on one CUDA device, got {a.device} and {b.device}")
+    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[1]:
+        raise GemmError(f"expected a (M, K) and b (N, K), got {tuple(a.shape)}, {tuple(b.shape)}")
+
+
 def gemm_fn(name: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None,
             **fn_args) -> torch.Tensor:  # fmt: skip
     """D = the epilogue function of kernel `name` (a Kernel with `fn`, cutegemm.KERNELS) applied
@@ -712,13 +721,8 @@ def gemm_fn(name: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | 
             f"{name}'s epilogue function {kern.fn} takes {', '.join(sorted(want))} by keyword, "
             f"got {', '.join(sorted(fn_args)) or 'none'}"
         )
-    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
-        raise GemmError("a and b must be torch tensors")
+    _fn_operands(a, b)
     dev = a.device
-    if dev.type != "cuda" or b.device != dev:
-        raise GemmError(f"a and b must be on one CUDA device, got {a.device} and {b.device}")
-    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[1]:
-        raise GemmError(f"expected a (M, K) and b (N, K), got {tuple(a.shape)}, {tuple(b.shape)}")
     (m, k), n = a.shape, b.shape[0]
     if a.dtype != _TORCH[kern.dtype] or b.dtype != _TORCH[kern.dtype]:
         raise GemmError(f"{name} takes {_TORCH[kern.dtype]} a and b, got {a.dtype}, {b.dtype}")
@@ -769,10 +773,15 @@ def gemm_fn(name: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | 
     elif out.shape != (m, n_out) or out.device != dev or out.dtype != odt or not _rows_ok(out):
         raise GemmError(f"out must be a contiguous ({m}, {n_out}) {odt} tensor on {dev}")
     if m and n:
-        # a split-K or stream-K kernel takes its workspace before the function's arguments
-        ws = [_workspace(kern, dev)] if kern.workspace_elems else []
-        _compiled(kern, arch, dev.index)(a, b, out, *ws, *values)
+        _launch_fn(kern, _compiled(kern, arch, dev.index), a, b, out, values)
     return out
+
+
+def _launch_fn(kern: Kernel, compiled, a, b, out, values) -> None:
+    """One launch of an epilogue-function kernel: a split-K or stream-K kernel takes its workspace
+    before the function's arguments."""
+    ws = [_workspace(kern, a.device)] if kern.workspace_elems else []
+    compiled(a, b, out, *ws, *values)
 
 
 def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, *,
@@ -865,6 +874,12 @@ def _choose_fn(
     )
 
 
+def _device_alpha_fn(dtype: torch.dtype) -> str:
+    """The library function of gemm(..., alpha=<0-d tensor>): e4m3 runs the per-tensor scale
+    kernel (scale_a = alpha, scale_b = 1), other dtypes device_alpha."""
+    return "scale_per_tensor" if dtype == torch.float8_e4m3fn else "device_alpha"
+
+
 def _is_scalar(t) -> bool:
     return isinstance(t, torch.Tensor) and t.dim() <= 1 and t.numel() == 1
 
@@ -888,11 +903,8 @@ def _fn_call(a, b, alpha, beta, bias, activation, scale_a, scale_b) -> tuple[str
             "them together; served: D = (A @ B^T) * scale_a * scale_b (out_dtype), or "
             "D = alpha * (A @ B^T); add the rest in torch (nothing was launched)"
         )
+    _fn_operands(a, b)
     dev = a.device
-    if dev.type != "cuda" or b.device != dev:
-        raise GemmError(f"a and b must be on one CUDA device, got {a.device} and {b.device}")
-    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[1]:
-        raise GemmError(f"expected a (M, K) and b (N, K), got {tuple(a.shape)}, {tuple(b.shape)}")
     m, n = a.shape[0], b.shape[0]
 
     def check(name: str, t, shapes: str) -> torch.Tensor:
@@ -910,9 +922,9 @@ def _fn_call(a, b, alpha, beta, bias, activation, scale_a, scale_b) -> tuple[str
         if not isinstance(alpha, torch.Tensor) or not _is_scalar(alpha):
             shape = tuple(alpha.shape) if isinstance(alpha, torch.Tensor) else alpha
             raise GemmError(f"a tensor alpha must be 0-d (one value), got {shape}")
-        if a.dtype == torch.float8_e4m3fn:
-            return "scale_per_tensor", [check("alpha", alpha, "()"), None]  # None: a 1
-        return "device_alpha", [check("alpha", alpha, "()")]
+        fn = _device_alpha_fn(a.dtype)
+        one = [None] if fn == "scale_per_tensor" else []  # None: a 1 for scale_b
+        return fn, [check("alpha", alpha, "()"), *one]
     if scale_a is None or scale_b is None:
         raise GemmError("scale_a and scale_b come together (as torch._scaled_mm takes them)")
     if a.dtype != torch.float8_e4m3fn or b.dtype != torch.float8_e4m3fn:
@@ -985,9 +997,7 @@ def _eager_fn(a, b, out, fn: str, values: list, out_dtype) -> torch.Tensor:
             f"{tuple(out.shape)} on {out.device}"
         )
     if m and n:
-        # the workspace first, as in gemm_fn
-        ws = [_workspace(kern, dev)] if kern.workspace_elems else []
-        compiled(a, b, out, *ws, *(_one(dev) if v is None else v for v in values))
+        _launch_fn(kern, compiled, a, b, out, [_one(dev) if v is None else v for v in values])
     return out
 
 
