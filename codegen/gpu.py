@@ -18,6 +18,7 @@ from pathlib import Path
 
 from codegen import registry
 from codegen.build import load_module, read_spec
+from codegen.epilogue_fn import ACC_KINDS
 from codegen.plan_common import plural
 
 TOLERANCE = {"f16": 2e-3, "bf16": 1e-2, "f32": 2e-3}  # by output dtype (f32: fast tanh/exp)
@@ -295,7 +296,7 @@ def check_variant(
         extra = []
         fn_values = (
             fn_inputs(
-                [a_ for a_ in fn["args"] if a_[1] not in ("acc", "gate", "up")],
+                [a_ for a_ in fn["args"] if a_[1] not in ACC_KINDS],
                 m,
                 n,
                 k,

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from codegen import registry
 from codegen import spec as spec_model
+from codegen.epilogue_fn import ACC_KINDS
 from codegen.plan_common import plural
 
 PKG = "cutegemm"
@@ -161,9 +162,7 @@ class Entry:
                 {
                     "fn": epi["fn"]["ref"].rsplit(":", 1)[1],
                     "fn_args": tuple(
-                        (name, kind)
-                        for name, kind in epi["fn"]["args"]
-                        if kind not in ("acc", "gate", "up")
+                        (name, kind) for name, kind in epi["fn"]["args"] if kind not in ACC_KINDS
                     ),
                     # a gated pair: printed only where there is one
                     **(

@@ -128,6 +128,8 @@ class FnArg:
     # its vector at the element's row or column (the kernel's: swap AB exchanges them)
     axis: str  # the kernel's axis a vector runs along: "row", "col", or "" for the rest
     host_doc: str  # launcher's words on it
+    extent: str  # a float32 tensor argument's element count on the host: 1, m or n ("" else)
+    shapes: str  # ... and the shapes launcher takes for it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -140,6 +142,7 @@ class EpiFn:
     source: str  # its text, printed once at module level
     kind_aliases: str  # the annotations it uses, as names of cutlass.Float32 in the kernel file
     args: list[FnArg]
+    passed: list[FnArg]  # the arguments the caller passes (not accumulator elements), in order
     reads: list[FnArg]  # device scalars, read once per tile before the element loop
     rows: bool  # some argument is a vector along the kernel's rows
     cols: bool  # ... along its columns
@@ -479,6 +482,9 @@ FN_KERNEL_NOTES = {
     "col": "epilogue function argument: (N,) f32, one value per column of C",
     "tile": "epilogue function argument: (M, N) like C, read where C is stored",
 }
+# a float32 tensor argument's element count in launcher, and the shapes it takes
+FN_EXTENT = {"device_scalar": "1", "row": "m", "col": "n"}
+FN_HOST_SHAPES = {"device_scalar": "() or (1,)", "row": "(M,) or (M, 1)", "col": "(N,) or (1, N)"}
 FN_HOST_DOC = {
     "scalar": "a host float (finite in float32)",
     "device_scalar": "a 0-d (or (1,)) float32 CUDA tensor, read by the kernel at each launch",
@@ -519,6 +525,8 @@ def epifn(spec: Spec) -> EpiFn | None:
                 value=value,
                 axis=axis,
                 host_doc=FN_HOST_DOC.get(kind, ""),
+                extent=FN_EXTENT.get(kind, ""),
+                shapes=FN_HOST_SHAPES.get(kind, ""),
             )
         )
     used = sorted({KIND_NAMES[kind] for _, kind in fn.args})
@@ -539,6 +547,7 @@ def epifn(spec: Spec) -> EpiFn | None:
         source=fn.source,
         kind_aliases=" = ".join(used) + " = cutlass.Float32",
         args=args,
+        passed=[a for a in args if a.kind not in ACC_KINDS],
         reads=[a for a in args if a.kind == "device_scalar"],
         rows=any(a.axis == "row" for a in args),
         cols=any(a.axis == "col" for a in args),
