@@ -30,7 +30,7 @@ from codegen.plan import expected_counts
 from codegen.render import stop_pool
 from codegen.spec import Spec
 
-BUILD_FORMAT = "15"  # bump when what a build records changes, to invalidate the cache
+BUILD_FORMAT = "16"  # bump when what a build records changes, to invalidate the cache
 
 # PTX patterns, each counted over the whole module: those of more than one architecture here, then
 # each architecture's own (codegen/arch/<name>/counts.py PATTERNS); every kernel counts them all.
@@ -62,6 +62,8 @@ SHARED_PATTERNS: dict[str, str] = {
     # the light decode kernels (codegen/light.py): warp-level MMAs fed by 16-byte register loads
     "mma.sync": r"\bmma\.sync\.",
     "ld.global.v4": r"\bld\.global(\.[\w:]+)*\.v4\.",
+    # warp butterflies (row_sumsq: a row's partial sums of squares added across lanes)
+    "shfl.sync.bfly": r"\bshfl\.sync\.bfly\.",
     # generic-proxy SMEM accesses ordered before async-proxy ones (TMA store, try_cancel)
     "fence.proxy.async": r"\bfence\.proxy\.async\.shared::cta\b",
 }

@@ -110,7 +110,7 @@ BUILTINS = ("abs", "float", "int")
 RESERVED = frozenset(
     {"a", "b", "c", "workspace", "stream", "sm_count", "m", "n", "k", "args", "tensors"}
     | {"problems", "compiled", "scalars", "label", "value", "t", "lead", "leading", "torch"}
-    | {"cuda", "cute", "cutlass", "from_dlpack", "tiles", "F32_MAX", "fn_args"}
+    | {"cuda", "cute", "cutlass", "from_dlpack", "tiles", "F32_MAX", "fn_args", "row_partials"}
 )
 
 

@@ -214,6 +214,14 @@ def check(spec: Spec) -> list[Violation]:
                 '"tma"',
             )
         )
+    elif epi.row_sumsq:
+        out.append(
+            Violation(
+                "epilogue.row_sumsq",
+                'row_sumsq: mainloop = "light" stores the plain product only (its warps add '
+                'partials through SMEM); legal with row_sumsq: mainloop "tma"',
+            )
+        )
     elif not isinstance(epi, DirectEpilogue) or epi.fused:
         out.append(
             Violation(

@@ -112,7 +112,8 @@ class Fusion:
     gelu_cubic: float
     # an epilogue function's arguments after the accumulator, as gemm, gemm_kernel and the
     # helper that runs the epilogue take them (fn_NAME: the user's NAME, prefixed so that it
-    # never meets a name of the template), each with its DSL type and gemm_kernel's note
+    # never meets a name of the template), each with its DSL type and gemm_kernel's note; then,
+    # with row_sumsq, the tensor of row partials the epilogue writes (row_partials)
     fn_params: list[tuple[str, str, str]]
     fn_names: list[str]  # their names
 
@@ -160,6 +161,25 @@ class EpiFn:
     # up rows in blocks of GATED_BLOCK, the output C has N/2 columns
     gated: bool
     block: int  # GATED_BLOCK
+
+
+@dataclass(frozen=True, kw_only=True)
+class RowSumsq:
+    """row_sumsq (``plan.row_sumsq``; None without): besides D, the kernel writes row_partials, a
+    float32 (P, M) tensor: P partial sums of squares per row of the user's C, of the f32 values
+    the epilogue stores (after the epilogue function, before the conversion to the out dtype;
+    columns past N left out). Each partial is written by one thread after a fixed sequence of
+    additions (its own values in fragment order, then a butterfly over `shuffles` lane offsets),
+    so it is the same bit for bit on every run; the caller adds them up, row_partials.sum(0)."""
+
+    swap: bool  # swap AB: the user's rows are the kernel's columns
+    per_tile: int  # partials one tile writes per row of the user's C
+    count: str  # row_partial_count(n)'s expression of n, the user's N: P
+    count_doc: str  # what one partial covers, in the docstring's words
+    shuffles: list[int]  # butterfly lane offsets adding one row's (column's) values across lanes
+    writer: str  # which lanes write, in a comment's words
+    warp_rows: int  # sm_100a swap AB: the kernel rows of one epilogue warp (0 elsewhere)
+    host_doc: str  # launcher's words on the tensor
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -245,6 +265,7 @@ class Values:
     fusion: Fusion
     bias: Bias | None = None
     epifn: EpiFn | None = None
+    row_sumsq: RowSumsq | None = None
     tensors: Tensors
     layouts: Layouts
     workers: Workers | None = None
@@ -448,6 +469,9 @@ def fusion(spec: Spec) -> Fusion:
         )
         for name, kind in fn_args
     ]
+    if epi.row_sumsq:
+        # the row sums of squares' partials: an output of the epilogue, after the function's
+        fn_params.append(("row_partials", "cute.Tensor", ROW_PARTIALS_NOTE))
     return Fusion(
         formula=fusion_formula(spec),
         alpha=epi.alpha,
@@ -457,7 +481,8 @@ def fusion(spec: Spec) -> Fusion:
         scalars=epi.scalars,
         scalar_notes={name: note for name, note in SCALAR_NOTES.items() if name in epi.scalars},
         scalars_doc="".join(f", {name} (f32)" for name in epi.scalars)
-        + "".join(f", fn_{name} {FN_SHAPES[kind]}" for name, kind in fn_args),
+        + "".join(f", fn_{name} {FN_SHAPES[kind]}" for name, kind in fn_args)
+        + (", row_partials (P, M) f32" if epi.row_sumsq else ""),
         activation=epi.activation,
         gelu_c=GELU_C,
         gelu_cubic=GELU_CUBIC,
@@ -466,6 +491,13 @@ def fusion(spec: Spec) -> Fusion:
     )
 
 
+# gemm_kernel's note on the row partials (row_sumsq)
+ROW_PARTIALS_NOTE = "row_sumsq: (P, M) f32, written: partial sums of squares per row of C"
+# launcher's words on them
+ROW_PARTIALS_DOC = (
+    "a float32 CUDA tensor (row_partial_count(N), M), contiguous: each row's partial sums of "
+    "squares of D, all overwritten; row_partials.sum(0) is the (M,) sum"
+)
 # gemm's docstring on each kind of epilogue-function argument
 FN_SHAPES = {
     "scalar": "(f32)",
@@ -561,6 +593,27 @@ def epifn(spec: Spec) -> EpiFn | None:
         block=GATED_BLOCK,
         heading="epilogue function, per element, in f32"
         + ("; row, col index C^T (swap AB)" if spec.swap_ab and any(a.axis for a in args) else ""),
+    )
+
+
+def row_sumsq(
+    spec: Spec, per_tile: int, shuffles: list[int], writer: str, per: str, warp_rows: int = 0
+) -> RowSumsq | None:
+    """What the row_sumsq macros print (None without it): P = row_partial_count(n), the tiles
+    along the user's N (the kernel's M with swap AB) times `per_tile` partials each, the
+    architecture's (rules.row_partials_per_tile); `per`: what one partial covers, in words."""
+    if not spec.epilogue.row_sumsq:
+        return None
+    dim = 0 if spec.swap_ab else 1
+    return RowSumsq(
+        swap=spec.swap_ab,
+        per_tile=per_tile,
+        count=f"(n + TILER[{dim}] - 1) // TILER[{dim}] * ROW_PARTIALS_PER_TILE",
+        count_doc=per,
+        shuffles=shuffles,
+        writer=writer,
+        warp_rows=warp_rows,
+        host_doc=ROW_PARTIALS_DOC,
     )
 
 

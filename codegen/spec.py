@@ -24,6 +24,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    ValidationInfo,
     field_validator,
     model_serializer,
     model_validator,
@@ -176,6 +177,40 @@ class _EpilogueBase(_Frozen):
     # an epilogue function called per accumulator element in f32 (codegen/epilogue_fn.py); it
     # replaces alpha, beta, activation and bias, which it can express itself
     fn: EpilogueFn | None = None
+    # besides D, the per-row sums of squares of the f32 values the epilogue stores (after the
+    # function, before the conversion to out_dtype), as a float32 (P, M) tensor of partial sums
+    # that the caller adds up (row_partials.sum(0)); each partial written by one thread in a
+    # fixed order, so the result is the same bit for bit on every run (for the next RMSNorm)
+    row_sumsq: bool = False
+
+    @field_validator("row_sumsq")
+    @classmethod
+    def _sumsq_of_what_is_stored(cls, value: bool, info: ValidationInfo) -> bool:
+        if not value:
+            return value
+        menu = [
+            name
+            for name, neutral in (
+                ("alpha", 1.0),
+                ("beta", 0.0),
+                ("activation", "none"),
+                ("bias", "none"),
+            )
+            if name in info.data and info.data[name] != neutral
+        ]
+        if menu:
+            raise ValueError(
+                f"row_sumsq with {', '.join(menu)} is not implemented: it sums the squares of "
+                "a plain product or of an epilogue function's values; legal: write "
+                f"{'them' if len(menu) > 1 else 'it'} into a function (fn) and keep row_sumsq"
+            )
+        fn = info.data.get("fn")
+        if fn is not None and any(kind == "gate" for _, kind in fn.args):
+            raise ValueError(
+                f"row_sumsq with the gated pair {fn.name} (Gate, Up) is not implemented; "
+                "legal: row_sumsq with a plain product or a function of Acc"
+            )
+        return value
 
     @model_validator(mode="after")
     def _fn_alone(self) -> _EpilogueBase:
@@ -240,6 +275,8 @@ class _EpilogueBase(_Frozen):
             del data["bias"]
         if data.get("fn") is None:
             data.pop("fn", None)
+        if data.get("row_sumsq") is False:
+            del data["row_sumsq"]
         return data
 
 
@@ -493,6 +530,8 @@ class Spec(_Frozen):
             epi += f"_{self.epilogue.activation}"
         if self.epilogue.fn is not None:
             epi += f"_fn_{self.epilogue.fn.name}"
+        if self.epilogue.row_sumsq:
+            epi += "_sumsq"
         parts.append(epi)
         sched = self.scheduler.kind
         if isinstance(self.scheduler, PersistentScheduler):

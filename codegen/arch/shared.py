@@ -361,6 +361,39 @@ def epilogue_fn_violations(
     return []
 
 
+def row_sumsq_violations(
+    spec: Spec, styles: tuple[str, ...], schedulers: tuple[str, ...]
+) -> list[Violation]:
+    """row_sumsq (the per-row sums of squares of the stored values, written as partial sums by
+    the epilogue's threads): implemented where one epilogue holds each whole tile's final f32
+    values, in the epilogue `styles` and with the `schedulers` the architecture lists; not after
+    split-K's or stream-K's reduction (there the partials would be written by the CTA that
+    finishes each tile, inside the reduction's own scope)."""
+    if not spec.epilogue.row_sumsq:
+        return []
+    reduce = reduce_kind(spec)
+    if reduce != "none":
+        kind = f"split_k (splits={splits(spec)})" if splits(spec) > 1 else "stream_k"
+        return [
+            Violation(
+                "epilogue.row_sumsq",
+                f"row_sumsq is not implemented with scheduler {kind}: the row partials are "
+                "written by the epilogue that holds a whole tile's values; legal with "
+                f"row_sumsq: scheduler {' or '.join(schedulers)}",
+            )
+        ]
+    if spec.epilogue.style not in styles:
+        legal = " or ".join(f'"{s}"' for s in styles)
+        return [
+            Violation(
+                "epilogue.row_sumsq",
+                f"row_sumsq is not implemented in the {spec.epilogue.style} epilogue on "
+                f"{spec.arch}; legal with row_sumsq: style {legal}",
+            )
+        ]
+    return []
+
+
 # ---- stream-K -----------------------------------------------------------------------------------
 
 

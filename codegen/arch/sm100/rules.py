@@ -952,6 +952,44 @@ def gated_violations(spec: Spec) -> list[Violation]:
     return []
 
 
+def row_sumsq_violations(spec: Spec) -> list[Violation]:
+    """row_sumsq in the direct epilogue: after its TMEM load each thread holds one accumulator row
+    (32x32b: 128 accumulator rows per CTA), so a row's sum is one thread's (a column's, with swap
+    AB, one warp's butterfly); 64-row accumulators (16x32bx2) split a row over two threads."""
+    out = shared.row_sumsq_violations(spec, ("direct",), ("grid", "persistent", "dynamic"))
+    if spec.epilogue.row_sumsq and not out and tmem_load_shape(spec) != "32x32b":
+        out.append(
+            Violation(
+                "epilogue.row_sumsq",
+                f"row_sumsq needs a whole accumulator row per thread (a 128-row accumulator per "
+                f"CTA); tile M={spec.tile.m} with cta_group {spec.cta_group} gives half rows "
+                "(16x32bx2); legal: 128 rows per CTA",
+            )
+        )
+    return out
+
+
+# row_sumsq with swap AB: the kernel rows (the user's columns) one epilogue warp holds, its TMEM
+# lane quarter; the warp adds a column's values over its lanes and writes one partial
+ROW_SUMSQ_WARP_ROWS = TMEM_LANES // EPILOGUE_WARPS
+
+
+def row_partials_per_tile(spec: Spec) -> int:
+    """row_sumsq: the partials one output tile writes per row of the user's C. Without swap AB
+    each epilogue thread holds one accumulator row (32x32b) and adds its own values over every
+    chunk: one partial per tile. With swap AB the user's row is the kernel's column, one value
+    per thread of every epilogue warp: each warp adds its 32 lanes' values (a butterfly) and
+    writes its own partial, one per ROW_SUMSQ_WARP_ROWS rows of the tile."""
+    return spec.tile.m // ROW_SUMSQ_WARP_ROWS if spec.swap_ab else 1
+
+
+def row_partial_count(spec: Spec, n: int) -> int:
+    """row_sumsq's P for the user's N: the tiles along N (with swap AB along the kernel's M, the
+    user's N) times row_partials_per_tile."""
+    tile = spec.tile.m if spec.swap_ab else spec.tile.n
+    return -(-n // tile) * row_partials_per_tile(spec)
+
+
 # the kinds an epilogue function gets after the K reduction it implements one after, in the
 # same direct epilogue per TMEM chunk: split-K over a cluster (rank 0, after adding the peers'
 # staged partials); not stream-K (no fused epilogue there yet) nor the separate reduce kernel
@@ -977,6 +1015,7 @@ def check(spec: Spec) -> list[Violation]:
     out += shared.runtime_scalar_violations(spec)
     out += shared.epilogue_fn_violations(spec, EPILOGUE_FN_KINDS, EPILOGUE_FN_AFTER_REDUCE)
     out += gated_violations(spec)
+    out += row_sumsq_violations(spec)
     out += tma_store_row_violations(spec)
     out += scheduler_violations(spec)
     out += dynamic_violations(spec)

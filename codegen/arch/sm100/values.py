@@ -647,6 +647,31 @@ def partials(spec: Spec) -> dict[str, str]:
     }
 
 
+def row_sumsq(spec: Spec) -> plan_common.RowSumsq | None:
+    """row_sumsq in the direct epilogue (rules_sm100.row_partials_per_tile): a thread holds one
+    accumulator row after its TMEM loads; with swap AB a warp's 32 lanes hold one column of C^T
+    (lanes 16, 8, 4, 2 and 1 apart)."""
+    per_tile = rules_sm100.row_partials_per_tile(spec)
+    if spec.swap_ab:
+        rows = rules_sm100.ROW_SUMSQ_WARP_ROWS
+        return plan_common.row_sumsq(
+            spec,
+            per_tile,
+            [16, 8, 4, 2, 1],
+            "lane 0 of each epilogue warp, after the butterfly (every lane then holds the sum)",
+            f"one per epilogue warp's {rows} rows of C^T, {per_tile} per tile along N (the "
+            "kernel's M, TILER[0] rows of C^T)",
+            warp_rows=rows,
+        )
+    return plan_common.row_sumsq(
+        spec,
+        per_tile,
+        [],
+        "the thread that holds the row (its TMEM lane)",
+        "one per tile along N, of TILER[1] columns",
+    )
+
+
 def tensors(spec: Spec) -> Tensors:
     """The tensors after C: the bias (printed by the epilogue partial, so gemm_kernel takes it
     among C's values) and a workspace, which gemm_kernel takes last; split-K "separate": the
@@ -673,6 +698,7 @@ def values(spec: Spec) -> Sm100Values:
         fusion=plan_common.fusion(spec),
         bias=plan_common.bias(spec),
         epifn=plan_common.epifn(spec),
+        row_sumsq=row_sumsq(spec),
         tensors=tensors(spec),
         layouts=plan_common.layouts(spec),
         workers=workers(spec),

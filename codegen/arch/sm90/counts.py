@@ -154,6 +154,8 @@ def expected_counts(spec: Spec) -> dict[str, int]:
             "mapa": 2,
             "mbarrier release.cluster": 0,
         }
+    if spec.epilogue.row_sumsq:
+        counts |= row_sumsq_counts(spec)
     if shared.is_split_k_separate(spec):
         counts |= separate_counts(spec)
     if shared.is_split_k_cluster(spec):
@@ -175,6 +177,20 @@ def expected_counts(spec: Spec) -> dict[str, int]:
             "mbarrier release.cluster": 1 + peers,
         }
     return counts
+
+
+def row_sumsq_counts(spec: Spec) -> dict[str, int]:
+    """row_sumsq (grid and persistent schedulers only): per row slot of a thread
+    (rules_sm90.row_sumsq_slots) one butterfly shuffle per lane offset and one st.global of its
+    partial, besides C's stores (the direct epilogue: one per store vector)."""
+    slots = rules_sm90.row_sumsq_slots(spec)
+    c_stores = 0
+    if not isinstance(spec.epilogue, TmaStoreEpilogue):
+        c_stores = rules_sm90.accumulator_regs(spec) // (1 if spec.swap_ab else 2)
+    return {
+        "shfl.sync.bfly": slots * len(rules_sm90.ROW_SUMSQ_SHUFFLES[spec.swap_ab]),
+        "st.global": c_stores + slots,
+    }
 
 
 def separate_counts(spec: Spec) -> dict[str, int]:

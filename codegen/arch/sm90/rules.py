@@ -540,6 +540,37 @@ EPILOGUE_FN_AFTER_REDUCE: dict[str, frozenset[str]] = {
 }
 
 
+# row_sumsq's butterfly: the lane offsets that add one row's values, without swap AB over the quad
+# of lanes that holds it, with swap AB (a column of C^T) over the lanes of equal lane % 4
+ROW_SUMSQ_SHUFFLES = {False: (1, 2), True: (4, 8, 16)}
+
+
+def row_partials_per_tile(spec: Spec) -> int:
+    """row_sumsq: the partials one output tile writes per row of the user's C. Without swap AB a
+    row of a 64-row wgmma atom lies in the four lanes of one quad of one warp: they add their
+    columns (a butterfly over lanes 1 and 2 apart) and one lane writes the tile's partial. With
+    swap AB the user's row is the kernel's column, spread over the lanes of equal lane % 4 of
+    every warp along the kernel's M: each warp adds its lanes' values (lanes 4, 8 and 16 apart)
+    and writes its own partial, one per warp that shares the tile, no SMEM."""
+    return WARPGROUP_WARPS * tile_warpgroups(spec) if spec.swap_ab else 1
+
+
+def row_sumsq_slots(spec: Spec) -> int:
+    """row_sumsq: the rows of the user's C one consumer thread holds values of in a tile, each a
+    partial it adds up and sends through the butterfly: rows r and r + 8 of each 64-row wgmma
+    atom it repeats along M; with swap AB the columns of C^T, two of each 8-column group."""
+    if spec.swap_ab:
+        return spec.tile.n // 4
+    return 2 * spec.tile.m // (WGMMA_M * tile_warpgroups(spec))
+
+
+def row_partial_count(spec: Spec, n: int) -> int:
+    """row_sumsq's P for the user's N: the tiles along N (with swap AB along the kernel's M, the
+    user's N) times row_partials_per_tile."""
+    tile = spec.tile.m if spec.swap_ab else spec.tile.n
+    return -(-n // tile) * row_partials_per_tile(spec)
+
+
 def gated_violations(spec: Spec) -> list[Violation]:
     """A gated pair (Gate, Up; codegen/epilogue_fn.py) finds a gate column's up partner 8
     columns on in the thread's wgmma fragment: every wgmma atom along N must hold whole blocks
@@ -606,6 +637,7 @@ def check(spec: Spec) -> list[Violation]:
     out.extend(shared.runtime_scalar_violations(spec))
     out.extend(shared.epilogue_fn_violations(spec, EPILOGUE_FN_KINDS, EPILOGUE_FN_AFTER_REDUCE))
     out.extend(gated_violations(spec))
+    out.extend(shared.row_sumsq_violations(spec, ("direct", "tma"), ("grid", "persistent")))
     out.extend(swizzle_violations(spec))
     if not spec.warp_specialized:
         out.append(

@@ -437,6 +437,29 @@ def stream_k(spec: Spec) -> Sm90StreamK | None:
     )
 
 
+def row_sumsq(spec: Spec) -> plan_common.RowSumsq | None:
+    """row_sumsq on the wgmma registers (rules_sm90.row_partials_per_tile): a quad's four lanes
+    hold a row (lanes 1 and 2 apart); with swap AB the lanes of equal lane % 4 of a warp hold a
+    column of C^T, the user's row (lanes 4, 8 and 16 apart)."""
+    per_tile = rules_sm90.row_partials_per_tile(spec)
+    if spec.swap_ab:
+        return plan_common.row_sumsq(
+            spec,
+            per_tile,
+            list(rules_sm90.ROW_SUMSQ_SHUFFLES[True]),
+            "lanes 0-3 of each warp (each for its own columns of C^T)",
+            f"one per consumer warp, {per_tile} per tile along N (the kernel's M, TILER[0] rows "
+            "of C^T)",
+        )
+    return plan_common.row_sumsq(
+        spec,
+        per_tile,
+        list(rules_sm90.ROW_SUMSQ_SHUFFLES[False]),
+        "the first lane of the quad of lanes that holds the row (lane % 4 == 0)",
+        "one per tile along N, of TILER[1] columns",
+    )
+
+
 def tensors(spec: Spec) -> Tensors:
     """The tensors `gemm` takes after C: the bias and stream-K's workspace, passed on to
     gemm_kernel; split-K "separate" passes only its workspace (the reduce kernel takes the
@@ -497,6 +520,7 @@ def values(spec: Spec) -> Sm90Values:
         fusion=plan_common.fusion(spec),
         bias=plan_common.bias(spec),
         epifn=plan_common.epifn(spec),
+        row_sumsq=row_sumsq(spec),
         tensors=tensors(spec),
         layouts=plan_common.layouts(spec),
         workers=workers(spec),
