@@ -2167,6 +2167,13 @@ def _arch_module() -> FakeModule:
     def sync_warp(*a: Any, **kw: Any) -> None:
         current().warp_sync()
 
+    def shuffle_sync_bfly(value: Any, offset: Any = None, *a: Any, **kw: Any) -> Any:
+        # shfl.sync over the full mask: every lane of the warp takes part (a warp split at
+        # this point would wait for lanes that never come); the value is another lane's, which
+        # the model does not follow
+        current().warp_sync()
+        return OPAQUE
+
     def cluster_arrive(**kw: Any) -> None:
         c = ctx()
         current().record("cluster_arrive", (c.launch.cluster_of(c.cta),))

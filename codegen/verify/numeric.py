@@ -27,7 +27,8 @@ store's line.
 Not modelled: which rows, columns or chunks inside a tile each thread or TMEM load moves (a
 tile's value is the whole tile's; a chunk stored to the wrong column of its own tile is not
 seen), the values' coefficients (alpha, beta), the activation, rounding and tails (M, N, K are
-whole tiles).
+whole tiles). row_sumsq's row partials are counted and said to be not followed (Outcome.unfollowed):
+their values are sums of squares over a thread's elements and a lane butterfly.
 """
 
 from __future__ import annotations
@@ -59,6 +60,15 @@ class Outcome:
     violations: list[Violation]
     unknown: str | None = None  # why a store's value could not be followed
     stores: int = 0  # distinct (tile, content) stores checked
+    # stores the emulation saw and does not follow (row_sumsq's row partials), in words
+    unfollowed: str | None = None
+
+
+# row_sumsq: what the cross-check says of the row partials' stores it does not follow
+ROW_PARTIALS_UNFOLLOWED = (
+    "row_partials (row_sumsq): {n} stores seen, values not followed (squares added per thread "
+    "and over lanes, below the tile level): the GPU test checks them"
+)
 
 
 @dataclass(frozen=True)
@@ -93,6 +103,7 @@ class Replay:
         self.whole = all(launch.full_grid for launch in model.launches)
         self.shared: set[int] = set()  # ids of contents that more than one holder may see
         self.chain: set[int] = set()  # ids of register MMA results (may grow in place)
+        self.partials = 0  # stores to row_partials (row_sumsq): seen, not followed
 
     # buffers: SMEM / TMEM per launch and CTA; the global workspace across launches. An entry
     # holds what was written whole ("base": by slice of a multicast, None = all of it) and what
@@ -223,6 +234,9 @@ class Replay:
                 content = (
                     self.resolve(who, src) if action == "gstore" else self.read(launch_no, src)
                 )
+                if term[0] == "row_partials":
+                    self.partials += 1
+                    continue
                 if term[0] != "c":
                     if term[0] in ("a", "b", "bias", "op", "unknown"):
                         self.unknown = self.unknown or (
@@ -390,6 +404,8 @@ def emulate(model: KernelModel, order: list, ex: Expect) -> Outcome:
     rp = Replay(model)
     rp.run(order)
     out = Outcome([], rp.unknown)
+    if rp.partials:
+        out.unfollowed = ROW_PARTIALS_UNFOLLOWED.format(n=rp.partials)
     seen: set = set()
     boxes = []
     for term, content, who, line in rp.writes:

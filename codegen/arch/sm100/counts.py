@@ -141,7 +141,24 @@ def expected_counts(spec: Spec) -> dict[str, int]:
         | splitk_counts(spec)
         | streamk_counts(spec)
         | separate_counts(spec)
+        | row_sumsq_counts(spec)
     )
+
+
+def row_sumsq_counts(spec: Spec) -> dict[str, int]:
+    """row_sumsq (the direct epilogue, grid / persistent / dynamic schedulers): besides C's
+    stores, one st.global of the thread's row partial per tile; with swap AB (rows_per_tile's
+    warp butterfly) one butterfly of ROW_SUMSQ_SHUFFLES per value the thread holds (a column of
+    C^T each) and one predicated store of the warp's partial per value."""
+    if not spec.epilogue.row_sumsq:
+        return {}
+    values = values_per_thread(spec)
+    if spec.swap_ab:
+        return {
+            "shfl.sync.bfly": values * len(rules_sm100.ROW_SUMSQ_SHUFFLES),
+            "st.global": direct_stores(spec) + values,
+        }
+    return {"shfl.sync.bfly": 0, "st.global": direct_stores(spec) + 1}
 
 
 def streamk_counts(spec: Spec) -> dict[str, int]:

@@ -972,6 +972,8 @@ def row_sumsq_violations(spec: Spec) -> list[Violation]:
 # row_sumsq with swap AB: the kernel rows (the user's columns) one epilogue warp holds, its TMEM
 # lane quarter; the warp adds a column's values over its lanes and writes one partial
 ROW_SUMSQ_WARP_ROWS = TMEM_LANES // EPILOGUE_WARPS
+# ... through a butterfly over the warp's 32 lanes: these lane offsets
+ROW_SUMSQ_SHUFFLES = (16, 8, 4, 2, 1)
 
 
 def row_partials_per_tile(spec: Spec) -> int:

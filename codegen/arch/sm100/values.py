@@ -657,7 +657,7 @@ def row_sumsq(spec: Spec) -> plan_common.RowSumsq | None:
         return plan_common.row_sumsq(
             spec,
             per_tile,
-            [16, 8, 4, 2, 1],
+            list(rules_sm100.ROW_SUMSQ_SHUFFLES),
             "lane 0 of each epilogue warp, after the butterfly (every lane then holds the sum)",
             f"one per epilogue warp's {rows} rows of C^T, {per_tile} per tile along N (the "
             "kernel's M, TILER[0] rows of C^T)",
