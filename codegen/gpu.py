@@ -33,6 +33,52 @@ def tolerance(dtype: str, out_dtype: str) -> float:
     return max(tol, TOLERANCE["bf16"]) if dtype == "e4m3" else tol
 
 
+# row_sumsq: the combined row sums of squares, row_partials.sum(0), against (ref ** 2).sum(1) of
+# the float32 reference, per row: max_i |s_i - r_i| / r_i. The kernel adds the f32 values it
+# stores (no output rounding), so 16-bit inputs agree to f32 accumulation order (about 1e-6): at
+# 2e-4 one column dropped or doubled in a row of N <= 5000 shows; a function using cute.math
+# (exp / tanh: approximate in the kernel) gets 2e-3; e4m3 the FP8 wgmma's coarser accumulation
+# (tolerance(): about 2e-3 per element at K = 8192, twice that squared): 1e-2
+SUMSQ_TOLERANCE = {"exact": 2e-4, "approx": 2e-3, "e4m3": 1e-2}
+
+
+def sumsq_tolerance(module) -> float:
+    """The per-row relative error a row_sumsq kernel's combined sums are checked at (its SPEC's
+    dtype, and its epilogue function's source as the kernel file holds it)."""
+    import inspect
+
+    spec = module.SPEC
+    if spec["dtype"] == "e4m3":
+        return SUMSQ_TOLERANCE["e4m3"]
+    fn = (spec.get("epilogue") or {}).get("fn")
+    if fn and "cute.math" in inspect.getsource(getattr(module, fn["ref"].rsplit(":", 1)[1])):
+        return SUMSQ_TOLERANCE["approx"]
+    return SUMSQ_TOLERANCE["exact"]
+
+
+def check_row_sumsq(module, launch, parts, guard, ref) -> tuple[str, bool]:
+    """row_sumsq after a first launch (`launch(row_partials)` launches the kernel with that
+    tensor; `parts` the first one's, NaN-poisoned before it, `guard` the NaN band after it):
+    every partial written and none past the end, row_partials.sum(0) against (ref ** 2).sum(1)
+    per row (sumsq_tolerance), and a second launch into a fresh NaN tensor writes the same bits.
+    Returns (a note, passed)."""
+    import torch
+
+    tol = sumsq_tolerance(module)
+    if torch.isnan(parts).any():
+        return f"row_partials: {int(torch.isnan(parts).sum())} NaN (unwritten)", False
+    if not torch.isnan(guard).all():
+        return "row_partials: written past its end", False
+    got, want = parts.sum(0), (ref.double() ** 2).sum(1)
+    err = ((got.double() - want).abs() / want.clamp_min(1e-30)).max().item() if got.numel() else 0.0
+    again = torch.full_like(parts, float("nan"))
+    launch(again)
+    torch.cuda.synchronize()
+    same = torch.equal(parts.view(torch.int32), again.view(torch.int32))
+    note = f"sumsq rel_err={err:.2e} tol={tol:.0e}{'' if same else ' NOT bitwise-reproducible'}"
+    return note, math.isfinite(err) and err <= tol and same
+
+
 FIXED_K = (64, 192, 1024, 8192)
 ARCH_OF_CAPABILITY = {a.capability: a.name for a in registry.ARCHES.values()}
 GPU_NAME_OF_ARCH = {a.name: a.gpu_family for a in registry.ARCHES.values()}
@@ -261,7 +307,9 @@ def check_variant(
 ) -> list[Case]:
     """Poison C with NaN, launch, compare with a float32 reference, for every shape (the fixed
     and `count` random ones, or exactly `shapes`). A runtime alpha or beta (SPEC "runtime") is
-    drawn per shape, uniform in [0.5, 2], and passed at launch; see runtime_values for beta."""
+    drawn per shape, uniform in [0.5, 2], and passed at launch; see runtime_values for beta. A
+    row_sumsq kernel's row_partials are NaN-poisoned too and checked by check_row_sumsq (its
+    combined sums against the reference's, and a second launch bitwise the same)."""
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -311,10 +359,19 @@ def check_variant(
         if epi.get("bias", "none") != "none":  # a fresh bias vector of C's dtype
             length = m if epi["bias"] == "row" else n
             extra.append(torch.randn(length, device="cuda", generator=gen).to(out_dtype))
+        sumsq: dict = {}
+        if epi.get("row_sumsq"):
+            # row_partials (P, M), NaN-poisoned, with a NaN guard band after it (a contiguous
+            # view of a longer buffer): an unwritten partial or a store past the end shows
+            elems = module.row_partial_count(n) * m
+            pbuf = torch.full((elems + 64,), float("nan"), device="cuda", dtype=torch.float32)
+            sumsq["row_partials"] = pbuf[:elems].view(-1, m)
         note = ""
         try:
             if launch_with == "jit":
-                module.launcher(a, b, c, *extra, **scalars, **fn_values)()
+                module.launcher(a, b, c, *extra, **scalars, **fn_values, **sumsq)()
+            elif sumsq:
+                raise ValueError("row_sumsq kernels are not exported to C (codegen export)")
             else:
                 launch_with(a, b, c, *extra)  # an AOT kernel object
             torch.cuda.synchronize()
@@ -333,6 +390,17 @@ def check_variant(
         passed = math.isfinite(err) and err <= tol and not note
         if not math.isfinite(err):
             note = f"{int(torch.isnan(got).sum())} NaN (unwritten) of {m * n_out}"
+        if sumsq:
+
+            def launch(parts, a=a, b=b, c=c, extra=extra, scalars=scalars, fn_values=fn_values):
+                module.launcher(a, b, c, *extra, **scalars, **fn_values, row_partials=parts)()
+
+            elems = sumsq["row_partials"].numel()
+            sq_note, sq_ok = check_row_sumsq(
+                module, launch, sumsq["row_partials"], pbuf[elems:], ref
+            )
+            note = "; ".join(x for x in (note, sq_note) if x)
+            passed = passed and sq_ok
         values = ", ".join(f"{name}={value:.4g}" for name, value in scalars.items())
         if fn:
             values = ", ".join(
@@ -493,11 +561,12 @@ class BenchRow:
 
 
 def is_fused(spec: dict) -> bool:
-    """A fused or non-input-dtype epilogue computes something other than torch.mm."""
+    """A fused or non-input-dtype epilogue computes something other than torch.mm (row_sumsq:
+    besides it, row partials that launcher takes)."""
     from codegen.spec import Spec
 
     epi = Spec.model_validate(spec).epilogue
-    return epi.fused or epi.out_dtype not in (None, spec["dtype"])
+    return epi.fused or epi.row_sumsq or epi.out_dtype not in (None, spec["dtype"])
 
 
 def is_k_major(spec: dict) -> bool:

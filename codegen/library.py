@@ -61,10 +61,15 @@ def _class_of(k) -> tuple:
     return (k.dtype, k.out_dtype, k.alpha, k.beta, k.activation, k.bias)
 
 
+def _plain(k) -> bool:
+    """A kernel gemm() dispatches to: no epilogue function, no row_sumsq (both called by name)."""
+    return getattr(k, "fn", None) is None and getattr(k, "row_partials", None) is None
+
+
 def _classes(pkg, arch: str) -> list[tuple]:
     # epilogue-function kernels are checked by check_epilogue_fns (gemm_fn), not by gemm()
     return sorted(
-        {_class_of(k) for k in pkg.KERNELS if k.arch == arch and getattr(k, "fn", None) is None},
+        {_class_of(k) for k in pkg.KERNELS if k.arch == arch and _plain(k)},
         key=str,
     )
 
@@ -108,7 +113,7 @@ def check_class(pkg, cls: tuple, count: int, rng: random.Random) -> list[Check]:
     mine = [
         k
         for k in pkg.KERNELS
-        if _class_of(k) == cls and k.a_major == k.b_major == "k" and getattr(k, "fn", None) is None
+        if _class_of(k) == cls and k.a_major == k.b_major == "k" and _plain(k)
     ]
     steps = tuple(min(k.shape_multiples[i] for k in mine) for i in range(3))
     for i, (m, n, k) in enumerate(_shapes(steps, count, rng)):
@@ -217,14 +222,16 @@ def check_epilogue_fns(pkg) -> list[Check]:
     """The epilogue-function kernels of this GPU's arch as a user calls them: scaled_mm (FP8
     per-tensor and row-wise scales, out NaN-poisoned, odd M) against torch._scaled_mm's
     definition in float32, (A @ B^T) * scale_a * scale_b; gemm_fn on every other such kernel
-    against its function in float32 torch (codegen.gpu.fn_reference); and the refusals (bad scale
-    shapes, a missing argument) raise GemmError before any launch."""
+    against its function in float32 torch (codegen.gpu.fn_reference), gemm_sumsq on the
+    row_sumsq kernels (D, and its rows' sums of squares per row within gpu.sumsq_tolerance); and
+    the refusals (bad scale shapes, a missing argument) raise GemmError before any launch."""
     import torch
 
     from codegen import gpu
 
     arch, _ = gpu.gpu_arch()
-    mine = [k for k in pkg.KERNELS if k.arch == arch and getattr(k, "fn", None) is not None]
+    # the function kernels and the row_sumsq ones (gemm_sumsq: D and its rows' sums of squares)
+    mine = [k for k in pkg.KERNELS if k.arch == arch and not _plain(k)]
     checks = []
     gen = torch.Generator(device="cuda").manual_seed(7)
     for m, n, k in ((1, 256, 512), (200, 512, 1024), (777, 1536, 4096)):
@@ -263,22 +270,32 @@ def check_epilogue_fns(pkg) -> list[Check]:
         # a gated pair: out (M, N/2), one column per gate and up pair
         gated = getattr(kern, "fn_gated", False)
         out = torch.full((m, n // 2 if gated else n), float("nan"), device="cuda", dtype=tout)
-        label = f"gemm_fn({kern.name}) M={m} N={n} K={k}"
+        sumsq = getattr(kern, "row_partials", None) is not None
+        label = f"{'gemm_sumsq' if sumsq else 'gemm_fn'}({kern.name}) M={m} N={n} K={k}"
         tol = tolerance(kern.dtype, kern.out_dtype)
         try:
-            pkg.gemm_fn(kern.name, a, b, out=out, **values)
+            if sumsq:
+                _, sums = pkg.gemm_sumsq(kern.name, a, b, out=out, **values)
+            else:
+                pkg.gemm_fn(kern.name, a, b, out=out, **values)
             torch.cuda.synchronize()
         except Exception as e:  # noqa: BLE001 - a failed call is a failed check
             checks.append(Check(label, False, f"{type(e).__name__}: {e}"))
             continue
         module = __import__(kern.module, fromlist=["_"])
-        ref = gpu.fn_reference(
-            module, module.SPEC["epilogue"]["fn"], a.float() @ b.float().T, values
-        )
+        ref = a.float() @ b.float().T
+        if kern.fn is not None:
+            ref = gpu.fn_reference(module, module.SPEC["epilogue"]["fn"], ref, values)
         err = ((out.float() - ref).norm() / ref.norm()).item()
-        checks.append(
-            Check(label, math.isfinite(err) and err <= tol, f"rel_err {err:.2e} tol {tol:.0e}")
-        )
+        ok, note = math.isfinite(err) and err <= tol, f"rel_err {err:.2e} tol {tol:.0e}"
+        if sumsq:
+            # the rows' sums of squares, per row against the float32 reference's
+            want = (ref.double() ** 2).sum(1)
+            sq_err = ((sums.double() - want).abs() / want.clamp_min(1e-30)).max().item()
+            sq_tol = gpu.sumsq_tolerance(module)
+            ok = ok and math.isfinite(sq_err) and sq_err <= sq_tol
+            note += f"; sumsq rel_err {sq_err:.2e} tol {sq_tol:.0e}"
+        checks.append(Check(label, ok, note))
     for fn_name, act in (("swiglu", torch.nn.functional.silu),):
         # gated_mm on a [gate; up] weight reordered by interleave_gate_up, decode and prefill M
         if not any(x.fn == fn_name and getattr(x, "fn_gated", False) for x in mine):
@@ -393,7 +410,7 @@ def check_layouts(pkg) -> list[Check]:
                 for k in pkg.KERNELS
                 if k.arch == arch
                 and _class_of(k) == (dtype, dtype, 1.0, 0.0, None, None)
-                and getattr(k, "fn", None) is None
+                and _plain(k)
             }
             - {("k", "k")}
         )

@@ -105,8 +105,10 @@ def plan(kernels, arch: str, dtype: str, m: int, b: Block, fn: str, runtime) -> 
 
     gated = [k for k in kernels if k.fn == fn and k.fn_gated and k.arch == arch
              and k.dtype == dtype and k.a_major == k.b_major == "k"]  # fmt: skip
+    # not the row_sumsq residual kernels: they write row partials besides D
     res = [k for k in kernels if k.fn == "residual_add" and k.arch == arch and k.dtype == dtype
-           and k.a_major == k.b_major == "k"]  # fmt: skip
+           and k.a_major == k.b_major == "k"
+           and getattr(k, "row_partials", None) is None]  # fmt: skip
     g = first(gated, 2 * b.f, b.hidden, f"gated {fn}")
     if g is None:
         notes[-1] += ": up is cutegemm.gemm, the activation torch's"

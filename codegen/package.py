@@ -46,6 +46,7 @@ REGISTRY_CONSTANTS = (
     "C_TILE",
     "WORKSPACE_ELEMS",
     "DEFAULT_SM_COUNT",
+    "ROW_PARTIALS_PER_TILE",
 )
 
 
@@ -103,6 +104,7 @@ class Entry:
     c_tile: tuple[int, int] | None
     workspace_elems: int
     default_sm_count: int | None = None  # a grid sized by the GPU's SMs: a cross-compile's count
+    row_partials_per_tile: int | None = None  # row_sumsq: partials per tile (row_partial_count)
 
     @classmethod
     def from_dict(cls, d: dict) -> Entry:
@@ -156,6 +158,18 @@ class Entry:
             ),
             # the operands' major modes: printed only where not K-major (the Kernel defaults)
             **{knob: s[knob] for knob in ("a_major", "b_major") if s.get(knob, "k") != "k"},
+            # row_sumsq (printed only where set): (the user's columns one tile spans, the row
+            # partials it writes per row), so P = ceil(N / first) * second
+            **(
+                {
+                    "row_partials": (
+                        s["tile"]["m"] if s["swap_ab"] else s["tile"]["n"],
+                        self.row_partials_per_tile,
+                    )
+                }
+                if epi.get("row_sumsq") and self.row_partials_per_tile
+                else {}
+            ),
             # an epilogue function (printed only where there is one): its name and its
             # arguments after the accumulator, (name, kind), which gemm_fn passes by keyword
             **(
@@ -205,6 +219,7 @@ def read_entry(text: str, relpath: str) -> Entry:
         c_tile=tuple(c_tile) if c_tile else None,
         workspace_elems=values.get("WORKSPACE_ELEMS", 0),
         default_sm_count=values.get("DEFAULT_SM_COUNT"),
+        row_partials_per_tile=values.get("ROW_PARTIALS_PER_TILE"),
     )
 
 
@@ -263,7 +278,7 @@ class KernelClass:
             0.0,
             None,
             None,
-        )
+        ) and not row.get("row_partials")  # row_sumsq writes row partials besides C
         return cls(row["arch"], row["dtype"], row["out_dtype"], plain)
 
 

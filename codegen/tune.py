@@ -145,7 +145,10 @@ def tune(
     for f in files:
         spec = read_spec(f)
         # the plain classes, K-major operands (the inputs torch.mm and the dispatcher see)
-        if not spec.epilogue.fused and spec.a_major == spec.b_major == "k":
+        if (
+            not (spec.epilogue.fused or spec.epilogue.row_sumsq)
+            and spec.a_major == spec.b_major == "k"
+        ):
             classes.setdefault((spec.dtype, spec.epilogue.out_dtype or spec.dtype), {})[f.stem] = f
     picks = []
     for (dtype, out), paths in sorted(classes.items()):

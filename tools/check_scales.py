@@ -245,7 +245,8 @@ def twins_of_scalars(arch: str) -> list[tuple]:
     the same but for the name and the epilogue's alpha, beta and function."""
     plain = {}
     for k in cutegemm.KERNELS:
-        if k.arch == arch and k.fn is None and (k.alpha, k.beta) == (1.0, 0.0):
+        if k.arch == arch and k.fn is None and (k.alpha, k.beta) == (1.0, 0.0) \
+                and getattr(k, "row_partials", None) is None:  # fmt: skip
             plain.setdefault(_plain_spec(k), k)
     pairs = []
     for k in cutegemm.KERNELS:

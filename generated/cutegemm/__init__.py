@@ -25,9 +25,11 @@ __all__ = [
     "gemm",
     "gated_mm",
     "gemm_fn",
+    "gemm_sumsq",
     "interleave_gate_up",
     "kernel_for",
     "precompile",
+    "row_partial_count",
     "scaled_mm",
     "tune",
     "__version__",
@@ -85,6 +87,11 @@ class Kernel(NamedTuple):
     # stream-K: what a band shares, "activations" (a row of tiles; a column with swap AB) or
     # "weights" (a column; a row with swap AB; equal groups of CTAs)
     sk_bands: str = "activations"
+    # row_sumsq: besides D the kernel writes row_partials, float32 (P, M), the partial sums of
+    # squares of D's rows (row_partials.sum(0): the (M,) sums); (the columns of C one tile
+    # spans, partials per tile and row): P = ceil(N / first) * second (row_partial_count). Called
+    # by name (gemm_fn, gemm_sumsq), never picked for a plain gemm()
+    row_partials: tuple[int, int] | None = None
 
 
 KERNELS: tuple[Kernel, ...] = (
@@ -404,6 +411,7 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_zeroed=False,
         default_sm_count=148,
         module="cutegemm.sm100.bw_fn_128x256_acc2_persistent_direct_residual_sumsq",
+        row_partials=(256, 1),
         fn="residual_add",
         fn_args=(("residual", "tile"),),
         twin="bw_sumsq_128x256_acc2_persistent_direct",
@@ -1056,6 +1064,7 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_zeroed=False,
         default_sm_count=148,
         module="cutegemm.sm100.bw_sumsq_128x256_acc2_persistent_direct",
+        row_partials=(256, 1),
     ),
     Kernel(
         name="bw_sumsq_swap_128x16_direct",
@@ -1081,6 +1090,7 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_zeroed=False,
         default_sm_count=None,
         module="cutegemm.sm100.bw_sumsq_swap_128x16_direct",
+        row_partials=(128, 4),
     ),
     Kernel(
         name="bw_swap_tma_b1_biascol_silu",
@@ -2810,6 +2820,7 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_zeroed=False,
         default_sm_count=132,
         module="cutegemm.sm90.h_fn_64x128_wg2_pp_persistent_direct_residual_sumsq",
+        row_partials=(128, 1),
         fn="residual_add",
         fn_args=(("residual", "tile"),),
     ),
@@ -2946,6 +2957,7 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_zeroed=False,
         default_sm_count=132,
         module="cutegemm.sm90.h_fn_e4m3_128x128_wg2_persistent_tma_scale_rows_sumsq",
+        row_partials=(128, 1),
         fn="scale_rowwise",
         fn_args=(("scale_a", "row"), ("scale_b", "col")),
     ),
@@ -3473,6 +3485,7 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_zeroed=False,
         default_sm_count=None,
         module="cutegemm.sm90.h_fn_swap_128x16_wg2_grid_direct_residual_sumsq",
+        row_partials=(128, 8),
         fn="residual_add",
         fn_args=(("residual", "tile"),),
     ),
@@ -3859,6 +3872,7 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_zeroed=False,
         default_sm_count=132,
         module="cutegemm.sm90.h_sumsq_128x128_wg2_persistent_direct",
+        row_partials=(128, 1),
     ),
     Kernel(
         name="h_sumsq_128x256_wg2_persistent_tma",
@@ -3884,6 +3898,7 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_zeroed=False,
         default_sm_count=132,
         module="cutegemm.sm90.h_sumsq_128x256_wg2_persistent_tma",
+        row_partials=(256, 1),
     ),
     Kernel(
         name="h_sumsq_swap_128x16_wg2_grid_direct",
@@ -3909,6 +3924,7 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_zeroed=False,
         default_sm_count=None,
         module="cutegemm.sm90.h_sumsq_swap_128x16_wg2_grid_direct",
+        row_partials=(128, 8),
     ),
     Kernel(
         name="h_sumsq_swap_128x32_wg2_persistent_tma",
@@ -3934,6 +3950,7 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_zeroed=False,
         default_sm_count=132,
         module="cutegemm.sm90.h_sumsq_swap_128x32_wg2_persistent_tma",
+        row_partials=(128, 8),
     ),
     Kernel(
         name="h_swap_64x32_wg1_splitk4_separate",
@@ -9343,11 +9360,22 @@ KERNELS: tuple[Kernel, ...] = (
 )
 
 
+def row_partial_count(name: str, n: int) -> int:
+    """P, the partial sums of squares per row of C that row_sumsq kernel `name` writes for N = n:
+    its row_partials tensor is (P, M) float32 (the generated file's own row_partial_count(n))."""
+    kern = next((k for k in KERNELS if k.name == name), None)
+    if kern is None or kern.row_partials is None:
+        raise ValueError(f"{name!r} is not a row_sumsq kernel (Kernel.row_partials is None)")
+    tile, per_tile = kern.row_partials
+    return -(-n // tile) * per_tile
+
+
 def __getattr__(name: str):
-    """gemm, gemm_fn, scaled_mm, gated_mm, interleave_gate_up, kernel_for, precompile, tune and
-    GemmError live in the runtime, which imports torch and tvm_ffi: loaded on first use."""
-    if name in ("gemm", "gemm_fn", "scaled_mm", "gated_mm", "interleave_gate_up", "kernel_for",
-                "precompile", "tune", "GemmError"):  # fmt: skip
+    """gemm, gemm_fn, gemm_sumsq, scaled_mm, gated_mm, interleave_gate_up, kernel_for,
+    precompile, tune and GemmError live in the runtime, which imports torch and tvm_ffi: loaded
+    on first use."""
+    if name in ("gemm", "gemm_fn", "gemm_sumsq", "scaled_mm", "gated_mm", "interleave_gate_up",
+                "kernel_for", "precompile", "tune", "GemmError"):  # fmt: skip
         from cutegemm import _runtime
 
         return getattr(_runtime, name)

@@ -33,7 +33,7 @@ if hasattr(torch.Tensor, "__dlpack_c_exchange_api__"):
     os.environ.setdefault("TVM_FFI_DISABLE_TORCH_C_DLPACK", "1")
 import tvm_ffi
 
-__all__ = ["ACTIVATIONS", "GemmError", "gemm", "kernel_for", "precompile", "tune"]
+__all__ = ["ACTIVATIONS", "GemmError", "gemm", "gemm_sumsq", "kernel_for", "precompile", "tune"]
 
 ACTIVATIONS = ("relu", "gelu_tanh", "silu")
 _NAME = {
@@ -62,8 +62,9 @@ F32_MAX = 3.4028234663852886e38  # the largest finite float32: the epilogue comp
 _BY_CLASS: dict[tuple, list[Kernel]] = {}
 _BY_LAYOUT: dict[tuple, list[Kernel]] = {}
 for _k in KERNELS:
-    if _k.fn is not None:
-        continue  # an epilogue-function kernel: called by name (gemm_fn), never dispatched to
+    if _k.fn is not None or _k.row_partials is not None:
+        # an epilogue-function or row_sumsq kernel: called by name (gemm_fn), never dispatched to
+        continue
     _key = (_k.arch, _k.dtype, _k.out_dtype, _k.alpha, _k.beta, _k.activation, _k.bias)
     _BY_LAYOUT.setdefault((*_key, _k.a_major, _k.b_major), []).append(_k)
     if _k.a_major == _k.b_major == "k":
@@ -701,7 +702,7 @@ def _fn_operands(a, b) -> None:
 
 
 def gemm_fn(name: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None,
-            **fn_args) -> torch.Tensor:  # fmt: skip
+            row_partials: torch.Tensor | None = None, **fn_args) -> torch.Tensor:  # fmt: skip
     """D = the epilogue function of kernel `name` (a Kernel with `fn`, cutegemm.KERNELS) applied
     to A @ B^T, its arguments by keyword as Kernel.fn_args names them: "scalar" a host float,
     "device_scalar" a 0-d float32 CUDA tensor (read at launch: a CUDA graph replays with its new
@@ -709,16 +710,31 @@ def gemm_fn(name: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | 
     K-major, of the kernel's dtype; out (M, N) of its out dtype, or None to allocate it. "tile"
     an (M, N) tensor of the out dtype (e.g. a residual), last stride 1, 16-byte aligned rows. A
     gated pair's kernel (Kernel.fn_gated): b is interleave_gate_up's (N, K) and out (M, N / 2).
+    A row_sumsq kernel (Kernel.row_partials; with or without a function) also writes
+    row_partials, a contiguous float32 CUDA tensor (row_partial_count(name, N), M): the partial
+    sums of squares of D's rows, every element overwritten (gemm_sumsq allocates and adds them).
     Eager only (not a torch op yet); every check raises GemmError before anything is launched."""
     kern = next((k for k in KERNELS if k.name == name), None)
-    if kern is None or kern.fn is None:
-        names = sorted(k.name for k in KERNELS if k.fn is not None)
-        raise GemmError(f"no epilogue-function kernel {name!r}; there are: {', '.join(names)}")
+    if kern is None or (kern.fn is None and kern.row_partials is None):
+        names = sorted(k.name for k in KERNELS if k.fn is not None or k.row_partials is not None)
+        raise GemmError(
+            f"no epilogue-function or row_sumsq kernel {name!r}; there are: {', '.join(names)}"
+        )
     want = {arg for arg, _ in kern.fn_args}
     if set(fn_args) != want:
         raise GemmError(
             f"{name}'s epilogue function {kern.fn} takes {', '.join(sorted(want))} by keyword, "
             f"got {', '.join(sorted(fn_args)) or 'none'}"
+            if kern.fn is not None
+            else f"{name} has no epilogue function: it takes no arguments besides a, b, out and "
+            f"row_partials, got {', '.join(sorted(fn_args))}"
+        )
+    if (row_partials is None) != (kern.row_partials is None):
+        raise GemmError(
+            f"{name} writes row sums of squares: pass row_partials=, a float32 "
+            "(row_partial_count(name, N), M) CUDA tensor (or call gemm_sumsq)"
+            if row_partials is None
+            else f"{name} has no row_sumsq: it writes no row_partials"
         )
     _fn_operands(a, b)
     dev = a.device
@@ -765,6 +781,17 @@ def gemm_fn(name: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | 
                 f"{dev}, got {got}"
             )
         values.append(v.reshape(-1))
+    if row_partials is not None:
+        parts = _row_partial_count(kern, n)
+        ok = isinstance(row_partials, torch.Tensor) and row_partials.dtype == torch.float32
+        if not ok or tuple(row_partials.shape) != (parts, m) or row_partials.device != dev \
+                or not row_partials.is_contiguous():  # fmt: skip
+            got = f"{row_partials.dtype} {tuple(row_partials.shape)} on {row_partials.device}" \
+                if isinstance(row_partials, torch.Tensor) else type(row_partials).__name__  # fmt: skip
+            raise GemmError(
+                f"row_partials must be a contiguous float32 tensor of shape "
+                f"(row_partial_count(name, N), M) = ({parts}, {m}) on {dev}, got {got}"
+            )
     odt = _TORCH[kern.out_dtype]
     n_out = n // 2 if kern.fn_gated else n  # a gated pair: one column per gate and up pair
     if out is None:
@@ -772,13 +799,46 @@ def gemm_fn(name: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | 
     elif out.shape != (m, n_out) or out.device != dev or out.dtype != odt or not _rows_ok(out):
         raise GemmError(f"out must be a contiguous ({m}, {n_out}) {odt} tensor on {dev}")
     if m and n:
-        _launch_fn(kern, _compiled(kern, arch, dev.index), a, b, out, values)
+        extra = [] if row_partials is None else [row_partials]
+        _launch_fn(kern, _compiled(kern, arch, dev.index), a, b, out, values + extra)
+    elif row_partials is not None:
+        row_partials.zero_()  # N = 0: every row's sum of squares is 0
     return out
+
+
+def _row_partial_count(kern: Kernel, n: int) -> int:
+    """P of a row_sumsq kernel for N = n (the kernel file's row_partial_count)."""
+    tile, per_tile = kern.row_partials
+    return -(-n // tile) * per_tile
+
+
+def gemm_sumsq(name: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None,
+               row_partials: torch.Tensor | None = None,
+               **fn_args) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """(D, s) by row_sumsq kernel `name`: D as gemm_fn computes it, and s (M,) float32 the sum of
+    the squares of each row of D, of the f32 values the kernel stores (after the epilogue
+    function, before the conversion to D's dtype): e.g. the next RMSNorm's
+    rsqrt(s / N + eps). The kernel writes row_partials (P, M) (allocated here unless given; see
+    gemm_fn), each partial by one thread in a fixed order, and s = row_partials.sum(0), a
+    fixed-order torch reduction: the same bits on every run. GemmError before any launch
+    otherwise."""
+    kern = next((k for k in KERNELS if k.name == name), None)
+    if kern is None or kern.row_partials is None:
+        names = sorted(k.name for k in KERNELS if k.row_partials is not None)
+        raise GemmError(f"no row_sumsq kernel {name!r}; there are: {', '.join(names)}")
+    _fn_operands(a, b)
+    if row_partials is None:
+        m, n = a.shape[0], b.shape[0]
+        row_partials = torch.empty(
+            (_row_partial_count(kern, n), m), dtype=torch.float32, device=a.device
+        )
+    out = gemm_fn(name, a, b, out=out, row_partials=row_partials, **fn_args)
+    return out, row_partials.sum(0)
 
 
 def _launch_fn(kern: Kernel, compiled, a, b, out, values) -> None:
     """One launch of an epilogue-function kernel: a split-K or stream-K kernel takes its workspace
-    before the function's arguments."""
+    before the function's arguments (a row_sumsq kernel's row_partials come last, in `values`)."""
     ws = [_workspace(kern, a.device)] if kern.workspace_elems else []
     compiled(a, b, out, *ws, *values)
 
@@ -809,7 +869,12 @@ _FN_WORDS = {
 # (arch, fn, dtype, out dtype) -> the library function's kernels (K-major a and b)
 _BY_FN: dict[tuple, list[Kernel]] = {}
 for _k in KERNELS:
-    if _k.fn in _FN_FORMS and _k.fn_args == _FN_FORMS[_k.fn] and _k.a_major == _k.b_major == "k":
+    if (
+        _k.fn in _FN_FORMS
+        and _k.fn_args == _FN_FORMS[_k.fn]
+        and _k.a_major == _k.b_major == "k"
+        and _k.row_partials is None  # row_sumsq kernels take row_partials: gemm_fn only
+    ):
         _BY_FN.setdefault((_k.arch, _k.fn, _k.dtype, _k.out_dtype), []).append(_k)
 _ONES: dict[int, torch.Tensor] = {}  # device index -> a 0-d float32 1 (e4m3 device alpha)
 
