@@ -57,6 +57,9 @@ def _call(mod, k: int, entry: str):
     for arg, kind in (epi.get("fn") or {}).get("args", ()):
         if kind in fn_args:
             scalars[arg] = fn_args[kind]()
+    if epi.get("row_sumsq"):
+        # row_sumsq: the row partials, (row_partial_count(N), M) float32, by keyword too
+        scalars["row_partials"] = torch.empty(mod.row_partial_count(n), m, dtype=torch.float32)
     with pytest.raises(ValueError) as err:
         if entry == "launcher":
             mod.launcher(a, b, c, *([bias] if bias is not None else []), **scalars)
