@@ -25,6 +25,7 @@ Features = dict[str, Callable[[Spec], bool]]
 SHARED: Features = {
     "bias": lambda s: s.epilogue.bias != "none",
     "epifn": lambda s: s.epilogue.fn is not None,
+    "row_sumsq": lambda s: s.epilogue.row_sumsq,
     # a persistent grid sized by the GPU's SMs
     "workers": lambda s: (
         isinstance(s.scheduler, PersistentScheduler)

@@ -304,8 +304,9 @@ def epilogue(acc, tCgC, tidx, acc_ring, schedule, tCcF, tCg_fn_residual, fn_resi
         )
         r_fn_residual = cute.make_rmem_tensor(dst[None, None, 0].shape, OUT_DTYPE)
         fn_residual_f = cute.make_rmem_tensor(dst[None, None, 0].shape, ACC_DTYPE)
-        # row sums of squares (row_sumsq): the squares of this thread's row (its TMEM lane) of the
-        # tile, added chunk by chunk in order; the thread that holds the row (its TMEM lane) writes them
+        # row sums of squares (row_sumsq): the squares of this thread's row of the tile, added chunk
+        # by chunk in order; the row's partial is written by the thread that holds the row (its TMEM
+        # lane)
         ssq = ACC_DTYPE(0.0)
         for i in cutlass.range_constexpr(EPI_CHUNKS):
             # the chunk of residual

@@ -276,8 +276,9 @@ def epilogue(acc, tCgC, tidx, acc_ring, schedule, tCcF, row_partials):
         r_out = cute.make_rmem_tensor(dst[None, None, 0].shape, IO_DTYPE)
         # (T2R, T2R_M, chunks): the (row, col) in C of this thread's values (whole tiles: in C)
         fn_crd = t2r_thr.partition_D(cute.zipped_divide(tCcF[(None, None, None, tm, tn)], epi))
-        # row sums of squares (row_sumsq): the squares of this thread's row (its TMEM lane) of the
-        # tile, added chunk by chunk in order; the thread that holds the row (its TMEM lane) writes them
+        # row sums of squares (row_sumsq): the squares of this thread's row of the tile, added chunk
+        # by chunk in order; the row's partial is written by the thread that holds the row (its TMEM
+        # lane)
         ssq = ACC_DTYPE(0.0)
         for i in cutlass.range_constexpr(EPI_CHUNKS):
             cute.copy(t2r, src[None, None, i], r_acc)

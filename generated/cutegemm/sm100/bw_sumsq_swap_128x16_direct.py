@@ -233,8 +233,8 @@ def epilogue(acc, tCgC, tidx, acc_full, tCcF, row_partials):
         cute.copy(t2r, src[None, None, i], r_acc)
         r_out.store(r_acc.load().to(IO_DTYPE))
         # row sums of squares (row_sumsq): each value is a column of C^T, a row of C, held by
-        # the warp's 32 lanes (its rows of C^T); lane 0 of each epilogue warp, after the butterfly (every lane then holds the sum)
-        # writes the warp's partial
+        # the warp's 32 lanes (its rows of C^T); the warp's partial is written by lane 0 of each
+        # epilogue warp, after the butterfly (every lane then holds the sum)
         for j in cutlass.range_constexpr(cute.size(r_acc)):
             ssq = r_acc[j] * r_acc[j]
             ssq += cute.arch.shuffle_sync_bfly(ssq, offset=16)

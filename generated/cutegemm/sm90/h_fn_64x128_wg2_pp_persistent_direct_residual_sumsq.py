@@ -398,10 +398,10 @@ def consumers(
         fn_residual_f.store(r_fn_residual.load().to(ACC_DTYPE))
         for i in cutlass.range_constexpr(cute.size(acc)):
             acc[i] = residual_add(acc[i], fn_residual_f[i])
-        # row sums of squares (row_sumsq): the squares of the f32 values stored, added per row of C in
-        # a fixed order (this thread's values in fragment order, then a butterfly over the lanes that
-        # share the row), columns past N left out; the first lane of the quad of lanes that holds the row (lane % 4 == 0) writes the
-        # partial row_partials[tile_n, row]
+        # row sums of squares (row_sumsq): the squares of the f32 values stored, added per row of C
+        # in a fixed order (this thread's values in fragment order, then a butterfly over the lanes
+        # that share the row), columns past N left out; the partial row_partials[tile_n, row] is
+        # written by the first lane of the quad of lanes that holds the row (lane % 4 == 0)
         # (MMA_V, MMA_M, MMA_N): each element's (row, col) in the tile
         tCcS = thr_mma.partition_C(cute.make_identity_tensor((TILER[0], TILER[1])))
         sq_rows_left = M - tile_m * TILER[0]

@@ -355,10 +355,10 @@ def consumers(
             # columns past N are never stored
             col = cutlass.min(tile_n * TILER[1] + tCcF[i][1], N - 1)
             acc[i] = scale_rowwise(acc[i], fn_scale_a[row], fn_scale_b[col])
-        # row sums of squares (row_sumsq): the squares of the f32 values stored, added per row of C in
-        # a fixed order (this thread's values in fragment order, then a butterfly over the lanes that
-        # share the row), columns past N left out; the first lane of the quad of lanes that holds the row (lane % 4 == 0) writes the
-        # partial row_partials[tile_n, row]
+        # row sums of squares (row_sumsq): the squares of the f32 values stored, added per row of C
+        # in a fixed order (this thread's values in fragment order, then a butterfly over the lanes
+        # that share the row), columns past N left out; the partial row_partials[tile_n, row] is
+        # written by the first lane of the quad of lanes that holds the row (lane % 4 == 0)
         # (MMA_V, MMA_M, MMA_N): each element's (row, col) in the tile
         tCcS = thr_mma.partition_C(cute.make_identity_tensor((TILER[0], TILER[1])))
         sq_rows_left = M - tile_m * TILER[0]

@@ -276,10 +276,11 @@ def consumers(tiled_mma, sA, sB, ring, storage, tidx, warp_idx, wg_idx, work, mC
         stage, phase = mainloop(tiled_mma, acc, tCrA, tCrB, full, empty, stage, phase, k_tiles)
 
         # ---- 4. epilogue: f32 accumulators -> bf16 -> C --------------------------------------
-        # row sums of squares (row_sumsq): the squares of the f32 values stored, added per row of C in
-        # a fixed order (this thread's values in fragment order, then a butterfly over the lanes that
-        # share the row), columns past N left out; lanes 0-3 of each warp (each for its own columns of C^T) writes the
-        # partial row_partials[tile_m * ROW_PARTIALS_PER_TILE + warp, row]
+        # row sums of squares (row_sumsq): the squares of the f32 values stored, added per row of C
+        # in a fixed order (this thread's values in fragment order, then a butterfly over the lanes
+        # that share the row), columns past N left out; the partial row_partials[tile_m *
+        # ROW_PARTIALS_PER_TILE + warp, row] is written by lanes 0-3 of each warp (each for its own
+        # columns of C^T)
         # (MMA_V, MMA_M, MMA_N): each element's (row, col) in the tile
         tCcS = thr_mma.partition_C(cute.make_identity_tensor((TILER[0], TILER[1])))
         sq_rows_left = M - tile_m * TILER[0]
