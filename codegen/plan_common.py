@@ -492,7 +492,7 @@ def fusion(spec: Spec) -> Fusion:
 
 
 # gemm_kernel's note on the row partials (row_sumsq)
-ROW_PARTIALS_NOTE = "row_sumsq: (P, M) f32, written: partial sums of squares per row of C"
+ROW_PARTIALS_NOTE = "row_sumsq: (P, M) f32, written: partial sums of squares of C rows"
 # launcher's words on them
 ROW_PARTIALS_DOC = (
     "a float32 CUDA tensor (row_partial_count(N), M), contiguous: each row's partial sums of "

@@ -349,7 +349,7 @@ def gemm_kernel(
     sA_layout: cute.ComposedLayout,
     sB_layout: cute.ComposedLayout,
     fn_residual: cute.Tensor,  # epilogue function argument: (M, N) like C, read where C is stored
-    row_partials: cute.Tensor,  # row_sumsq: (P, M) f32, written: partial sums of squares per row of C
+    row_partials: cute.Tensor,  # row_sumsq: (P, M) f32, written: partial sums of squares of C rows
 ):
     # ---- 1. setup: shared memory, barriers, TMEM ------------------------------------------------
     tidx, _, _ = cute.arch.thread_idx()

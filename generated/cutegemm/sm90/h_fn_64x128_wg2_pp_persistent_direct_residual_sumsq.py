@@ -447,7 +447,7 @@ def gemm_kernel(
     mB: cute.Tensor,
     mC: cute.Tensor,
     fn_residual: cute.Tensor,  # epilogue function argument: (M, N) like C, read where C is stored
-    row_partials: cute.Tensor,  # row_sumsq: (P, M) f32, written: partial sums of squares per row of C
+    row_partials: cute.Tensor,  # row_sumsq: (P, M) f32, written: partial sums of squares of C rows
     sA_layout: cute.ComposedLayout,
     sB_layout: cute.ComposedLayout,
 ):

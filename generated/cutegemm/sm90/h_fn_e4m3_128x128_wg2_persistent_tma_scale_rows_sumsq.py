@@ -423,7 +423,7 @@ def gemm_kernel(
     sC_layout: cute.ComposedLayout,
     fn_scale_a: cute.Tensor,  # epilogue function argument: (M,) f32, one value per row of C
     fn_scale_b: cute.Tensor,  # epilogue function argument: (N,) f32, one value per column of C
-    row_partials: cute.Tensor,  # row_sumsq: (P, M) f32, written: partial sums of squares per row of C
+    row_partials: cute.Tensor,  # row_sumsq: (P, M) f32, written: partial sums of squares of C rows
     sA_layout: cute.ComposedLayout,
     sB_layout: cute.ComposedLayout,
 ):

@@ -385,7 +385,7 @@ def gemm_kernel(
     mC_tma: cute.Tensor,
     mC: cute.Tensor,
     sC_layout: cute.ComposedLayout,
-    row_partials: cute.Tensor,  # row_sumsq: (P, M) f32, written: partial sums of squares per row of C
+    row_partials: cute.Tensor,  # row_sumsq: (P, M) f32, written: partial sums of squares of C rows
     sA_layout: cute.ComposedLayout,
     sB_layout: cute.ComposedLayout,
 ):

@@ -330,7 +330,7 @@ def gemm_kernel(
     tma_b: cute.CopyAtom,
     mB: cute.Tensor,
     mC: cute.Tensor,
-    row_partials: cute.Tensor,  # row_sumsq: (P, M) f32, written: partial sums of squares per row of C
+    row_partials: cute.Tensor,  # row_sumsq: (P, M) f32, written: partial sums of squares of C rows
     sA_layout: cute.ComposedLayout,
     sB_layout: cute.ComposedLayout,
 ):
