@@ -193,3 +193,41 @@ def test_the_launcher_refuses_bad_row_partials_before_compiling() -> None:
     ):
         with pytest.raises(ValueError, match=words):
             module.launcher(a, b, c, row_partials=bad)
+
+
+def test_the_gpu_check_of_the_row_partials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """codegen test's row_sumsq check (codegen.gpu.check_row_sumsq), on the CPU with a stand-in
+    launch: right partials pass; an unwritten one, a store past the end, a wrong sum and a
+    second launch that writes other bits each fail, with the reason."""
+    torch = pytest.importorskip("torch")
+    from types import SimpleNamespace
+
+    from codegen import gpu
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    module = SimpleNamespace(SPEC={"dtype": "bf16", "epilogue": {"row_sumsq": True}})
+    ref = torch.randn(5, 40, dtype=torch.float32)
+    halves = torch.stack([(ref[:, :24] ** 2).sum(1), (ref[:, 24:] ** 2).sum(1)])  # P = 2
+
+    def check(first, launch, guard=None):
+        parts = first.clone()
+        return gpu.check_row_sumsq(
+            module, launch, parts, torch.full((8,), float("nan")) if guard is None else guard, ref
+        )
+
+    def good(t):
+        t.copy_(halves)
+
+    note, ok = check(halves, good)
+    assert ok and "sumsq rel_err=" in note and "tol=1e-03" in note
+    unwritten = halves.clone()
+    unwritten[1, 3] = float("nan")
+    assert check(unwritten, good) == ("row_partials: 1 NaN (unwritten)", False)
+    assert check(halves, good, guard=torch.zeros(8))[1] is False
+    assert check(halves * 1.01, good)[1] is False  # 1% off: past the tolerance
+
+    def other_bits(t):
+        t.copy_(halves.flip(0).flip(0) + 1e-3)
+
+    note, ok = check(halves, other_bits)
+    assert not ok and "NOT bitwise-reproducible" in note

@@ -234,8 +234,9 @@ def test_only_bias_kernels_take_a_bias_argument() -> None:
             # alpha and beta taken at launch (epilogue "runtime") are keyword-only arguments
             runtime = '"alpha": "runtime"' in text or '"beta": "runtime"' in text
             tail = r",\s*\*,[^)]*" if runtime else ""
-            if '"fn": {' in text:
-                # an epilogue function's arguments (its own names) are keyword-only too, if any
+            if '"fn": {' in text or '"row_sumsq": True' in text:
+                # an epilogue function's arguments (its own names) and row_sumsq's row_partials
+                # are keyword-only too, if any
                 tail = r"(?:,\s*\*,[^)]*)?"
             launcher = r"def launcher\(\s*a: \S+,\s*b: \S+,\s*c: \S+" + tail + r",?\s*\)"
             assert re.search(launcher, text), path.name

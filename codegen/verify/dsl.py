@@ -472,6 +472,28 @@ class GView:
 
 
 @dataclass(frozen=True)
+class OpaqueView(GView):
+    """A view of a global tensor whose layout the model cannot map onto the tensor's tiles (a
+    gated pair's view of C, whose up columns alias their gate's): its accesses still count for
+    the PDL order; what it holds is not followed (term "unknown")."""
+
+    def tiled(self, tiler: tuple, coord: tuple) -> GView | None:
+        return self
+
+    def half(self, which: int) -> GView:
+        return self
+
+    def divided(self, n: int) -> GView:
+        return self
+
+    def indexed(self, idx: tuple) -> GView | None:
+        return self
+
+    def term(self) -> tuple:
+        return ("unknown",)
+
+
+@dataclass(frozen=True)
 class GPtr:
     """The data pointer of a tracked global tensor (``c.iterator``): `make_tensor` over it is a
     new view (a transposed C, a broadcast bias)."""
@@ -1803,7 +1825,11 @@ def _make_tensor(ptr: Any, layout: Any, *args: Any, **kwargs: Any) -> Any:
     if isinstance(ptr, RegPtr):
         return RegTensor(shape, ptr.cell)
     if isinstance(ptr, GPtr):
-        return FakeTensor(shape, None, dtype=ptr.dtype, g=_global_view(ptr.g, shape, layout))
+        view = _global_view(ptr.g, shape, layout)
+        if view is None:
+            # a layout the model cannot map to the tensor's tiles: still this tensor's memory
+            view = OpaqueView(ptr.g.name, (), ptr.g.ext, (), ())
+        return FakeTensor(shape, None, dtype=ptr.dtype, g=view)
     if isinstance(ptr, MemPtr):
         return FakeTensor(shape, ptr.root, ptr.slot, None)
     if isinstance(ptr, TmemPtr):
@@ -1816,6 +1842,8 @@ def _make_tensor(ptr: Any, layout: Any, *args: Any, **kwargs: Any) -> Any:
 def _global_view(g: GView, shape: Any, layout: Any) -> GView | None:
     """A new view over tensor `g.name` with `layout`: each dimension maps to the tensor's
     dimension of the same stride (stride 0: broadcast), e.g. C^T or a bias as an (M, N) matrix."""
+    if isinstance(g, OpaqueView):
+        return g
     if not isinstance(shape, tuple) or not all(isinstance(s, int) for s in shape):
         return None
     stride = getattr(layout, "stride", None) if isinstance(layout, FakeLayout) else None
