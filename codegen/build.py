@@ -30,7 +30,7 @@ from codegen.plan import expected_counts
 from codegen.render import stop_pool
 from codegen.spec import Spec
 
-BUILD_FORMAT = "15"  # bump when what a build records changes, to invalidate the cache
+BUILD_FORMAT = "16"  # bump when what a build records changes, to invalidate the cache
 
 # PTX patterns, each counted over the whole module: those of more than one architecture here, then
 # each architecture's own (codegen/arch/<name>/counts.py PATTERNS); every kernel counts them all.
@@ -40,6 +40,9 @@ SHARED_PATTERNS: dict[str, str] = {
     "TMA store": r"cp\.async\.bulk\.tensor\.\dd\.global\.shared",
     # programmatic dependent launch: the TMA warp's L2 prefetch of its first k-blocks
     "TMA prefetch": r"cp\.async\.bulk\.prefetch\.tensor",
+    # the light kernels' (no TMA): a plain L2 prefetch of a lane's first rows of B
+    "prefetch.global.L2": r"\bprefetch\.global\.L2\b",
+    "griddepcontrol.wait": r"\bgriddepcontrol\.wait\b",
     "mbarrier.try_wait": r"mbarrier\.try_wait",
     "mbarrier.init": r"mbarrier\.init\.",
     "barrier.cluster": r"barrier\.cluster\.",
