@@ -404,15 +404,17 @@ def stream_k_hybrid_share(
     persistent order (tile_order): the data-parallel waves are tiles [0, W * ctas), CTA b taking
     b, b + ctas, ...; the stream-K part is tiles [W * ctas, tiles), split as one group of every
     CTA (stream_k_share with a single band), its iterations counted from tile 0's first so that
-    stream_k_last_cta and the unit k ranges take tile indices as they are. The Python reference
-    of templates/common/stream_k.py.j2's hybrid_share."""
+    stream_k_last_cta and the unit k ranges take tile indices as they are; the iteration count is
+    at least 1 (stream_k_last_cta divides by it, and a whole tile's finisher may evaluate it where
+    no tile is stream-K: its result is then below `bidx`, no peer). The Python reference of
+    templates/common/stream_k.py.j2's hybrid_share."""
     dp_units = stream_k_dp_units(tiles, ctas)
     dp_tiles = dp_units * ctas
     cta0, group_ctas, iter0, iters, begin, end = stream_k_share(
         bidx, ctas, 1, tiles - dp_tiles, k_tiles
     )
     base = dp_tiles * k_tiles
-    return dp_units, cta0, group_ctas, base + iter0, iters, base + begin, base + end
+    return dp_units, cta0, group_ctas, base + iter0, max(iters, 1), base + begin, base + end
 
 
 def stream_k_hybrid_units(

@@ -259,6 +259,10 @@ def hybrid_share(
     )
     # the stream-K tiles follow the data-parallel ones
     dp_iters = cutlass.Int64(dp_tiles) * k_tiles
+    # the finisher's last_cta divides by sk_iters, and where a whole tile's finisher evaluates it
+    # too (sm_100a) there may be no stream-K tile: at least 1 (a whole tile's numerator is
+    # negative then, so it waits on no peer)
+    sk_iters = cutlass.max(sk_iters, cutlass.Int64(1))
     return (
         dp_units,
         sk_cta0,
