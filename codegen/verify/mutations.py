@@ -225,6 +225,22 @@ CATALOGUE: tuple[Mutation, ...] = (
         "it_begin = rank",
     ),
     Mutation(
+        "sk-hybrid-dp-stride",
+        "data-parallel tile outside its wave",
+        "common/stream_k.py.j2",
+        # a CTA's data-parallel units are tiles cta, cta + 1, ...: neighbours compute a tile twice
+        "    tile = cta + unit * ctas\n",
+        "    tile = cta + unit\n",
+    ),
+    Mutation(
+        "sk-hybrid-share-offset",
+        "stream-K share over the data-parallel tiles",
+        "common/stream_k.py.j2",
+        # the stream-K share counts from tile 0, over the data-parallel tiles instead of after them
+        "it_begin + dp_iters, it_end + dp_iters",
+        "it_begin, it_end",
+    ),
+    Mutation(
         "sm90-sk-plain-flag",
         "flag without release",
         "sm90/reduce/stream_k.py.j2",
