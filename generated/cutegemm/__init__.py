@@ -85,6 +85,9 @@ class Kernel(NamedTuple):
     # stream-K: what a band shares, "activations" (a row of tiles; a column with swap AB) or
     # "weights" (a column; a row with swap AB; equal groups of CTAs)
     sk_bands: str = "activations"
+    # stream-K: the data-parallel + stream-K hybrid (whole tiles in waves in the persistent order,
+    # stream-K over the last full wave and the partial one)
+    sk_data_parallel: bool = False
 
 
 KERNELS: tuple[Kernel, ...] = (
@@ -4525,6 +4528,7 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_zeroed=True,
         default_sm_count=148,
         module="cutegemm.sm100.sk_128x256_tma_acc2_dp",
+        sk_data_parallel=True,
     ),
     Kernel(
         name="sk_128x256_tma_acc2_wb",
@@ -6101,6 +6105,7 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_zeroed=True,
         default_sm_count=132,
         module="cutegemm.sm90.sm90_bf16_128x160x64_s5_sw128_ws_wg2_swap_tma_streamk_dp",
+        sk_data_parallel=True,
     ),
     Kernel(
         name="sm90_bf16_128x160x64_s5_sw128_ws_wg2_swap_tma_streamk_wb",
@@ -6277,6 +6282,7 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_zeroed=True,
         default_sm_count=132,
         module="cutegemm.sm90.sm90_bf16_128x192x64_s4_sw128_ws_wg2_tma_streamk_dp",
+        sk_data_parallel=True,
     ),
     Kernel(
         name="sm90_bf16_128x192x64_s4_sw128_ws_wg2_tma_streamk_wb",
@@ -6403,6 +6409,7 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_zeroed=True,
         default_sm_count=132,
         module="cutegemm.sm90.sm90_bf16_128x208x64_s5_sw128_ws_wg2_swap_tma_streamk_dp",
+        sk_data_parallel=True,
     ),
     Kernel(
         name="sm90_bf16_128x208x64_s5_sw128_ws_wg2_swap_tma_streamk_wb",
@@ -8029,6 +8036,7 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_zeroed=True,
         default_sm_count=132,
         module="cutegemm.sm90.sm90_e4m3_128x208x128_s5_sw128_ws_wg2_swap_tma_bf16_streamk_dp",
+        sk_data_parallel=True,
     ),
     Kernel(
         name="sm90_e4m3_128x208x128_s5_sw128_ws_wg2_swap_tma_bf16_streamk_wb",
