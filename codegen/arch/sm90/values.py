@@ -4,9 +4,10 @@
 
 The partials are chosen here (:func:`partials`), one per family: ``cluster/`` (single,
 multicast), ``consumer/`` (cooperative, pingpong), ``scheduler/`` (grid, persistent, split_k,
-split_k_separate, stream_k), ``reduce/`` (none, cluster, separate, stream_k) and ``epilogue/``
-(direct, tma, partial); the mainloop is the skeleton's own. README.md's "Template families" says
-why the families are cut this way on both architectures.
+split_k_separate, stream_k, stream_k_dp: the data-parallel + stream-K hybrid), ``reduce/`` (none,
+cluster, separate, stream_k) and ``epilogue/`` (direct, tma, partial); the mainloop is the
+skeleton's own. README.md's "Template families" says why the families are cut this way on both
+architectures.
 
 The values are one frozen :class:`Sm90Values` of frozen groups of required fields, each built
 directly by one function: one per concern every kernel has (the wgmma atoms, the warpgroups, the
