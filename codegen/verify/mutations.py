@@ -216,6 +216,8 @@ CATALOGUE: tuple[Mutation, ...] = (
         "common/stream_k.py.j2",
         "{% macro last_cta(t) %}sk_cta0 + cutlass.Int32(",
         "{% macro last_cta(t) %}cutlass.Int32(",
+        benign=r"_dp$",
+        benign_why="the data-parallel + stream-K hybrid's stream-K CTAs are one group, from CTA 0",
     ),
     Mutation(
         "sk-band-share-offset",
@@ -223,6 +225,9 @@ CATALOGUE: tuple[Mutation, ...] = (
         "common/stream_k.py.j2",
         "it_begin = group_iter0 + rank",
         "it_begin = rank",
+        benign=r"_dp$",
+        benign_why="the data-parallel + stream-K hybrid's stream-K tiles are one band, its first "
+        "iteration 0 (hybrid_share adds the waves' iterations after)",
     ),
     Mutation(
         "sk-hybrid-dp-stride",
