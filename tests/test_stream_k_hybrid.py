@@ -279,3 +279,22 @@ def test_the_shipped_specs() -> None:
     for s in loaded:
         assert s.spec.scheduler.kind == "stream_k" and s.spec.scheduler.data_parallel
         assert kernel_file(s.name).exists(), s.name
+
+
+# ---- cross-compiled -----------------------------------------------------------------------------
+
+
+@pytest.mark.build
+def test_the_hybrids_compile_with_their_counts(tmp_path) -> None:
+    """The five _dp kernels alone (tests/test_build.py builds every kernel): each compiles with
+    no spill and the instruction counts its plan expects (stream-K's: the same hand-over, flags
+    and 64-bit partition divisions; the waves add none)."""
+    from codegen import build
+
+    results = build.build([kernel_file(n) for n in SHIPPED], tmp_path, jobs=2)
+    assert {r.name for r in results} == set(SHIPPED)
+    for r in results:
+        assert r.ok, (r.name, r.error, r.mismatches)
+        assert r.spill_bytes == 0, r.name
+        assert r.counts["flag release.gpu"] == r.counts["flag acquire.gpu"] == 1, r.name
+        assert r.counts["div.s64"] == 5, r.name
