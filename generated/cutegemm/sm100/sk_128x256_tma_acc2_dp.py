@@ -388,6 +388,7 @@ def epilogue(acc, tCgC, tidx, acc_ring, schedule, fixup, c_store):
             # I ran the tile's first k-tile, so I store it. CTAs bidx + 1 .. last_cta ran its
             # k-tiles [k_end, k_tiles) (last_cta ran the last one; last_cta == bidx when I did)
             # (of my group; 64-bit like it_end, whose rounding this inverts)
+            # (a whole data-parallel tile comes before the stream-K iterations: last_cta < bidx)
             last_cta = sk_cta0 + cutlass.Int32(
                 ((cutlass.Int64(t + 1) * k_tiles - sk_iter0) * sk_ctas - 1) // sk_iters
             )
