@@ -218,7 +218,7 @@ def producer(loads, ring, schedule):
     full, empty, stage, phase = ring
     k_tiles, tiles_m, tiles_n, units, dp_units, bidx, gdimx, first_tile, it_begin, it_end = schedule
     for unit in cutlass.range(units, unroll=1):
-        # unit -> its tile t and this CTA's k-tiles of it, [k_begin, k_end)
+        # unit -> tile t and my k-tiles of it, [k_begin, k_end)
         t, k_begin, k_end = hybrid_unit(
             unit, bidx, gdimx, dp_units, first_tile, it_begin, it_end, k_tiles
         )
@@ -252,7 +252,7 @@ def mma(tiled_mma, acc, tCrA, tCrB, ring, acc_ring, schedule):
     # one unit per accumulator slot: the ACCUMULATE reset below makes each unit's first k-tile
     # overwrite the slot, so a unit holds only its own k-tiles' partial sum
     for unit in cutlass.range(units, unroll=1):
-        # unit -> its tile t and this CTA's k-tiles of it, [k_begin, k_end)
+        # unit -> tile t and my k-tiles of it, [k_begin, k_end)
         t, k_begin, k_end = hybrid_unit(
             unit, bidx, gdimx, dp_units, first_tile, it_begin, it_end, k_tiles
         )
@@ -323,7 +323,7 @@ def epilogue(acc, tCgC, tidx, acc_ring, schedule, fixup, c_store):
     vec_copy = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), ACC_DTYPE, num_bits_per_copy=128)
     peer_vec = cute.make_rmem_tensor((WORK_VEC,), ACC_DTYPE)
     for unit in cutlass.range(units, unroll=1):
-        # unit -> its tile t and this CTA's k-tiles of it, [k_begin, k_end)
+        # unit -> tile t and my k-tiles of it, [k_begin, k_end)
         t, k_begin, k_end = hybrid_unit(
             unit, bidx, gdimx, dp_units, first_tile, it_begin, it_end, k_tiles
         )

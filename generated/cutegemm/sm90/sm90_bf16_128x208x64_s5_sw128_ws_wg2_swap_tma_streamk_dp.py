@@ -364,7 +364,7 @@ def producer(loads, ring, work):
         sk_iters,
     ) = work
     for unit in cutlass.range(0, units, 1, unroll=1):
-        # unit -> its tile ct and this CTA's k-tiles of it, [k_begin, k_end)
+        # unit -> tile ct and my k-tiles of it, [k_begin, k_end)
         ct, k_begin, k_end = hybrid_unit(
             unit, cluster_id, num_clusters, dp_units, first_tile, it_begin, it_end, k_tiles
         )
@@ -494,7 +494,7 @@ def consumers(tiled_mma, sA, sB, ring, storage, tidx, warp_idx, wg_idx, work, bi
     peer_vec = cute.make_rmem_tensor((WORK_VEC,), ACC_DTYPE)
 
     for unit in cutlass.range(0, units, 1, unroll=1):
-        # unit -> its tile ct and this CTA's k-tiles of it, [k_begin, k_end)
+        # unit -> tile ct and my k-tiles of it, [k_begin, k_end)
         ct, k_begin, k_end = hybrid_unit(
             unit, cluster_id, num_clusters, dp_units, first_tile, it_begin, it_end, k_tiles
         )
