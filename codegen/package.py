@@ -154,6 +154,12 @@ class Entry:
                 if isinstance(sched, dict) and sched.get("bands", "activations") != "activations"
                 else {}
             ),
+            # the data-parallel + stream-K hybrid: printed only there (the Kernel default)
+            **(
+                {"sk_data_parallel": True}
+                if isinstance(sched, dict) and sched.get("data_parallel", False)
+                else {}
+            ),
             # the operands' major modes: printed only where not K-major (the Kernel defaults)
             **{knob: s[knob] for knob in ("a_major", "b_major") if s.get(knob, "k") != "k"},
             # an epilogue function (printed only where there is one): its name and its

@@ -24,6 +24,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    ValidationInfo,
     field_validator,
     model_serializer,
     model_validator,
@@ -319,14 +320,40 @@ class StreamKScheduler(_Frozen):
     # Measured on the H100 (BENCHMARKS.md 2026-12-07): at prefill the activation bands' unequal
     # groups drift apart and re-read the weight tiles from DRAM
     bands: Literal["activations", "weights"] = "activations"
+    # the data-parallel + stream-K hybrid (name suffix _dp): with P CTAs and T tiles, every CTA
+    # first runs whole tiles b, b + P, ... of the first W = T // P - 1 full waves (all T // P
+    # waves when P divides T; none when T < P) in the persistent scheduler's order (raster along
+    # M, no swizzle: its L2 reuse), stored by its own epilogue with no workspace; the remaining
+    # tiles (the last full wave and the partial one, P + 1 to 2P - 1 of them) are split stream-K
+    # into equal contiguous shares of their MAC iterations over all P CTAs, fixed up as above.
+    # Measured on the H100 (BENCHMARKS.md 2026-12-07): at prefill the stream-K tile order, not its
+    # fix-up, cost 0.53-0.79x of the persistent twin. The stream-K part is one group of every CTA
+    # over the tiles in that persistent order, so `bands` does not apply: with at most 2P tiles
+    # left, every CTA's share is one to two tiles, and a band would split them into groups
+    # running apart; bands = "weights" is refused with it
+    data_parallel: bool = False
+
+    @field_validator("data_parallel")
+    @classmethod
+    def _hybrid_has_no_bands(cls, value: bool, info: ValidationInfo) -> bool:
+        bands = info.data.get("bands", "activations")
+        if value and bands != "activations":
+            raise ValueError(
+                f'true with bands = "{bands}" is not implemented (the hybrid\'s stream-K tiles '
+                "are one group in the persistent order); legal: leave bands out, or "
+                "data_parallel = false"
+            )
+        return value
 
     @model_serializer(mode="wrap")
     def _omit_late_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
-        # bands came after kernels shipped: left out at its default, so those kernels' SPEC dicts
-        # and spec hashes stay as they were
+        # bands and data_parallel came after kernels shipped: left out at their defaults, so
+        # those kernels' SPEC dicts and spec hashes stay as they were
         data = handler(self)
         if data.get("bands") == "activations":
             del data["bands"]
+        if data.get("data_parallel") is False:
+            del data["data_parallel"]
         return data
 
 
@@ -507,6 +534,8 @@ class Spec(_Frozen):
                 sched += f"_sm{self.scheduler.sm_count}"
             if self.scheduler.bands == "weights":
                 sched += "_wb"
+            if self.scheduler.data_parallel:
+                sched += "_dp"
         if isinstance(self.scheduler, SplitKScheduler):
             sched = f"splitk{self.scheduler.splits}"
             if self.scheduler.max_clusters is not None:

@@ -53,6 +53,7 @@ CASES: dict[str, list[str]] = {
     "layout_rules": ["bad_specs/layout_rules.toml"],
     "runtime_scalars": ["bad_specs/runtime_scalars.toml"],
     "epilogue_fn": ["bad_specs/epilogue_fn.toml"],
+    "stream_k_hybrid": ["bad_specs/stream_k_hybrid.toml"],
 }
 
 PROBLEM = re.compile(r"^(?P<path>\S+\.toml)(?: \[(?P<variant>[^\]]+)\])?: (?P<message>.+)$")

@@ -216,6 +216,8 @@ CATALOGUE: tuple[Mutation, ...] = (
         "common/stream_k.py.j2",
         "{% macro last_cta(t) %}sk_cta0 + cutlass.Int32(",
         "{% macro last_cta(t) %}cutlass.Int32(",
+        benign=r"_dp$",
+        benign_why="the data-parallel + stream-K hybrid's stream-K CTAs are one group, from CTA 0",
     ),
     Mutation(
         "sk-band-share-offset",
@@ -223,6 +225,25 @@ CATALOGUE: tuple[Mutation, ...] = (
         "common/stream_k.py.j2",
         "it_begin = group_iter0 + rank",
         "it_begin = rank",
+        benign=r"_dp$",
+        benign_why="the data-parallel + stream-K hybrid's stream-K tiles are one band, its first "
+        "iteration 0 (hybrid_share adds the waves' iterations after)",
+    ),
+    Mutation(
+        "sk-hybrid-dp-stride",
+        "data-parallel tile outside its wave",
+        "common/stream_k.py.j2",
+        # a CTA's data-parallel units are tiles cta, cta + 1, ...: neighbours compute a tile twice
+        "    tile = cta + unit * ctas\n",
+        "    tile = cta + unit\n",
+    ),
+    Mutation(
+        "sk-hybrid-share-offset",
+        "stream-K share over the data-parallel tiles",
+        "common/stream_k.py.j2",
+        # the stream-K share counts from tile 0, over the data-parallel tiles instead of after them
+        "it_begin + dp_iters, it_end + dp_iters",
+        "it_begin, it_end",
     ),
     Mutation(
         "sm90-sk-plain-flag",
