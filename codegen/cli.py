@@ -405,7 +405,7 @@ def build_cmd(
     only: Annotated[
         str | None,
         typer.Option(
-            "--only", help="Globs on kernel names, comma-separated, e.g. 'sm100_f16_*,ladder_*'."
+            "--only", help="Globs on kernel names, comma-separated, e.g. 'sm100_f16_*,*_splitk*'."
         ),
     ] = None,
     generated: Annotated[Path, typer.Option("--dir", help="Folder of generated kernels.")] = Path(

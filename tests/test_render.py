@@ -564,10 +564,13 @@ def test_list_shows_every_knob_that_differs_and_the_whole_source() -> None:
     assert head[0] == "name" and head[-1] == "source" and "arch" in head
     assert {"warp_specialized", "epilogue.style", "cluster", "stages", "tile"} <= set(head)
     by_name = {r[0]: dict(zip(head, r, strict=True)) for r in rows}
-    # ladder_2 and ladder_3 differ only by warp specialization: the list shows it
-    assert by_name["ladder_2_ring"]["warp_specialized"] == "False"
-    assert by_name["ladder_3_warp_spec"]["warp_specialized"] == "True"
-    assert by_name["ladder_2_ring"]["source"] == "specs/sm100/ladder.toml [ladder_2_ring]"
+    # the ladder's steps 2 and 3 differ only by warp specialization: the list shows it
+    assert by_name["sm100_f16_128x256x16_s4_inter_kloop_direct_grid"]["warp_specialized"] == "False"
+    assert by_name["sm100_f16_128x256x16_s4_inter_ws_direct_grid"]["warp_specialized"] == "True"
+    assert (
+        by_name["sm100_f16_128x256x16_s4_inter_kloop_direct_grid"]["source"]
+        == "specs/sm100/ladder.toml [sm100_f16_128x256x16_s4_inter_kloop_direct_grid]"
+    )
     assert "dtype" not in head  # the same for every ladder step: not a column
 
 
@@ -581,7 +584,7 @@ def test_list_fits_80_columns_and_wide_has_a_column_per_knob() -> None:
     assert count == f"{len(names)} variants" and len(names) == len(kernel_glob())
     assert all(len(line) <= 80 for line in lines if line.startswith(" ")), lines
     assert all(len(line) <= 80 or line in names for line in lines)
-    block = lines[lines.index("ladder_2_ring") + 1 :][:4]
+    block = lines[lines.index("sm100_f16_128x256x16_s4_inter_kloop_direct_grid") + 1 :][:4]
     assert block[0].startswith("    arch=sm_100a dtype=f16 tile=")
     assert "warp_specialized=False" in " ".join(
         block
