@@ -5,6 +5,7 @@ of 0.2.0 (templates/package/_renames.py) keeps the old names working for one rel
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -188,3 +189,31 @@ except ImportError:
     assert name == "sm90_bf16_128x128x64_s7_sw128_ws_wg1_direct_grid"
     assert warned == [f"DeprecationWarning {script} {line}" for line in (6, 7, 8)]
     assert last == "not in sm100"
+
+
+def test_a_tune_cache_of_the_old_names_is_read_under_the_new(tmp_path: Path, monkeypatch) -> None:
+    """A cutegemm.tune cache written by 0.1.0 (its file named by the old kernel set) is read,
+    its names mapped, until this kernel set stores its own file (with those entries in it)."""
+    pytest.importorskip("torch")
+    sys.path.insert(0, str(GENERATED))
+    try:
+        from cutegemm import _tune
+    finally:
+        sys.path.remove(str(GENERATED))
+    monkeypatch.setenv("CUTEGEMM_CACHE_DIR", str(tmp_path))
+    gpu, new = "NVIDIA H200", "sm90_bf16_128x128x64_s7_sw128_ws_wg1_direct_grid"
+    old_file = _tune._before_rename(gpu)
+    assert old_file != _tune.cache_file(gpu)
+    old_file.parent.mkdir(parents=True)
+    entry = {"ranked": ["h_128x128_wg1_grid_direct", "gone"], "us": [1.0, 2.0]}
+    doc = {"format": _tune.CACHE_FORMAT, "gpu": gpu, "entries": {"bf16|bf16|8|1024|1024": entry}}
+    old_file.write_text(json.dumps(doc), encoding="utf-8")
+    _tune._MEMO.clear()
+    try:
+        assert _tune.cached_order(gpu, "bf16", "bf16", 8, 1024, 1024) == (new,)
+        _tune._store(gpu, {"bf16|bf16|16|1024|1024": {"ranked": [new], "us": [1.0]}})
+        stored = json.loads(_tune.cache_file(gpu).read_text(encoding="utf-8"))["entries"]
+        assert stored["bf16|bf16|8|1024|1024"]["ranked"] == [new, "gone"]
+        assert set(stored) == {"bf16|bf16|8|1024|1024", "bf16|bf16|16|1024|1024"}
+    finally:
+        _tune._MEMO.clear()

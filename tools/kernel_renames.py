@@ -26,10 +26,10 @@ from codegen import loader, package
 from codegen.render import TEMPLATES, format_source
 
 TABLE = TEMPLATES / "package" / "_renames.py"
-HEAD = '''"""Kernels renamed in {pkg} {version}: old name -> new name (the {pkg} README, "Kernel
-names"). The old names still work for this release, with a DeprecationWarning naming the new
-one, wherever a kernel is named: {pkg}.kernel, gemm_fn, precompile, the tune cache, and
-`import {pkg}.<arch>.<old name>`. Written by tools/kernel_renames.py; do not edit."""
+HEAD = '''"""Kernels renamed in {version}: old name -> new name (the README's "Kernel names"). For
+this release the old names still work, with a DeprecationWarning naming the new one, wherever
+a kernel is named: the package's kernel(), gemm_fn, precompile, its tune cache, and importing
+`<package>.<arch>.<old name>`. Written by tools/kernel_renames.py; do not edit."""
 
 import importlib
 import importlib.abc
@@ -130,7 +130,7 @@ def renames(manifest: str) -> tuple[dict[str, str], tuple[str, ...]]:
 def write_table(table: dict[str, str], kept: tuple[str, ...]) -> None:
     major, minor, _ = package.PKG_VERSION.split(".")
     removed = f"{major}.{int(minor) + 1}.0"
-    text = HEAD.format(pkg=package.PKG, version=package.PKG_VERSION, removed=removed, kept=kept)
+    text = HEAD.format(version=package.PKG_VERSION, removed=removed, kept=kept)
     text += "".join(f"    {old!r}: {new!r},\n" for old, new in table.items()) + TAIL
     TABLE.write_text(format_source(text, TABLE.name), encoding="utf-8")
 

@@ -1,7 +1,7 @@
-"""Kernels renamed in cutegemm 0.2.0: old name -> new name (the cutegemm README, "Kernel
-names"). The old names still work for this release, with a DeprecationWarning naming the new
-one, wherever a kernel is named: cutegemm.kernel, gemm_fn, precompile, the tune cache, and
-`import cutegemm.<arch>.<old name>`. Written by tools/kernel_renames.py; do not edit."""
+"""Kernels renamed in 0.2.0: old name -> new name (the README's "Kernel names"). For
+this release the old names still work, with a DeprecationWarning naming the new one, wherever
+a kernel is named: the package's kernel(), gemm_fn, precompile, its tune cache, and importing
+`<package>.<arch>.<old name>`. Written by tools/kernel_renames.py; do not edit."""
 
 import importlib
 import importlib.abc
