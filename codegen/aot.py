@@ -4,8 +4,7 @@ Needs only the standard library and torch: no DSL, no other codegen module. This
 copied on its own to a machine that has the built libraries::
 
     from aot import AotKernel
-    name = "sm100_f16_128x256x64_s4_sw128_ws_direct_grid"
-    gemm = AotKernel(f"out/{name}/lib{name}.so", name)
+    gemm = AotKernel("out/NAME/libNAME.so", "NAME")  # NAME: the kernel's, as codegen list says
     gemm(a, b, c)  # c = a @ b.T on the current stream; a (M, K), b (N, K), c (M, N)
     # a kernel whose spec adds a bias takes it after c: gemm(a, b, c, bias)
 

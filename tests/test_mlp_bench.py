@@ -91,7 +91,7 @@ def test_plan_command(tmp_path) -> None:
     assert [(r["dtype"], r["m"]) for r in rows] == [
         ("bf16", 1), ("e4m3", 1), ("bf16", 4096), ("e4m3", 4096)]  # fmt: skip
     assert rows[0]["up"] == "sm90_bf16_128x16x64_s12_sw128_ws_wg2_swap_direct_fn_swiglu_grid_pdl"
-    assert "(fused residual)" in rows[2]["down"] and "scale_rows" in rows[1]["up"]
+    assert "(fused residual)" in rows[2]["down"] and "scale_rowwise" in rows[1]["up"]
     bad = run_cli("bench", "--mlp", "--model", "mixtral-8x7b", "--act", "relu", cwd=ROOT)
     assert bad.returncode != 0
     assert "mixture of experts" in bad.stdout + bad.stderr

@@ -105,8 +105,8 @@ def test_the_package_installs_on_its_own(tmp_path: Path) -> None:
     )  # fmt: skip
     assert inst.returncode == 0, inst.stderr[-2000:]
     installed = sorted(p.name for p in (site / "cutegemm").rglob("*.py"))
-    # __init__, _dispatch, _model, _runtime, _tune, nn, 2 arch inits
-    assert len(installed) == len(kernel_glob()) + 8
+    # __init__, _dispatch, _model, _renames, _runtime, _tune, nn, 2 arch inits
+    assert len(installed) == len(kernel_glob()) + 9
     assert not (site / "codegen").exists()
     proc = _run(
         "import cutegemm, cutegemm.sm90, cutegemm.sm100; print(cutegemm.__file__)",

@@ -403,7 +403,7 @@ def test_generated_tile_order_is_the_reference(
     path = kernel_file(name)
     stmts = _producer_tile_lines(path)
     sched = build.read_spec(path).scheduler
-    idx = "t" if name.startswith("sched") else "ct"
+    idx = "t" if name.startswith("sm100_") else "ct"
     for counts in [(5, 3), (8, 8), (13, 7), (1, 9)]:
         for t in range(counts[0] * counts[1]):
             names = {idx: t, counts_names[0]: counts[0], counts_names[1]: counts[1]}
