@@ -24,7 +24,7 @@ from codegen import loader, registry, render
 from codegen.plan_common import plural
 from codegen.spec import Spec
 
-# ---- values, valid and invalid, for each knob -----------------------------------------------------
+# ---- values, valid and invalid, for each knob ----------------------------------------------------
 
 identifiers = st.from_regex(r"[a-z_][a-z0-9_]{0,15}", fullmatch=True)
 

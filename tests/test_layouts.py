@@ -146,7 +146,7 @@ def test_an_m_major_a_needs_m_a_multiple_of_16_bytes() -> None:
     assert values.tile.shape_multiples["M"] == 16 and values.layouts.n_divisibility == 16
 
 
-# ---- expected counts -------------------------------------------------------------------------------
+# ---- expected counts -----------------------------------------------------------------------------
 
 
 def test_an_mn_major_operand_loads_one_tma_box_per_atom() -> None:
@@ -179,7 +179,7 @@ def test_a_shipped_kernel_states_its_operands_layouts(name: str) -> None:
     assert "stride_order=order" in text and "(0, 1)" in text  # compile_args' fakes
 
 
-# ---- the package -----------------------------------------------------------------------------------
+# ---- the package ---------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")

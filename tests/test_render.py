@@ -221,7 +221,7 @@ def test_check_names_a_removed_variant_as_orphan(small_render: Path) -> None:
     ]
 
 
-# ---- writing only what changed --------------------------------------------------------------------
+# ---- writing only what changed -------------------------------------------------------------------
 
 OLD_NS = 1_000_000_000 * 1_000_000_000  # 2001-09-09, far from now
 

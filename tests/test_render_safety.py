@@ -32,8 +32,8 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def rendered_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A project with two spec files rendered into generated/: specs/a.toml (kernels a1, a2)
-    and specs/b.toml (kernel b1)."""
+    """A project with two spec files in specs/ rendered into generated/: "a" (kernels a1, a2)
+    and "b" (kernel b1)."""
     root = tmp_path_factory.mktemp("project")
     (root / "pyproject.toml").write_text('[project]\nname = "mine"\n')
     specs = root / "specs"

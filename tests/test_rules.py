@@ -527,7 +527,7 @@ def test_sm90_rules() -> None:
     assert "with 2 consumer warpgroups is not a wgmma layout" in got[0][1]
 
 
-# ---- what the plan derives from the rules ---------------------------------------------------------
+# ---- what the plan derives from the rules --------------------------------------------------------
 
 
 @pytest.mark.parametrize(

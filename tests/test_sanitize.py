@@ -122,8 +122,9 @@ def barrier_warning(t1: int, o1: int, t2: int, o2: int) -> str:
 @pytest.mark.parametrize(
     ("records", "explained"),
     [
-        # H200, sm90_bf16_128x256x64_s4_sw128_ws_wg2_tma_persistent_rm: SYNCS.EXCH.64 (init of empty[s]) at 0x2f0, attributed
-        # to lane 31, then the elected lane's predicated SYNCS.ARRIVE (pre-arm) at 0x300
+        # H200, sm90_bf16_128x256x64_s4_sw128_ws_wg2_tma_persistent_rm: SYNCS.EXCH.64 (init of
+        # empty[s]) at 0x2f0, attributed to lane 31, then the elected lane's predicated
+        # SYNCS.ARRIVE (pre-arm) at 0x300
         ([barrier_warning(31, 0x2F0, 0, 0x300), barrier_warning(31, 0x320, 0, 0x330)], True),
         ([barrier_warning(31, 0x2F0, 0, 0x400)], False),  # not the next instruction
         ([barrier_warning(31, 0x2F0, 32, 0x300)], False),  # two warps: not one thread's order

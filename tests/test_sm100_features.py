@@ -3,9 +3,9 @@ cta_group::2 (a CTA pair) and the persistent scheduler with two TMEM accumulator
 
 Three parts: the rules each feature brings (one violation per broken condition, naming its field
 and what is legal); the numbers the planner derives (masks, arrive counts, bytes, TMEM columns),
-pinned against the hand-written prototypes' compile_check table (scratch/sm100/NOTES.md); and a
-cross-compile of the ladder's generated files whose PTX must show each feature. The last part is
-marked ``build`` (about 10 s on two cores).
+pinned against the hand-written prototypes' compile_check table (their notes are not in the
+repository); and a cross-compile of the ladder's generated files whose PTX must show each
+feature. The last part is marked ``build`` (about 10 s on two cores).
 """
 
 from __future__ import annotations
@@ -262,10 +262,10 @@ def test_pipeline_tables_list_every_ring(ladder: dict[str, Spec]) -> None:
     )
 
 
-# Hand-written prototypes' compile_check table (scratch/sm100/NOTES.md): mma::1, mma::2,
-# multicast TMA loads, barrier.cluster, TMA store, st.global, commit, commit .multicast, try_wait,
-# alloc columns. ladder step 5 waits once more than its prototype: the producer's tail over the ring
-# (the prototype let the last tcgen05.commit arrives land after the CTA could exit).
+# Hand-written prototypes' compile_check table (their notes are not in the repository): mma::1,
+# mma::2, multicast TMA loads, barrier.cluster, TMA store, st.global, commit, commit .multicast,
+# try_wait, alloc columns. Ladder step 5 waits once more than its prototype: the producer's tail
+# over the ring (the prototype let the last tcgen05.commit arrives land after the CTA could exit).
 PROTOTYPE_TABLE = {
     "sm100_f16_128x256x64_s4_sw128_ws_tma_grid": (4, 0, 0, 0, 4, 0, 2, 0, 4, 256),
     "sm100_f16_128x256x64_s4_sw128_ws_c2x2_tma_grid": (4, 0, 2, 2, 4, 0, 2, 1, 4, 256),
@@ -325,7 +325,7 @@ def test_generated_files_hold_only_what_their_variant_needs() -> None:
     assert "acc_empty: cute.struct.MemRange[cutlass.Int64, ACC_SLOTS]" in text[LADDER[3]]
 
 
-# ---- cross-compiled: the PTX shows each feature ---------------------------------------------------
+# ---- cross-compiled: the PTX shows each feature --------------------------------------------------
 
 
 @pytest.fixture(scope="module")

@@ -206,7 +206,7 @@ PINNED = {
     "sm100_f16_128x256x64_s4_sw128_ws_direct_biascol_grid": (32, 0, 0, 0, 32, 2, 4),
     "sm100_f16_128x256x64_s4_sw128_ws_tma_biasrow_grid": (1, 0, 0, 4, 0, 2, 4),
     "sm100_f16_128x256x64_s4_sw128_ws_tma_biascol_grid": (32, 0, 0, 4, 0, 2, 4),
-    # a CTA pair, persistent: 7 waits (see codegen/arch/sm100/counts.py try_waits) + 4 C sub-tile waits
+    # a CTA pair, persistent: 7 waits (codegen/arch/sm100/counts.py try_waits) + 4 C sub-tile waits
     "sm100_f16_256x256x64_s6_sw128_ws_cta2_acc2_c2x1_tma_b0p5_biascol_gelu_tanh_persistent_rm": (
         32,
         0,
@@ -353,7 +353,7 @@ def test_bias_kernel_entry_points_check_the_bias() -> None:
     assert len(fake) == 5 and fake[3].element_type is module.OUT_DTYPE
 
 
-# ---- cross-compiled: the PTX shows each fusion ----------------------------------------------------
+# ---- cross-compiled: the PTX shows each fusion ---------------------------------------------------
 
 
 @pytest.fixture(scope="module")

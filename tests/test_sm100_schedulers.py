@@ -53,7 +53,7 @@ def shipped() -> dict[str, Spec]:
     return {s.name: s.spec.model_copy(update={"name": s.name}) for s in loaded}
 
 
-# ---- rules ----------------------------------------------------------------------------------------
+# ---- rules ---------------------------------------------------------------------------------------
 
 
 def test_the_shipped_variants_are_legal(shipped: dict[str, Spec]) -> None:
@@ -131,7 +131,7 @@ def test_persistent_multicast_plan(shipped: dict[str, Spec]) -> None:
     )
 
 
-# ---- the dynamic scheduler: rules and numbers ------------------------------------------------------
+# ---- the dynamic scheduler: rules and numbers ----------------------------------------------------
 
 
 def test_dynamic_scheduler_spec() -> None:
@@ -220,7 +220,7 @@ def test_dynamic_scheduler_barriers_and_answer_bytes(shipped: dict[str, Spec]) -
     assert "1 + 16 tx bytes" in table and "6 (one per reading warp)" in table
 
 
-# ---- split-K: rules, the staging in the SMEM budget, the numbers ----------------------------------
+# ---- split-K: rules, the staging in the SMEM budget, the numbers ---------------------------------
 
 
 def split(tile: tuple[int, int, int] = (128, 128, 64), **knobs: object) -> Spec:
@@ -316,7 +316,7 @@ def test_split_k_plan(shipped: dict[str, Spec]) -> None:
     assert (c["mbarrier acquire.cluster"], c["mbarrier release.cluster"]) == (3, 4)
 
 
-# ---- the tile order: the reference, and the generated kernels' own lines ---------------------------
+# ---- the tile order: the reference, and the generated kernels' own lines -------------------------
 
 
 @pytest.mark.parametrize("raster", ["m", "n"])
@@ -424,7 +424,7 @@ def test_a_cluster_cta_computes_its_own_tile_of_the_cluster_tile() -> None:
         assert _run_tile_lines(stmts, names, ("tm", "tn")) == (2 * ctm + cm, 2 * ctn + cn)
 
 
-# ---- generated files hold what their scheduler needs ----------------------------------------------
+# ---- generated files hold what their scheduler needs ---------------------------------------------
 
 
 def test_generated_files_hold_only_what_their_variant_needs() -> None:
@@ -469,7 +469,7 @@ def test_generated_files_hold_only_what_their_variant_needs() -> None:
     assert "worker" not in ladder6 and "acc_empty" not in ladder6
 
 
-# ---- cross-compiled: the PTX shows each scheduler -------------------------------------------------
+# ---- cross-compiled: the PTX shows each scheduler ------------------------------------------------
 
 
 @pytest.fixture(scope="module")

@@ -315,7 +315,8 @@ def instruction_descriptor(m: int, n: int, ab_format: int) -> int:
 
 
 def test_instruction_descriptor_matches_a_known_kernel() -> None:
-    # decoded by hand from the PTX of sm100_f16_128x256x64_s4_sw128_ws_direct_grid (f16, 128x256): 0x8400010
+    # decoded by hand from the PTX of sm100_f16_128x256x64_s4_sw128_ws_direct_grid (f16,
+    # 128x256): 0x8400010
     assert instruction_descriptor(128, 256, AB_FORMAT["f16"]) == 0x8400010
 
 

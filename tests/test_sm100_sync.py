@@ -78,7 +78,7 @@ def test_the_families_are_there() -> None:
     assert kinds == {"single", "multicast", "pair", "split"}
 
 
-# ---- the producer tail ----------------------------------------------------------------------------
+# ---- the producer tail ---------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("path", SM100, ids=lambda p: p.stem)
@@ -123,7 +123,7 @@ def test_sm90_tail_exactly_where_peers_arrive(path: Path) -> None:
         assert arrives == ["cute.arch.mbarrier_arrive(bar)"]
 
 
-# ---- the CLC answer's cross-proxy fence -----------------------------------------------------------
+# ---- the CLC answer's cross-proxy fence ----------------------------------------------------------
 
 
 DYNAMIC = [p for p in SM100 if rules_sm100.is_dynamic(build.read_spec(p))]
@@ -171,7 +171,7 @@ def test_there_are_dynamic_kernels() -> None:
     assert {p.stem for p in DYNAMIC} >= {"sm100_f16_128x256x64_s4_sw128_ws_acc2_tma_dynamic"}
 
 
-# ---- the TMEM allocation permit -------------------------------------------------------------------
+# ---- the TMEM allocation permit ------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("path", SM100, ids=lambda p: p.stem)
@@ -190,7 +190,7 @@ def test_the_alloc_permit_goes_right_after_the_allocation(path: Path) -> None:
     assert plan.expected_counts(build.read_spec(path))["tcgen05.relinquish"] == 1
 
 
-# ---- cross-compiled -------------------------------------------------------------------------------
+# ---- cross-compiled ------------------------------------------------------------------------------
 
 BUILT = [
     "sm100_f16_128x256x16_s1_inter_kloop_direct_grid",

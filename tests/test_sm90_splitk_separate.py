@@ -201,7 +201,7 @@ def test_workspace_size(
     assert v.tensors.host == ["workspace"] and v.tensors.launch == ["workspace"]
 
 
-# ---- plan -----------------------------------------------------------------------------------------
+# ---- plan ----------------------------------------------------------------------------------------
 
 
 def test_slots_are_laid_out_like_c() -> None:
@@ -267,7 +267,7 @@ def test_docstring_explains_the_workspace() -> None:
     assert "rejected by launcher() and by the AOT shim" in text
 
 
-# ---- generated files ------------------------------------------------------------------------------
+# ---- generated files -----------------------------------------------------------------------------
 
 
 def test_variants_are_shipped() -> None:

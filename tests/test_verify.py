@@ -3,7 +3,8 @@ the PTX, and its sensitivity (seeded template bugs it must report).
 
 Every kernel must pass. The finding this checker first reported (sm_100a single-CTA kernels let
 the CTA exit while tcgen05.commit arrivals on empty[] are pending: no A/B producer tail) is fixed
-in the templates; the tests below keep it as a regression case on the ladder's step 3 with its tail cut out.
+in the templates; the tests below keep it as a regression case on the ladder's step 3 with its
+tail cut out.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ FILES = sorted(kernel_glob("*.py"), key=lambda p: p.stem)
 JOBS = min(2, os.cpu_count() or 1)
 
 L3 = ROOT / "generated" / "cutegemm" / "sm100" / "sm100_f16_128x256x16_s4_inter_ws_direct_grid.py"
-# ladder step 3's producer tail (templates/sm100/mainloop/_producer_tail.py.j2), comments and all, at
-# the end of its producer helper
+# ladder step 3's producer tail (templates/sm100/mainloop/_producer_tail.py.j2), comments and
+# all, at the end of its producer helper
 TAIL_BLOCK = re.compile(
     r"    # tail: .*\n(?:    #.*\n)*"
     r"    for _ in cutlass\.range\(STAGES, unroll=1\):\n(?:        .*\n)+?"
@@ -168,8 +169,8 @@ def test_mutation_table_markdown() -> None:
 
 # -- the partial-order checker against explicit-state exploration -------------------------------
 
-# ladder step 3 with a bare A/B producer tail put back in place of its own (at the end of its producer
-# helper, the first to return the ring position), then seeded bugs on top
+# ladder step 3 with a bare A/B producer tail put back in place of its own (at the end of its
+# producer helper, the first to return the ring position), then seeded bugs on top
 TAIL_CODE = """\
     for _ in cutlass.range(STAGES, unroll=1):
         cute.arch.mbarrier_wait(empty + stage, phase)
