@@ -400,14 +400,14 @@ class Spec(_Frozen):
     # serialization, so its prologue (barrier init, descriptor prefetch, TMEM allocation) runs
     # under the previous kernel's tail; it waits for that kernel (griddepcontrol.wait) before
     # its first global load or store and at once lets the next kernel launch (launch_dependents);
-    # before its wait the TMA warp prefetches its first k-blocks to L2 (a cache hint). Not
-    # part of the derived name: it changes how the kernel is launched, not what it computes
+    # before its wait the TMA warp prefetches its first k-blocks to L2 (a cache hint). Name
+    # suffix _pdl
     pdl: bool = False
     # sm_90a only: CTAs of this kernel that fit on one SM at once. 2 halves each CTA's share of
     # the register file (consumer setmaxnreg, launch bounds) and of shared memory (the stage
     # budget), so a CTA of the next kernel of a PDL chain can be resident beside a running one
     # and run its prologue and L2 prefetch under that CTA's tail; the persistent grids stay one
-    # CTA (cluster) per SM. For small decode tiles. Not part of the derived name (like pdl)
+    # CTA (cluster) per SM. For small decode tiles. Name suffix _occ2
     ctas_per_sm: Literal[1, 2] = 1
     # how the operands reach the MMA. "tma": TMA into a shared-memory ring guarded by mbarriers,
     # the arch's own MMA (wgmma, tcgen05). "light": for decode (small M): no TMA, no mbarrier, no
@@ -477,9 +477,10 @@ class Spec(_Frozen):
         return self.arch.removesuffix("a").replace("_", "")
 
     def canonical_name(self) -> str:
-        """A name built from every knob but pdl and ctas_per_sm (how the kernel is launched and
-        how much of an SM it takes, not what it computes); knobs at their neutral value are left
-        out."""
+        """The kernel's derived name: every knob in one fixed order, a knob at its default left
+        out (README, "Kernel names"), so two specs that differ derive different names. Not in
+        it: an epilogue function's file and source (its function name is), and a light kernel's
+        swizzle and warp specialization (fixed by the light rules)."""
         swz = {"none": "inter", "32B": "sw32", "64B": "sw64", "128B": "sw128"}.get(
             self.swizzle, self.swizzle
         )
@@ -545,6 +546,10 @@ class Spec(_Frozen):
             if self.scheduler.max_tiles is not None:
                 sched += f"_mt{self.scheduler.max_tiles}"
         parts.append(sched)
+        if self.pdl:
+            parts.append("pdl")
+        if self.ctas_per_sm > 1:
+            parts.append(f"occ{self.ctas_per_sm}")
         return "_".join(parts)
 
     def knobs(self) -> dict[str, object]:

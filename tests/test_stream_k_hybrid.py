@@ -31,9 +31,9 @@ SM90 = [
     "sm90_bf16_128x192x64_s4_sw128_ws_wg2_tma_streamk_dp",
     "sm90_bf16_128x208x64_s5_sw128_ws_wg2_swap_tma_streamk_dp",
     "sm90_bf16_128x160x64_s5_sw128_ws_wg2_swap_tma_streamk_dp",
-    "sm90_e4m3_128x208x128_s5_sw128_ws_wg2_swap_tma_bf16_streamk_dp",
+    "sm90_e4m3_128x208x128_s5_sw128_ws_wg2_swap_tma_bf16_streamk_dp_pdl",
 ]
-SM100 = ["sk_128x256_tma_acc2_dp"]
+SM100 = ["sm100_bf16_128x256x64_s4_sw128_ws_acc2_tma_streamk_dp"]
 SHIPPED = SM90 + SM100
 
 # (tiles, CTAs, k-tiles) the host can launch: no more CTAs than MAC iterations (K = 0: one CTA);

@@ -6,10 +6,11 @@ Int32 and Int64 wrap at their width, an operation on both widths is done in the 
 Python literal takes the other operand's type. Both H200 failures have 2^25 MAC iterations
 (16384^3 in 64x32x64 tiles hung, 32768^3 in 128x128x64 tiles hit an illegal address): with
 32-bit products, CTAs 63 and up of 132 computed wrapped (negative) ranges. The 64-bit lines must
-match exact integer arithmetic there and past 2^31 iterations. The PTX side: every stream-K kernel's plan expects
-its 64-bit divisions (div.s64), which `codegen build` checks. The data-parallel + stream-K hybrid
-(`data_parallel = true`) runs its own hybrid_share (stream_k_share over the tiles after its
-data-parallel waves) in the same lines, against codegen.plan_common.stream_k_hybrid_share.
+match exact integer arithmetic there and past 2^31 iterations. The PTX side: every stream-K
+kernel's plan expects its 64-bit divisions (div.s64), which `codegen build` checks. The
+data-parallel + stream-K hybrid (`data_parallel = true`) runs its own hybrid_share
+(stream_k_share over the tiles after its data-parallel waves) in the same lines, against
+codegen.plan_common.stream_k_hybrid_share.
 """
 
 from __future__ import annotations

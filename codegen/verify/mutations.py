@@ -155,7 +155,7 @@ CATALOGUE: tuple[Mutation, ...] = (
         "sm100/cluster/single.py.j2",
         "        if i == {{ last }}:",
         "        if i == 0:",
-        benign=r"^bw_bn_swap_128x64_|_128x16x|_swap_128x16_",
+        benign=r"_128x16x|^sm100_bf16_128x64x64_s8_sw128_ws_swap_bmn_",
         benign_why="one epilogue sub-tile or chunk (EPI_SUBTILES or EPI_CHUNKS = 1, e.g. tile N = "
         "16): its first TMEM load is its last",
     ),
@@ -258,7 +258,7 @@ CATALOGUE: tuple[Mutation, ...] = (
         "sm100/cluster/single.py.j2",
         "cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld",
         "pass  # tcgen05.wait::ld",
-        benign=r"^sep_",
+        benign=r"_splitk\d+_sep(_|$)",
         benign_why="one tile per CTA: no TMEM slot is reused",
     ),
     Mutation(
@@ -433,7 +433,7 @@ CATALOGUE: tuple[Mutation, ...] = (
         # any wait
         "    if warp_idx != TMA_WARP:\n        cute.arch.griddepcontrol_wait()",
         "    if warp_idx != TMA_WARP:\n        pass",
-        benign=r"_streamk$",
+        benign=r"_streamk(_|$)",
         benign_why="stream-K: every unit has k-tiles, so every consumer access follows a TMA load "
         "and the TMA warp's wait",
     ),
