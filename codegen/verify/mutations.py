@@ -433,7 +433,9 @@ CATALOGUE: tuple[Mutation, ...] = (
         # any wait
         "    if warp_idx != TMA_WARP:\n        cute.arch.griddepcontrol_wait()",
         "    if warp_idx != TMA_WARP:\n        pass",
-        benign=r"_streamk(_|$)",
+        # every stream-K kernel (bands along the weights, an epilogue function's suffix) but the
+        # data-parallel + stream-K hybrid, whose whole tiles at K = 0 have none
+        benign=r"_streamk(?!_dp)(_|$)",
         benign_why="stream-K: every unit has k-tiles, so every consumer access follows a TMA load "
         "and the TMA warp's wait",
     ),
