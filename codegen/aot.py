@@ -4,7 +4,7 @@ Needs only the standard library and torch: no DSL, no other codegen module. This
 copied on its own to a machine that has the built libraries::
 
     from aot import AotKernel
-    gemm = AotKernel("out/seed_s4_k64_sw128/libseed_s4_k64_sw128.so", "seed_s4_k64_sw128")
+    gemm = AotKernel("out/NAME/libNAME.so", "NAME")  # NAME: the kernel's, as codegen list says
     gemm(a, b, c)  # c = a @ b.T on the current stream; a (M, K), b (N, K), c (M, N)
     # a kernel whose spec adds a bias takes it after c: gemm(a, b, c, bias)
 

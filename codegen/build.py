@@ -40,6 +40,9 @@ SHARED_PATTERNS: dict[str, str] = {
     "TMA store": r"cp\.async\.bulk\.tensor\.\dd\.global\.shared",
     # programmatic dependent launch: the TMA warp's L2 prefetch of its first k-blocks
     "TMA prefetch": r"cp\.async\.bulk\.prefetch\.tensor",
+    # the light kernels' (no TMA): a plain L2 prefetch of a lane's first rows of B
+    "prefetch.global.L2": r"\bprefetch\.global\.L2\b",
+    "griddepcontrol.wait": r"\bgriddepcontrol\.wait\b",
     "mbarrier.try_wait": r"mbarrier\.try_wait",
     "mbarrier.init": r"mbarrier\.init\.",
     "barrier.cluster": r"barrier\.cluster\.",

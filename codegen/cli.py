@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
@@ -278,8 +279,9 @@ def list_cmd(
     knobs = [_knobs(s.spec) for s in specs]
     keys = sorted({k for row in knobs for k in row})
     shown = [k for k in keys if k == "arch" or len({row.get(k, "") for row in knobs}) > 1]
+    # the source: the spec file, and the variant where it is not the kernel's name
     rows = [
-        [s.name, *(row.get(k, "") for k in shown), f"{s.path} [{s.variant}]"]
+        [s.name, *(row.get(k, "") for k in shown), _source(s)]
         for s, row in zip(specs, knobs, strict=True)
     ]
     head = ["name", *shown, "source"]
@@ -292,7 +294,14 @@ def list_cmd(
             print("\t".join(r))
         return
     if wide:
-        console.print(whole_table(head, rows))
+        table = whole_table(head, rows)
+        # piped: as wide as the table's longest lines, so no header or cell wraps (a terminal
+        # wraps cells to its own width)
+        if console.is_terminal:
+            console.print(table)
+        else:
+            natural = console.measure(table, options=console.options.update_width(10_000))
+            Console(highlight=False, width=max(console.width, natural.maximum)).print(table)
     else:
         for line in narrow_list(specs, knobs, console.width if console.is_terminal else LIST_WIDTH):
             console.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -325,7 +334,7 @@ def narrow_list(specs, knobs: list[dict[str, str]], width: int) -> list[str]:
             for k, v in sorted(row.items())
             if k not in LIST_ALWAYS and v != "" and v != base.get(k, defaults[kinds].get(k))
         ]
-        where = s.path if s.variant == s.name else f"{s.path}[{s.variant}]"
+        where = _source(s)
         lines.append(s.name)
         lines += textwrap.wrap(
             " ".join(pairs) + f" source={where}",
@@ -405,7 +414,7 @@ def build_cmd(
     only: Annotated[
         str | None,
         typer.Option(
-            "--only", help="Globs on kernel names, comma-separated, e.g. 'sm100_f16_*,ladder_*'."
+            "--only", help="Globs on kernel names, comma-separated, e.g. 'sm100_f16_*,*_splitk*'."
         ),
     ] = None,
     generated: Annotated[Path, typer.Option("--dir", help="Folder of generated kernels.")] = Path(
@@ -477,6 +486,11 @@ def report_rows(results) -> tuple[list[str], list[list[str]]]:
 def report_table(results) -> Table:
     head, rows = report_rows(results)
     return whole_table(head, rows)
+
+
+def _source(s: loader.LoadedSpec) -> str:
+    """Where a variant is defined: its spec file, then `[variant]` unless that is its name."""
+    return s.path if s.variant == s.name else f"{s.path} [{s.variant}]"
 
 
 def whole_table(head: list[str], rows: list[list[str]]) -> Table:

@@ -15,11 +15,13 @@ first. It writes one JSON line per measurement as it goes, so a run cut short ke
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import math
 import statistics
 import time
 import tomllib
+import types
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -256,6 +258,18 @@ class Measured:
     gemm_kernel: str | None
 
 
+@functools.cache
+def renames() -> dict[str, str]:
+    """Old kernel name -> new name: the package's rename table (templates/package/_renames.py,
+    cutegemm._renames), which maps the names of the kept sweeps measured before the rename."""
+    from codegen.render import TEMPLATES
+
+    path = TEMPLATES / "package" / "_renames.py"
+    module = types.ModuleType("cutegemm_renames")
+    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), module.__dict__)  # noqa: S102
+    return dict(module.RENAMED)
+
+
 def _lines(path: Path) -> list[str]:
     """A sweep file's lines (`.xz`: compressed, as the ones kept in specs/tuning/sweeps/)."""
     if path.suffix == ".xz":
@@ -278,7 +292,9 @@ def read_runs(paths: list[Path], calibrate: bool = False) -> tuple[dict, dict[tu
     the first are put on the first file's clock: scaled, per (dtype, M), by the geometric mean
     of first / this file's torch time over the products both timed (sweeps from two machines or
     days differ by a few percent; torch is the yardstick both measured). A file that shares no
-    product with the first at some (dtype, M) is taken as it is there."""
+    product with the first at some (dtype, M) is taken as it is there. A kernel measured under
+    a name it had before the rename (renames) is read under its new name."""
+    renamed = renames()
     meta: dict = {}
     got: dict[tuple, Measured] = {}
     base_torch: dict[tuple, float] = {}
@@ -296,13 +312,13 @@ def read_runs(paths: list[Path], calibrate: bool = False) -> tuple[dict, dict[tu
             us = row["us"] * scale.get((row["dtype"], prod.m), 1.0)
             rec = got.setdefault(key, Measured(prod, row["dtype"], {}, math.nan, None, None))
             if row["kind"] == "time":
-                rec.times[row["kernel"]] = us
+                rec.times[renamed.get(row["kernel"], row["kernel"])] = us
             elif row["kind"] == "torch":
                 rec.torch_us = us
                 if i == 0:
                     base_torch[key] = us
             elif row["kind"] == "gemm":
-                rec.gemm_us, rec.gemm_kernel = us, row["kernel"]
+                rec.gemm_us, rec.gemm_kernel = us, renamed.get(row["kernel"], row["kernel"])
     return meta, got
 
 

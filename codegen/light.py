@@ -248,7 +248,6 @@ def check(spec: Spec) -> list[Violation]:
         ("consumer_mode", spec.consumer_mode, "cooperative"),
         ("cta_group", spec.cta_group, 1),
         ("accumulators", spec.accumulators, 1),
-        ("pdl", spec.pdl, False),
         ("ctas_per_sm", spec.ctas_per_sm, 1),
         ("warp_specialized", spec.warp_specialized, True),
     ):
@@ -375,4 +374,8 @@ def expected_counts(spec: Spec) -> dict[str, int]:
         "wgmma.mma_async": 0,
         "tcgen05.mma": 0,
         "div.s64": 0,
+        # programmatic dependent launch: one L2 prefetch per k-step and row of B a lane loads
+        # first (lanes q = 0 only), one wait for the previous kernel
+        "prefetch.global.L2": spec.stages * 2 * row_groups(spec) if spec.pdl else 0,
+        "griddepcontrol.wait": 1 if spec.pdl else 0,
     }

@@ -8,6 +8,7 @@
     generated/cutegemm/__init__.py      KERNELS, the registry (imports nothing heavy)
     generated/cutegemm/_dispatch.py     the tuning tables (specs/tuning/*.toml) as data
     generated/cutegemm/_runtime.py      gemm(), the torch op, checks, workspaces, compile cache
+    generated/cutegemm/_renames.py      the kernels renamed in 0.2.0: old name -> new name
     generated/cutegemm/sm90/NAME.py     one file per sm_90a variant (sm100/ for sm_100a)
 
 Registry rows are read back from each kernel file's own constants (SPEC, SHAPE_MULTIPLES, ...),
@@ -31,7 +32,7 @@ from codegen.epilogue_fn import ACC_KINDS
 from codegen.plan_common import plural
 
 PKG = "cutegemm"
-PKG_VERSION = "0.1.0"
+PKG_VERSION = "0.2.0"  # 0.2.0 renamed kernels (templates/package/_renames.py)
 # arch -> its folder in the package, oldest GPU first (codegen/registry.py)
 ARCH_DIR = {a.name: a.short for a in sorted(registry.ARCHES.values(), key=lambda a: a.capability)}
 TORCH_PIN = "torch>=2.6"  # torch.library.custom_op + register_fake, torch.compiler.is_compiling
@@ -154,6 +155,12 @@ class Entry:
             **(
                 {"sk_bands": sched["bands"]}
                 if isinstance(sched, dict) and sched.get("bands", "activations") != "activations"
+                else {}
+            ),
+            # the data-parallel + stream-K hybrid: printed only there (the Kernel default)
+            **(
+                {"sk_data_parallel": True}
+                if isinstance(sched, dict) and sched.get("data_parallel", False)
                 else {}
             ),
             # the operands' major modes: printed only where not K-major (the Kernel defaults)
@@ -492,6 +499,7 @@ PACKAGE_SOURCES = (
     ("__init__.py.j2", f"{PKG}/__init__.py"),
     ("dispatch.py.j2", f"{PKG}/_dispatch.py"),
     ("_runtime.py", f"{PKG}/_runtime.py"),
+    ("_renames.py", f"{PKG}/_renames.py"),
     ("nn.py", f"{PKG}/nn.py"),
     ("model.py.j2", f"{PKG}/_model.py"),
     ("tune.py.j2", f"{PKG}/_tune.py"),

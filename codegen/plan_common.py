@@ -405,6 +405,54 @@ def stream_k_last_cta(tile: int, cta0: int, ctas: int, iter0: int, iters: int, k
     return cta0 + (((tile + 1) * k_tiles - iter0) * ctas - 1) // iters
 
 
+def stream_k_dp_units(tiles: int, ctas: int) -> int:
+    """The data-parallel + stream-K hybrid (``data_parallel = true``): how many whole tiles each
+    of `ctas` CTAs runs first, data-parallel. Every full wave of `ctas` tiles when `ctas` divides
+    `tiles` (no stream-K part: T = P, T = 0 and T a multiple of P alike); otherwise every full
+    wave but the last, W = tiles // ctas - 1 (0 with fewer tiles than CTAs), so the stream-K part
+    is the last full wave and the partial one: between ctas + 1 and 2 * ctas - 1 tiles, or all
+    of them when tiles < ctas."""
+    waves = tiles // ctas
+    return waves if tiles % ctas == 0 else max(waves - 1, 0)
+
+
+def stream_k_hybrid_share(
+    bidx: int, ctas: int, tiles: int, k_tiles: int
+) -> tuple[int, int, int, int, int, int, int]:
+    """CTA `bidx` of the hybrid's `ctas` CTAs over `tiles` tiles of k_tiles k-tiles: (its
+    data-parallel units, its stream-K group's first CTA, CTA count, first MAC iteration and
+    iteration count, its own MAC iterations [it_begin, it_end)). Tiles are indices of the
+    persistent order (tile_order): the data-parallel waves are tiles [0, W * ctas), CTA b taking
+    b, b + ctas, ...; the stream-K part is tiles [W * ctas, tiles), split as one group of every
+    CTA (stream_k_share with a single band), its iterations counted from tile 0's first so that
+    stream_k_last_cta and the unit k ranges take tile indices as they are; the iteration count is
+    at least 1 (stream_k_last_cta divides by it, and a whole tile's finisher may evaluate it where
+    no tile is stream-K: its result is then below `bidx`, no peer). The Python reference of
+    templates/common/stream_k.py.j2's hybrid_share."""
+    dp_units = stream_k_dp_units(tiles, ctas)
+    dp_tiles = dp_units * ctas
+    cta0, group_ctas, iter0, iters, begin, end = stream_k_share(
+        bidx, ctas, 1, tiles - dp_tiles, k_tiles
+    )
+    base = dp_tiles * k_tiles
+    return dp_units, cta0, group_ctas, base + iter0, max(iters, 1), base + begin, base + end
+
+
+def stream_k_hybrid_units(
+    bidx: int, ctas: int, tiles: int, k_tiles: int
+) -> list[tuple[int, int, int]]:
+    """CTA `bidx`'s units (tile, k_begin, k_end) in the order it runs them: its data-parallel
+    tiles whole, then its stream-K share (a tail of one tile, whole tiles, a head of another).
+    K = 0 leaves the data-parallel tiles with an empty k range (the host launches one CTA then,
+    so every tile is data-parallel and stored) and no stream-K unit."""
+    dp_units, _, _, _, _, begin, end = stream_k_hybrid_share(bidx, ctas, tiles, k_tiles)
+    units = [(bidx + u * ctas, 0, k_tiles) for u in range(dp_units)]
+    step = max(k_tiles, 1)
+    for t in range(begin // step, (end - 1) // step + 1):
+        units.append((t, max(begin - t * k_tiles, 0), min(end - t * k_tiles, k_tiles)))
+    return units
+
+
 # gemm_kernel's notes on the runtime scalars
 SCALAR_NOTES = {
     "alpha": "D = alpha * A @ B^T ...: a runtime f32 scalar",

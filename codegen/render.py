@@ -464,7 +464,8 @@ def _is_kernel(path: Path) -> bool:
 
 
 def header(path: Path) -> tuple[str, str]:
-    """(source, spec hash) from a generated file's header: "specs/NAME.toml [variant]", "abc123"."""
+    """(source, spec hash) from a generated file's header: "specs/NAME.toml [variant]", "abc123".
+    The header leaves out a variant named like the file (every variant its derived name names)."""
     source = spec_hash = ""
     with path.open(encoding="utf-8", errors="replace") as f:
         for _, line in zip(range(6), f, strict=False):
@@ -472,6 +473,8 @@ def header(path: Path) -> tuple[str, str]:
                 source = line.removeprefix("# spec: ").strip()
             elif line.startswith("# spec hash: "):
                 spec_hash = line.removeprefix("# spec hash: ").strip()
+    if source and " [" not in source:
+        source += f" [{path.stem}]"
     return source, spec_hash
 
 

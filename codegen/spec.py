@@ -356,14 +356,40 @@ class StreamKScheduler(_Frozen):
     # Measured on the H100 (BENCHMARKS.md 2026-12-07): at prefill the activation bands' unequal
     # groups drift apart and re-read the weight tiles from DRAM
     bands: Literal["activations", "weights"] = "activations"
+    # the data-parallel + stream-K hybrid (name suffix _dp): with P CTAs and T tiles, every CTA
+    # first runs whole tiles b, b + P, ... of the first W = T // P - 1 full waves (all T // P
+    # waves when P divides T; none when T < P) in the persistent scheduler's order (raster along
+    # M, no swizzle: its L2 reuse), stored by its own epilogue with no workspace; the remaining
+    # tiles (the last full wave and the partial one, P + 1 to 2P - 1 of them) are split stream-K
+    # into equal contiguous shares of their MAC iterations over all P CTAs, fixed up as above.
+    # Measured on the H100 (BENCHMARKS.md 2026-12-07): at prefill the stream-K tile order, not its
+    # fix-up, cost 0.53-0.79x of the persistent twin. The stream-K part is one group of every CTA
+    # over the tiles in that persistent order, so `bands` does not apply: with at most 2P tiles
+    # left, every CTA's share is one to two tiles, and a band would split them into groups
+    # running apart; bands = "weights" is refused with it
+    data_parallel: bool = False
+
+    @field_validator("data_parallel")
+    @classmethod
+    def _hybrid_has_no_bands(cls, value: bool, info: ValidationInfo) -> bool:
+        bands = info.data.get("bands", "activations")
+        if value and bands != "activations":
+            raise ValueError(
+                f'true with bands = "{bands}" is not implemented (the hybrid\'s stream-K tiles '
+                "are one group in the persistent order); legal: leave bands out, or "
+                "data_parallel = false"
+            )
+        return value
 
     @model_serializer(mode="wrap")
     def _omit_late_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
-        # bands came after kernels shipped: left out at its default, so those kernels' SPEC dicts
-        # and spec hashes stay as they were
+        # bands and data_parallel came after kernels shipped: left out at their defaults, so
+        # those kernels' SPEC dicts and spec hashes stay as they were
         data = handler(self)
         if data.get("bands") == "activations":
             del data["bands"]
+        if data.get("data_parallel") is False:
+            del data["data_parallel"]
         return data
 
 
@@ -410,14 +436,14 @@ class Spec(_Frozen):
     # serialization, so its prologue (barrier init, descriptor prefetch, TMEM allocation) runs
     # under the previous kernel's tail; it waits for that kernel (griddepcontrol.wait) before
     # its first global load or store and at once lets the next kernel launch (launch_dependents);
-    # before its wait the TMA warp prefetches its first k-blocks to L2 (a cache hint). Not
-    # part of the derived name: it changes how the kernel is launched, not what it computes
+    # before its wait the TMA warp prefetches its first k-blocks to L2 (a cache hint). Name
+    # suffix _pdl
     pdl: bool = False
     # sm_90a only: CTAs of this kernel that fit on one SM at once. 2 halves each CTA's share of
     # the register file (consumer setmaxnreg, launch bounds) and of shared memory (the stage
     # budget), so a CTA of the next kernel of a PDL chain can be resident beside a running one
     # and run its prologue and L2 prefetch under that CTA's tail; the persistent grids stay one
-    # CTA (cluster) per SM. For small decode tiles. Not part of the derived name (like pdl)
+    # CTA (cluster) per SM. For small decode tiles. Name suffix _occ2
     ctas_per_sm: Literal[1, 2] = 1
     # how the operands reach the MMA. "tma": TMA into a shared-memory ring guarded by mbarriers,
     # the arch's own MMA (wgmma, tcgen05). "light": for decode (small M): no TMA, no mbarrier, no
@@ -487,9 +513,10 @@ class Spec(_Frozen):
         return self.arch.removesuffix("a").replace("_", "")
 
     def canonical_name(self) -> str:
-        """A name built from every knob but pdl and ctas_per_sm (how the kernel is launched and
-        how much of an SM it takes, not what it computes); knobs at their neutral value are left
-        out."""
+        """The kernel's derived name: every knob in one fixed order, a knob at its default left
+        out (README, "Kernel names"), so two specs that differ derive different names. Not in
+        it: an epilogue function's file and source (its function name is), and a light kernel's
+        swizzle and warp specialization (fixed by the light rules)."""
         swz = {"none": "inter", "32B": "sw32", "64B": "sw64", "128B": "sw128"}.get(
             self.swizzle, self.swizzle
         )
@@ -546,6 +573,8 @@ class Spec(_Frozen):
                 sched += f"_sm{self.scheduler.sm_count}"
             if self.scheduler.bands == "weights":
                 sched += "_wb"
+            if self.scheduler.data_parallel:
+                sched += "_dp"
         if isinstance(self.scheduler, SplitKScheduler):
             sched = f"splitk{self.scheduler.splits}"
             if self.scheduler.max_clusters is not None:
@@ -555,6 +584,10 @@ class Spec(_Frozen):
             if self.scheduler.max_tiles is not None:
                 sched += f"_mt{self.scheduler.max_tiles}"
         parts.append(sched)
+        if self.pdl:
+            parts.append("pdl")
+        if self.ctas_per_sm > 1:
+            parts.append(f"occ{self.ctas_per_sm}")
         return "_".join(parts)
 
     def knobs(self) -> dict[str, object]:

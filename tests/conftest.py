@@ -43,8 +43,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def cli_env(**extra: str) -> dict[str, str]:
-    """The environment for a CLI subprocess: no forced colour, so the text is plain."""
+    """The environment for a CLI subprocess: no forced colour, so the text is plain; and the
+    codegen of this checkout first on the path, wherever the command runs (from a temporary
+    folder, an editable install of another checkout would answer instead)."""
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     env.update(extra)
     return env
 

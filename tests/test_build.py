@@ -30,10 +30,10 @@ FILES = sorted(
 # try_wait (mbarrier.try_wait), tcgen05.ld; the accumulator is 256 f32 TMEM columns throughout.
 # One try_wait more than the seed's: the producer's tail over the ring (the seed had none).
 SEED_TABLE = {
-    "seed_s1_k16_inter": (1, 4, 4, 4),
-    "seed_s4_k16_inter": (1, 4, 4, 4),
-    "seed_s4_k64_inter": (4, 16, 4, 4),
-    "seed_s4_k64_sw128": (4, 2, 4, 4),
+    "sm100_f16_128x256x16_s1_inter_ws_direct_grid": (1, 4, 4, 4),
+    "sm100_f16_128x256x16_s4_inter_ws_direct_grid": (1, 4, 4, 4),
+    "sm100_f16_128x256x64_s4_inter_ws_direct_grid": (4, 16, 4, 4),
+    "sm100_f16_128x256x64_s4_sw128_ws_direct_grid": (4, 2, 4, 4),
 }
 SEED_KEYS = ("tcgen05.mma", "cp.async.bulk.tensor", "mbarrier.try_wait", "tcgen05.ld")
 
@@ -134,7 +134,7 @@ def test_changed_file_is_rebuilt(
     tmp_path: Path, kernels: dict[str, Path], build_dir: Path, results: dict[str, BuildResult]
 ) -> None:
     """The cache key is the file's content: an edit (here a comment) misses the cache."""
-    src = kernels["seed_s1_k16_inter"]
+    src = kernels["sm100_f16_128x256x16_s1_inter_ws_direct_grid"]
     cache = tmp_path / "build"
     shutil.copytree(build_dir / src.stem, cache / src.stem)
     (same,) = b.build([src], cache, jobs=1)
@@ -151,7 +151,7 @@ def test_a_cached_build_checks_the_counts_again(
 ) -> None:
     """The cache holds the compile, not the verdict: counts the generator expects now are
     checked against the cached PTX counts (a changed rule fails a cached kernel too)."""
-    src = kernels["seed_s1_k16_inter"]
+    src = kernels["sm100_f16_128x256x16_s1_inter_ws_direct_grid"]
     cache = tmp_path / "build"
     shutil.copytree(build_dir / src.stem, cache / src.stem)
     real = b.expected_counts

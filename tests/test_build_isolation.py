@@ -16,11 +16,12 @@ from codegen import build as b
 
 def stand_in(folder: Path, name: str, body: str) -> Path:
     """A file with a real kernel's header and SPEC (so build reads its arch) and then `body`."""
-    real = kernel_glob("h_*.py")[0].read_text(encoding="utf-8")
+    kernel = kernel_glob("sm90_*.py")[0]
+    real = kernel.read_text(encoding="utf-8")
     spec = re.search(r"^SPEC = \{.*?^\}\n", real, re.DOTALL | re.MULTILINE)
     assert spec, "a generated kernel has a SPEC literal"
     path = folder / f"{name}.py"
-    path.write_text(spec.group(0).replace(kernel_glob("h_*.py")[0].stem, name) + body)
+    path.write_text(spec.group(0).replace(kernel.stem, name) + body)
     return path
 
 

@@ -66,6 +66,24 @@ def test_stream_k_weight_bands_read_the_weights_once_in_equal_groups() -> None:
     assert mod.work(swapped, 777, 5120, 4096, 132)[2] == 120
 
 
+def test_stream_k_hybrid_runs_waves_then_a_stream_k_share() -> None:
+    mod = costmodel.model_module()
+    dp = kern(
+        tile=(128, 192, 64), swap_ab=False, scheduler="stream_k", splits=1, sk_data_parallel=True
+    )
+    # the persistent order: the weights are read once
+    assert mod.weight_reads(dp, 8192, 132) == 1
+    # 8192^3: 64 x 43 = 2752 tiles of 128 k-tiles on 132 CTAs: 20 full waves and 112 tiles, so
+    # 19 waves data-parallel and 244 tiles stream-K, 237 k-tiles (ceil(244 * 128 / 132)) each:
+    # a tail, a whole tile and a head
+    assert mod.work(dp, 8192, 8192, 8192, 132) == (19 + 3, 19 * 128 + 237, 132)
+    # 2 x 132 tiles: two whole waves, no stream-K part
+    assert mod.work(dp, 256, 132 * 192, 4096, 132) == (2, 2 * 64, 132)
+    # fewer tiles than CTAs: all stream-K, like the stream-K kernel
+    sk = kern(tile=(128, 192, 64), swap_ab=False, scheduler="stream_k", splits=1)
+    assert mod.work(dp, 777, 3072, 3072, 132) == mod.work(sk, 777, 3072, 3072, 132)
+
+
 def test_stream_k_reads_the_weights_once_per_band() -> None:
     mod = costmodel.model_module()
     sk = kern(tile=(128, 192, 64), swap_ab=False, scheduler="stream_k", splits=1)

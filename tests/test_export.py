@@ -24,9 +24,18 @@ import pytest
 from conftest import kernel_file
 
 ROOT = Path(__file__).resolve().parents[1]
-KERNELS = ["seed_s4_k64_sw128", "ladder_1_kloop", "h_bias_128x128_wg1_direct_row_a2"]
-ARCH = {"seed_s4_k64_sw128": "sm_100a", "ladder_1_kloop": "sm_100a"}  # the rest: sm_90a
-BIAS = {"h_bias_128x128_wg1_direct_row_a2": "row"}  # kernels with a bias vector (after c)
+KERNELS = [
+    "sm100_f16_128x256x64_s4_sw128_ws_direct_grid",
+    "sm100_f16_128x256x16_s1_inter_kloop_direct_grid",
+    "sm90_bf16_128x128x64_s7_sw128_ws_wg1_direct_a2_biasrow_grid",
+]
+ARCH = {
+    "sm100_f16_128x256x64_s4_sw128_ws_direct_grid": "sm_100a",
+    "sm100_f16_128x256x16_s1_inter_kloop_direct_grid": "sm_100a",
+}  # the rest: sm_90a
+BIAS = {
+    "sm90_bf16_128x128x64_s7_sw128_ws_wg1_direct_a2_biasrow_grid": "row"
+}  # kernels with a bias vector (after c)
 
 SHIM_SIGNATURE = (
     "int {name}_gemm(\n    void *a, void *b, void *c, {bias}int m, int n, int k, int lda, int ldb, "

@@ -3,7 +3,7 @@ kinds, where the generated kernels call the function (after the peers' partials 
 CTA that stores the tile, or in the separate reduce kernel), the launch arguments' order (the
 workspace before the function's), the reduce kernel's expected loads, and the decode picks of
 gemm(a, b, scale_a=, scale_b=) and gemm(a, b, alpha=<tensor>): the twins of the plain picks.
-Numerics are the GPU test's (codegen test --only 'h_fn_*_split*,h_fn_*_streamk*')."""
+Numerics are the GPU test's (codegen test --only '*_fn_*_split*,*_fn_*_streamk*')."""
 
 from __future__ import annotations
 
@@ -89,17 +89,17 @@ def _body(text: str, fn: str) -> str:
     ("name", "after", "scope"),
     [
         (
-            "h_fn_e4m3_swap_64x8_splitk2_scale_rows",
+            "sm90_e4m3_64x8x128_s12_sw128_ws_wg1_swap_direct_bf16_fn_scale_rowwise_splitk2_pdl",
             "acc_flat.store(acc_flat.load() + peer_vals.load())",
             "if rank == 0:",
         ),
         (
-            "bw_fn_e4m3_swap_128x16_splitk2_scale_rows",
+            "sm100_e4m3_128x16x128_s8_sw128_ws_swap_direct_bf16_fn_scale_rowwise_splitk2",
             "r_vec.store(r_vec.load() + peer_vals.load())",
             "# the reduced chunk: rank 0 alone fuses and stores it",
         ),
         (
-            "h_fn_e4m3_swap_64x32_streamk_scale_rows",
+            "sm90_e4m3_64x32x128_s12_sw128_ws_wg1_swap_direct_bf16_fn_scale_rowwise_streamk_pdl",
             "acc_vec[(None, j)].store(acc_vec[(None, j)].load() + peer_vec.load())",
             "if k_begin == 0:",
         ),
@@ -107,15 +107,17 @@ def _body(text: str, fn: str) -> str:
 )
 def test_the_function_runs_on_the_reduced_registers_of_the_storing_cta(name, after, scope) -> None:
     text = kernel_file(name).read_text(encoding="utf-8")
-    body = _body(text, "epilogue" if name.startswith("bw_") else "consumers")
-    acc = "r_acc[j]" if name.startswith("bw_") else "acc[i]"
+    body = _body(text, "epilogue" if name.startswith("sm100_") else "consumers")
+    acc = "r_acc[j]" if name.startswith("sm100_") else "acc[i]"
     call = body.index(f"{acc} = scale_rowwise({acc}, fn_scale_a[col], fn_scale_b[row])")
     assert body.index(after) < body.index(scope) < call
     assert body.count(f"= scale_rowwise({acc}") == 1
 
 
 def test_the_separate_reduce_kernel_applies_it_and_the_gemm_kernel_takes_none() -> None:
-    text = kernel_file("h_fn_e4m3_swap_64x32_splitk4_separate_scale_rows").read_text()
+    text = kernel_file(
+        "sm90_e4m3_64x32x128_s8_sw128_ws_wg1_swap_direct_bf16_fn_scale_rowwise_splitk4_sep_pdl"
+    ).read_text()
     assert "fn_scale" not in _body(text, "gemm_kernel") + _body(text, "consumers")
     reduce = _body(text, "reduce_kernel")
     sums = reduce.index("acc.store(acc.load() + part.load())")
@@ -128,7 +130,10 @@ def test_the_separate_reduce_kernel_applies_it_and_the_gemm_kernel_takes_none() 
 
 @pytest.mark.parametrize(
     "name",
-    ["h_fn_e4m3_swap_64x32_splitk4_separate_scale_rows", "h_fn_e4m3_swap_64x32_streamk_scale_rows"],
+    [
+        "sm90_e4m3_64x32x128_s8_sw128_ws_wg1_swap_direct_bf16_fn_scale_rowwise_splitk4_sep_pdl",
+        "sm90_e4m3_64x32x128_s12_sw128_ws_wg1_swap_direct_bf16_fn_scale_rowwise_streamk_pdl",
+    ],
 )
 def test_launcher_and_compile_args_pass_the_workspace_before_the_function(name) -> None:
     text = kernel_file(name).read_text(encoding="utf-8")

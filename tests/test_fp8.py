@@ -12,8 +12,8 @@ from codegen.arch.sm90.counts import expected_counts as expected_counts_sm90
 from codegen.plan import plan
 from codegen.spec import Spec
 
-# the sm_90a e4m3 kernels: plain stores, no bias argument (a fused kernel takes a fifth tensor)
-FP8_FILES = kernel_glob("h_e4m3*.py")
+# the sm_90a e4m3 kernels
+FP8_FILES = kernel_glob("sm90_e4m3*.py")
 
 
 def fp8(tile: tuple[int, int, int] = (128, 256, 128), **knobs: object) -> Spec:
@@ -136,8 +136,9 @@ def fp8_module():
 
     assert FP8_FILES, "no generated e4m3 kernel: run codegen render specs/"
     # a plain kernel (no workspace argument): the grid-scheduled 64x128 one
-    plain = [f for f in FP8_FILES if f.stem == "h_e4m3_64x128_wg1_grid_direct"]
-    assert plain, "h_e4m3_64x128_wg1_grid_direct is not generated: run codegen render specs/"
+    name = "sm90_e4m3_64x128x128_s9_sw128_ws_wg1_direct_bf16_grid_pdl"
+    plain = [f for f in FP8_FILES if f.stem == name]
+    assert plain, f"{name} is not generated: run codegen render specs/"
     return load_module(plain[0])
 
 

@@ -93,7 +93,15 @@ def test_launcher_and_run_refuse_k_zero(modules, entry: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["h_128x128_wg1_streamk_tma", "sk_128x128_direct", "sk_128x256_tma_acc2"]
+    "name",
+    [
+        "sm90_bf16_128x128x64_s6_sw128_ws_wg1_tma_streamk",
+        "sm100_bf16_128x128x64_s7_sw128_ws_direct_streamk",
+        "sm100_bf16_128x256x64_s4_sw128_ws_acc2_tma_streamk",
+        # the data-parallel + stream-K hybrid: one CTA, whose tiles are all data-parallel
+        "sm90_bf16_128x192x64_s4_sw128_ws_wg2_tma_streamk_dp",
+        "sm100_bf16_128x256x64_s4_sw128_ws_acc2_tma_streamk_dp",
+    ],
 )
 def test_stream_k_never_launches_an_empty_grid(name: str) -> None:
     """The file's own gemm at K = 0: one CTA that finds no work (CUDA rejects a (0, 1, 1)

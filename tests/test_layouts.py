@@ -1,6 +1,6 @@
 """Operand major modes (a_major, b_major): the knob, its rules on each architecture, the plan's
 layouts group, the expected TMA counts, the kernels' SPEC and the package's dispatch and refusals
-(on the CPU; `codegen test --only 'h_*n_*'` checks the numbers on a GPU)."""
+(on the CPU; `codegen test --only '*_amn_*,*_bmn_*'` checks the numbers on a GPU)."""
 
 from __future__ import annotations
 
@@ -146,7 +146,7 @@ def test_an_m_major_a_needs_m_a_multiple_of_16_bytes() -> None:
     assert values.tile.shape_multiples["M"] == 16 and values.layouts.n_divisibility == 16
 
 
-# ---- expected counts -------------------------------------------------------------------------------
+# ---- expected counts -----------------------------------------------------------------------------
 
 
 def test_an_mn_major_operand_loads_one_tma_box_per_atom() -> None:
@@ -166,7 +166,11 @@ def test_an_mn_major_operand_loads_one_tma_box_per_atom() -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["h_bn_128x128_wg1_grid_direct", "h_an_bn_128x256_wg2_persistent_tma", "bw_an_128x128_tma"],
+    [
+        "sm90_bf16_128x128x64_s7_sw128_ws_wg1_bmn_direct_grid",
+        "sm90_bf16_128x256x64_s4_sw128_ws_wg2_amn_bmn_tma_persistent_rm",
+        "sm100_bf16_128x128x64_s6_sw128_ws_amn_tma_grid",
+    ],
 )
 def test_a_shipped_kernel_states_its_operands_layouts(name: str) -> None:
     text = kernel_file(name).read_text(encoding="utf-8")
@@ -175,7 +179,7 @@ def test_a_shipped_kernel_states_its_operands_layouts(name: str) -> None:
     assert "stride_order=order" in text and "(0, 1)" in text  # compile_args' fakes
 
 
-# ---- the package -----------------------------------------------------------------------------------
+# ---- the package ---------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -196,9 +200,9 @@ def test_the_registry_lists_each_kernels_major_modes(runtime) -> None:
     from cutegemm import KERNELS
 
     majors = {k.name: (k.a_major, k.b_major) for k in KERNELS}
-    assert majors["h_bn_128x128_wg1_grid_direct"] == ("k", "mn")
-    assert majors["h_an_bn_128x256_wg2_persistent_tma"] == ("mn", "mn")
-    assert majors["h_128x128_wg1_grid_direct"] == ("k", "k")
+    assert majors["sm90_bf16_128x128x64_s7_sw128_ws_wg1_bmn_direct_grid"] == ("k", "mn")
+    assert majors["sm90_bf16_128x256x64_s4_sw128_ws_wg2_amn_bmn_tma_persistent_rm"] == ("mn", "mn")
+    assert majors["sm90_bf16_128x128x64_s7_sw128_ws_wg1_direct_grid"] == ("k", "k")
     # K-major calls never reach an MN-major kernel
     for kernels in runtime._BY_CLASS.values():
         assert all(k.a_major == k.b_major == "k" for k in kernels)
@@ -252,7 +256,9 @@ def test_a_kernels_launcher_checks_its_operands_layouts() -> None:
 
     from codegen import build
 
-    module = build.load_module(kernel_file("h_an_bn_128x256_wg2_persistent_tma"))
+    module = build.load_module(
+        kernel_file("sm90_bf16_128x256x64_s4_sw128_ws_wg2_amn_bmn_tma_persistent_rm")
+    )
     x = torch.zeros(256, 64, dtype=torch.bfloat16)  # (K, M)
     w = torch.zeros(256, 128, dtype=torch.bfloat16)  # (K, N)
     c = torch.zeros(64, 128, dtype=torch.bfloat16)

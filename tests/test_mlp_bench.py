@@ -42,11 +42,14 @@ def test_plan_picks_swap_at_decode_and_falls_back_clearly(pkg) -> None:
     b = mlp.Block("llama-3.1-8b", 4096, 14336)
     kernels = pkg.cutegemm.KERNELS
     p = mlp.plan(kernels, "sm_90a", "bf16", 1, b, "swiglu", pkg.runtime)
-    assert p.gated == "h_fn_swap_128x16_wg2_grid_direct_swiglu"
-    assert p.residual == "h_fn_swap_128x16_wg2_grid_direct_residual" and not p.notes
+    assert p.gated == "sm90_bf16_128x16x64_s12_sw128_ws_wg2_swap_direct_fn_swiglu_grid_pdl"
+    assert (
+        p.residual == "sm90_bf16_128x16x64_s12_sw128_ws_wg2_swap_direct_fn_residual_add_grid_pdl"
+        and not p.notes
+    )
     p = mlp.plan(kernels, "sm_90a", "bf16", 4096, b, "swiglu", pkg.runtime)
     assert (p.gated, p.residual) == (
-        "h_fn_128x128_wg2_persistent_direct_swiglu", "h_fn_128x128_wg2_persistent_direct_residual"
+        "sm90_bf16_128x128x64_s7_sw128_ws_wg2_direct_fn_swiglu_persistent_rm_pdl", "sm90_bf16_128x128x64_s7_sw128_ws_wg2_direct_fn_residual_add_persistent_rm_pdl"
     )  # fmt: skip
     # F not a multiple of 8: 2F not a multiple of the gated kernels' 16 (and hidden = 4100 odd
     # for the residual kernels' 8): both fall back, saying why
@@ -87,8 +90,8 @@ def test_plan_command(tmp_path) -> None:
     rows = json.loads(out.read_text())["rows"]
     assert [(r["dtype"], r["m"]) for r in rows] == [
         ("bf16", 1), ("e4m3", 1), ("bf16", 4096), ("e4m3", 4096)]  # fmt: skip
-    assert rows[0]["up"] == "h_fn_swap_128x16_wg2_grid_direct_swiglu"
-    assert "(fused residual)" in rows[2]["down"] and "scale_rows" in rows[1]["up"]
+    assert rows[0]["up"] == "sm90_bf16_128x16x64_s12_sw128_ws_wg2_swap_direct_fn_swiglu_grid_pdl"
+    assert "(fused residual)" in rows[2]["down"] and "scale_rowwise" in rows[1]["up"]
     bad = run_cli("bench", "--mlp", "--model", "mixtral-8x7b", "--act", "relu", cwd=ROOT)
     assert bad.returncode != 0
     assert "mixture of experts" in bad.stdout + bad.stderr
@@ -105,7 +108,7 @@ def test_sm100_gated_rules_and_counts() -> None:
     from codegen.spec import PersistentScheduler
 
     loaded = {s.name: s.spec for s in loader.load([ROOT / "specs/sm100/gated.toml"])}
-    spec = loaded["bw_fn_128x256_acc2_persistent_direct_swiglu"]
+    spec = loaded["sm100_bf16_128x256x64_s4_sw128_ws_acc2_direct_fn_swiglu_persistent_rm_g8"]
     assert rules_sm100.gated_violations(spec) == []
     assert isinstance(spec.scheduler, PersistentScheduler)
     swap = rules_sm100.gated_violations(spec.model_copy(update={"swap_ab": True}))

@@ -1,7 +1,8 @@
-"""Tile N in steps of 16 with the TMA-store epilogue (specs/sm90/waves.toml, specs/sm100/waves.toml):
-where tile N is not a multiple of the usual sub-tile width (32 columns on sm_90a, 64 on sm_100a),
-the epilogue stores 16-column sub-tiles; on sm_100a an odd number of them per tile ends the tile on
-the SMEM buffer the next tile starts on, so the epilogue waits for its last store there."""
+"""Tile N in steps of 16 with the TMA-store epilogue (specs/sm90/waves.toml and
+specs/sm100/waves.toml): where tile N is not a multiple of the usual sub-tile width (32 columns on
+sm_90a, 64 on sm_100a), the epilogue stores 16-column sub-tiles; on sm_100a an odd number of them
+per tile ends the tile on the SMEM buffer the next tile starts on, so the epilogue waits for its
+last store there."""
 
 from __future__ import annotations
 

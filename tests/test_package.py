@@ -105,8 +105,8 @@ def test_the_package_installs_on_its_own(tmp_path: Path) -> None:
     )  # fmt: skip
     assert inst.returncode == 0, inst.stderr[-2000:]
     installed = sorted(p.name for p in (site / "cutegemm").rglob("*.py"))
-    # __init__, _dispatch, _model, _runtime, _tune, nn, 2 arch inits
-    assert len(installed) == len(kernel_glob()) + 8
+    # __init__, _dispatch, _model, _renames, _runtime, _tune, nn, 2 arch inits
+    assert len(installed) == len(kernel_glob()) + 9
     assert not (site / "codegen").exists()
     proc = _run(
         "import cutegemm, cutegemm.sm90, cutegemm.sm100; print(cutegemm.__file__)",
@@ -246,18 +246,18 @@ def test_a_cached_kernel_loads_in_a_new_process_without_the_dsl(tmp_path: Path, 
     cache = tmp_path / "cache"
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]); from cutegemm import _runtime as r; "
-        "print([str(p) for p in r.precompile('sm_90a', ['h_128x128_wg1_grid_direct'])])"
+        "print([str(p) for p in r.precompile('sm_90a', ['sm90_bf16_128x128x64_s7_sw128_ws_wg1_direct_grid'])])"
     )
     proc = subprocess.run(
         [PY, "-c", code, str(GENERATED)], cwd=tmp_path, capture_output=True, text=True,
         env={**os.environ, "CUTEGEMM_CACHE_DIR": str(cache)}, timeout=300, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
-    (lib,) = cache.glob("h_128x128_wg1_grid_direct-*.so")
+    (lib,) = cache.glob("sm90_bf16_128x128x64_s7_sw128_ws_wg1_direct_grid-*.so")
     load = (
         "import sys, time; sys.path.insert(0, sys.argv[1]); import torch; "
         "from cutegemm import KERNELS, _runtime as r; "
-        "k = next(k for k in KERNELS if k.name == 'h_128x128_wg1_grid_direct'); "
+        "k = next(k for k in KERNELS if k.name == 'sm90_bf16_128x128x64_s7_sw128_ws_wg1_direct_grid'); "
         "t = time.perf_counter(); fn = r._load_or_compile(k, 'sm_90a'); "
         "print(type(fn).__name__, 'cutlass' in sys.modules, (time.perf_counter() - t) * 1e3)"
     )
@@ -297,14 +297,21 @@ def test_codegen_renders_from_a_non_editable_install(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (site / "codegen" / "templates" / "common" / "header.py.j2").is_file()
-    for p in (elsewhere / "out" / "cutegemm" / "sm90").glob("lib_*.py"):
+    rendered = sorted((elsewhere / "out" / "cutegemm" / "sm90").glob("sm90_*.py"))
+    assert len(rendered) == 9, rendered  # library.toml's kernels
+    for p in rendered:
         shipped = PACKAGE / "sm90" / p.name
         assert p.read_text().split("\n", 2)[2] == shipped.read_text().split("\n", 2)[2]
 
 
 STREAMK_OVERFLOW = [  # (kernel, M, N, K): what ran wrong on the H200 with 32-bit partition math
     ("sm90_bf16_64x32x64_s18_sw128_ws_wg1_swap_direct_streamk", 16384, 16384, 16384),  # hung
-    ("h_128x128_wg1_streamk_tma", 32768, 32768, 32768),  # illegal memory access
+    (
+        "sm90_bf16_128x128x64_s6_sw128_ws_wg1_tma_streamk",
+        32768,
+        32768,
+        32768,
+    ),  # illegal memory access
 ]
 
 

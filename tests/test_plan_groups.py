@@ -43,7 +43,10 @@ SM90: Features = {
         not isinstance(s.epilogue, TmaStoreEpilogue) and not shared.is_split_k_separate(s)
     ),
     "partial": shared.is_split_k_separate,
-    "order": lambda s: isinstance(s.scheduler, PersistentScheduler),
+    # the persistent order: persistent, and the data-parallel + stream-K hybrid's tiles
+    "order": lambda s: (
+        isinstance(s.scheduler, PersistentScheduler) or shared.streamk_data_parallel(s)
+    ),
     "splitk": shared.is_split_k_cluster,
     "sk": shared.is_stream_k,
 }
@@ -51,7 +54,10 @@ SM100: Features = {
     "bias_view": lambda s: s.epilogue.bias != "none",
     "epi_tma": rules_sm100.is_tma_store,
     "roles": rules_sm100.is_persistent,
-    "order": lambda s: isinstance(s.scheduler, PersistentScheduler | SplitKScheduler),
+    "order": lambda s: (
+        isinstance(s.scheduler, PersistentScheduler | SplitKScheduler)
+        or shared.streamk_data_parallel(s)
+    ),
     "clc": rules_sm100.is_dynamic,
     "splitk": shared.is_split_k_cluster,
     "sk": shared.is_stream_k,

@@ -96,7 +96,7 @@ def test_serial_render_in_process_matches_the_cli(
     """The CLI renders in worker processes; one spec file rendered here, serially, agrees."""
     monkeypatch.chdir(ROOT)
     specs = loader.load([Path("specs/sm100/seed.toml")])
-    assert len(specs) == 4
+    assert len(specs) == 2
     for r in render.render_all(specs, jobs=1):
         assert r.text.encode("utf-8") == renders["seed0"][r.relpath], r.name
 
@@ -133,6 +133,7 @@ PACKAGE_FILES = [
     "cutegemm/__init__.py",
     "cutegemm/_dispatch.py",
     "cutegemm/_model.py",
+    "cutegemm/_renames.py",
     "cutegemm/_runtime.py",
     "cutegemm/_tune.py",
     "cutegemm/nn.py",
@@ -149,7 +150,7 @@ def small_render(tmp_path: Path) -> Path:
     proc = run_cli("render", "spec.toml", "-o", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == (
-        "2 kernels: 2 written, 0 unchanged, 0 orphans removed; package files 12 written; in out/\n"
+        "2 kernels: 2 written, 0 unchanged, 0 orphans removed; package files 13 written; in out/\n"
     )
     assert sorted(read_dir(tmp_path / "out")) == sorted(
         PACKAGE_FILES + [K + "alpha.py", K + "beta.py"]
@@ -220,7 +221,7 @@ def test_check_names_a_removed_variant_as_orphan(small_render: Path) -> None:
     ]
 
 
-# ---- writing only what changed --------------------------------------------------------------------
+# ---- writing only what changed -------------------------------------------------------------------
 
 OLD_NS = 1_000_000_000 * 1_000_000_000  # 2001-09-09, far from now
 
@@ -316,8 +317,8 @@ def test_generated_file_shape(path: Path) -> None:
     lines = text.splitlines()
 
     assert lines[0] == HEADER
-    spec_line = re.fullmatch(r"# spec: (\S+\.toml) \[(\w+)\]", lines[1])
-    assert spec_line, lines[1]
+    spec_line = re.fullmatch(r"# spec: (\S+\.toml)", lines[1])
+    assert spec_line, lines[1]  # the variant: the file's name
     assert (ROOT / spec_line[1]).is_file(), "the header names the spec file, relative to the root"
     template = re.fullmatch(r"# template: (\S+\.j2)", lines[2])
     assert template and (TEMPLATES / template[1]).is_file(), lines[2]
@@ -564,10 +565,11 @@ def test_list_shows_every_knob_that_differs_and_the_whole_source() -> None:
     assert head[0] == "name" and head[-1] == "source" and "arch" in head
     assert {"warp_specialized", "epilogue.style", "cluster", "stages", "tile"} <= set(head)
     by_name = {r[0]: dict(zip(head, r, strict=True)) for r in rows}
-    # ladder_2 and ladder_3 differ only by warp specialization: the list shows it
-    assert by_name["ladder_2_ring"]["warp_specialized"] == "False"
-    assert by_name["ladder_3_warp_spec"]["warp_specialized"] == "True"
-    assert by_name["ladder_2_ring"]["source"] == "specs/sm100/ladder.toml [ladder_2_ring]"
+    # the ladder's steps 2 and 3 differ only by warp specialization: the list shows it
+    assert by_name["sm100_f16_128x256x16_s4_inter_kloop_direct_grid"]["warp_specialized"] == "False"
+    assert by_name["sm100_f16_128x256x16_s4_inter_ws_direct_grid"]["warp_specialized"] == "True"
+    # the spec file; the variant too where it is not the kernel's name (no shipped spec's)
+    assert {r["source"] for r in by_name.values()} == {"specs/sm100/ladder.toml"}
     assert "dtype" not in head  # the same for every ladder step: not a column
 
 
@@ -581,7 +583,7 @@ def test_list_fits_80_columns_and_wide_has_a_column_per_knob() -> None:
     assert count == f"{len(names)} variants" and len(names) == len(kernel_glob())
     assert all(len(line) <= 80 for line in lines if line.startswith(" ")), lines
     assert all(len(line) <= 80 or line in names for line in lines)
-    block = lines[lines.index("ladder_2_ring") + 1 :][:4]
+    block = lines[lines.index("sm100_f16_128x256x16_s4_inter_kloop_direct_grid") + 1 :][:4]
     assert block[0].startswith("    arch=sm_100a dtype=f16 tile=")
     assert "warp_specialized=False" in " ".join(
         block

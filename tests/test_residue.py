@@ -2,7 +2,10 @@
 read past in generated/ (formatter-wrapped comments, no-ops, unused or magic numbers, mixed
 spellings, the ring advance written out at every site, the other architecture's knobs), and in
 their docstrings and comments (lines over 100 columns, a paragraph said twice, files that do not
-exist, "(s)" plurals, "1 CTAs", placeholders printed as they are).
+exist, plurals hedged with "(s)", a count of one before a plural noun, placeholders printed as
+they are). The project's own Python (codegen/, the package's plain modules, tests/, tools/,
+.ci/) keeps its docstrings and comments to 100 columns, names only files that exist and says
+what it means; so do the comments of its TOML files.
 
 Each test names the files and lines that break its rule, so a failure says what to fix in which
 template.
@@ -194,8 +197,17 @@ GENERATED = ROOT / "generated"
 TEMPLATES = ROOT / "templates"
 # every Python file of the package: kernels, registry, runtime, build backend (not a build/ copy)
 PACKAGE_PY = sorted([*GENERATED.glob("*.py"), *(GENERATED / "cutegemm").rglob("*.py")])
-# the generator's own Python, and the package's plain modules that render copies as they are
-SOURCE_PY = sorted([*(ROOT / "codegen").rglob("*.py"), *(TEMPLATES / "package").glob("*.py")])
+# the generator's own Python, the package's plain modules that render copies as they are, the
+# tests, the tools and CI's scripts
+SOURCE_PY = sorted(
+    [
+        *(ROOT / "codegen").rglob("*.py"),
+        *(TEMPLATES / "package").glob("*.py"),
+        *(ROOT / "tests").rglob("*.py"),
+        *(ROOT / "tools").rglob("*.py"),
+        *(ROOT / ".ci").glob("*.py"),
+    ]
+)
 # a comment that is a tool's pragma, not prose: the line it ends is as long as its code
 PRAGMA = re.compile(r"#\s*(?:fmt:|type:|noqa\b|pragma:)")
 # stand-ins for any name in a file a comment names: cutegemm/sm90/NAME.py, GPU.model.toml
@@ -279,8 +291,8 @@ def test_docstrings_and_comments_within_line_length() -> None:
 
 
 def test_source_docstrings_and_comments_within_line_length() -> None:
-    """codegen/ and the package's plain modules: no docstring or comment line over MAX_LINE
-    columns (a comment that is only a pragma, `# fmt: skip`, counts as code)."""
+    """codegen/, the package's plain modules, tests/, tools/ and .ci/: no docstring or comment
+    line over MAX_LINE columns (a comment that is only a pragma, `# fmt: skip`, counts as code)."""
     hits = [
         f"{_rel(path)}:{no}: {kind} line of {len(line)} columns"
         for path in SOURCE_PY
@@ -291,6 +303,35 @@ def test_source_docstrings_and_comments_within_line_length() -> None:
         f"{len(hits)} docstring or comment line(s) over {MAX_LINE} columns:\n"
         + "\n".join(hits[:40])
     )
+
+
+def _toml_comment(line: str) -> str | None:
+    """The comment of a TOML line (from its `#` outside a string on), or None."""
+    quote, i = None, 0
+    while i < len(line):
+        ch = line[i]
+        if quote == '"' and ch == "\\":
+            i += 2  # an escaped character of a basic string
+            continue
+        if quote is None and ch == "#":
+            return line[i:]
+        if ch in "\"'" and quote in (None, ch):
+            quote = None if quote else ch
+        i += 1
+    return None
+
+
+def test_toml_comments_within_line_length() -> None:
+    """Every TOML file of the project (specs, tuning tables, test specs, pyproject.toml): no line
+    that holds a comment runs past MAX_LINE columns (a long inline table alone may)."""
+    hits = [
+        f"{rel}:{no}: {len(line)} columns"
+        for rel in _project_files()
+        if rel.endswith(".toml") and not rel.startswith("generated/")
+        for no, line in enumerate((ROOT / rel).read_text(errors="replace").splitlines(), 1)
+        if len(line) > MAX_LINE and _toml_comment(line) is not None
+    ]
+    assert not hits, "comment lines over 100 columns:\n" + "\n".join(hits[:40])
 
 
 def _project_files() -> list[str]:
@@ -414,6 +455,7 @@ def test_the_prose_rules_catch_their_example() -> None:
     assert len(paras) == 3 and paras[0] == paras[1]
     assert [k for _, k, s in _prose(text) if len(s) > MAX_LINE] == ["comment"]
     assert _prose("x = 1  # fmt: skip\ny = 2  # type: ignore[misc]\n") == []
+    assert _toml_comment('x = "a # b"  # c') == "# c" and _toml_comment("y = 'b#'") is None
     assert FILE_REF.findall("(templates/sm90/nothing.py.j2) and specs/a.toml") == [
         "templates/sm90/nothing.py.j2",
         "specs/a.toml",

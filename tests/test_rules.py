@@ -113,7 +113,7 @@ def test_a_cta_pair_splits_each_stage() -> None:
         # "SMEM 197632 B"
         ((128, 256, 64), 4, {}, 1024 + 4 * 48 * KIB),
         ((128, 256, 64), 6, {}, 1024 + 6 * 48 * KIB),  # 289 KiB: over the limit
-        ((128, 256, 16), 1, {}, 1024 + 12 * KIB),  # ladder_1: 13312
+        ((128, 256, 16), 1, {}, 1024 + 12 * KIB),  # the ladder's step 1: 13312
         ((128, 256, 16), 4, {}, 1024 + 48 * KIB),  # 50176
         # 64 stages of barriers are 1044 B: the A ring starts at the next 1024 B boundary
         ((64, 8, 16), 64, {}, 2048 + 64 * 64 * 32 + 64 * 8 * 32),
@@ -527,7 +527,7 @@ def test_sm90_rules() -> None:
     assert "with 2 consumer warpgroups is not a wgmma layout" in got[0][1]
 
 
-# ---- what the plan derives from the rules ---------------------------------------------------------
+# ---- what the plan derives from the rules --------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,13 @@ from conftest import GENERATED
 
 from codegen import sanitize
 
-DSMEM_SPLITK = GENERATED / "cutegemm" / "sm90" / "h_bias_swap_64x32_wg1_splitk_col.py"
-PLAIN = GENERATED / "cutegemm" / "sm90" / "h_128x128_wg1_grid_direct.py"
+DSMEM_SPLITK = (
+    GENERATED
+    / "cutegemm"
+    / "sm90"
+    / "sm90_bf16_64x32x64_s18_sw128_ws_wg1_swap_direct_biascol_splitk2.py"
+)
+PLAIN = GENERATED / "cutegemm" / "sm90" / "sm90_bf16_128x128x64_s7_sw128_ws_wg1_direct_grid.py"
 
 RACE = "========= RACECHECK SUMMARY: 3 hazards displayed (2 errors, 1 warnings)"
 CLEAN_RACE = "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"
@@ -117,8 +122,9 @@ def barrier_warning(t1: int, o1: int, t2: int, o2: int) -> str:
 @pytest.mark.parametrize(
     ("records", "explained"),
     [
-        # H200, h_128x256_wg2_persistent_tma: SYNCS.EXCH.64 (init of empty[s]) at 0x2f0, attributed
-        # to lane 31, then the elected lane's predicated SYNCS.ARRIVE (pre-arm) at 0x300
+        # H200, sm90_bf16_128x256x64_s4_sw128_ws_wg2_tma_persistent_rm: SYNCS.EXCH.64 (init of
+        # empty[s]) at 0x2f0, attributed to lane 31, then the elected lane's predicated
+        # SYNCS.ARRIVE (pre-arm) at 0x300
         ([barrier_warning(31, 0x2F0, 0, 0x300), barrier_warning(31, 0x320, 0, 0x330)], True),
         ([barrier_warning(31, 0x2F0, 0, 0x400)], False),  # not the next instruction
         ([barrier_warning(31, 0x2F0, 32, 0x300)], False),  # two warps: not one thread's order

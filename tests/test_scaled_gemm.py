@@ -207,9 +207,11 @@ def test_the_rendered_registry_records_each_twin() -> None:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     by_name = {k.name: k for k in mod.KERNELS}
-    got = by_name["h_fn_e4m3_128x224_wg2_persistent_tma_g8_scale_rows"]
+    got = by_name[
+        "sm90_e4m3_128x224x128_s4_sw128_ws_wg2_tma_bf16_fn_scale_rowwise_persistent_rm_g8_pdl"
+    ]
     twin = by_name[got.twin]
-    assert twin.name == "sm90_e4m3_128x224x128_s4_sw128_ws_wg2_tma_bf16_persistent_rm_g8"
+    assert twin.name == "sm90_e4m3_128x224x128_s4_sw128_ws_wg2_tma_bf16_persistent_rm_g8_pdl"
     assert twin.fn is None and twin[1:20] == got[1:20]
     assert 'twin="' in text
     for kern in mod.KERNELS:

@@ -3,9 +3,9 @@ cta_group::2 (a CTA pair) and the persistent scheduler with two TMEM accumulator
 
 Three parts: the rules each feature brings (one violation per broken condition, naming its field
 and what is legal); the numbers the planner derives (masks, arrive counts, bytes, TMEM columns),
-pinned against the hand-written prototypes' compile_check table (scratch/sm100/NOTES.md); and a
-cross-compile of the ladder's generated files whose PTX must show each feature. The last part is
-marked ``build`` (about 10 s on two cores).
+pinned against the hand-written prototypes' compile_check table (their notes are not in the
+repository); and a cross-compile of the ladder's generated files whose PTX must show each
+feature. The last part is marked ``build`` (about 10 s on two cores).
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from codegen.spec import Spec
 
 KIB = 1024
 LADDER = [
-    "ladder_5_tma_epilogue",
-    "ladder_6_multicast_2x2",
-    "ladder_7_2cta",
-    "ladder_8_persistent_2acc",
+    "sm100_f16_128x256x64_s4_sw128_ws_tma_grid",
+    "sm100_f16_128x256x64_s4_sw128_ws_c2x2_tma_grid",
+    "sm100_f16_256x256x64_s6_sw128_ws_cta2_c2x1_tma_grid",
+    "sm100_f16_256x256x64_s6_sw128_ws_cta2_acc2_c2x1_tma_persistent_rm",
 ]
 
 
@@ -229,7 +229,12 @@ def test_plan_of_each_ladder_step(ladder: dict[str, Spec]) -> None:
     assert (v8.roles.acc_slots, v8.mma.tmem_cols, v8.warps.threads) == (2, 512, 192)
     # one pair per 2 SMs of the GPU: 74 of a B200's 148
     assert (v8.roles.acc_empty_arrives, v8.workers.expr) == (8, "sm_count // 2")
-    assert rules_sm100.max_workers(ladder["ladder_8_persistent_2acc"]) == 74
+    assert (
+        rules_sm100.max_workers(
+            ladder["sm100_f16_256x256x64_s6_sw128_ws_cta2_acc2_c2x1_tma_persistent_rm"]
+        )
+        == 74
+    )
 
 
 def test_pipeline_tables_list_every_ring(ladder: dict[str, Spec]) -> None:
@@ -242,24 +247,41 @@ def test_pipeline_tables_list_every_ring(ladder: dict[str, Spec]) -> None:
             rings[ring] = rings.get(ring, "") + " " + line.strip()
         assert {"A/B SMEM", "accumulator", "C sub-tiles"} <= set(rings), name
         assert "tx bytes" in rings["A/B SMEM"]
-    table8 = "\n".join(plan.plan(ladder["ladder_8_persistent_2acc"]).values.docs.pipeline_table)
+    table8 = "\n".join(
+        plan.plan(
+            ladder["sm100_f16_256x256x64_s6_sw128_ws_cta2_acc2_c2x1_tma_persistent_rm"]
+        ).values.docs.pipeline_table
+    )
     assert "2 slots x 256 TMEM columns" in table8
     assert "8 (one per epilogue warp x 2 CTAs)" in table8
     assert "1 + 65536 tx bytes (leader's)" in table8
     assert "3 (tcgen05.commit of each CTA sharing the slot)" in "\n".join(
-        plan.plan(ladder["ladder_6_multicast_2x2"]).values.docs.pipeline_table
+        plan.plan(
+            ladder["sm100_f16_128x256x64_s4_sw128_ws_c2x2_tma_grid"]
+        ).values.docs.pipeline_table
     )
 
 
-# Hand-written prototypes' compile_check table (scratch/sm100/NOTES.md): mma::1, mma::2,
-# multicast TMA loads, barrier.cluster, TMA store, st.global, commit, commit .multicast, try_wait,
-# alloc columns. ladder_5 waits once more than its prototype: the producer's tail over the ring
-# (the prototype let the last tcgen05.commit arrives land after the CTA could exit).
+# Hand-written prototypes' compile_check table (their notes are not in the repository): mma::1,
+# mma::2, multicast TMA loads, barrier.cluster, TMA store, st.global, commit, commit .multicast,
+# try_wait, alloc columns. Ladder step 5 waits once more than its prototype: the producer's tail
+# over the ring (the prototype let the last tcgen05.commit arrives land after the CTA could exit).
 PROTOTYPE_TABLE = {
-    "ladder_5_tma_epilogue": (4, 0, 0, 0, 4, 0, 2, 0, 4, 256),
-    "ladder_6_multicast_2x2": (4, 0, 2, 2, 4, 0, 2, 1, 4, 256),
-    "ladder_7_2cta": (0, 4, 0, 2, 4, 0, 2, 2, 5, 256),
-    "ladder_8_persistent_2acc": (0, 4, 0, 2, 4, 0, 2, 2, 7, 512),
+    "sm100_f16_128x256x64_s4_sw128_ws_tma_grid": (4, 0, 0, 0, 4, 0, 2, 0, 4, 256),
+    "sm100_f16_128x256x64_s4_sw128_ws_c2x2_tma_grid": (4, 0, 2, 2, 4, 0, 2, 1, 4, 256),
+    "sm100_f16_256x256x64_s6_sw128_ws_cta2_c2x1_tma_grid": (0, 4, 0, 2, 4, 0, 2, 2, 5, 256),
+    "sm100_f16_256x256x64_s6_sw128_ws_cta2_acc2_c2x1_tma_persistent_rm": (
+        0,
+        4,
+        0,
+        2,
+        4,
+        0,
+        2,
+        2,
+        7,
+        512,
+    ),
 }
 TABLE_KEYS = (
     "mma cta_group::1",
@@ -284,12 +306,18 @@ def test_expected_counts_match_the_prototypes(name: str, ladder: dict[str, Spec]
 
 def test_generated_files_hold_only_what_their_variant_needs() -> None:
     text = {n: (kernel_file(n)).read_text(encoding="utf-8") for n in LADDER}
-    assert "st.global" not in text["ladder_5_tma_epilogue"]
-    for n in ("ladder_5_tma_epilogue", "ladder_6_multicast_2x2"):
+    assert "st.global" not in text["sm100_f16_128x256x64_s4_sw128_ws_tma_grid"]
+    for n in (
+        "sm100_f16_128x256x64_s4_sw128_ws_tma_grid",
+        "sm100_f16_128x256x64_s4_sw128_ws_c2x2_tma_grid",
+    ):
         assert "is_leader" not in text[n] and "CtaGroup.TWO" not in text[n]
-    assert "cluster_arrive" not in text["ladder_5_tma_epilogue"]
-    assert "mcast_mask" in text["ladder_6_multicast_2x2"]
-    for n in ("ladder_7_2cta", "ladder_8_persistent_2acc"):
+    assert "cluster_arrive" not in text["sm100_f16_128x256x64_s4_sw128_ws_tma_grid"]
+    assert "mcast_mask" in text["sm100_f16_128x256x64_s4_sw128_ws_c2x2_tma_grid"]
+    for n in (
+        "sm100_f16_256x256x64_s6_sw128_ws_cta2_c2x1_tma_grid",
+        "sm100_f16_256x256x64_s6_sw128_ws_cta2_acc2_c2x1_tma_persistent_rm",
+    ):
         assert "mcast_mask" not in text[n] and "CtaGroup.ONE" not in text[n]
         assert "is_two_cta=True" in text[n] and "PAIR_MASK" in text[n]
     for n in LADDER[:3]:
@@ -297,7 +325,7 @@ def test_generated_files_hold_only_what_their_variant_needs() -> None:
     assert "acc_empty: cute.struct.MemRange[cutlass.Int64, ACC_SLOTS]" in text[LADDER[3]]
 
 
-# ---- cross-compiled: the PTX shows each feature ---------------------------------------------------
+# ---- cross-compiled: the PTX shows each feature --------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -318,7 +346,7 @@ def test_ladder_steps_compile_with_their_expected_counts(built: dict[str, BuildR
 
 @pytest.mark.build
 def test_ladder_5_stores_by_tma(built: dict[str, BuildResult]) -> None:
-    c = built["ladder_5_tma_epilogue"].counts
+    c = built["sm100_f16_128x256x64_s4_sw128_ws_tma_grid"].counts
     assert c["TMA store"] == 4 and c["st.global"] == 0  # four 128x64 sub-tiles, no st.global
     assert c["mma cta_group::1"] == 4 and c["mma cta_group::2"] == 0
     assert c["TMA multicast"] == 0 and c["barrier.cluster"] == 0
@@ -326,7 +354,7 @@ def test_ladder_5_stores_by_tma(built: dict[str, BuildResult]) -> None:
 
 @pytest.mark.build
 def test_ladder_6_multicasts_in_a_cluster(built: dict[str, BuildResult]) -> None:
-    c = built["ladder_6_multicast_2x2"].counts
+    c = built["sm100_f16_128x256x64_s4_sw128_ws_c2x2_tma_grid"].counts
     assert c["TMA multicast"] == 2  # A's slice and B's slice, one box each
     assert c["barrier.cluster"] == 2  # arrive + wait after the barriers are initialized
     assert c["tcgen05.commit multicast"] == 1  # the stage release reaches every sharer
@@ -335,7 +363,7 @@ def test_ladder_6_multicasts_in_a_cluster(built: dict[str, BuildResult]) -> None
 
 @pytest.mark.build
 def test_ladder_7_is_a_cta_pair(built: dict[str, BuildResult]) -> None:
-    r = built["ladder_7_2cta"]
+    r = built["sm100_f16_256x256x64_s6_sw128_ws_cta2_c2x1_tma_grid"]
     c = r.counts
     assert c["mma cta_group::2"] == 4 and c["mma cta_group::1"] == 0  # only pair MMAs
     # every commit carries the pair's multicast mask: without it the follower hangs
@@ -346,13 +374,18 @@ def test_ladder_7_is_a_cta_pair(built: dict[str, BuildResult]) -> None:
 
 @pytest.mark.build
 def test_ladder_8_has_two_accumulator_slots(built: dict[str, BuildResult]) -> None:
-    r, stages = built["ladder_8_persistent_2acc"], 6
+    r, stages = built["sm100_f16_256x256x64_s6_sw128_ws_cta2_acc2_c2x1_tma_persistent_rm"], 6
     assert r.alloc_cols == [512]  # 2 slots x 256 columns: all of TMEM
     # mbarrier.init: full + empty per stage, the TMEM-dealloc handshake, and two
     # acc_full/acc_empty pairs (ladder 7 has one acc_full)
     inits = r.counts["mbarrier.init"] - 2 * stages - 1
     assert inits == 2 * 2
-    assert built["ladder_7_2cta"].counts["mbarrier.init"] - 2 * stages - 1 == 1
+    assert (
+        built["sm100_f16_256x256x64_s6_sw128_ws_cta2_c2x1_tma_grid"].counts["mbarrier.init"]
+        - 2 * stages
+        - 1
+        == 1
+    )
     assert r.counts["mbarrier.try_wait"] == 7
     assert r.counts["mma cta_group::2"] == 4 and r.counts["mma cta_group::1"] == 0
     assert r.smem_bytes == 230400

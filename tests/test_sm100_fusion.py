@@ -165,19 +165,67 @@ def test_fusion_formula_in_the_docstring() -> None:
 # f32; a row bias is one scalar load; beta through TMA adds a load and a wait per sub-tile. A
 # single CTA waits 4 times (empty, full, acc_full, the producer's tail over the ring).
 PINNED = {
-    "bw_fused_direct_a1p5_b0p5_relu": (256 * 2 // 16, 256, 0, 0, 32, 2, 4),
-    "bw_fused_direct_bf16_f32_gelu": (0, 0, 128, 0, 128 * 4 // 16, 2, 4),
-    "bw_fused_tma_bf16_silu": (0, 0, 256, 4, 0, 2, 4),
-    "bw_fused_tma_f32": (0, 0, 0, 2 * 4, 0, 2, 4),  # two 128x32 boxes per f32 sub-tile
-    "bw_fused_tma_a2_b1_relu": (0, 256, 0, 4, 0, 2 + 4, 4 + 4),  # C comes by TMA, not ld.global
-    "bw_fused_direct_bias_row": (1, 0, 0, 0, 32, 2, 4),
-    "bw_fused_direct_bias_col": (32, 0, 0, 0, 32, 2, 4),
-    "bw_fused_tma_bias_row": (1, 0, 0, 4, 0, 2, 4),
-    "bw_fused_tma_bias_col": (32, 0, 0, 4, 0, 2, 4),
-    # a CTA pair, persistent: 7 waits (see codegen/arch/sm100/counts.py try_waits) + 4 C sub-tile waits
-    "bw_fused_persistent_2acc_tma_b0p5_bias_col_gelu": (32, 0, 256, 4, 0, 2 + 4, 7 + 4),
+    "sm100_f16_128x256x64_s4_sw128_ws_direct_a1p5_b0p5_relu_grid": (
+        256 * 2 // 16,
+        256,
+        0,
+        0,
+        32,
+        2,
+        4,
+    ),
+    "sm100_bf16_128x128x64_s7_sw128_ws_direct_f32_gelu_tanh_grid": (
+        0,
+        0,
+        128,
+        0,
+        128 * 4 // 16,
+        2,
+        4,
+    ),
+    "sm100_bf16_128x256x64_s4_sw128_ws_tma_silu_grid": (0, 0, 256, 4, 0, 2, 4),
+    "sm100_f16_128x256x64_s3_sw128_ws_tma_f32_grid": (
+        0,
+        0,
+        0,
+        2 * 4,
+        0,
+        2,
+        4,
+    ),  # two 128x32 boxes per f32 sub-tile
+    "sm100_f16_128x256x64_s4_sw128_ws_tma_a2_b1_relu_grid": (
+        0,
+        256,
+        0,
+        4,
+        0,
+        2 + 4,
+        4 + 4,
+    ),  # C comes by TMA, not ld.global
+    "sm100_f16_128x256x64_s4_sw128_ws_direct_biasrow_grid": (1, 0, 0, 0, 32, 2, 4),
+    "sm100_f16_128x256x64_s4_sw128_ws_direct_biascol_grid": (32, 0, 0, 0, 32, 2, 4),
+    "sm100_f16_128x256x64_s4_sw128_ws_tma_biasrow_grid": (1, 0, 0, 4, 0, 2, 4),
+    "sm100_f16_128x256x64_s4_sw128_ws_tma_biascol_grid": (32, 0, 0, 4, 0, 2, 4),
+    # a CTA pair, persistent: 7 waits (codegen/arch/sm100/counts.py try_waits) + 4 C sub-tile waits
+    "sm100_f16_256x256x64_s6_sw128_ws_cta2_acc2_c2x1_tma_b0p5_biascol_gelu_tanh_persistent_rm": (
+        32,
+        0,
+        256,
+        4,
+        0,
+        2 + 4,
+        7 + 4,
+    ),
     # one CTA, persistent: 6 waits; C (32 vectors) and one row-bias scalar by ld.global
-    "bw_fused_persistent_2acc_direct_a0p5_b2_bias_row_silu": (32 + 1, 0, 256, 0, 32, 2, 6),
+    "sm100_f16_128x256x64_s4_sw128_ws_acc2_direct_a0p5_b2_biasrow_silu_persistent_rm": (
+        32 + 1,
+        0,
+        256,
+        0,
+        32,
+        2,
+        6,
+    ),
 }
 PINNED_KEYS = (
     "ld.global",
@@ -248,8 +296,8 @@ def test_only_bias_kernels_take_a_bias_argument() -> None:
 
 def test_persistent_epilogue_releases_its_slot_before_it_reads_c_or_converts() -> None:
     for name in (
-        "bw_fused_persistent_2acc_tma_b0p5_bias_col_gelu",
-        "bw_fused_persistent_2acc_direct_a0p5_b2_bias_row_silu",
+        "sm100_f16_256x256x64_s6_sw128_ws_cta2_acc2_c2x1_tma_b0p5_biascol_gelu_tanh_persistent_rm",
+        "sm100_f16_128x256x64_s4_sw128_ws_acc2_direct_a0p5_b2_biasrow_silu_persistent_rm",
     ):
         # the epilogue warps' role helper
         epilogue = _text(name).split("\ndef epilogue(")[1].split("\n@cute.kernel")[0]
@@ -258,20 +306,26 @@ def test_persistent_epilogue_releases_its_slot_before_it_reads_c_or_converts() -
         assert epilogue.index("cute.copy(t2r, src") < release  # the chunk's TMEM load
         for later in (" d = r", "r_out.store(d.to(OUT_DTYPE))"):  # the f32 fragment, the store
             assert release < epilogue.index(later), (name, later)
-    tma = _text("bw_fused_persistent_2acc_tma_b0p5_bias_col_gelu")
+    tma = _text(
+        "sm100_f16_256x256x64_s6_sw128_ws_cta2_acc2_c2x1_tma_b0p5_biascol_gelu_tanh_persistent_rm"
+    )
     assert tma.index("mbarrier_arrive(acc_empty + slot") < tma.index("mbarrier_wait(c_full,")
 
 
 def test_generated_files_hold_only_their_fusions() -> None:
-    relu = _text("bw_fused_direct_a1p5_b0p5_relu")
+    relu = _text("sm100_f16_128x256x64_s4_sw128_ws_direct_a1p5_b0p5_relu_grid")
     assert "ALPHA = 1.5" in relu and "BETA = 0.5" in relu and "cute.where(d > 0.0" in relu
     assert "GELU_C" not in relu and "bias" not in relu
     assert not re.search(r"\bc_full\b", relu)  # the direct epilogue reads C into registers
-    tma_beta = _text("bw_fused_tma_a2_b1_relu")
+    tma_beta = _text("sm100_f16_128x256x64_s4_sw128_ws_tma_a2_b1_relu_grid")
     assert "c_full: cutlass.Int64" in tma_beta and "C_TX_BYTES = 16384" in tma_beta
-    for name in ("bw_fused_tma_bias_row", "bw_fused_tma_f32", "bw_fused_tma_bf16_silu"):
+    for name in (
+        "sm100_f16_128x256x64_s4_sw128_ws_tma_biasrow_grid",
+        "sm100_f16_128x256x64_s3_sw128_ws_tma_f32_grid",
+        "sm100_bf16_128x256x64_s4_sw128_ws_tma_silu_grid",
+    ):
         assert not re.search(r"\bc_full\b", _text(name)) and "tma_c_in" not in _text(name), name
-    f32 = _text("bw_fused_tma_f32")
+    f32 = _text("sm100_f16_128x256x64_s3_sw128_ws_tma_f32_grid")
     assert "OUT_DTYPE = cutlass.Float32" in f32 and "order=(0, 1, 2)" in f32
     # out_dtype alone is a conversion, not a fusion: the unfused store line
     assert not re.search(r"^\s+d = ", f32, re.MULTILINE)
@@ -281,7 +335,7 @@ def test_generated_files_hold_only_their_fusions() -> None:
 def test_bias_kernel_entry_points_check_the_bias() -> None:
     pytest.importorskip("cutlass")
     torch = pytest.importorskip("torch")
-    module = build.load_module(kernel_file("bw_fused_tma_bias_col"))
+    module = build.load_module(kernel_file("sm100_f16_128x256x64_s4_sw128_ws_tma_biascol_grid"))
     a = torch.zeros(64, 128, dtype=torch.float16)
     b = torch.zeros(256, 128, dtype=torch.float16)
     c = torch.zeros(64, 256, dtype=torch.float16)
@@ -300,7 +354,7 @@ def test_bias_kernel_entry_points_check_the_bias() -> None:
     assert len(fake) == 5 and fake[3].element_type is module.OUT_DTYPE
 
 
-# ---- cross-compiled: the PTX shows each fusion ----------------------------------------------------
+# ---- cross-compiled: the PTX shows each fusion ---------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -335,12 +389,12 @@ def test_fused_variants_compile_with_their_counts(name: str, built) -> None:
 
 @pytest.mark.build
 def test_activations_leave_their_instructions(built) -> None:
-    gelu = _ptx(built, "bw_fused_direct_bf16_f32_gelu")
+    gelu = _ptx(built, "sm100_bf16_128x128x64_s7_sw128_ws_direct_f32_gelu_tanh_grid")
     # the shared constants reach the PTX as immediates; silu has neither
     assert _f32_bits(plan_common.GELU_C) in gelu and _f32_bits(plan_common.GELU_CUBIC) in gelu
-    silu = _ptx(built, "bw_fused_tma_bf16_silu")
+    silu = _ptx(built, "sm100_bf16_128x256x64_s4_sw128_ws_tma_silu_grid")
     assert _f32_bits(plan_common.GELU_C) not in silu and _count(r"\bex2\.approx", silu) == 256
-    relu = _ptx(built, "bw_fused_direct_a1p5_b0p5_relu")
+    relu = _ptx(built, "sm100_f16_128x256x64_s4_sw128_ws_direct_a1p5_b0p5_relu_grid")
     assert _count(r"\bmax\.f32", relu) == 256 and _count(r"\bex2\.", relu) == 0
     # alpha and beta are multiplied in: their immediates are there
     assert _f32_bits(1.5) in relu and _f32_bits(0.5) in relu
@@ -349,14 +403,18 @@ def test_activations_leave_their_instructions(built) -> None:
 @pytest.mark.build
 def test_c_is_read_only_with_beta(built) -> None:
     # direct: C comes in 16-byte vectors, as many as the stores
-    relu = _ptx(built, "bw_fused_direct_a1p5_b0p5_relu")
+    relu = _ptx(built, "sm100_f16_128x256x64_s4_sw128_ws_direct_a1p5_b0p5_relu_grid")
     assert _count(r"ld\.global\.v4", relu) == _count(r"st\.global\.v4", relu) == 32
     # TMA store: C comes by TMA into the sub-tile buffer, then from SMEM (16-byte vectors)
-    tma = _ptx(built, "bw_fused_tma_a2_b1_relu")
+    tma = _ptx(built, "sm100_f16_128x256x64_s4_sw128_ws_tma_a2_b1_relu_grid")
     assert _count(r"cp\.async\.bulk\.tensor\.2d\.shared::cta\.global", tma) == 2 + 4
     assert _count(r"ld\.shared\.v4", tma) == 32 and _count(r"ld\.global", tma) == 0
     # no beta: no C load of either kind
-    for name in ("bw_fused_tma_bf16_silu", "bw_fused_tma_f32", "bw_fused_direct_bias_col"):
+    for name in (
+        "sm100_bf16_128x256x64_s4_sw128_ws_tma_silu_grid",
+        "sm100_f16_128x256x64_s3_sw128_ws_tma_f32_grid",
+        "sm100_f16_128x256x64_s4_sw128_ws_direct_biascol_grid",
+    ):
         ptx = _ptx(built, name)
         assert _count(r"ld\.shared\.v4", ptx) == 0, name
         assert _count(r"cp\.async\.bulk\.tensor\.2d\.shared::cta\.global", ptx) == 2, name
@@ -364,30 +422,40 @@ def test_c_is_read_only_with_beta(built) -> None:
 
 @pytest.mark.build
 def test_bias_is_loaded_only_with_bias(built) -> None:
-    for name in ("bw_fused_direct_bias_row", "bw_fused_tma_bias_row"):
+    for name in (
+        "sm100_f16_128x256x64_s4_sw128_ws_direct_biasrow_grid",
+        "sm100_f16_128x256x64_s4_sw128_ws_tma_biasrow_grid",
+    ):
         ptx = _ptx(built, name)
         assert _count(r"ld\.global\.b16", ptx) == 1 and _count(r"ld\.global\.v4", ptx) == 0, name
-    for name in ("bw_fused_direct_bias_col", "bw_fused_tma_bias_col"):
+    for name in (
+        "sm100_f16_128x256x64_s4_sw128_ws_direct_biascol_grid",
+        "sm100_f16_128x256x64_s4_sw128_ws_tma_biascol_grid",
+    ):
         ptx = _ptx(built, name)  # the tile's 256 f16 column biases, 8 per vector
         assert _count(r"ld\.global\.v4", ptx) == 32 and _count(r"ld\.global\.b16", ptx) == 0, name
-    tma_row = _ptx(built, "bw_fused_tma_bias_row")
+    tma_row = _ptx(built, "sm100_f16_128x256x64_s4_sw128_ws_tma_biasrow_grid")
     # partial tiles: the row-bias load is branched around past M
     assert re.search(r"setp\.[a-z0-9.]+\s+(%p\d+)[^;]*;\s*(?:[^\n]*\n){0,3}\s*@\1 bra", tma_row)
-    for name in ("bw_fused_tma_bf16_silu", "bw_fused_tma_f32", "bw_fused_direct_bf16_f32_gelu"):
+    for name in (
+        "sm100_bf16_128x256x64_s4_sw128_ws_tma_silu_grid",
+        "sm100_f16_128x256x64_s3_sw128_ws_tma_f32_grid",
+        "sm100_bf16_128x128x64_s7_sw128_ws_direct_f32_gelu_tanh_grid",
+    ):
         assert _count(r"ld\.global", _ptx(built, name)) == 0, name
 
 
 @pytest.mark.build
 def test_f32_output_is_stored_as_f32(built) -> None:
-    f32 = _ptx(built, "bw_fused_tma_f32")
-    f16 = _ptx(built, "bw_fused_tma_bias_row")
+    f32 = _ptx(built, "sm100_f16_128x256x64_s3_sw128_ws_tma_f32_grid")
+    f16 = _ptx(built, "sm100_f16_128x256x64_s4_sw128_ws_tma_biasrow_grid")
     # no conversion to 16 bits; twice the SMEM vectors (256 f32 of a row, 4 per vector)
     assert _count(r"cvt\.rn\.(b?f16)x2\.f32", f32) == 0 < _count(r"cvt\.rn\.f16x2\.f32", f16)
     assert _count(r"st\.shared\.v4", f32) == 64 and _count(r"st\.shared\.v4", f16) == 32
     # two TMA boxes per sub-tile, none of them a st.global
     assert _count(r"cp\.async\.bulk\.tensor\.2d\.global\.shared", f32) == 8
     assert _count(r"\bst\.global", f32) == 0
-    gelu = _ptx(built, "bw_fused_direct_bf16_f32_gelu")
+    gelu = _ptx(built, "sm100_bf16_128x128x64_s7_sw128_ws_direct_f32_gelu_tanh_grid")
     # 128 f32 of a row in 16-byte stores (2 x b64 each)
     assert _count(r"cvt\.rn\.(b?f16)x2\.f32", gelu) == 0
     assert _count(r"st\.global\.v2\.b64", gelu) == _count(r"st\.global", gelu) == 32

@@ -130,7 +130,9 @@ def test_beta_by_tma_loads_the_64_row_sub_tile() -> None:
     assert rules_sm100.c_load_bytes(m64) == 64 * 64 * 2  # not the 128-row box
     m128 = make((128, 128, 64), epilogue={"style": "tma", "beta": 1.0})
     assert rules_sm100.c_load_bytes(m128) == 128 * 64 * 2
-    assert "C_TX_BYTES = 8192" in _text("fc_m64_tma_a0p5_b2_bias_row_gelu")
+    assert "C_TX_BYTES = 8192" in _text(
+        "sm100_f16_64x128x64_s8_sw128_ws_tma_a0p5_b2_biasrow_gelu_tanh_grid"
+    )
 
 
 # ---- counts --------------------------------------------------------------------------------------
@@ -178,27 +180,117 @@ def test_split_k_fuses_once() -> None:
 # persistent, + 4 (dynamic), + 3 (split-K), + c_full per sub-tile.
 PINNED = {
     # 128 bf16 values: C 16 + column bias 16 vectors; relu per value
-    "fc_e4m3_direct_bf16_a2_b0p5_bias_col_relu": (32, 128, 0, 0, 16, 2, 4, 0),
+    "sm100_e4m3_128x128x128_s7_sw128_ws_direct_bf16_a2_b0p5_biascol_relu_grid": (
+        32,
+        128,
+        0,
+        0,
+        16,
+        2,
+        4,
+        0,
+    ),
     # 4 f32 sub-tiles of 2 boxes, stored and (beta) loaded; persistent waits 6 + 4 c_full
-    "fc_e4m3_persistent_2acc_tma_f32_b1_bias_row_silu": (1, 0, 256, 8, 0, 2 + 8, 6 + 4, 0),
+    "sm100_e4m3_128x256x128_s3_sw128_ws_acc2_tma_f32_b1_biasrow_silu_persistent_rm": (
+        1,
+        0,
+        256,
+        8,
+        0,
+        2 + 8,
+        6 + 4,
+        0,
+    ),
     # dynamic waits 4 + 2 + 1 + 3, + 4 c_full; 256 f16 column biases in 32 vectors
-    "fc_dynamic_tma_b0p5_bias_col_gelu": (32, 0, 256, 4, 0, 2 + 4, 10 + 4, 0),
+    "sm100_f16_128x256x64_s4_sw128_ws_acc2_tma_b0p5_biascol_gelu_tanh_dynamic": (
+        32,
+        0,
+        256,
+        4,
+        0,
+        2 + 4,
+        10 + 4,
+        0,
+    ),
     # rank 0: C 16 + bias 16 vectors; it reads the peer's 128 f32 in 32 v4 runs
-    "fc_splitk2_direct_a1p5_b0p5_bias_col_silu": (32, 0, 128, 0, 16, 2, 9, 32),
+    "sm100_f16_128x128x64_s5_sw128_ws_direct_a1p5_b0p5_biascol_silu_splitk2": (
+        32,
+        0,
+        128,
+        0,
+        16,
+        2,
+        9,
+        32,
+    ),
     # 64 f32 out: 16 vector stores; 3 peers x 64 f32 / 4
-    "fc_splitk4_acc2_direct_f32_bias_row_relu": (1, 64, 0, 0, 16, 2, 9, 48),
+    "sm100_bf16_128x64x64_s8_sw128_ws_acc2_direct_f32_biasrow_relu_splitk4": (
+        1,
+        64,
+        0,
+        0,
+        16,
+        2,
+        9,
+        48,
+    ),
     # M=64: 64 values per thread
-    "fc_m64_direct_b1_bias_col_relu": (8 + 8, 64, 0, 0, 8, 2, 4, 0),
-    "fc_m64_tma_a0p5_b2_bias_row_gelu": (1, 0, 64, 2, 0, 2 + 2, 4 + 2, 0),
-    "fc_m64_tma_bias_col_silu": (8, 0, 64, 2, 0, 2, 4, 0),
+    "sm100_bf16_64x128x64_s9_sw128_ws_direct_b1_biascol_relu_grid": (8 + 8, 64, 0, 0, 8, 2, 4, 0),
+    "sm100_f16_64x128x64_s8_sw128_ws_tma_a0p5_b2_biasrow_gelu_tanh_grid": (
+        1,
+        0,
+        64,
+        2,
+        0,
+        2 + 2,
+        4 + 2,
+        0,
+    ),
+    "sm100_bf16_64x128x64_s8_sw128_ws_tma_biascol_silu_grid": (8, 0, 64, 2, 0, 2, 4, 0),
     # swap AB: C^T's 16 values of a kernel row one by one; the user's row bias in 2 vectors
-    "fc_swap_128x16_direct_b0p5_bias_row_relu": (16 + 2, 16, 0, 0, 16, 2, 4, 0),
+    "sm100_bf16_128x16x64_s12_sw128_ws_swap_direct_b0p5_biasrow_relu_grid": (
+        16 + 2,
+        16,
+        0,
+        0,
+        16,
+        2,
+        4,
+        0,
+    ),
     # swap AB, M=64: 16 values; the user's column bias is one value per kernel row
-    "fc_swap_64x32_persistent_direct_bias_col_silu": (1, 0, 16, 0, 16, 2, 6, 0),
+    "sm100_bf16_64x32x64_s18_sw128_ws_swap_direct_biascol_silu_persistent_rm": (
+        1,
+        0,
+        16,
+        0,
+        16,
+        2,
+        6,
+        0,
+    ),
     # 16 values: 16 scalar C loads, the row bias in 4 f32 vectors, 16 scalar f32 stores
-    "fc_e4m3_swap_64x32_direct_f32_a2_b1_bias_row": (16 + 4, 0, 0, 0, 16, 2, 4, 0),
+    "sm100_e4m3_64x32x128_s18_sw128_ws_swap_direct_f32_a2_b1_biasrow_grid": (
+        16 + 4,
+        0,
+        0,
+        0,
+        16,
+        2,
+        4,
+        0,
+    ),
     # 32 values: 32 scalar C loads + 4 bias vectors; the peer's 32 f32 in 8 runs
-    "fc_swap_splitk2_128x32_direct_b0p5_bias_row_relu": (32 + 4, 32, 0, 0, 32, 2, 9, 8),
+    "sm100_f16_128x32x64_s10_sw128_ws_swap_direct_b0p5_biasrow_relu_splitk2": (
+        32 + 4,
+        32,
+        0,
+        0,
+        32,
+        2,
+        9,
+        8,
+    ),
 }
 PINNED_KEYS = (
     "ld.global",
@@ -245,8 +337,8 @@ def _rank0(name: str) -> str:
 @pytest.mark.parametrize(
     "name",
     [
-        "fc_splitk2_direct_a1p5_b0p5_bias_col_silu",
-        "fc_swap_splitk2_128x32_direct_b0p5_bias_row_relu",
+        "sm100_f16_128x128x64_s5_sw128_ws_direct_a1p5_b0p5_biascol_silu_splitk2",
+        "sm100_f16_128x32x64_s10_sw128_ws_swap_direct_b0p5_biasrow_relu_splitk2",
     ],
 )
 def test_split_k_fuses_in_rank_0_after_the_reduction(name: str) -> None:
@@ -267,20 +359,22 @@ def test_split_k_fuses_in_rank_0_after_the_reduction(name: str) -> None:
 
 
 def test_split_k_without_fusion_keeps_its_store_line() -> None:
-    assert "r_out.store(r_acc.load().to(IO_DTYPE))" in _text("sched_splitk2")
+    assert "r_out.store(r_acc.load().to(IO_DTYPE))" in _text(
+        "sm100_f16_128x128x64_s5_sw128_ws_direct_splitk2"
+    )
     assert "r_out.store(r_acc.load().to(IO_DTYPE))" not in _text(
-        "fc_splitk4_acc2_direct_f32_bias_row_relu"
+        "sm100_bf16_128x64x64_s8_sw128_ws_acc2_direct_f32_biasrow_relu_splitk4"
     )
 
 
 def test_swap_ab_views_the_bias_along_the_kernel_axis() -> None:
-    row = _text("fc_swap_128x16_direct_b0p5_bias_row_relu")
+    row = _text("sm100_bf16_128x16x64_s12_sw128_ws_swap_direct_b0p5_biasrow_relu_grid")
     # the user's row bias (length M) runs along the kernel's N (C^T's columns)
     assert "make_layout(c.shape, stride=(0, 1))" in row and "r_bias.fill" not in row
     assert row.index("    c = cute.make_tensor(\n") < row.index(
         "bias_mn = cute.make_tensor"
     )  # C^T first
-    col = _text("fc_swap_64x32_persistent_direct_bias_col_silu")
+    col = _text("sm100_bf16_64x32x64_s18_sw128_ws_swap_direct_biascol_silu_persistent_rm")
     assert "make_layout(c.shape, stride=(1, 0))" in col and "r_bias.fill(bias_src[0])" in col
 
 
@@ -315,33 +409,33 @@ def test_combos_compile_with_their_counts(name: str, built) -> None:
 @pytest.mark.build
 def test_e4m3_fuses_on_the_f8f6f4_accumulator(built) -> None:
     for name in (
-        "fc_e4m3_direct_bf16_a2_b0p5_bias_col_relu",
-        "fc_e4m3_persistent_2acc_tma_f32_b1_bias_row_silu",
+        "sm100_e4m3_128x128x128_s7_sw128_ws_direct_bf16_a2_b0p5_biascol_relu_grid",
+        "sm100_e4m3_128x256x128_s3_sw128_ws_acc2_tma_f32_b1_biasrow_silu_persistent_rm",
     ):
         ptx = _ptx(built, name)
         assert _count(r"tcgen05\.mma\.cta_group::1\.kind::f8f6f4", ptx) == 4, name
-    bf16 = _ptx(built, "fc_e4m3_direct_bf16_a2_b0p5_bias_col_relu")
+    bf16 = _ptx(built, "sm100_e4m3_128x128x128_s7_sw128_ws_direct_bf16_a2_b0p5_biascol_relu_grid")
     assert _count(r"ld\.global\.v4", bf16) == 32 and _count(r"cvt\.rn\.bf16x2\.f32", bf16) > 0
 
 
 @pytest.mark.build
 def test_m64_fuses_half_rows(built) -> None:
-    ptx = _ptx(built, "fc_m64_direct_b1_bias_col_relu")
+    ptx = _ptx(built, "sm100_bf16_64x128x64_s9_sw128_ws_direct_b1_biascol_relu_grid")
     assert _count(r"tcgen05\.ld\.sync\.aligned\.16x32bx2", ptx) == 2
     # 64 bf16 values of C and of the bias per thread: 8 + 8 vectors, as many C loads as stores
     assert _count(r"ld\.global\.v4", ptx) == 16 and _count(r"st\.global\.v4", ptx) == 8
-    tma = _ptx(built, "fc_m64_tma_a0p5_b2_bias_row_gelu")
+    tma = _ptx(built, "sm100_f16_64x128x64_s8_sw128_ws_tma_a0p5_b2_biasrow_gelu_tanh_grid")
     assert _count(r"cp\.async\.bulk\.tensor\.2d\.shared::cta\.global", tma) == 2 + 2
     assert _count(r"ld\.global\.b16", tma) == 1  # the row's bias
 
 
 @pytest.mark.build
 def test_swap_ab_loads_c_one_element_at_a_time(built) -> None:
-    ptx = _ptx(built, "fc_swap_128x16_direct_b0p5_bias_row_relu")
+    ptx = _ptx(built, "sm100_bf16_128x16x64_s12_sw128_ws_swap_direct_b0p5_biasrow_relu_grid")
     # 16 scalar C loads down C^T's column, 2 vectors of row biases, 16 scalar stores
     assert _count(r"ld\.global\.b16", ptx) == 16 and _count(r"ld\.global\.v4", ptx) == 2
     assert _count(r"st\.global\.b16", ptx) == 16
-    f32 = _ptx(built, "fc_e4m3_swap_64x32_direct_f32_a2_b1_bias_row")
+    f32 = _ptx(built, "sm100_e4m3_64x32x128_s18_sw128_ws_swap_direct_f32_a2_b1_biasrow_grid")
     # 16 scalar f32 C loads; the 16 f32 row biases in 16-byte loads (2 x b64)
     assert _count(r"ld\.global\.b32", f32) == 16 and _count(r"ld\.global\.v2\.b64", f32) == 4
 
@@ -349,8 +443,8 @@ def test_swap_ab_loads_c_one_element_at_a_time(built) -> None:
 @pytest.mark.build
 def test_split_k_reads_c_and_bias_after_the_peer_partials(built) -> None:
     for name in (
-        "fc_splitk2_direct_a1p5_b0p5_bias_col_silu",
-        "fc_swap_splitk2_128x32_direct_b0p5_bias_row_relu",
+        "sm100_f16_128x128x64_s5_sw128_ws_direct_a1p5_b0p5_biascol_silu_splitk2",
+        "sm100_f16_128x32x64_s10_sw128_ws_swap_direct_b0p5_biasrow_relu_splitk2",
     ):
         ptx = _ptx(built, name)
         # (the chunk loop is unrolled: chunk 0's C and bias loads follow its DSMEM reads)

@@ -23,13 +23,13 @@ from codegen.plan_common import tile_order
 from codegen.spec import DynamicScheduler, Spec
 
 SHIPPED = [
-    "sched_persistent_g8",
-    "sched_pair_rn_g4",
-    "sched_persistent_mcast_2x2",
-    "sched_persistent_mcast_2x1_g8_direct",
-    "sched_dynamic",
-    "sched_splitk2",
-    "sched_splitk4_acc2",
+    "sm100_f16_128x256x64_s4_sw128_ws_acc2_tma_persistent_rm_g8",
+    "sm100_f16_256x256x64_s6_sw128_ws_cta2_acc2_c2x1_tma_persistent_rn_g4",
+    "sm100_f16_128x256x64_s4_sw128_ws_acc2_c2x2_tma_persistent_rm",
+    "sm100_f16_128x128x64_s7_sw128_ws_acc2_c2x1_direct_persistent_rm_g8",
+    "sm100_f16_128x256x64_s4_sw128_ws_acc2_tma_dynamic",
+    "sm100_f16_128x128x64_s5_sw128_ws_direct_splitk2",
+    "sm100_f16_128x64x64_s8_sw128_ws_acc2_direct_splitk4_mc32",
 ]
 STATIC = SHIPPED[:4]  # neither dynamic nor split-K
 PAIR = {"cta_group": 2, "cluster": [2, 1]}
@@ -53,7 +53,7 @@ def shipped() -> dict[str, Spec]:
     return {s.name: s.spec.model_copy(update={"name": s.name}) for s in loaded}
 
 
-# ---- rules ----------------------------------------------------------------------------------------
+# ---- rules ---------------------------------------------------------------------------------------
 
 
 def test_the_shipped_variants_are_legal(shipped: dict[str, Spec]) -> None:
@@ -114,7 +114,7 @@ def test_persistent_workers_and_shape_multiples() -> None:
 
 
 def test_persistent_multicast_plan(shipped: dict[str, Spec]) -> None:
-    v = plan.plan(shipped["sched_persistent_mcast_2x2"]).values
+    v = plan.plan(shipped["sm100_f16_128x256x64_s4_sw128_ws_acc2_c2x2_tma_persistent_rm"]).values
     assert (v.mcast.a_mask, v.mcast.b_mask, v.mcast.empty_arrives) == ("0b0101", "0b0011", 3)
     assert v.ring.tx_bytes == 48 * 1024  # the whole stage lands in each CTA
     assert (v.workers.expr, v.roles.acc_empty_arrives, v.order.cluster_tiles) == (
@@ -123,7 +123,7 @@ def test_persistent_multicast_plan(shipped: dict[str, Spec]) -> None:
         True,
     )
     assert v.order.tile_unit == "cluster tiles"
-    single = plan.plan(shipped["sched_persistent_g8"]).values
+    single = plan.plan(shipped["sm100_f16_128x256x64_s4_sw128_ws_acc2_tma_persistent_rm_g8"]).values
     assert (single.order.cluster_tiles, single.order.tile_unit, single.order.group) == (
         False,
         "tiles",
@@ -131,7 +131,7 @@ def test_persistent_multicast_plan(shipped: dict[str, Spec]) -> None:
     )
 
 
-# ---- the dynamic scheduler: rules and numbers ------------------------------------------------------
+# ---- the dynamic scheduler: rules and numbers ----------------------------------------------------
 
 
 def test_dynamic_scheduler_spec() -> None:
@@ -199,7 +199,7 @@ def test_dynamic_scheduler_rules() -> None:
 
 
 def test_dynamic_scheduler_barriers_and_answer_bytes(shipped: dict[str, Spec]) -> None:
-    spec = shipped["sched_dynamic"]
+    spec = shipped["sm100_f16_128x256x64_s4_sw128_ws_acc2_tma_dynamic"]
     stages = spec.stages
     assert stages == 4
     # full/empty per stage, acc_full/acc_empty per slot, clc_full, clc_empty
@@ -220,7 +220,7 @@ def test_dynamic_scheduler_barriers_and_answer_bytes(shipped: dict[str, Spec]) -
     assert "1 + 16 tx bytes" in table and "6 (one per reading warp)" in table
 
 
-# ---- split-K: rules, the staging in the SMEM budget, the numbers ----------------------------------
+# ---- split-K: rules, the staging in the SMEM budget, the numbers ---------------------------------
 
 
 def split(tile: tuple[int, int, int] = (128, 128, 64), **knobs: object) -> Spec:
@@ -277,7 +277,7 @@ def test_split_k_rules() -> None:
 
 
 def test_split_k_staging_is_in_the_smem_budget(shipped: dict[str, Spec]) -> None:
-    s = shipped["sched_splitk2"]
+    s = shipped["sm100_f16_128x128x64_s5_sw128_ws_direct_splitk2"]
     assert rules_sm100.splitk_staging_bytes(s) == 128 * 128 * 4 == 64 * 1024
     assert rules_sm100.epilogue_smem_bytes(s) == 64 * 1024
     # full/empty x 5, acc_full/acc_empty, staged/consumed: 1 KiB with the TMEM slot
@@ -290,14 +290,14 @@ def test_split_k_staging_is_in_the_smem_budget(shipped: dict[str, Spec]) -> None
 
 
 def test_split_k_plan(shipped: dict[str, Spec]) -> None:
-    v2 = plan.plan(shipped["sched_splitk2"]).values
+    v2 = plan.plan(shipped["sm100_f16_128x128x64_s5_sw128_ws_direct_splitk2"]).values
     assert (v2.splits, v2.splitk.staged_arrives, v2.splitk.consumed_arrives) == (2, 4, 4)
     assert (v2.workers.expr, v2.cluster.shape, v2.splitk.stage_vec) == (
         "sm_count // 2",
         (2, 1, 1),
         4,
     )
-    v4 = plan.plan(shipped["sched_splitk4_acc2"]).values
+    v4 = plan.plan(shipped["sm100_f16_128x64x64_s8_sw128_ws_acc2_direct_splitk4_mc32"]).values
     assert (v4.splits, v4.splitk.staged_arrives, v4.splitk.consumed_arrives) == (4, 12, 4)
     assert v4.workers.expr == "min(sm_count // 4, 32)"  # the spec's max_clusters
     assert "at most 32 (the spec's max_clusters)" in v4.workers.doc
@@ -306,15 +306,17 @@ def test_split_k_plan(shipped: dict[str, Spec]) -> None:
     assert "staged       ranks 1..3 epilogue -> rank 0 epilogue" in table
     assert "12 (3 peer CTAs x 4 epilogue warps)" in table and "32768 " in table  # 128 x 64 f32
     docs = render.environment().get_template("sm100/_docs.py.j2")
-    pipeline = docs.make_module({"plan": plan.plan(shipped["sched_splitk4_acc2"])}).pipeline()
+    pipeline = docs.make_module(
+        {"plan": plan.plan(shipped["sm100_f16_128x64x64_s8_sw128_ws_acc2_direct_splitk4_mc32"])}
+    ).pipeline()
     assert "Fixed summation order: deterministic." in " ".join(pipeline.split())
-    c = plan.expected_counts(shipped["sched_splitk4_acc2"])
+    c = plan.expected_counts(shipped["sm100_f16_128x64x64_s8_sw128_ws_acc2_direct_splitk4_mc32"])
     # 3 peers: one mapa per peer staging chunk (1 chunk), per peer consumed, and rank 0's staged
     assert (c["mapa"], c["ld.shared::cluster"], c["tcgen05.ld"]) == (3 + 3 + 1, 3 * 16, 2)
     assert (c["mbarrier acquire.cluster"], c["mbarrier release.cluster"]) == (3, 4)
 
 
-# ---- the tile order: the reference, and the generated kernels' own lines ---------------------------
+# ---- the tile order: the reference, and the generated kernels' own lines -------------------------
 
 
 @pytest.mark.parametrize("raster", ["m", "n"])
@@ -367,10 +369,26 @@ def _run_tile_lines(stmts: list[ast.stmt], names: dict[str, int], out: tuple[str
 @pytest.mark.parametrize(
     ("name", "counts_names", "out"),
     [
-        ("sched_persistent_g8", ("tiles_m", "tiles_n"), ("tm", "tn")),
-        ("sched_pair_rn_g4", ("tiles_m", "tiles_n"), ("tm", "tn")),
-        ("sched_persistent_mcast_2x1_g8_direct", ("clusters_m", "clusters_n"), ("ctm", "ctn")),
-        ("sched_persistent_mcast_2x2", ("clusters_m", "clusters_n"), ("ctm", "ctn")),
+        (
+            "sm100_f16_128x256x64_s4_sw128_ws_acc2_tma_persistent_rm_g8",
+            ("tiles_m", "tiles_n"),
+            ("tm", "tn"),
+        ),
+        (
+            "sm100_f16_256x256x64_s6_sw128_ws_cta2_acc2_c2x1_tma_persistent_rn_g4",
+            ("tiles_m", "tiles_n"),
+            ("tm", "tn"),
+        ),
+        (
+            "sm100_f16_128x128x64_s7_sw128_ws_acc2_c2x1_direct_persistent_rm_g8",
+            ("clusters_m", "clusters_n"),
+            ("ctm", "ctn"),
+        ),
+        (
+            "sm100_f16_128x256x64_s4_sw128_ws_acc2_c2x2_tma_persistent_rm",
+            ("clusters_m", "clusters_n"),
+            ("ctm", "ctn"),
+        ),
         # the sm_90a swizzle prints the same shared lines (templates/common/tile_order.py.j2)
         (
             "sm90_bf16_128x256x64_s4_sw128_ws_wg2_tma_persistent_rm_g8",
@@ -385,7 +403,7 @@ def test_generated_tile_order_is_the_reference(
     path = kernel_file(name)
     stmts = _producer_tile_lines(path)
     sched = build.read_spec(path).scheduler
-    idx = "t" if name.startswith("sched") else "ct"
+    idx = "t" if name.startswith("sm100_") else "ct"
     for counts in [(5, 3), (8, 8), (13, 7), (1, 9)]:
         for t in range(counts[0] * counts[1]):
             names = {idx: t, counts_names[0]: counts[0], counts_names[1]: counts[1]}
@@ -397,53 +415,61 @@ def test_generated_tile_order_is_the_reference(
 
 
 def test_a_cluster_cta_computes_its_own_tile_of_the_cluster_tile() -> None:
-    stmts = _producer_tile_lines(kernel_file("sched_persistent_mcast_2x2"))
+    stmts = _producer_tile_lines(
+        kernel_file("sm100_f16_128x256x64_s4_sw128_ws_acc2_c2x2_tma_persistent_rm")
+    )
     for cm, cn in itertools.product(range(2), range(2)):
         names = {"t": 4, "clusters_m": 3, "clusters_n": 2, "cm": cm, "cn": cn, "CLUSTER": (2, 2, 1)}
         ctm, ctn = tile_order(4, (3, 2))
         assert _run_tile_lines(stmts, names, ("tm", "tn")) == (2 * ctm + cm, 2 * ctn + cn)
 
 
-# ---- generated files hold what their scheduler needs ----------------------------------------------
+# ---- generated files hold what their scheduler needs ---------------------------------------------
 
 
 def test_generated_files_hold_only_what_their_variant_needs() -> None:
     text = {n: (kernel_file(n)).read_text(encoding="utf-8") for n in SHIPPED}
     assert (
-        "GROUP = 8" in text["sched_persistent_g8"]
-        and "mcast_mask" not in text["sched_persistent_g8"]
+        "GROUP = 8" in text["sm100_f16_128x256x64_s4_sw128_ws_acc2_tma_persistent_rm_g8"]
+        and "mcast_mask" not in text["sm100_f16_128x256x64_s4_sw128_ws_acc2_tma_persistent_rm_g8"]
     )
     assert (
-        "GROUP = 4" in text["sched_pair_rn_g4"]
-        and "group_tiles = GROUP * tiles_m" in text["sched_pair_rn_g4"]
+        "GROUP = 4" in text["sm100_f16_256x256x64_s6_sw128_ws_cta2_acc2_c2x1_tma_persistent_rn_g4"]
+        and "group_tiles = GROUP * tiles_m"
+        in text["sm100_f16_256x256x64_s6_sw128_ws_cta2_acc2_c2x1_tma_persistent_rn_g4"]
     )
-    mc = text["sched_persistent_mcast_2x2"]
+    mc = text["sm100_f16_128x256x64_s4_sw128_ws_acc2_c2x2_tma_persistent_rm"]
     assert "GROUP" not in mc and "group_tiles" not in mc
     assert "grid=(CLUSTER[0] * workers, CLUSTER[1], 1)" in mc
     assert "worker, workers = bm // CLUSTER[0], cute.arch.grid_dim()[0] // CLUSTER[0]" in mc
     # this CTA's own accumulator: no peer rank
     assert "cute.arch.mbarrier_arrive(acc_empty + slot)\n" in mc
     # the grid multicast kernel did not change: no worker, no accumulator release
-    dyn = text["sched_dynamic"]
+    dyn = text["sm100_f16_128x256x64_s4_sw128_ws_acc2_tma_dynamic"]
     assert dyn.count("cute.arch.issue_clc_query(clc_full, clc_response, multicast=False)") == 1
     assert dyn.count("wait_and_release_next_tile(") == 4  # its definition and three calls
     assert "grid=cute.ceil_div((*c.layout.shape, 1), TILER[:2])" in dyn  # the whole tile grid
     assert "sm_count" not in dyn and "num_tiles" not in dyn and "worker" not in dyn
-    for name in STATIC + ["sched_splitk2"]:
+    for name in STATIC + ["sm100_f16_128x128x64_s5_sw128_ws_direct_splitk2"]:
         assert "clc" not in text[name] and "next_tile" not in text[name]
-    for name in ("sched_splitk2", "sched_splitk4_acc2"):
+    for name in (
+        "sm100_f16_128x128x64_s5_sw128_ws_direct_splitk2",
+        "sm100_f16_128x64x64_s8_sw128_ws_acc2_direct_splitk4_mc32",
+    ):
         sk = text[name]
         assert "k_begin = rank * k_tiles // SPLITS" in sk and "map_dsmem_ptr" in sk
         assert "for k in cutlass.range(k_begin, k_end, unroll=1):" in sk
         assert "grid=(CLUSTER[0] * workers, 1, 1)" in sk and "cluster=CLUSTER," in sk
         assert "mcast_mask" not in sk and "producer_tail" not in sk
-    for name in STATIC + ["sched_dynamic"]:
+    for name in STATIC + ["sm100_f16_128x256x64_s4_sw128_ws_acc2_tma_dynamic"]:
         assert "SPLITS" not in text[name] and "nvvm" not in text[name]
-    ladder6 = (kernel_file("ladder_6_multicast_2x2")).read_text(encoding="utf-8")
+    ladder6 = (kernel_file("sm100_f16_128x256x64_s4_sw128_ws_c2x2_tma_grid")).read_text(
+        encoding="utf-8"
+    )
     assert "worker" not in ladder6 and "acc_empty" not in ladder6
 
 
-# ---- cross-compiled: the PTX shows each scheduler -------------------------------------------------
+# ---- cross-compiled: the PTX shows each scheduler ------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -467,8 +493,8 @@ def test_shipped_variants_compile_with_their_expected_counts(
 @pytest.mark.build
 def test_persistent_multicast_ptx(built: dict[str, BuildResult]) -> None:
     for name, ctas in (
-        ("sched_persistent_mcast_2x2", 4),
-        ("sched_persistent_mcast_2x1_g8_direct", 2),
+        ("sm100_f16_128x256x64_s4_sw128_ws_acc2_c2x2_tma_persistent_rm", 4),
+        ("sm100_f16_128x128x64_s7_sw128_ws_acc2_c2x1_direct_persistent_rm_g8", 2),
     ):
         c = built[name].counts
         assert c["TMA multicast"] == 2  # A's and B's slice, each box multicast
@@ -482,16 +508,19 @@ def test_persistent_multicast_ptx(built: dict[str, BuildResult]) -> None:
 
 @pytest.mark.build
 def test_tile_swizzle_adds_no_synchronization(built: dict[str, BuildResult]) -> None:
-    single, pair = built["sched_persistent_g8"].counts, built["sched_pair_rn_g4"].counts
+    single, pair = (
+        built["sm100_f16_128x256x64_s4_sw128_ws_acc2_tma_persistent_rm_g8"].counts,
+        built["sm100_f16_256x256x64_s6_sw128_ws_cta2_acc2_c2x1_tma_persistent_rn_g4"].counts,
+    )
     # ring empty + full + the producer's tail, acc_full, acc_empty + its tail
     assert single["mbarrier.try_wait"] == 6 and single["barrier.cluster"] == 0
-    assert pair["mbarrier.try_wait"] == 7 and pair["barrier.cluster"] == 2  # as ladder_8
+    assert pair["mbarrier.try_wait"] == 7 and pair["barrier.cluster"] == 2  # as ladder step 8
     assert pair["mma cta_group::2"] == 4 and single["TMA multicast"] == 0
 
 
 @pytest.mark.build
 def test_dynamic_scheduler_ptx(built: dict[str, BuildResult]) -> None:
-    c = built["sched_dynamic"].counts
+    c = built["sm100_f16_128x256x64_s4_sw128_ws_acc2_tma_dynamic"].counts
     assert c["clc try_cancel"] == 1  # one request site: the producer, once per tile
     assert c["clc is_canceled"] == 3  # the answer is read by the producer, the MMA, the epilogue
     assert c["clc first_ctaid"] == 4  # x and y, by the producer and the epilogue
@@ -502,14 +531,17 @@ def test_dynamic_scheduler_ptx(built: dict[str, BuildResult]) -> None:
     assert c["barrier.cluster"] == 0 and c["TMA multicast"] == 0
     # mbarrier.init: 2 x 4 ring + 2 x 2 accumulator + clc_full, clc_empty
     assert c["mbarrier.init"] == 8 + 4 + 2
-    for name in STATIC + ["sched_splitk2"]:
+    for name in STATIC + ["sm100_f16_128x128x64_s5_sw128_ws_direct_splitk2"]:
         assert built[name].counts["clc try_cancel"] == 0, name
         assert built[name].counts["clc is_canceled"] == 0, name
 
 
 @pytest.mark.build
 def test_split_k_ptx(built: dict[str, BuildResult]) -> None:
-    for name, peers, chunks in (("sched_splitk2", 1, 2), ("sched_splitk4_acc2", 3, 1)):
+    for name, peers, chunks in (
+        ("sm100_f16_128x128x64_s5_sw128_ws_direct_splitk2", 1, 2),
+        ("sm100_f16_128x64x64_s8_sw128_ws_acc2_direct_splitk4_mc32", 3, 1),
+    ):
         c = built[name].counts
         # the start-up cluster barrier only: the per-tile handshake is two mbarriers
         assert c["barrier.cluster"] == 2, name
@@ -521,5 +553,7 @@ def test_split_k_ptx(built: dict[str, BuildResult]) -> None:
         assert c["TMA multicast"] == 0 and c["tcgen05.commit multicast"] == 0
         assert c["tcgen05.ld"] == 2 * chunks  # a peer's and rank 0's epilogue branches
         assert c["st.global"] == 8 * chunks  # rank 0 alone stores: 64 f16 columns = 8 x 16 B
-    assert built["sched_persistent_g8"].counts["mapa"] == 0
-    assert built["sched_dynamic"].counts["ld.shared::cluster"] == 0
+    assert built["sm100_f16_128x256x64_s4_sw128_ws_acc2_tma_persistent_rm_g8"].counts["mapa"] == 0
+    assert (
+        built["sm100_f16_128x256x64_s4_sw128_ws_acc2_tma_dynamic"].counts["ld.shared::cluster"] == 0
+    )

@@ -229,15 +229,79 @@ SMALLM = SPECS / "sm100" / "smallm.toml"
 
 # name: (MMA kind, M, N, tcgen05.ld shape, TMEM columns, st.global kind and count, TMA stores)
 EXPECTED = {
-    "smallm_64x16_swap": ("f16", 64, 16, "16x32bx2", 32, ("st.global.b16", 8), 0),
-    "smallm_64x32_swap_persistent": ("f16", 64, 32, "16x32bx2", 32, ("st.global.b16", 16), 0),
-    "smallm_64x64_swap": ("f16", 64, 64, "16x32bx2", 64, ("st.global.b16", 32), 0),
-    "smallm_128x16_swap": ("f16", 128, 16, "32x32b", 32, ("st.global.b16", 16), 0),
-    "smallm_128x32": ("f16", 128, 32, "32x32b", 32, ("st.global.v4.b32", 4), 0),
-    "smallm_64x64": ("f16", 64, 64, "16x32bx2", 64, ("st.global.v4.b32", 4), 0),
-    "smallm_64x128_tma": ("f16", 64, 128, "16x32bx2", 128, None, 2),
-    "smallm_e4m3_128x256_tma_bf16": ("f8f6f4", 128, 256, "32x32b", 512, None, 4),
-    "smallm_e4m3_64x32_swap_f32": ("f8f6f4", 64, 32, "16x32bx2", 32, ("st.global.b32", 16), 0),
+    "sm100_bf16_64x16x64_s22_sw128_ws_swap_direct_grid": (
+        "f16",
+        64,
+        16,
+        "16x32bx2",
+        32,
+        ("st.global.b16", 8),
+        0,
+    ),
+    "sm100_bf16_64x32x64_s18_sw128_ws_swap_direct_persistent_rm": (
+        "f16",
+        64,
+        32,
+        "16x32bx2",
+        32,
+        ("st.global.b16", 16),
+        0,
+    ),
+    "sm100_bf16_64x64x64_s14_sw128_ws_swap_direct_grid": (
+        "f16",
+        64,
+        64,
+        "16x32bx2",
+        64,
+        ("st.global.b16", 32),
+        0,
+    ),
+    "sm100_bf16_128x16x64_s12_sw128_ws_swap_direct_grid": (
+        "f16",
+        128,
+        16,
+        "32x32b",
+        32,
+        ("st.global.b16", 16),
+        0,
+    ),
+    "sm100_bf16_128x32x64_s11_sw128_ws_direct_grid": (
+        "f16",
+        128,
+        32,
+        "32x32b",
+        32,
+        ("st.global.v4.b32", 4),
+        0,
+    ),
+    "sm100_bf16_64x64x64_s14_sw128_ws_direct_grid": (
+        "f16",
+        64,
+        64,
+        "16x32bx2",
+        64,
+        ("st.global.v4.b32", 4),
+        0,
+    ),
+    "sm100_bf16_64x128x64_s8_sw128_ws_tma_grid": ("f16", 64, 128, "16x32bx2", 128, None, 2),
+    "sm100_e4m3_128x256x128_s4_sw128_ws_acc2_tma_bf16_persistent_rm": (
+        "f8f6f4",
+        128,
+        256,
+        "32x32b",
+        512,
+        None,
+        4,
+    ),
+    "sm100_e4m3_64x32x128_s18_sw128_ws_swap_direct_f32_grid": (
+        "f8f6f4",
+        64,
+        32,
+        "16x32bx2",
+        32,
+        ("st.global.b32", 16),
+        0,
+    ),
 }
 # the instruction descriptor's A/B format field: kind::f16 bf16 = 1; kind::f8f6f4 e4m3 = 0
 AB_FORMAT = {"bf16": 1, "f16": 0, "e4m3": 0}
@@ -251,7 +315,8 @@ def instruction_descriptor(m: int, n: int, ab_format: int) -> int:
 
 
 def test_instruction_descriptor_matches_a_known_kernel() -> None:
-    # decoded by hand from the PTX of ladder_4_k64_sw128 (f16, 128x256): 0x8400010
+    # decoded by hand from the PTX of sm100_f16_128x256x64_s4_sw128_ws_direct_grid (f16,
+    # 128x256): 0x8400010
     assert instruction_descriptor(128, 256, AB_FORMAT["f16"]) == 0x8400010
 
 

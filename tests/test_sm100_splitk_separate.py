@@ -17,7 +17,7 @@ from codegen.arch.sm100 import counts as counts_sm100
 from codegen.arch.sm100 import rules as rules_sm100
 from codegen.spec import Spec
 
-SHIPPED = "sep_128x64_s4_bias"
+SHIPPED = "sm100_bf16_128x64x64_s9_sw128_ws_direct_biascol_splitk4_sep"
 SM100 = {"arch": "sm_100a", "dtype": "bf16", "swizzle": "128B", "stages": 2}
 SEPARATE = {"kind": "split_k", "splits": 4, "reduce": "separate"}
 

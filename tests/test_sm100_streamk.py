@@ -20,7 +20,11 @@ from codegen.arch.sm100 import rules as rules_sm100
 from codegen.build import BuildResult
 from codegen.spec import Spec
 
-SHIPPED = ["sk_128x128_direct", "sk_128x256_tma_acc2", "sk_128x32_direct_acc2"]
+SHIPPED = [
+    "sm100_bf16_128x128x64_s7_sw128_ws_direct_streamk",
+    "sm100_bf16_128x256x64_s4_sw128_ws_acc2_tma_streamk",
+    "sm100_bf16_128x32x64_s11_sw128_ws_acc2_direct_streamk",
+]
 SM100 = {"arch": "sm_100a", "dtype": "bf16", "swizzle": "128B", "stages": 2}
 
 # (tcgen05.ld, st.global, ld.global, TMA store) per shipped variant. Each epilogue thread holds one
@@ -28,9 +32,19 @@ SM100 = {"arch": "sm_100a", "dtype": "bf16", "swizzle": "128B", "stages": 2}
 # Direct stores add N bf16 / 16 B; one more st.global clears a peer's flag. Both epilogue
 # branches (hand-over, finisher) load every chunk from TMEM: 2 x chunks.
 COUNTS = {
-    "sk_128x128_direct": (2 * 2, 128 * 2 // 16 + 128 // 4 + 1, 128 // 4, 0),
-    "sk_128x256_tma_acc2": (2 * 4, 256 // 4 + 1, 256 // 4, 4),
-    "sk_128x32_direct_acc2": (2 * 1, 32 * 2 // 16 + 32 // 4 + 1, 32 // 4, 0),
+    "sm100_bf16_128x128x64_s7_sw128_ws_direct_streamk": (
+        2 * 2,
+        128 * 2 // 16 + 128 // 4 + 1,
+        128 // 4,
+        0,
+    ),
+    "sm100_bf16_128x256x64_s4_sw128_ws_acc2_tma_streamk": (2 * 4, 256 // 4 + 1, 256 // 4, 4),
+    "sm100_bf16_128x32x64_s11_sw128_ws_acc2_direct_streamk": (
+        2 * 1,
+        32 * 2 // 16 + 32 // 4 + 1,
+        32 // 4,
+        0,
+    ),
 }
 
 

@@ -78,7 +78,7 @@ def test_the_families_are_there() -> None:
     assert kinds == {"single", "multicast", "pair", "split"}
 
 
-# ---- the producer tail ----------------------------------------------------------------------------
+# ---- the producer tail ---------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("path", SM100, ids=lambda p: p.stem)
@@ -123,7 +123,7 @@ def test_sm90_tail_exactly_where_peers_arrive(path: Path) -> None:
         assert arrives == ["cute.arch.mbarrier_arrive(bar)"]
 
 
-# ---- the CLC answer's cross-proxy fence -----------------------------------------------------------
+# ---- the CLC answer's cross-proxy fence ----------------------------------------------------------
 
 
 DYNAMIC = [p for p in SM100 if rules_sm100.is_dynamic(build.read_spec(p))]
@@ -168,10 +168,10 @@ def test_consumers_take_the_answer_before_working_on_a_tile(path: Path) -> None:
 
 
 def test_there_are_dynamic_kernels() -> None:
-    assert {p.stem for p in DYNAMIC} >= {"sched_dynamic"}
+    assert {p.stem for p in DYNAMIC} >= {"sm100_f16_128x256x64_s4_sw128_ws_acc2_tma_dynamic"}
 
 
-# ---- the TMEM allocation permit -------------------------------------------------------------------
+# ---- the TMEM allocation permit ------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("path", SM100, ids=lambda p: p.stem)
@@ -190,9 +190,15 @@ def test_the_alloc_permit_goes_right_after_the_allocation(path: Path) -> None:
     assert plan.expected_counts(build.read_spec(path))["tcgen05.relinquish"] == 1
 
 
-# ---- cross-compiled -------------------------------------------------------------------------------
+# ---- cross-compiled ------------------------------------------------------------------------------
 
-BUILT = ["ladder_1_kloop", "ladder_3_warp_spec", "smallm_64x64", "sched_dynamic", "sched_splitk2"]
+BUILT = [
+    "sm100_f16_128x256x16_s1_inter_kloop_direct_grid",
+    "sm100_f16_128x256x16_s4_inter_ws_direct_grid",
+    "sm100_bf16_64x64x64_s14_sw128_ws_direct_grid",
+    "sm100_f16_128x256x64_s4_sw128_ws_acc2_tma_dynamic",
+    "sm100_f16_128x128x64_s5_sw128_ws_direct_splitk2",
+]
 
 
 @pytest.fixture(scope="module")
@@ -210,5 +216,5 @@ def test_the_ptx_has_them(built: dict[str, BuildResult], name: str) -> None:
     assert r.counts["tcgen05.relinquish"] == 1
     # the tail is one more try_wait site than empty, full and acc_full
     assert r.counts["mbarrier.try_wait"] >= 4
-    if name == "sched_dynamic":
+    if name == "sm100_f16_128x256x64_s4_sw128_ws_acc2_tma_dynamic":
         assert r.counts["fence.proxy.async"] >= 3

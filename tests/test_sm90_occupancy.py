@@ -108,12 +108,12 @@ def test_sm100_rejects_two_ctas_per_sm() -> None:
     assert "sm_90a" in v.message and "legal on sm_100a: 1" in v.message
 
 
-def test_knob_is_left_out_of_names_and_default_spec_dicts() -> None:
+def test_knob_is_named_and_left_out_of_default_spec_dicts() -> None:
     one, two = spec(scheduler="stream_k"), spec(scheduler="stream_k", ctas_per_sm=2)
     assert "ctas_per_sm" not in one.model_dump()
     assert two.model_dump()["ctas_per_sm"] == 2
     same_stages = spec(scheduler="stream_k", stages=one.stages, ctas_per_sm=2)
-    assert one.canonical_name() == same_stages.canonical_name()
+    assert same_stages.canonical_name() == one.canonical_name() + "_occ2"
     assert one.spec_hash() != same_stages.spec_hash()
 
 

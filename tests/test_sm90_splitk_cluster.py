@@ -1,10 +1,11 @@
 """Split-K over a cluster (sm_90a scheduler "split_k"): rules, plan numbers, generated files, PTX.
 
-The numbers are the GPU-verified prototype's (scratch/splitk/NOTES.md): with SPLITS=2 the 64x16,
-64x32 and 64x64 decode tiles get 22, 18 and 13 stages beside the f32 staging buffer, 230400 B of
-SMEM each, and their PTX holds the start-up cluster barrier only (2 barrier.cluster), 3 mapa and
-2 / 4 / 8 ld.shared::cluster.v4 (the DSMEM reduction), 3 acquire.cluster waits and 2
-release.cluster arrives. The build tests cross-compile on the CPU; deselect with -m "not build".
+The numbers are the GPU-verified prototype's (its notes are not in the repository): with
+SPLITS=2 the 64x16, 64x32 and 64x64 decode tiles get 22, 18 and 13 stages beside the f32 staging
+buffer, 230400 B of SMEM each, and their PTX holds the start-up cluster barrier only (2
+barrier.cluster), 3 mapa and 2 / 4 / 8 ld.shared::cluster.v4 (the DSMEM reduction), 3
+acquire.cluster waits and 2 release.cluster arrives. The build tests cross-compile on the CPU;
+deselect with -m "not build".
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ def test_split_k_is_implemented_on_sm100() -> None:
     assert violations(s) == []
 
 
-# ---- SMEM: the f32 staging buffer is in the budget ------------------------------------------------
+# ---- SMEM: the f32 staging buffer is in the budget -----------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -25,15 +25,21 @@ from codegen.spec import Spec, SplitKScheduler
 
 # shipped variants: name -> (canonical-name tail, splits, stages, ld.global, st.global)
 SHIPPED = {
-    "h_swap_64x32_wg1_splitk4_separate": ("swap_direct_splitk4_sep", 4, 18, 4, 16 + 1),
-    "h_fused_128x64_wg1_splitk3_separate_bias_row_gelu": (
+    "sm90_bf16_64x32x64_s18_sw128_ws_wg1_swap_direct_splitk4_sep": (
+        "swap_direct_splitk4_sep",
+        4,
+        18,
+        4,
+        16 + 1,
+    ),
+    "sm90_bf16_128x64x64_s9_sw128_ws_wg1_direct_f32_a0p5_b1p5_biasrow_gelu_tanh_splitk3_sep_mt1024": (
         "direct_f32_a0p5_b1p5_biasrow_gelu_tanh_splitk3_sep_mt1024",
         3,
         9,
         3 + 1 + 1,  # the splits, C (beta), the bias
         32 + 1,
     ),
-    "h_bias_swap_64x16_wg1_splitk2_separate_col_relu": (
+    "sm90_bf16_64x16x64_s22_sw128_ws_wg1_swap_direct_a2_biascol_relu_splitk2_sep": (
         "swap_direct_a2_biascol_relu_splitk2_sep",
         2,
         22,
@@ -195,7 +201,7 @@ def test_workspace_size(
     assert v.tensors.host == ["workspace"] and v.tensors.launch == ["workspace"]
 
 
-# ---- plan -----------------------------------------------------------------------------------------
+# ---- plan ----------------------------------------------------------------------------------------
 
 
 def test_slots_are_laid_out_like_c() -> None:
@@ -261,7 +267,7 @@ def test_docstring_explains_the_workspace() -> None:
     assert "rejected by launcher() and by the AOT shim" in text
 
 
-# ---- generated files ------------------------------------------------------------------------------
+# ---- generated files -----------------------------------------------------------------------------
 
 
 def test_variants_are_shipped() -> None:
@@ -299,7 +305,7 @@ def _load(name: str):
 def test_launcher_rejects_more_tiles_than_the_workspace_holds() -> None:
     torch = pytest.importorskip("torch")
     pytest.importorskip("cutlass")
-    mod = _load("h_swap_64x32_wg1_splitk4_separate")
+    mod = _load("sm90_bf16_64x32x64_s18_sw128_ws_wg1_swap_direct_splitk4_sep")
     assert mod.MAX_TILES == 4096 and mod.C_TILE == (32, 64)
     m, k = 256, 64
     a = torch.empty(m, k, dtype=torch.bfloat16)

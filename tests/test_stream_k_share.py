@@ -107,13 +107,13 @@ def _last_cta(tree: ast.Module, names: dict[str, int]) -> int:
 @pytest.mark.parametrize(
     ("name", "swapped", "weights"),
     [
-        ("h_128x128_wg2_streamk_tma", False, False),
+        ("sm90_bf16_128x128x64_s6_sw128_ws_wg2_tma_streamk", False, False),
         ("sm90_bf16_128x200x64_s5_sw128_ws_wg2_swap_direct_streamk", True, False),
-        ("sk_128x128_direct", False, False),  # sm_100a
+        ("sm100_bf16_128x128x64_s7_sw128_ws_direct_streamk", False, False),  # sm_100a
         # bands along the weights (bands = "weights")
         ("sm90_bf16_128x192x64_s4_sw128_ws_wg2_tma_streamk_wb", False, True),
         ("sm90_bf16_128x208x64_s5_sw128_ws_wg2_swap_tma_streamk_wb", True, True),
-        ("sk_128x256_tma_acc2_wb", False, True),  # sm_100a
+        ("sm100_bf16_128x256x64_s4_sw128_ws_acc2_tma_streamk_wb", False, True),  # sm_100a
     ],
 )
 def test_generated_share_and_finisher_are_the_reference(
@@ -135,7 +135,7 @@ def test_generated_share_and_finisher_are_the_reference(
     # the kernel passes (bands, band tiles) = (activation tiles, weight tiles): rows of tiles, or
     # columns with swap AB, and its tile order walks a band's tiles one after another; with bands
     # along the weights (weight tiles, activation tiles): the other axis
-    counts = ("tiles_m", "tiles_n") if name.startswith("sk_") else ("clusters_m", "clusters_n")
+    counts = ("tiles_m", "tiles_n") if name.startswith("sm100_") else ("clusters_m", "clusters_n")
     bands, tiles = (counts[1], counts[0]) if swapped != weights else counts
     assert f"stream_k_share(bidx, gdimx, {bands}, {tiles}, k_tiles)" in ast.unparse(tree)
     coords = _helper(tree, "tile_coords")
@@ -177,7 +177,7 @@ def test_stream_k_launch_ctas_reference() -> None:
     [
         ("sm90_bf16_128x192x64_s4_sw128_ws_wg2_tma_streamk_wb", False),
         ("sm90_bf16_128x208x64_s5_sw128_ws_wg2_swap_tma_streamk_wb", True),
-        ("sk_128x256_tma_acc2_wb", False),  # sm_100a
+        ("sm100_bf16_128x256x64_s4_sw128_ws_acc2_tma_streamk_wb", False),  # sm_100a
     ],
 )
 def test_generated_launch_is_the_reference(name: str, swapped: bool) -> None:
@@ -186,7 +186,7 @@ def test_generated_launch_is_the_reference(name: str, swapped: bool) -> None:
     source = kernel_file(name).read_text(encoding="utf-8")
     tree = ast.parse(source)
     lines = _launch_lines(tree)
-    sm100 = name.startswith("sk_")
+    sm100 = name.startswith("sm100_")
     count = "ctas" if sm100 else "clusters"
     tm, tn = (128, 256) if sm100 else (128, 208 if swapped else 192)
 

@@ -6,8 +6,11 @@ Int32 and Int64 wrap at their width, an operation on both widths is done in the 
 Python literal takes the other operand's type. Both H200 failures have 2^25 MAC iterations
 (16384^3 in 64x32x64 tiles hung, 32768^3 in 128x128x64 tiles hit an illegal address): with
 32-bit products, CTAs 63 and up of 132 computed wrapped (negative) ranges. The 64-bit lines must
-match exact integer arithmetic there and past 2^31 iterations. The PTX side: every stream-K kernel's plan expects
-its 64-bit divisions (div.s64), which `codegen build` checks.
+match exact integer arithmetic there and past 2^31 iterations. The PTX side: every stream-K
+kernel's plan expects its 64-bit divisions (div.s64), which `codegen build` checks. The
+data-parallel + stream-K hybrid (`data_parallel = true`) runs its own hybrid_share
+(stream_k_share over the tiles after its data-parallel waves) in the same lines, against
+codegen.plan_common.stream_k_hybrid_share.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from conftest import kernel_glob
 
 from codegen import build, plan
 from codegen.arch.shared import STREAMK_WIDE_DIVS
-from codegen.plan_common import stream_k_last_cta, stream_k_share
+from codegen.plan_common import stream_k_hybrid_share, stream_k_last_cta, stream_k_share
 
 STREAMK = [p for p in kernel_glob() if "stream_k" in build.read_spec(p).scheduler.kind]
 SK_NAMES = [p.stem for p in STREAMK]
@@ -116,8 +119,10 @@ def partition_lines(path: Path) -> tuple[str, str, str, str, str]:
     the finisher's last_cta line, the tile variable): the first assignment to each name."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     fns = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    share = fns["stream_k_share"]
-    share.decorator_list = []
+    # the hybrid's hybrid_share calls stream_k_share: both
+    shares = [fns[n] for n in ("stream_k_share", "hybrid_share") if n in fns]
+    for share in shares:
+        share.decorator_list = []
     # the per-unit k range is the unit_k_range helper every role calls; the rest is the kernel's
     # (sm_90a: of its tile_schedule and consumers helpers; sm_100a: of its epilogue helper)
     kernel = [fns[n] for n in ("tile_schedule", "gemm_kernel", "consumers", "epilogue") if n in fns]
@@ -136,10 +141,10 @@ def partition_lines(path: Path) -> tuple[str, str, str, str, str]:
                     found[t.id] = ast.unparse(node)
     wanted = ("it_begin", *PER_CTA, *PER_UNIT, "last_cta")
     assert set(wanted) <= set(found), (path.name, set(wanted) - set(found))
-    assert "stream_k_share(" in found["it_begin"], path.name
+    assert "stream_k_share(" in found["it_begin"] or "hybrid_share(" in found["it_begin"], path.name
     tile = "ct" if "Int64(ct)" in found["tile_iter0"] else "t"
     return (
-        ast.unparse(share),
+        "\n\n".join(ast.unparse(share) for share in shares),
         "\n".join(found[n] for n in ("it_begin", *PER_CTA)),
         "\n".join(found[n] for n in PER_UNIT),
         found["last_cta"],
@@ -164,6 +169,11 @@ def run_partition(
         f"{prefix}_m": Int32(tiles[0]),
         f"{prefix}_n": Int32(tiles[1]),
         "k_tiles": Int32(k_tiles),
+        # the hybrid's position and tile count (sm_90a's tile_schedule names, sm_100a's kernel's)
+        "cluster_id": Int32(bidx),
+        "num_clusters": Int32(ctas),
+        "num_cluster_tiles": Int32(tiles[0] * tiles[1]),
+        "num_tiles": Int32(tiles[0] * tiles[1]),
     }
     exec(share, env)  # noqa: S102 - the generated kernel's own integer arithmetic
     exec(per_cta, env)  # noqa: S102
@@ -183,11 +193,18 @@ def exact(
     bidx: int,
     swapped: bool = False,
     weights: bool = False,
+    hybrid: bool = False,
 ) -> dict[str, int]:
     """The same quantities in Python's unbounded integers (codegen.plan_common's reference); the
-    bands are columns of tiles with swap AB or (not both) with bands along the weights."""
+    bands are columns of tiles with swap AB or (not both) with bands along the weights; the
+    hybrid's stream-K share follows its data-parallel waves."""
     bands, band_tiles = (tiles[1], tiles[0]) if swapped != weights else tiles
-    cta0, n, iter0, iters, begin, end = stream_k_share(bidx, ctas, bands, band_tiles, k_tiles)
+    if hybrid:
+        _, cta0, n, iter0, iters, begin, end = stream_k_hybrid_share(
+            bidx, ctas, tiles[0] * tiles[1], k_tiles
+        )
+    else:
+        cta0, n, iter0, iters, begin, end = stream_k_share(bidx, ctas, bands, band_tiles, k_tiles)
     out = {"it_begin": begin, "it_end": end, "first_tile": begin // k_tiles}
     out["last_tile"] = (end - 1) // k_tiles
     for which in ("first_tile", "last_tile"):
@@ -224,11 +241,12 @@ def test_partition_is_exact_past_2_31(name: str, problem: str) -> None:
     lines = partition_lines(path)
     spec = build.read_spec(path)
     swapped, weights = spec.swap_ab, spec.scheduler.bands == "weights"
+    hybrid = spec.scheduler.data_parallel
     tiles, k_tiles = PROBLEMS[problem]
     for ctas in CTAS:
         for bidx in (0, 1, 62, 63, 64, ctas // 2, ctas - 1):
             got = run_partition(lines, tiles, k_tiles, ctas, bidx)
-            want = exact(tiles, k_tiles, ctas, bidx, swapped, weights)
+            want = exact(tiles, k_tiles, ctas, bidx, swapped, weights, hybrid)
             assert got == want, (name, problem, ctas, bidx)
 
 

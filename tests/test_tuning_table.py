@@ -30,9 +30,9 @@ def pick(dtype: str, m: int, winner: str) -> str:
 
 
 def test_tune_writes_its_command_as_a_one_entry_array() -> None:
-    text = tune.table_text([], "GPU", "sm_90a", "codegen tune --only 'h_*'", "torch x")
+    text = tune.table_text([], "GPU", "sm_90a", "codegen tune --only 'sm90_bf16_*'", "torch x")
     doc = tomllib.loads(text)
-    assert doc["commands"] == ["codegen tune --only 'h_*'"]
+    assert doc["commands"] == ["codegen tune --only 'sm90_bf16_*'"]
     assert "command" not in doc
 
 

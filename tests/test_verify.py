@@ -3,7 +3,8 @@ the PTX, and its sensitivity (seeded template bugs it must report).
 
 Every kernel must pass. The finding this checker first reported (sm_100a single-CTA kernels let
 the CTA exit while tcgen05.commit arrivals on empty[] are pending: no A/B producer tail) is fixed
-in the templates; the tests below keep it as a regression case on ladder_3 with its tail cut out.
+in the templates; the tests below keep it as a regression case on the ladder's step 3 with its
+tail cut out.
 """
 
 from __future__ import annotations
@@ -32,9 +33,9 @@ from codegen.verify.trace import KernelSource, Problem
 FILES = sorted(kernel_glob("*.py"), key=lambda p: p.stem)
 JOBS = min(2, os.cpu_count() or 1)
 
-L3 = ROOT / "generated" / "cutegemm" / "sm100" / "ladder_3_warp_spec.py"
-# ladder_3's producer tail (templates/sm100/mainloop/_producer_tail.py.j2), comments and all, at
-# the end of its producer helper
+L3 = ROOT / "generated" / "cutegemm" / "sm100" / "sm100_f16_128x256x16_s4_inter_ws_direct_grid.py"
+# ladder step 3's producer tail (templates/sm100/mainloop/_producer_tail.py.j2), comments and
+# all, at the end of its producer helper
 TAIL_BLOCK = re.compile(
     r"    # tail: .*\n(?:    #.*\n)*"
     r"    for _ in cutlass\.range\(STAGES, unroll=1\):\n(?:        .*\n)+?"
@@ -44,9 +45,9 @@ TAIL_BLOCK = re.compile(
 
 @functools.cache
 def l3_without_tail() -> str:
-    """ladder_3 as it was before the fix: no producer tail."""
+    """Ladder step 3 as it was before the fix: no producer tail."""
     text, cut = TAIL_BLOCK.subn("", L3.read_text(), count=1)
-    assert cut == 1, "ladder_3's producer tail moved: update TAIL_BLOCK"
+    assert cut == 1, "ladder step 3's producer tail moved: update TAIL_BLOCK"
     return text
 
 
@@ -107,12 +108,12 @@ def test_sites_match_planned_ptx(path: Path, verified: dict) -> None:
 
 
 PTX_SAMPLE = (
-    "ladder_3_warp_spec",
-    "ladder_8_persistent_2acc",
-    "sched_dynamic",
-    "sched_splitk2",
-    "sk_128x32_direct_acc2",
-    "h_128x128_wg1_streamk_tma",
+    "sm100_f16_128x256x16_s4_inter_ws_direct_grid",
+    "sm100_f16_256x256x64_s6_sw128_ws_cta2_acc2_c2x1_tma_persistent_rm",
+    "sm100_f16_128x256x64_s4_sw128_ws_acc2_tma_dynamic",
+    "sm100_f16_128x128x64_s5_sw128_ws_direct_splitk2",
+    "sm100_bf16_128x32x64_s11_sw128_ws_acc2_direct_streamk",
+    "sm90_bf16_128x128x64_s6_sw128_ws_wg1_tma_streamk",
     "sm90_bf16_64x32x64_s18_sw128_ws_wg1_swap_direct_splitk2",
 )
 
@@ -168,8 +169,8 @@ def test_mutation_table_markdown() -> None:
 
 # -- the partial-order checker against explicit-state exploration -------------------------------
 
-# ladder_3 with a bare A/B producer tail put back in place of its own (at the end of its producer
-# helper, the first to return the ring position), then seeded bugs on top
+# ladder step 3 with a bare A/B producer tail put back in place of its own (at the end of its
+# producer helper, the first to return the ring position), then seeded bugs on top
 TAIL_CODE = """\
     for _ in cutlass.range(STAGES, unroll=1):
         cute.arch.mbarrier_wait(empty + stage, phase)
@@ -274,7 +275,13 @@ def test_deadlock_trace_names_role_op_barrier_phase() -> None:
 
 
 def test_untracked_branch_around_a_barrier_is_not_modelled() -> None:
-    text = (ROOT / "generated" / "cutegemm" / "sm100" / "ladder_3_warp_spec.py").read_text()
+    text = (
+        ROOT
+        / "generated"
+        / "cutegemm"
+        / "sm100"
+        / "sm100_f16_128x256x16_s4_inter_ws_direct_grid.py"
+    ).read_text()
     # make the MMA warp's commit depend on an accumulator value the model cannot know
     bad = text.replace(
         "        with cute.arch.elect_one():\n            tcgen05.commit(empty + stage)",
@@ -288,7 +295,13 @@ def test_untracked_branch_around_a_barrier_is_not_modelled() -> None:
 
 
 def test_unknown_sync_primitive_is_not_modelled() -> None:
-    text = (ROOT / "generated" / "cutegemm" / "sm90" / "h_128x128_wg1_grid_direct.py").read_text()
+    text = (
+        ROOT
+        / "generated"
+        / "cutegemm"
+        / "sm90"
+        / "sm90_bf16_128x128x64_s7_sw128_ws_wg1_direct_grid.py"
+    ).read_text()
     bad = text.replace(
         "    cute.arch.mbarrier_init_fence()", "    cute.arch.mbarrier_shiny_new_arrive()", 1
     )
@@ -319,18 +332,23 @@ def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
 
 
 def test_cli_pass() -> None:
-    proc = _cli("--only", "ladder_7_2cta")
+    proc = _cli("--only", "sm100_f16_256x256x64_s6_sw128_ws_cta2_c2x1_tma_grid")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "ladder_7_2cta" in proc.stdout and "1/1 passed" in proc.stdout
+    assert (
+        "sm100_f16_256x256x64_s6_sw128_ws_cta2_c2x1_tma_grid" in proc.stdout
+        and "1/1 passed" in proc.stdout
+    )
 
 
 def test_cli_failure_prints_a_counterexample(tmp_path: Path) -> None:
-    kernel = tmp_path / "gen" / "cutegemm" / "sm100" / "ladder_3_warp_spec.py"
+    kernel = (
+        tmp_path / "gen" / "cutegemm" / "sm100" / "sm100_f16_128x256x16_s4_inter_ws_direct_grid.py"
+    )
     kernel.parent.mkdir(parents=True)
     kernel.write_text(l3_without_tail())
     proc = _cli("--dir", str(tmp_path / "gen"), "--markdown")
     assert proc.returncode == 1
-    assert "| ladder_3_warp_spec | grid |" in proc.stdout
+    assert "| sm100_f16_128x256x16_s4_inter_ws_direct_grid | grid |" in proc.stdout
     assert "[exit-pending] CTA 0 can exit while [tcgen05.commit arrives on empty[" in proc.stdout
     assert "cta0.w1: tcgen05.commit -> empty[" in proc.stdout  # the issue ...
     assert "-> CTA 0 exits; still pending: tcgen05.commit arrives on empty[" in proc.stdout
@@ -396,8 +414,8 @@ def test_numeric_emulation_follows_every_store(path: Path, verified: dict) -> No
 
 def _l3_mutant(old: str, new: str) -> KernelReport:
     text = L3.read_text()
-    assert old in text, f"ladder_3 no longer contains {old!r}"
-    return verify_text(text.replace(old, new, 1), "ladder_3_warp_spec")
+    assert old in text, f"ladder step 3 no longer contains {old!r}"
+    return verify_text(text.replace(old, new, 1), "sm100_f16_128x256x16_s4_inter_ws_direct_grid")
 
 
 def _numeric(report: KernelReport) -> list[str]:

@@ -11,7 +11,10 @@ from conftest import GENERATED, kernel_file, run_cli
 
 
 def test_verify_checks_again_only_a_file_that_changed(tmp_path: Path) -> None:
-    for name in ("ladder_1_kloop", "h_128x128_wg1_grid_direct"):
+    for name in (
+        "sm100_f16_128x256x16_s1_inter_kloop_direct_grid",
+        "sm90_bf16_128x128x64_s7_sw128_ws_wg1_direct_grid",
+    ):
         src = kernel_file(name)
         dst = tmp_path / "gen" / src.relative_to(GENERATED)
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -25,12 +28,15 @@ def test_verify_checks_again_only_a_file_that_changed(tmp_path: Path) -> None:
         return last, str(sorted(rows))
 
     first, rows = verify()
-    assert "ladder_1_kloop" in rows and "h_128x128_wg1_grid_direct" in rows, rows
+    assert (
+        "sm100_f16_128x256x16_s1_inter_kloop_direct_grid" in rows
+        and "sm90_bf16_128x128x64_s7_sw128_ws_wg1_direct_grid" in rows
+    ), rows
     assert re.fullmatch(r"2/2 passed, 0 failed, 0 not modelled \(0 cached; .*\)", first), first
     second, rows_again = verify()
     assert re.fullmatch(r"2/2 passed, .* \(2 cached; 0\.0 s of checking\)", second), second
     assert rows_again == rows
-    edited = next((tmp_path / "gen").rglob("h_128x128_wg1_grid_direct.py"))
+    edited = next((tmp_path / "gen").rglob("sm90_bf16_128x128x64_s7_sw128_ws_wg1_direct_grid.py"))
     edited.write_text(edited.read_text() + "# edited\n")
     third, _ = verify()
     assert "(1 cached;" in third, third

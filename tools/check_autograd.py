@@ -2,7 +2,7 @@
 torch reference on fresh random inputs, eager and under torch.compile, 2-D and 3-D (F.linear
 style) activations; the kernels the backward launches (torch profiler); and the refusals.
 
-    python tools/check_autograd.py   (on a GPU, from the repository root; PYTHONPATH as .ci/gpu sets)
+    python tools/check_autograd.py  (on a GPU, from the repository root; PYTHONPATH as .ci/gpu sets)
 """
 
 from __future__ import annotations

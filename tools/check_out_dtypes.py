@@ -2,7 +2,8 @@
 M: the result against a float32 torch reference (output poisoned with NaN first), rel_err and the
 tolerance, and the kernel the dispatcher ran.
 
-    python tools/check_out_dtypes.py   (on a GPU, from the repository root; PYTHONPATH as .ci/gpu sets)
+    python tools/check_out_dtypes.py  (on a GPU, from the repository root; PYTHONPATH as
+    .ci/gpu sets)
 """
 
 from __future__ import annotations

@@ -47,7 +47,12 @@ def main() -> None:
     kernels = [
         k
         for k in rt._BY_CLASS[(arch, *cls)]
-        if k.swap_ab or k.name in ("h_64x128_wg1_c1x2_grid_tma", "h_128x64_wg2_c1x2_persistent_tma")
+        if k.swap_ab
+        or k.name
+        in (
+            "sm90_bf16_64x128x64_s8_sw128_ws_wg1_c1x2_tma_grid",
+            "sm90_bf16_128x64x64_s8_sw128_ws_wg2_c1x2_tma_persistent_rm",
+        )
     ]
     tune.compile_ahead(kernels, arch, 0)
     tune.warm_clocks(3.0)

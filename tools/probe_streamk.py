@@ -10,7 +10,10 @@ back-to-back launches between two CUDA events (a launcher binds the stream it is
 graph would capture none), cycling input sets larger than L2, the sides in turn (interleaved),
 torch.mm beside them; every launch's output is checked against a float32 reference first.
 A kernel of bands = "weights" (e.g. sm90_bf16_128x192x64_s4_sw128_ws_wg2_tma_streamk_wb) runs
-its bands along the weights; its host rounds every CTA count down to equal groups. bf16 only.
+its bands along the weights; its host rounds every CTA count down to equal groups. A kernel of
+data_parallel = true (e.g. sm90_bf16_128x192x64_s4_sw128_ws_wg2_tma_streamk_dp) times the same
+way: at each CTA count P it runs the full waves of P tiles but the last data-parallel in the
+persistent order and the rest stream-K. bf16 only.
 Needs a GPU, torch, the CuTe DSL and generated/ on the path.
 """
 

@@ -1,9 +1,9 @@
 """Per-CTA timeline of an sm_90a stream-K kernel: where each CTA's time goes (mainloop, the
 fix-up's wait and reads, the epilogue), read from %globaltimer.
 
-    python tools/sk_timeline.py KERNEL MxNxK [CTAS]
+    python tools/sk_timeline.py NAME MxNxK [CTAS]
 
-Makes an instrumented copy of generated/cutegemm/sm90/KERNEL.py in memory (a temporary file,
+Makes an instrumented copy of generated/cutegemm/sm90/NAME.py in memory (a temporary file,
 never generated/): consumer thread 0 of every CTA stamps the global timer at its start and, per unit
 (tile, k range), after the mainloop, after the hand-over or fix-up and after the epilogue, into
 16 int64 slots per CTA placed after the kernel's own workspace. Launches it once cold and once

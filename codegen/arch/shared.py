@@ -407,6 +407,13 @@ def streamk_weight_bands(spec: Spec) -> bool:
     return isinstance(spec.scheduler, StreamKScheduler) and spec.scheduler.bands == "weights"
 
 
+def streamk_data_parallel(spec: Spec) -> bool:
+    """The data-parallel + stream-K hybrid (``data_parallel = true``): whole tiles in data-parallel
+    waves first (the persistent order), stream-K over the last full wave and the partial one
+    (codegen.plan_common.stream_k_hybrid_share)."""
+    return isinstance(spec.scheduler, StreamKScheduler) and spec.scheduler.data_parallel
+
+
 def streamk_ctas(spec: Spec, flagship_sms: int) -> int:
     """Persistent CTAs stream-K launches at most (its workspace's slots), one per SM of the GPU
     (fewer when there are fewer SMs or MAC iterations): the spec's sm_count, else the
@@ -448,6 +455,9 @@ class StreamK:
     # bands along the weights: a band is the tiles that share one weight tile, and the host
     # launches a multiple of the group count (equal groups)
     weight_bands: bool
+    # the data-parallel + stream-K hybrid: whole tiles in waves first, in the persistent order;
+    # stream-K over the rest, one group of every CTA
+    data_parallel: bool
 
 
 def stream_k_values(spec: Spec, flagship_sms: int) -> dict[str, object]:
@@ -460,4 +470,5 @@ def stream_k_values(spec: Spec, flagship_sms: int) -> dict[str, object]:
         "workspace_bytes": streamk_workspace_elems(spec, flagship_sms) * ACC_BYTES,
         "slot_kib": kib(tile_elems * ACC_BYTES),
         "weight_bands": streamk_weight_bands(spec),
+        "data_parallel": streamk_data_parallel(spec),
     }

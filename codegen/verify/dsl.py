@@ -472,28 +472,6 @@ class GView:
 
 
 @dataclass(frozen=True)
-class OpaqueView(GView):
-    """A view of a global tensor whose layout the model cannot map onto the tensor's tiles (a
-    gated pair's view of C, whose up columns alias their gate's): its accesses still count for
-    the PDL order; what it holds is not followed (term "unknown")."""
-
-    def tiled(self, tiler: tuple, coord: tuple) -> GView | None:
-        return self
-
-    def half(self, which: int) -> GView:
-        return self
-
-    def divided(self, n: int) -> GView:
-        return self
-
-    def indexed(self, idx: tuple) -> GView | None:
-        return self
-
-    def term(self) -> tuple:
-        return ("unknown",)
-
-
-@dataclass(frozen=True)
 class GPtr:
     """The data pointer of a tracked global tensor (``c.iterator``): `make_tensor` over it is a
     new view (a transposed C, a broadcast bias)."""
@@ -710,6 +688,7 @@ class FakeTensor:
         g: GView | None = None,
         sub: tuple | None = None,
         wkey: tuple | None = None,
+        unmapped: str | None = None,
     ):
         self.shape = _norm_shape(shape)
         self.root = root
@@ -723,6 +702,10 @@ class FakeTensor:
         # the concrete entries of the index that picked this view's slot (a workspace slot
         # [tile][split], a stream-K partial [vector][chunk][CTA]): where its data lives
         self.wkey = wkey
+        # a global tensor's name, where this view addresses it through a layout the tile-level
+        # model does not map (a gated pair's aliasing view of C): its accesses count for the
+        # PDL order, their data is not followed
+        self.unmapped = unmapped
 
     def view(
         self,
@@ -745,6 +728,7 @@ class FakeTensor:
         out.g = self.g if g is False else g
         out.sub = sub if sub is not None else self.sub
         out.wkey = self.wkey
+        out.unmapped = self.unmapped
         return out
 
     @property
@@ -798,6 +782,8 @@ class FakeTensor:
             return current().access("read", self, self._index_slot(idx))
         if self.g is not None:
             return current().global_read(self.g)
+        if self.unmapped is not None:
+            current().unmapped_access(self.unmapped, "read")
         return OPAQUE
 
     def __setitem__(self, idx: Any, value: Any) -> None:
@@ -806,12 +792,16 @@ class FakeTensor:
             current().access("write", self, self._index_slot(idx), value)
         elif self.g is not None:
             current().global_write(self.g, value)
+        elif self.unmapped is not None:
+            current().unmapped_access(self.unmapped, "write")
 
     def load(self) -> Any:
         if self.root is not None:
             return current().access("read", self, None)
         if self.g is not None:
             return current().global_read(self.g)
+        if self.unmapped is not None:
+            current().unmapped_access(self.unmapped, "read")
         return OPAQUE
 
     def store(self, value: Any) -> None:
@@ -819,6 +809,8 @@ class FakeTensor:
             current().access("write", self, None, value)
         elif self.g is not None:
             current().global_write(self.g, value)
+        elif self.unmapped is not None:
+            current().unmapped_access(self.unmapped, "write")
 
     def fill(self, value: Any) -> None:
         self.store(value)
@@ -1562,6 +1554,15 @@ class Recorder:
             self.record("gaccess", (g.name, "write"))
         self.data("gstore", g.term(), known(value))
 
+    def unmapped_access(self, name: str, how: str) -> None:
+        """A thread's plain load or store of global tensor `name` through a view the tile-level
+        model does not map (a gated pair's C): recorded for the PDL order only, its data not
+        followed (the numeric check says so for such kernels)."""
+        if self.host or self.ctx is None:
+            return
+        if self.ctx.launch.pdl:
+            self.record("gaccess", (name, how))
+
     def mask_ctas(self, mask: Any) -> list[int]:
         assert self.ctx is not None
         mask = uniform_value(mask)
@@ -1825,11 +1826,11 @@ def _make_tensor(ptr: Any, layout: Any, *args: Any, **kwargs: Any) -> Any:
     if isinstance(ptr, RegPtr):
         return RegTensor(shape, ptr.cell)
     if isinstance(ptr, GPtr):
-        view = _global_view(ptr.g, shape, layout)
-        if view is None:
-            # a layout the model cannot map to the tensor's tiles: still this tensor's memory
-            view = OpaqueView(ptr.g.name, (), ptr.g.ext, (), ())
-        return FakeTensor(shape, None, dtype=ptr.dtype, g=view)
+        g = _global_view(ptr.g, shape, layout)
+        # a layout the tile-level model cannot map: still the tensor, for the PDL order
+        return FakeTensor(
+            shape, None, dtype=ptr.dtype, g=g, unmapped=ptr.g.name if g is None else None
+        )
     if isinstance(ptr, MemPtr):
         return FakeTensor(shape, ptr.root, ptr.slot, None)
     if isinstance(ptr, TmemPtr):
@@ -1842,8 +1843,6 @@ def _make_tensor(ptr: Any, layout: Any, *args: Any, **kwargs: Any) -> Any:
 def _global_view(g: GView, shape: Any, layout: Any) -> GView | None:
     """A new view over tensor `g.name` with `layout`: each dimension maps to the tensor's
     dimension of the same stride (stride 0: broadcast), e.g. C^T or a bias as an (M, N) matrix."""
-    if isinstance(g, OpaqueView):
-        return g
     if not isinstance(shape, tuple) or not all(isinstance(s, int) for s in shape):
         return None
     stride = getattr(layout, "stride", None) if isinstance(layout, FakeLayout) else None
@@ -1909,10 +1908,14 @@ def _copy(atom: Any, src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
         value = rec.access("read", src, None)
     elif isinstance(src, FakeTensor) and src.g is not None:
         value = rec.global_read(src.g)
+    elif isinstance(src, FakeTensor) and src.unmapped is not None:
+        rec.unmapped_access(src.unmapped, "read")
     if isinstance(dst, FakeTensor) and dst.root is not None:
         rec.access("write", dst, None, value)
     elif isinstance(dst, FakeTensor) and dst.g is not None:
         rec.global_write(dst.g, value)
+    elif isinstance(dst, FakeTensor) and dst.unmapped is not None:
+        rec.unmapped_access(dst.unmapped, "write")
     elif isinstance(dst, RegTensor):
         dst.store(value)
 

@@ -155,7 +155,7 @@ CATALOGUE: tuple[Mutation, ...] = (
         "sm100/cluster/single.py.j2",
         "        if i == {{ last }}:",
         "        if i == 0:",
-        benign=r"^bw_bn_swap_128x64_|_128x16x|_swap_128x16_",
+        benign=r"_128x16x|^sm100_bf16_128x64x64_s8_sw128_ws_swap_bmn_",
         benign_why="one epilogue sub-tile or chunk (EPI_SUBTILES or EPI_CHUNKS = 1, e.g. tile N = "
         "16): its first TMEM load is its last",
     ),
@@ -216,6 +216,8 @@ CATALOGUE: tuple[Mutation, ...] = (
         "common/stream_k.py.j2",
         "{% macro last_cta(t) %}sk_cta0 + cutlass.Int32(",
         "{% macro last_cta(t) %}cutlass.Int32(",
+        benign=r"_dp$",
+        benign_why="the data-parallel + stream-K hybrid's stream-K CTAs are one group, from CTA 0",
     ),
     Mutation(
         "sk-band-share-offset",
@@ -223,6 +225,25 @@ CATALOGUE: tuple[Mutation, ...] = (
         "common/stream_k.py.j2",
         "it_begin = group_iter0 + rank",
         "it_begin = rank",
+        benign=r"_dp$",
+        benign_why="the data-parallel + stream-K hybrid's stream-K tiles are one band, its first "
+        "iteration 0 (hybrid_share adds the waves' iterations after)",
+    ),
+    Mutation(
+        "sk-hybrid-dp-stride",
+        "data-parallel tile outside its wave",
+        "common/stream_k.py.j2",
+        # a CTA's data-parallel units are tiles cta, cta + 1, ...: neighbours compute a tile twice
+        "    tile = cta + unit * ctas\n",
+        "    tile = cta + unit\n",
+    ),
+    Mutation(
+        "sk-hybrid-share-offset",
+        "stream-K share over the data-parallel tiles",
+        "common/stream_k.py.j2",
+        # the stream-K share counts from tile 0, over the data-parallel tiles instead of after them
+        "it_begin + dp_iters, it_end + dp_iters",
+        "it_begin, it_end",
     ),
     Mutation(
         "sm90-sk-plain-flag",
@@ -237,7 +258,7 @@ CATALOGUE: tuple[Mutation, ...] = (
         "sm100/cluster/single.py.j2",
         "cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld",
         "pass  # tcgen05.wait::ld",
-        benign=r"^sep_",
+        benign=r"_splitk\d+_sep(_|$)",
         benign_why="one tile per CTA: no TMEM slot is reused",
     ),
     Mutation(
@@ -412,7 +433,9 @@ CATALOGUE: tuple[Mutation, ...] = (
         # any wait
         "    if warp_idx != TMA_WARP:\n        cute.arch.griddepcontrol_wait()",
         "    if warp_idx != TMA_WARP:\n        pass",
-        benign=r"_streamk$",
+        # every stream-K kernel (bands along the weights, an epilogue function's suffix) but the
+        # data-parallel + stream-K hybrid, whose whole tiles at K = 0 have none
+        benign=r"_streamk(?!_dp)(_|$)",
         benign_why="stream-K: every unit has k-tiles, so every consumer access follows a TMA load "
         "and the TMA warp's wait",
     ),

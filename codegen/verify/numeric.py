@@ -104,6 +104,10 @@ class Replay:
         self.shared: set[int] = set()  # ids of contents that more than one holder may see
         self.chain: set[int] = set()  # ids of register MMA results (may grow in place)
         self.partials = 0  # stores to row_partials (row_sumsq): seen, not followed
+        # every product an MMA computed (its own A x B term, before any accumulation), counted
+        # per actor (launch, actor) that issued it: each k-block of each tile is computed by one
+        # CTA (each of whose MMA actors, a wgmma warp or the MMA warp, records it once)
+        self.computed: dict[Term, Counter] = {}
 
     # buffers: SMEM / TMEM per launch and CTA; the global workspace across launches. An entry
     # holds what was written whole ("base": by slice of a multicast, None = all of it) and what
@@ -243,7 +247,7 @@ class Replay:
                             f"{actor.name} (line {op.line}) stores to {term[0]}, not a tile of C"
                         )
                     continue
-                self.writes.append((term, content, actor.name, op.line))
+                self.writes.append((term, content, actor.name, op.line, (launch_no, actor.cta)))
 
     def mma(self, launch_no, who, ra, rb, ka, kb, dests, acc, n, prev) -> None:
         a = Counter()
@@ -266,6 +270,9 @@ class Replay:
                     out[("prod", tb[2], ta[2], rb_k, ra_k)] += ca * cb
                 else:
                     out[("bad-operand", f"{ta[1]} x {tb[1]}")] += ca * cb
+        for t, c in out.items():
+            if t[0] == "prod":
+                self.computed.setdefault(t, Counter())[who] += c
         refs = self.refs.setdefault(who, {})
         if acc is None:
             out[("unknown",)] += 1
@@ -407,9 +414,9 @@ def emulate(model: KernelModel, order: list, ex: Expect) -> Outcome:
     if rp.partials:
         out.unfollowed = ROW_PARTIALS_UNFOLLOWED.format(n=rp.partials)
     seen: set = set()
-    boxes = []
-    for term, content, who, line in rp.writes:
-        boxes.append((term[1], term[2]))
+    boxes = []  # (rows, cols, the writing CTA) of every store to C
+    for term, content, who, line, cta in rp.writes:
+        boxes.append((term[1], term[2], cta))
         key = (term, tuple(sorted(content.items())))
         if key in seen:
             continue
@@ -433,22 +440,58 @@ def emulate(model: KernelModel, order: list, ex: Expect) -> Outcome:
         )
         if len(out.violations) >= 3:
             break
-    # every element of C written: where the whole grid is modelled (else only the first
-    # cluster's CTAs ran)
+    # where the whole grid is modelled (else only the first cluster's CTAs ran): every product
+    # of an A and a B k-block computed once (a tile's k-tile run twice, by two CTAs or by one,
+    # is wasted work even when only one of them is stored), and every element of C written, by
+    # one CTA (one store of each tile: a second would race the first, or overwrite it)
     if not out.violations and out.unknown is None and all(l.full_grid for l in model.launches):
+        twice = _computed_twice(rp, ex)
+        if twice:
+            out.violations.append(Violation("numeric", twice))
+            return out
         rb = _breaks(0, ex.m, [b[0] for b in boxes])
         cb = _breaks(0, ex.n, [b[1] for b in boxes])
         for r0, r1 in pairwise(rb):
             for c0, c1 in pairwise(cb):
-                if not any(
-                    r[0] <= r0 and r1 <= r[1] and q[0] <= c0 and c1 <= q[1] for r, q in boxes
-                ):
-                    out.violations.append(
-                        Violation(
-                            "numeric",
-                            f"C[{r0}:{r1}, {c0}:{c1}] of the {ex.m}x{ex.n}x{ex.k} GEMM is never "
-                            "written",
-                        )
+                writers = {
+                    cta
+                    for r, q, cta in boxes
+                    if r[0] <= r0 and r1 <= r[1] and q[0] <= c0 and c1 <= q[1]
+                }
+                if len(writers) == 1:
+                    continue
+                cell = f"C[{r0}:{r1}, {c0}:{c1}] of the {ex.m}x{ex.n}x{ex.k} GEMM"
+                out.violations.append(
+                    Violation(
+                        "numeric",
+                        f"{cell} is never written"
+                        if not writers
+                        else f"{cell} is stored by {len(writers)} CTAs "
+                        f"({', '.join(_cta(c) for c in sorted(writers))}): once is right",
                     )
-                    return out
+                )
+                return out
     return out
+
+
+def _cta(who: tuple[int, int]) -> str:
+    """A writing CTA as a message names it: launch 0's CTA c is "CTA c"."""
+    launch, cta = who
+    return f"CTA {cta}" if launch == 0 else f"CTA {cta} of launch {launch}"
+
+
+def _computed_twice(rp: Replay, ex: Expect) -> str | None:
+    """The first product of an A and a B k-block that the whole grid computed more than once (by
+    two CTAs, or by one actor twice), as the violation says it, or None."""
+    for term, actors in rp.computed.items():
+        ctas = sorted({(launch, rp.model.launches[launch].actors[a].cta) for launch, a in actors})
+        again = max(actors.values())
+        if len(ctas) > 1 or again > 1:
+            _, rows, cols, ka, _ = term
+            how = f"by {len(ctas)} CTAs" if len(ctas) > 1 else f"{again} times"
+            return (
+                f"A[{_span(rows)}] x B[{_span(cols)}] over k {_span(ka)} of the "
+                f"{ex.m}x{ex.n}x{ex.k} GEMM is computed {how} "
+                f"({', '.join(_cta(c) for c in ctas)}): each k-tile of a tile once is right"
+            )
+    return None

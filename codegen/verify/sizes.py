@@ -8,7 +8,8 @@ tiles, each with every k-tile count (a ring position after a tile depends on bot
 (CLC) scheduler gets t - 1 successful answers and then a failed one. Stream-K CTAs share
 tiles through global flags, so every CTA is modelled: the grid is capped at 2 to 4 CTAs (a device
 with that many SMs: the kernel splits the work by gridDim), besides the host's own grid for a
-few iterations.
+few iterations; the data-parallel + stream-K hybrid adds grids with whole data-parallel waves and
+split stream-K tiles after them, more tiles than twice the CTAs.
 """
 
 from __future__ import annotations
@@ -128,6 +129,17 @@ def cases(ks: KernelSource) -> list[Case]:
         rows, cols = (3, 2) if bool(ks.spec.get("swap_ab")) != weights else (2, 3)
         label = f"k=2 tiles={rows}x{cols} ctas<=3"
         out.append(Case(label, _problem(ks, rows, 2, cols, grid_cap=3), 2, 6))
+        if isinstance(sched, dict) and sched.get("data_parallel"):
+            # the data-parallel + stream-K hybrid: whole tiles in waves, then stream-K over the
+            # last full wave and the partial one (plan_common.stream_k_hybrid_units). Above, 5
+            # and 7 tiles on 2 CTAs have 1 and 2 data-parallel waves; here split stream-K tiles
+            # after 2 waves and after 1 wave of 3 CTAs, data-parallel alone (6 tiles on 3 CTAs),
+            # shares going around the ring, and a 3x3 grid of tiles (the persistent order's
+            # coordinates on both axes) with 3 waves of 2
+            for tiles, k, cap in ((7, 3, 2), (7, 2, 3), (6, 2, 3), (5, s + 1, 2)):
+                label = f"k={k} tiles={tiles} ctas<={cap}"
+                out.append(Case(label, _problem(ks, tiles, k, grid_cap=cap), k, tiles))
+            out.append(Case("k=2 tiles=3x3 ctas<=2", _problem(ks, 3, 2, 3, grid_cap=2), 2, 9))
         return out
     # every k-tile count with 1, 2 and 3 tiles for the first worker: where a ring position
     # depends on both (a ping-pong warpgroup skipping the other's k_tiles positions after its

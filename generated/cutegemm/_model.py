@@ -72,6 +72,11 @@ def _weight_bands(kern) -> bool:
     return getattr(kern, "sk_bands", "activations") == "weights"
 
 
+def _data_parallel(kern) -> bool:
+    """The data-parallel + stream-K hybrid (registry rows print sk_data_parallel only there)."""
+    return getattr(kern, "sk_data_parallel", False)
+
+
 def work(kern, m: int, n: int, k: int, sm_count: int) -> tuple[int, int, int]:
     """(rounds, iters, busy CTAs) of `kern` on (M, N, K) with `sm_count` SMs (see the module)."""
     tm, tn, tk = kern.tile
@@ -88,6 +93,14 @@ def work(kern, m: int, n: int, k: int, sm_count: int) -> tuple[int, int, int]:
         units = tiles * kern.splits
         rounds = _ceil(units, sm_count)
         return rounds, rounds * _ceil(k_tiles, kern.splits), min(units, sm_count)
+    if kern.scheduler == "stream_k" and _data_parallel(kern):
+        # whole tiles in the full waves but the last (all when the CTAs divide the tiles), then
+        # an equal share of the rest's k-tiles: its units a tail, whole tiles and a head
+        ctas = min(sm_count, tiles * k_tiles)
+        waves = tiles // ctas if tiles % ctas == 0 else max(tiles // ctas - 1, 0)
+        share = _ceil((tiles - waves * ctas) * k_tiles, ctas)
+        units = _ceil(share, k_tiles) + (1 if share % k_tiles else 0)
+        return waves + units, waves * k_tiles + share, ctas
     if kern.scheduler == "stream_k":
         total = tiles * k_tiles
         ctas = min(sm_count, total)
@@ -108,8 +121,9 @@ def weight_reads(kern, m: int, sm_count: int) -> int:
     band (its CTA groups each walk one row of tiles along the activations through every weight
     tile, out of step with the other groups): measured on the tune part, 128x192 stream-K at
     M = 256, N = 8192, K = 28672 ran 229 µs, where reading 470 MB of weights twice takes 226."""
-    if kern.scheduler != "stream_k" or _weight_bands(kern):
-        # bands along the weights: each weight tile is read by one group of CTAs
+    if kern.scheduler != "stream_k" or _weight_bands(kern) or _data_parallel(kern):
+        # bands along the weights: each weight tile is read by one group of CTAs; the hybrid
+        # walks the tiles in the persistent order, its stream-K part too
         return 1
     tm, tn, _ = kern.tile
     return max(1, min(_ceil(m, tn if kern.swap_ab else tm), sm_count))

@@ -38,6 +38,7 @@ import torch
 
 from . import KERNELS, Kernel
 from . import _runtime as rt
+from ._renames import KEPT, RENAMED
 
 CACHE_FORMAT = 1
 TOLERANCE = {"f16": 2e-3, "bf16": 1e-2, "f32": 2e-3}  # by output dtype; e4m3 in: bf16's at least
@@ -48,17 +49,26 @@ _MEMO: dict[str, dict] = {}  # cache file -> its entries, as last read or writte
 # ---- the cache ---------------------------------------------------------------------------------
 
 
-def cache_file(gpu: str) -> Path | None:
+def cache_file(gpu: str, names: Iterable[str] | None = None) -> Path | None:
     """Where this GPU's measurements live for this package's kernel set (None: caching is off).
-    The kernel set's digest is part of the name: a package with other kernels starts afresh."""
+    The kernel set's digest is part of the name: a package with other kernels starts afresh.
+    `names`: the file of that kernel set instead."""
     folder = rt._cache_dir()
     if folder is None:
         return None
-    digest = hashlib.sha256(
-        "|".join(sorted(k.name for k in KERNELS)).encode() + rt.DSL_VERSION.encode()
-    ).hexdigest()[:12]
+    names = [k.name for k in KERNELS] if names is None else names
+    digest = hashlib.sha256("|".join(sorted(names)).encode() + rt.DSL_VERSION.encode()).hexdigest()[
+        :12
+    ]
     slug = "".join(ch if ch.isalnum() else "-" for ch in gpu).strip("-").lower()
     return folder / "tuned" / f"{slug}-{digest}.json"
+
+
+def _before_rename(gpu: str) -> Path | None:
+    """The cache file of these kernels under the names they had before the rename
+    (cutegemm._renames): read, its names mapped, while this kernel set has no file of its own."""
+    new = {k.name for k in KERNELS}
+    return cache_file(gpu, (new - set(RENAMED.values())) | set(RENAMED) | set(KEPT))
 
 
 def _key(dtype: str, out_dtype: str, m: int, n: int, k: int) -> str:
@@ -66,6 +76,7 @@ def _key(dtype: str, out_dtype: str, m: int, n: int, k: int) -> str:
 
 
 def _read(path: Path) -> dict:
+    """A cache file's entries, each kernel under its current name; {} if none can be read."""
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -73,7 +84,21 @@ def _read(path: Path) -> dict:
     if not isinstance(doc, dict) or doc.get("format") != CACHE_FORMAT:
         return {}
     entries = doc.get("entries")
-    return entries if isinstance(entries, dict) else {}
+    if not isinstance(entries, dict):
+        return {}
+    for entry in entries.values():
+        if isinstance(entry, dict) and isinstance(entry.get("ranked"), list):
+            entry["ranked"] = [RENAMED.get(x, x) if isinstance(x, str) else x
+                               for x in entry["ranked"]]  # fmt: skip
+    return entries
+
+
+def _entries(gpu: str, path: Path) -> dict:
+    """This GPU's cache: its file, or before the first store the file of the old names."""
+    if path.exists():
+        return _read(path)
+    old = _before_rename(gpu)
+    return _read(old) if old is not None and old != path else {}
 
 
 def cached_order(gpu: str, dtype: str, out_dtype: str, m: int, n: int, k: int) -> tuple[str, ...]:
@@ -83,7 +108,7 @@ def cached_order(gpu: str, dtype: str, out_dtype: str, m: int, n: int, k: int) -
         return ()
     entries = _MEMO.get(str(path))
     if entries is None:
-        entries = _MEMO[str(path)] = _read(path)
+        entries = _MEMO[str(path)] = _entries(gpu, path)
     entry = entries.get(_key(dtype, out_dtype, m, n, k))
     names = {kern.name for kern in KERNELS}
     if not isinstance(entry, dict) or not isinstance(entry.get("ranked"), list):
@@ -109,7 +134,7 @@ def _store(gpu: str, new: dict[str, dict]) -> Path | None:
     if path is None:
         return None
     with _locked(path):
-        entries = _read(path)
+        entries = _entries(gpu, path)
         entries.update(new)
         doc = {"format": CACHE_FORMAT, "gpu": gpu, "dsl": rt.DSL_VERSION, "entries": entries}
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

@@ -26,6 +26,7 @@ import torch
 
 from . import DSL_VERSION, KERNELS, Kernel, _model
 from ._dispatch import MODELS, TABLES
+from ._renames import current
 
 # torch >= 2.9 hands tensors to TVM-FFI natively: its own torch extension (built on first import
 # otherwise) is not needed. Imported here, once, so a kernel's first call only loads its library.
@@ -489,6 +490,7 @@ def _store_library(fn, lib: Path, kern: Kernel) -> None:
 def precompile(arch: str, names: list[str] | None = None) -> list[Path]:
     """Fill the disk cache for `arch` ("sm_90a" or "sm_100a") without a GPU: cross-compile each
     kernel (all of that arch, or `names`) and link its shared library. Returns the libraries."""
+    names = None if names is None else [current(name) for name in names]
     out = []
     for kern in KERNELS:
         if kern.arch == arch and (names is None or kern.name in names):
@@ -713,7 +715,9 @@ def gemm_fn(name: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | 
     A row_sumsq kernel (Kernel.row_partials; with or without a function) also writes
     row_partials, a contiguous float32 CUDA tensor (row_partial_count(name, N), M): the partial
     sums of squares of D's rows, every element overwritten (gemm_sumsq allocates and adds them).
-    Eager only (not a torch op yet); every check raises GemmError before anything is launched."""
+    Eager only (not a torch op yet); every check raises GemmError before anything is launched.
+    A kernel's name from before the rename (cutegemm._renames) still works, with a warning."""
+    name = current(name)
     kern = next((k for k in KERNELS if k.name == name), None)
     if kern is None or (kern.fn is None and kern.row_partials is None):
         names = sorted(k.name for k in KERNELS if k.fn is not None or k.row_partials is not None)

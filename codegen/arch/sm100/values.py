@@ -431,10 +431,11 @@ def stream_k(spec: Spec) -> Sm100StreamK | None:
 
 def tile_order(spec: Spec) -> Sm100TileOrder | None:
     """The static tile order: the spec's raster and swizzle group (static persistent; a multicast
-    cluster walks cluster tiles), or along M without swizzle (split-K, both reduces)."""
+    cluster walks cluster tiles), or along M without swizzle (split-K, both reduces, and the
+    data-parallel + stream-K hybrid: the persistent scheduler's default order)."""
     if isinstance(spec.scheduler, PersistentScheduler):
         fast, group = spec.scheduler.raster, spec.scheduler.group
-    elif isinstance(spec.scheduler, SplitKScheduler):
+    elif isinstance(spec.scheduler, SplitKScheduler) or shared.streamk_data_parallel(spec):
         fast, group = "m", 1
     else:
         return None

@@ -4,9 +4,10 @@
 
 The partials are chosen here (:func:`partials`), one per family: ``cluster/`` (single,
 multicast), ``consumer/`` (cooperative, pingpong), ``scheduler/`` (grid, persistent, split_k,
-split_k_separate, stream_k), ``reduce/`` (none, cluster, separate, stream_k) and ``epilogue/``
-(direct, tma, partial); the mainloop is the skeleton's own. README.md's "Template families" says
-why the families are cut this way on both architectures.
+split_k_separate, stream_k, stream_k_dp: the data-parallel + stream-K hybrid), ``reduce/`` (none,
+cluster, separate, stream_k) and ``epilogue/`` (direct, tma, partial); the mainloop is the
+skeleton's own. README.md's "Template families" says why the families are cut this way on both
+architectures.
 
 The values are one frozen :class:`Sm90Values` of frozen groups of required fields, each built
 directly by one function: one per concern every kernel has (the wgmma atoms, the warpgroups, the
@@ -400,7 +401,10 @@ def partial_store(spec: Spec) -> PartialStore | None:
 
 
 def tile_order(spec: Spec) -> TileOrder | None:
-    """The persistent scheduler's raster and swizzle group."""
+    """The persistent scheduler's raster and swizzle group; the data-parallel + stream-K hybrid
+    walks the persistent scheduler's default order (along M, no swizzle)."""
+    if shared.streamk_data_parallel(spec):
+        return TileOrder(fast="m", slow="n", group=1)
     if not isinstance(spec.scheduler, PersistentScheduler):
         return None
     raster = spec.scheduler.raster
@@ -486,6 +490,13 @@ def scheduler_kind(spec: Spec) -> str:
     return "split_k_separate" if shared.is_split_k_separate(spec) else spec.scheduler.kind
 
 
+def scheduler_partial(spec: Spec) -> str:
+    """The scheduler partial: its kind's, and the data-parallel + stream-K hybrid's own (a unit
+    loop over whole tiles, then the stream-K share); the hybrid keeps stream-K's reduction."""
+    kind = scheduler_kind(spec)
+    return f"sm90/scheduler/{kind}{'_dp' if shared.streamk_data_parallel(spec) else ''}.py.j2"
+
+
 def partials(spec: Spec) -> dict[str, str]:
     """One partial per family (templates/sm90/<family>/), chosen here and nowhere else: the
     skeleton imports each by its ``<family>_partial`` name. Split-K reduce = "separate" has its
@@ -498,7 +509,7 @@ def partials(spec: Spec) -> dict[str, str]:
         "consumer_partial": (
             f"sm90/consumer/{'pingpong' if rules_sm90.is_pingpong(spec) else 'cooperative'}.py.j2"
         ),
-        "scheduler_partial": f"sm90/scheduler/{scheduler_kind(spec)}.py.j2",
+        "scheduler_partial": scheduler_partial(spec),
         "reduce_partial": f"sm90/reduce/{shared.reduce_kind(spec)}.py.j2",
         "epilogue_partial": (
             "sm90/epilogue/partial.py.j2"
