@@ -36,12 +36,9 @@ PRIORS = {
 @functools.cache
 def model_module() -> types.ModuleType:
     """templates/package/model.py.j2 as a module (it is plain Python)."""
-    from codegen.render import TEMPLATES
+    from codegen.render import package_module
 
-    path = TEMPLATES / "package" / "model.py.j2"
-    module = types.ModuleType("cutegemm_model")
-    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), module.__dict__)  # noqa: S102
-    return module
+    return package_module("model.py.j2", "cutegemm_model")
 
 
 def kernel_view(row: dict) -> types.SimpleNamespace:

@@ -21,7 +21,6 @@ import math
 import statistics
 import time
 import tomllib
-import types
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -262,12 +261,9 @@ class Measured:
 def renames() -> dict[str, str]:
     """Old kernel name -> new name: the package's rename table (templates/package/_renames.py,
     cutegemm._renames), which maps the names of the kept sweeps measured before the rename."""
-    from codegen.render import TEMPLATES
+    from codegen.render import package_module
 
-    path = TEMPLATES / "package" / "_renames.py"
-    module = types.ModuleType("cutegemm_renames")
-    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), module.__dict__)  # noqa: S102
-    return dict(module.RENAMED)
+    return dict(package_module("_renames.py", "cutegemm_renames").RENAMED)
 
 
 def _lines(path: Path) -> list[str]:

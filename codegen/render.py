@@ -21,6 +21,7 @@ import pprint
 import signal
 import subprocess
 import textwrap
+import types
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -46,6 +47,17 @@ def _templates() -> Path:
 
 
 TEMPLATES = _templates()
+
+
+def package_module(filename: str, name: str) -> types.ModuleType:
+    """A plain-Python file of templates/package/ (render copies it into the package as it is)
+    run as module `name`, for codegen's own use on the CPU (the cost model, the rename table)."""
+    path = TEMPLATES / "package" / filename
+    module = types.ModuleType(name)
+    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), module.__dict__)  # noqa: S102
+    return module
+
+
 MANIFEST = "MANIFEST"
 LINE_LENGTH = 100
 FORMAT_ARGS = (
