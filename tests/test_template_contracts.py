@@ -30,16 +30,29 @@ def macros(env: jinja2.Environment, source: str) -> dict[str, tuple[tuple[str, .
     return {m.name: _signature(m) for m in env.parse(source).find_all(nodes.Macro)}
 
 
-def contract_violations(env: jinja2.Environment, sources: dict[str, str]) -> list[str]:
+def contract_macros(
+    env: jinja2.Environment, path: str, sources: dict[str, str]
+) -> dict[str, tuple[tuple[str, ...], int]]:
+    """A contract's macros; a contract that only `{% extends %}` another keeps that one's."""
+    parent = next(env.parse(sources[path]).find_all(nodes.Extends), None)
+    if parent is not None and isinstance(parent.template, nodes.Const):
+        return contract_macros(env, parent.template.value, sources)
+    return macros(env, sources[path])
+
+
+def contract_violations(
+    env: jinja2.Environment, sources: dict[str, str], tree: dict[str, str] | None = None
+) -> list[str]:
     """What breaks a contract in `sources` (template path -> text), one line per problem.
 
     Families are the folders holding a _contract.py.j2; their partials are the other .j2 files
-    there whose names do not start with `_`.
+    there whose names do not start with `_`. A contract that extends another is looked up in
+    `tree` (all templates; default `sources`).
     """
     problems = []
     for contract_path in sorted(p for p in sources if p.endswith("/" + CONTRACT)):
         folder = contract_path.rsplit("/", 1)[0]
-        contract = macros(env, sources[contract_path])
+        contract = contract_macros(env, contract_path, tree or sources)
         if not contract:
             problems.append(f"{contract_path}: defines no macro")
         partials = sorted(
@@ -101,7 +114,7 @@ def skeleton_violations(
             family = families.get(node.node.name)
             if family is None:
                 continue
-            contract = macros(env, sources[f"{family}/{CONTRACT}"])
+            contract = contract_macros(env, f"{family}/{CONTRACT}", sources)
             if node.attr not in contract:
                 problems.append(f"{skeleton}: calls {node.node.name}.{node.attr}, not in {family}")
     return problems
@@ -139,18 +152,19 @@ def test_both_arches_cut_the_same_families() -> None:
 
 
 def test_sm100_reduce_keeps_the_scheduler_contract() -> None:
-    """An sm_100a reduce partial is imported in the scheduler's place: the same hooks."""
+    """An sm_100a reduce partial is imported in the scheduler's place: the same hooks (its
+    contract extends the scheduler's)."""
     env, sources = _env(), _tree_sources()
-    assert macros(env, sources["sm100/reduce/" + CONTRACT]) == macros(
-        env, sources["sm100/scheduler/" + CONTRACT]
-    )
+    reduce = contract_macros(env, "sm100/reduce/" + CONTRACT, sources)
+    assert reduce and reduce == macros(env, sources["sm100/scheduler/" + CONTRACT])
 
 
 @pytest.mark.parametrize("contract", CONTRACTS)
 def test_family_keeps_its_contract(contract: str) -> None:
     folder = contract.rsplit("/", 1)[0]
-    sources = {p: s for p, s in _tree_sources().items() if p.rsplit("/", 1)[0] == folder}
-    problems = contract_violations(_env(), sources)
+    tree = _tree_sources()
+    sources = {p: s for p, s in tree.items() if p.rsplit("/", 1)[0] == folder}
+    problems = contract_violations(_env(), sources, tree)
     assert not problems, "\n".join(problems)
 
 

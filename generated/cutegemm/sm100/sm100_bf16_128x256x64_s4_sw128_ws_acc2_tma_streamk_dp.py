@@ -525,8 +525,7 @@ def gemm_kernel(
     dp_units, sk_cta0, sk_ctas, sk_iter0, sk_iters, it_begin, it_end = hybrid_share(
         bidx, gdimx, num_tiles, k_tiles
     )
-    # its stream-K units: tiles first_tile .. last_tile (none when the waves took every tile;
-    # K = 0: no iteration, and no division by zero)
+    # its stream-K tiles first_tile .. last_tile (none if the waves took all; K = 0: none)
     first_tile = cutlass.Int32(it_begin // cutlass.max(k_tiles, 1))
     last_tile = cutlass.Int32((it_end - 1) // cutlass.max(k_tiles, 1))
     units = dp_units + last_tile + 1 - first_tile
@@ -564,7 +563,6 @@ def gemm_kernel(
         mma(tiled_mma, acc, tCrA, tCrB, ring, acc_ring, schedule)
     elif warp_idx >= EPILOGUE_WARP:
         # ---- 4. epilogue (warps 2-5), per unit ---------------------------------------------------
-        slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
         epilogue(acc, tCgC, tidx, acc_ring, schedule, fixup, c_store)
 
     # ---- 5. teardown: the allocating warp frees TMEM once every warp has read it ----------------

@@ -543,7 +543,6 @@ def gemm_kernel(
         mma(tiled_mma, acc, tCrA, tCrB, ring, acc_ring, schedule)
     elif warp_idx >= EPILOGUE_WARP:
         # ---- 4. epilogue (warps 2-5), per unit ---------------------------------------------------
-        slot, slot_phase = cutlass.Int32(0), cutlass.Int32(0)
         epilogue(acc, tCgC, tidx, acc_ring, schedule, fixup, c_store)
 
     # ---- 5. teardown: the allocating warp frees TMEM once every warp has read it ----------------

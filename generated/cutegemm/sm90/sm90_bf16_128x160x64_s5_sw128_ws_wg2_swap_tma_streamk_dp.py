@@ -314,8 +314,7 @@ def tile_schedule(shape, k_tiles, cluster_id, num_clusters):
     dp_units, sk_cta0, sk_ctas, sk_iter0, sk_iters, it_begin, it_end = hybrid_share(
         cluster_id, num_clusters, num_cluster_tiles, k_tiles
     )
-    # its stream-K units: tiles first_tile .. last_tile (none when the waves took every tile;
-    # K = 0: no iteration, and no division by zero)
+    # its stream-K tiles first_tile .. last_tile (none if the waves took all; K = 0: none)
     first_tile = cutlass.Int32(it_begin // cutlass.max(k_tiles, 1))
     last_tile = cutlass.Int32((it_end - 1) // cutlass.max(k_tiles, 1))
     units = dp_units + last_tile + 1 - first_tile
