@@ -13,6 +13,7 @@ Workspaces (split-K, stream-K) are allocated by this module once per device and 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.util
@@ -579,6 +580,15 @@ def _autotune_now(gpu: str, cls: tuple, m: int, n: int, k: int) -> bool:
     )
 
 
+def _on_device(dev: torch.device) -> contextlib.AbstractContextManager:
+    """The operands' GPU as the current device for a launch: a kernel launches on the current
+    device (and on that device's current stream), which on a host of several GPUs need not be
+    the one the tensors live on; nothing to do where it already is."""
+    if dev.index == torch.cuda.current_device():
+        return contextlib.nullcontext()
+    return torch.cuda.device(dev)
+
+
 def _workspace(kern: Kernel, device: torch.device) -> torch.Tensor:
     stream = torch.cuda.current_stream(device).cuda_stream
     key = (kern.name, device.index, stream)
@@ -652,20 +662,19 @@ def _eager(a, b, out, bias, alpha, beta, activation, out_dtype) -> torch.Tensor:
             " (a and b may instead be the transpose of such a tensor, e.g. b = w.t(), where a "
             "kernel takes that layout)"
         )
-    if bias is not None:
-        if bias.device != dev or bias.dtype != odt or bias.stride(0) != 1 or bias.data_ptr() % 16:
-            raise GemmError(
-                f"bias must be a contiguous {odt} tensor on {dev} with a 16-byte aligned base, "
-                f"got {bias.dtype} on {bias.device}"
-            )
+    if bias is not None and (
+        bias.device != dev or bias.dtype != odt or bias.stride(0) != 1 or bias.data_ptr() % 16
+    ):
+        raise GemmError(
+            f"bias must be a contiguous {odt} tensor on {dev} with a 16-byte aligned base, "
+            f"got {bias.dtype} on {bias.device}"
+        )
+    args = (a, b, out) if bias is None else (a, b, out, bias)
+    with _on_device(dev):
         if kern.workspace_elems:
-            fn(a, b, out, bias, _workspace(kern, dev), *scalars)
+            fn(*args, _workspace(kern, dev), *scalars)
         else:
-            fn(a, b, out, bias, *scalars)
-    elif kern.workspace_elems:
-        fn(a, b, out, _workspace(kern, dev), *scalars)
-    else:
-        fn(a, b, out, *scalars)
+            fn(*args, *scalars)
     return out
 
 
@@ -805,7 +814,8 @@ def gemm_fn(name: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | 
         raise GemmError(f"out must be a contiguous ({m}, {n_out}) {odt} tensor on {dev}")
     if m and n:
         extra = [] if row_partials is None else [row_partials]
-        _launch_fn(kern, _compiled(kern, arch, dev.index), a, b, out, values + extra)
+        with _on_device(dev):
+            _launch_fn(kern, _compiled(kern, arch, dev.index), a, b, out, values + extra)
     elif row_partials is not None:
         row_partials.zero_()  # N = 0: every row's sum of squares is 0
     return out
@@ -1066,7 +1076,8 @@ def _eager_fn(a, b, out, fn: str, values: list, out_dtype) -> torch.Tensor:
             f"{tuple(out.shape)} on {out.device}"
         )
     if m and n:
-        _launch_fn(kern, compiled, a, b, out, [_one(dev) if v is None else v for v in values])
+        with _on_device(dev):
+            _launch_fn(kern, compiled, a, b, out, [_one(dev) if v is None else v for v in values])
     return out
 
 
