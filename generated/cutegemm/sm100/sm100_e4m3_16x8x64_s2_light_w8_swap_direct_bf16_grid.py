@@ -83,6 +83,9 @@ STAGES = 2
 # one mma.sync: MMA_ROWS rows of B (its M) x MMA_TOKENS tokens (its N); ACC_VALUES f32 per lane,
 # lane l holding rows l // 4 (+ 8) and tokens 2 (l % 4) (+ 1); LANE_QUARTERS lanes share a row
 MMA_ROWS, MMA_TOKENS, ACC_VALUES, LANE_QUARTERS = 16, 8, 4, 4
+# a lane's rows of B: ROW_HALVES 8-row halves (rows g, g + 8); along K a fragment holds K_HALVES
+# registers of PAIR elements, and one k-step (VEC elements) feeds K_MMAS mma.sync in turn
+ROW_HALVES, K_HALVES, K_MMAS = 2, 2, 2
 ROW_GROUPS = 1  # 16-row groups of B: the mma.sync M
 TOKEN_GROUPS = 1  # 8-token groups of A: the mma.sync N
 WARPS = 8  # warps per CTA; warp w takes k-steps w, w + WARPS, ...
@@ -109,7 +112,7 @@ def load_step(
     """One k-step of this lane into registers: 16 bytes at vector kv of rows g, g + 8 of each row
     group of B and of token g of each token group of A; zeros when kv lies past K."""
     for rg in cutlass.range_constexpr(ROW_GROUPS):
-        for half in cutlass.range_constexpr(2):  # rows g and g + 8
+        for half in cutlass.range_constexpr(ROW_HALVES):  # rows g and g + 8
             if live:
                 b_regs[None, half, rg].store(
                     vB[(None, (rows[half, rg], kv))].load().reshape((VEC,))
@@ -135,19 +138,21 @@ def mma_step(
 ):
     """The two mma.sync of one k-step per (row group, token group). Lane q's VEC elements are,
     in order, (MMA kb, K half kh, element e of a register): element e + PAIR * (rows half) +
-    2 * PAIR * kh of MMA kb's B-rows fragment and e + PAIR * kh of its token fragment."""
-    for kb in cutlass.range_constexpr(2):
+    ROW_HALVES * PAIR * kh of MMA kb's B-rows fragment and e + PAIR * kh of its token fragment."""
+    for kb in cutlass.range_constexpr(K_MMAS):
         for rg in cutlass.range_constexpr(ROW_GROUPS):
-            for kh in cutlass.range_constexpr(2):
-                for half in cutlass.range_constexpr(2):
+            for kh in cutlass.range_constexpr(K_HALVES):
+                for half in cutlass.range_constexpr(ROW_HALVES):
                     for e in cutlass.range_constexpr(PAIR):
-                        frag_b[e + PAIR * half + 2 * PAIR * kh, 0, 0] = b_regs[
-                            2 * PAIR * kb + PAIR * kh + e, half, rg
+                        frag_b[e + PAIR * half + ROW_HALVES * PAIR * kh, 0, 0] = b_regs[
+                            K_HALVES * PAIR * kb + PAIR * kh + e, half, rg
                         ]
             for tg in cutlass.range_constexpr(TOKEN_GROUPS):
-                for kh in cutlass.range_constexpr(2):
+                for kh in cutlass.range_constexpr(K_HALVES):
                     for e in cutlass.range_constexpr(PAIR):
-                        frag_a[e + PAIR * kh, 0, 0] = a_regs[2 * PAIR * kb + PAIR * kh + e, tg]
+                        frag_a[e + PAIR * kh, 0, 0] = a_regs[
+                            K_HALVES * PAIR * kb + PAIR * kh + e, tg
+                        ]
                 for v in cutlass.range_constexpr(ACC_VALUES):
                     frag_c[v, 0, 0] = acc[v, rg, tg]
                 cute.gemm(tiled_mma, frag_c, frag_b, frag_a, frag_c)
@@ -170,9 +175,9 @@ def gemm_kernel(tiled_mma: cute.TiledMma, mA: cute.Tensor, mB: cute.Tensor, mC: 
     vA = cute.zipped_divide(mA, (1, VEC))
     vB = cute.zipped_divide(mB, (1, VEC))
     # (rows half, row groups): rows g and g + 8 of each 16-row group, past N clamped to the last
-    rows = cute.make_rmem_tensor((2, ROW_GROUPS), cutlass.Int32)
+    rows = cute.make_rmem_tensor((ROW_HALVES, ROW_GROUPS), cutlass.Int32)
     for rg in cutlass.range_constexpr(ROW_GROUPS):
-        for half in cutlass.range_constexpr(2):
+        for half in cutlass.range_constexpr(ROW_HALVES):
             rows[half, rg] = cutlass.min(
                 tile_n * TILER[0] + rg * MMA_ROWS + half * 8 + g, n_size - 1
             )
@@ -184,11 +189,11 @@ def gemm_kernel(tiled_mma: cute.TiledMma, mA: cute.Tensor, mB: cute.Tensor, mC: 
     acc = cute.make_rmem_tensor((ACC_VALUES, ROW_GROUPS, TOKEN_GROUPS), ACC_DTYPE)
     acc.fill(0.0)
     # (VEC, rows half, row groups, STAGES) and (VEC, token groups, STAGES): loaded k-steps
-    b_regs = cute.make_rmem_tensor((VEC, 2, ROW_GROUPS, STAGES), IO_DTYPE)
+    b_regs = cute.make_rmem_tensor((VEC, ROW_HALVES, ROW_GROUPS, STAGES), IO_DTYPE)
     a_regs = cute.make_rmem_tensor((VEC, TOKEN_GROUPS, STAGES), IO_DTYPE)
     # one mma.sync: (V, M, K) rows of B, (V, N, K) tokens, (V, M, N) accumulator
-    frag_b = cute.make_rmem_tensor((4 * PAIR, 1, 1), IO_DTYPE)
-    frag_a = cute.make_rmem_tensor((2 * PAIR, 1, 1), IO_DTYPE)
+    frag_b = cute.make_rmem_tensor((ROW_HALVES * K_HALVES * PAIR, 1, 1), IO_DTYPE)
+    frag_a = cute.make_rmem_tensor((K_HALVES * PAIR, 1, 1), IO_DTYPE)
     frag_c = cute.make_rmem_tensor((ACC_VALUES, 1, 1), ACC_DTYPE)
 
     # ---- 2. k-loop: STAGES k-steps loaded, then multiplied ---------------------------------------

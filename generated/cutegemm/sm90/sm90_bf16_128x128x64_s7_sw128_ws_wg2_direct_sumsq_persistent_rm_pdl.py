@@ -288,12 +288,12 @@ def consumers(tiled_mma, sA, sB, ring, storage, tidx, warp_idx, wg_idx, work, mC
         sq_rows_left = M - tile_m * TILER[0]
         sq_cols_left = N - tile_n * TILER[1]
         for mm in cutlass.range_constexpr(cute.size(acc, mode=[1])):
-            for h in cutlass.range_constexpr(2):
+            for h in cutlass.range_constexpr(cute.size(acc, mode=[0, 1])):
                 # one row of the tile
                 ssq = ACC_DTYPE(0.0)
                 for nn in cutlass.range_constexpr(cute.size(acc, mode=[2])):
                     for cg in cutlass.range_constexpr(cute.size(acc, mode=[0, 2])):
-                        for p in cutlass.range_constexpr(2):
+                        for p in cutlass.range_constexpr(cute.size(acc, mode=[0, 0])):
                             if tCcS[((p, h, cg), mm, nn)][1] < sq_cols_left:
                                 ssq += acc[((p, h, cg), mm, nn)] * acc[((p, h, cg), mm, nn)]
                 ssq += cute.arch.shuffle_sync_bfly(ssq, offset=1)

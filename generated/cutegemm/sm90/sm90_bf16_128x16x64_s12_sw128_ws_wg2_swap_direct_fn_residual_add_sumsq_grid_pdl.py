@@ -334,11 +334,11 @@ def consumers(
         sq_warp = ctidx // 32  # this warp's partial among the tile's ROW_PARTIALS_PER_TILE
         for nn in cutlass.range_constexpr(cute.size(acc, mode=[2])):
             for cg in cutlass.range_constexpr(cute.size(acc, mode=[0, 2])):
-                for p in cutlass.range_constexpr(2):
+                for p in cutlass.range_constexpr(cute.size(acc, mode=[0, 0])):
                     # one column of C^T: a row of C
                     ssq = ACC_DTYPE(0.0)
                     for mm in cutlass.range_constexpr(cute.size(acc, mode=[1])):
-                        for h in cutlass.range_constexpr(2):
+                        for h in cutlass.range_constexpr(cute.size(acc, mode=[0, 1])):
                             # rows of C^T past its M are the user's columns past N
                             if tCcS[((p, h, cg), mm, nn)][0] < sq_rows_left:
                                 ssq += acc[((p, h, cg), mm, nn)] * acc[((p, h, cg), mm, nn)]
