@@ -165,6 +165,115 @@ def test_mutation_table_markdown() -> None:
     text = mut.markdown([res])
     assert text.splitlines()[0].startswith("| mutation | bug |")
     assert f"| {m.name} | {m.bug} | {m.template} | 1 | 1 | deadlock |" in text
+    # a hit whose mutant is the same program is listed as not applicable, not as a miss
+    res.hits.append(mut.Hit("k2", False, same="the same program with EPI_CHUNKS = 1"))
+    assert res.ok and not res.missed
+    assert "| 2 | 1 | deadlock; not applicable in k2: the same program with EPI_CHUNKS = 1 |" in (
+        mut.markdown([res])
+    )
+    # ... and a mutation that is the same program in every kernel it changes seeds nothing
+    assert not mut.MutationResult(m, [res.hits[1]]).ok
+
+
+# a loop over the epilogue's chunks releasing the accumulator slot after the chunk `last`
+CHUNKS_SRC = """\
+EPI_CHUNKS = {chunks}
+LAST = EPI_CHUNKS - 1
+
+
+def drain(release):
+    for i in range(EPI_CHUNKS):
+        if i == {last}:  # the last load
+            release(i)
+"""
+
+
+@pytest.mark.parametrize(
+    "chunks, last, same",
+    [
+        (1, "EPI_CHUNKS - 1", "the same program with EPI_CHUNKS = 1"),
+        (1, "LAST", "the same program with LAST = 0"),
+        (1, "-(1 - EPI_CHUNKS)", "the same program with EPI_CHUNKS = 1"),
+        (2, "EPI_CHUNKS - 1", ""),
+        (2, "LAST", ""),
+        (1, "0", "the same syntax tree (only comments or layout changed)"),
+    ],
+)
+def test_same_program_folds_constants(chunks: int, last: str, same: str) -> None:
+    original = CHUNKS_SRC.format(chunks=chunks, last=last)
+    mutant = CHUNKS_SRC.format(chunks=chunks, last="0").replace("the last", "the first")
+    assert mut.same_program(original, mutant) == same
+
+
+@pytest.mark.parametrize(
+    "rebind",
+    [
+        "EPI_CHUNKS = 2\n",  # assigned twice: not a constant
+        "def f(EPI_CHUNKS):\n    return EPI_CHUNKS\n",  # a parameter shadows it
+        "for EPI_CHUNKS in range(3):\n    pass\n",
+        "def g():\n    global EPI_CHUNKS\n",
+        "from math import tau as EPI_CHUNKS\n",
+    ],
+)
+def test_same_program_needs_constants(rebind: str) -> None:
+    """A name bound anywhere else is no constant: the mutant is not claimed to be the same."""
+    original = CHUNKS_SRC.format(chunks=1, last="EPI_CHUNKS - 1") + rebind
+    mutant = CHUNKS_SRC.format(chunks=1, last="0") + rebind
+    assert mut.same_program(original, mutant) == ""
+
+
+def test_same_program_not_for_changed_constants() -> None:
+    """A mutation of a constant's value is a different program, however it is spelled."""
+    original = CHUNKS_SRC.format(chunks=2, last="EPI_CHUNKS - 1")
+    assert mut.same_program(original, original.replace("EPI_CHUNKS = 2", "EPI_CHUNKS = 1")) == ""
+    assert mut.same_program(original, original.replace("i == EPI", "i == 1 + EPI")) == ""
+
+
+EARLY_ACC = next(m for m in mut.CATALOGUE if m.name == "sm100-early-acc-release")
+ONE_EPI_STEP = re.compile(r"^EPI_(CHUNKS|SUBTILES) = 1\b", re.MULTILINE)
+# kernels of one direct-epilogue chunk (tile N 32 or 64: a chunk is up to 64 columns) that the
+# mutation's old benign name pattern (tile N = 16) left out: they were reported as misses
+ONE_CHUNK = [
+    "sm100_bf16_128x32x64_s11_sw128_ws_acc2_direct_streamk",
+    "sm100_bf16_128x32x64_s8_sw128_ws_swap_direct_splitk2",
+    "sm100_bf16_64x32x64_s18_sw128_ws_swap_direct_persistent_rm",
+    "sm100_bf16_128x64x64_s9_sw128_ws_direct_biascol_splitk4_sep",
+    "sm100_f16_128x64x64_s8_sw128_ws_acc2_direct_splitk4_mc32",
+]
+
+
+def test_early_acc_release_same_program_in_one_step_epilogues(renderer: mut.Renderer) -> None:
+    """The early TMEM-slot release (`if i == 0:` for `if i == EPI_CHUNKS - 1:`, or
+    EPI_SUBTILES) changes nothing in a kernel whose epilogue takes one step: exactly those hits
+    are the same program; every other is a real mutant."""
+    hits = renderer.hits(EARLY_ACC)
+    same = {}
+    for spec, text in hits:
+        original = renderer.original(spec)
+        why = mut.same_program(original, text)
+        assert bool(why) == bool(ONE_EPI_STEP.search(original)), spec.name
+        if why:
+            same[spec.name] = why
+    assert set(ONE_CHUNK) <= same.keys()
+    assert set(same.values()) == {
+        "the same program with EPI_CHUNKS = 1",
+        "the same program with EPI_SUBTILES = 1",
+    }
+    assert len(same) < len(hits)
+
+
+def test_early_acc_release_one_chunk_not_a_miss(renderer: mut.Renderer) -> None:
+    """Run on a one-chunk kernel and a four-chunk one: the first is not applicable (and not
+    verified), the second is detected (the slot is overwritten while later chunks read it)."""
+    names = {ONE_CHUNK[0], "sm100_bf16_128x128x64_s7_sw128_ws_direct_streamk"}
+    sub = mut.Renderer([s for s in renderer.specs if s.name in names])
+    (result,) = mut.run([EARLY_ACC], renderer=sub)
+    assert result.ok, mut.markdown([result])
+    by_name = {h.spec: h for h in result.hits}
+    assert by_name.keys() == names
+    assert by_name[ONE_CHUNK[0]].same == "the same program with EPI_CHUNKS = 1"
+    four = by_name["sm100_bf16_128x128x64_s7_sw128_ws_direct_streamk"]
+    assert four.detected and not four.same and "buffer-race" in four.new
 
 
 # -- the partial-order checker against explicit-state exploration -------------------------------

@@ -5,11 +5,19 @@ changes; each hit is rendered (without black: same AST) and verified, and the mu
 *detected* in a hit when verify reports a violation the unmutated kernel does not have (kernels
 with a known finding, such as the missing producer tail of single-CTA sm100 kernels, keep
 failing for that reason; only new violations count).
+
+A hit whose mutant is the unmutated program once the module's constants are folded (`same_program`:
+`if i == EPI_CHUNKS - 1:` made `if i == 0:` in a kernel of EPI_CHUNKS = 1) seeds no bug there: it
+is reported as not applicable, with the constants that make it so, and not verified.
 """
 
 from __future__ import annotations
 
+import ast
+import difflib
+import operator
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -153,11 +161,12 @@ CATALOGUE: tuple[Mutation, ...] = (
         "sm100-early-acc-release",
         "early slot release",
         "sm100/cluster/single.py.j2",
+        # the epilogue hands the slot back after its first TMEM load, not its last. A kernel of
+        # one epilogue chunk or sub-tile (EPI_CHUNKS or EPI_SUBTILES = 1: a direct epilogue of
+        # tile N <= 64, a TMA-store epilogue of tile N = 64) is the same program: not applicable
+        # there (same_program), not a miss
         "        if i == {{ last }}:",
         "        if i == 0:",
-        benign=r"_128x16x|^sm100_bf16_128x64x64_s8_sw128_ws_swap_bmn_",
-        benign_why="one epilogue sub-tile or chunk (EPI_SUBTILES or EPI_CHUNKS = 1, e.g. tile N = "
-        "16): its first TMEM load is its last",
     ),
     Mutation(
         "sm90-early-stage-release",
@@ -456,6 +465,8 @@ class Hit:
     new: list[str] = field(default_factory=list)  # new violated properties
     status: str = ""
     benign: bool = False  # the mutation is harmless in this kernel (Mutation.benign)
+    # why the mutant is the unmutated program (same_program): nothing seeded, nothing verified
+    same: str = ""
 
 
 @dataclass
@@ -470,11 +481,154 @@ class MutationResult:
 
     @property
     def missed(self) -> list[str]:
-        return [h.spec for h in self.hits if not h.detected and not h.benign]
+        return [h.spec for h in self.hits if not h.detected and not h.benign and not h.same]
+
+    @property
+    def applicable(self) -> list[Hit]:
+        """The hits where the mutant is another program (the others seed no bug)."""
+        return [h for h in self.hits if not h.same]
 
     @property
     def ok(self) -> bool:
-        return self.error is None and bool(self.hits) and not self.missed
+        return self.error is None and bool(self.applicable) and not self.missed
+
+
+# -- the same program once the module's constants are folded ------------------------------------
+
+_BINOPS: dict[type, Callable] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift,
+    ast.BitOr: operator.or_,
+    ast.BitAnd: operator.and_,
+    ast.BitXor: operator.xor,
+}
+_UNARYOPS: dict[type, Callable] = {
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+    ast.Invert: operator.invert,
+    ast.Not: operator.not_,
+}
+_NUMBER = (int, float, bool)
+
+
+class _Fold(ast.NodeTransformer):
+    """Replaces each read of a constant by its value and folds arithmetic on numbers."""
+
+    def __init__(self, consts: dict[str, object]):
+        self.consts = consts
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if isinstance(node.ctx, ast.Load) and node.id in self.consts:
+            return ast.copy_location(ast.Constant(self.consts[node.id]), node)
+        return node
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        op = _BINOPS.get(type(node.op))
+        left, right = node.left, node.right
+        if (
+            op is not None
+            and isinstance(left, ast.Constant)
+            and isinstance(right, ast.Constant)
+            and isinstance(left.value, _NUMBER)
+            and isinstance(right.value, _NUMBER)
+            and not (isinstance(node.op, ast.LShift) and right.value > 64)  # no huge numbers
+        ):
+            try:
+                return ast.copy_location(ast.Constant(op(left.value, right.value)), node)
+            except (ArithmeticError, ValueError):
+                pass
+        return node
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        self.generic_visit(node)
+        op = _UNARYOPS.get(type(node.op))
+        if (
+            op is not None
+            and isinstance(node.operand, ast.Constant)
+            and isinstance(node.operand.value, _NUMBER)
+        ):
+            return ast.copy_location(ast.Constant(op(node.operand.value)), node)
+        return node
+
+
+def _bound_names(tree: ast.Module) -> Counter:
+    """How often each name is bound anywhere in the module (assignment and loop targets,
+    parameters, definitions, imports, except and match captures)."""
+    bound: Counter = Counter()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bound[node.id] += 1
+        elif isinstance(node, ast.arg):
+            bound[node.arg] += 1
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound[node.name] += 1
+        elif isinstance(node, ast.alias):
+            bound[(node.asname or node.name).split(".")[0]] += 1
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for n in node.names:
+                bound[n] += 2  # rebound from inside a function
+        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+            bound[node.name] += 1
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bound[node.rest] += 1
+    return bound
+
+
+def module_constants(tree: ast.Module) -> dict[str, object]:
+    """The module's constants: names bound once in the whole file, by a module-level assignment
+    whose value folds to a number from the constants before it (EPI_CHUNKS = 1,
+    PERSISTENT_WARPS = EPI_WARP0 + EPILOGUE_WARPS)."""
+    once = {name for name, n in _bound_names(tree).items() if n == 1}
+    consts: dict[str, object] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target, value = stmt.targets[0], stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            target, value = stmt.target, stmt.value
+        else:
+            continue
+        if not isinstance(target, ast.Name) or target.id not in once:
+            continue
+        folded = _Fold(consts).visit(value)
+        if isinstance(folded, ast.Constant) and isinstance(folded.value, _NUMBER):
+            consts[target.id] = folded.value
+    return consts
+
+
+def _folded(tree: ast.Module) -> str:
+    return ast.dump(_Fold(module_constants(tree)).visit(tree))
+
+
+def same_program(original: str, mutant: str) -> str:
+    """Why `mutant` is the program `original` is (empty if it is not shown to be): with each
+    file's constants folded (module_constants) both parse to the same syntax tree, so the mutation
+    changed only how a value is spelled, e.g. `if i == EPI_CHUNKS - 1:` made `if i == 0:` where
+    EPI_CHUNKS = 1. Names the constants of the original's changed lines."""
+    try:
+        old, new = ast.parse(original), ast.parse(mutant)
+    except SyntaxError:
+        return ""
+    if ast.dump(old) == ast.dump(new):
+        return "the same syntax tree (only comments or layout changed)"
+    if _folded(old) != _folded(new):
+        return ""
+    consts = module_constants(ast.parse(original))
+    changed = [
+        line[1:]
+        for line in difflib.unified_diff(original.splitlines(), mutant.splitlines(), n=0)
+        if line.startswith("-") and not line.startswith("---")
+    ]
+    names = sorted(
+        {n for line in changed for n in re.findall(r"\b[A-Za-z_]\w*\b", line)} & consts.keys()
+    )
+    values = ", ".join(f"{n} = {consts[n]}" for n in names)
+    return f"the same program with {values}" if values else "the same program, constants folded"
 
 
 def _norm(text: str) -> str:
@@ -563,11 +717,22 @@ def _run(mutations, limit, renderer, progress, results, originals, verify_all) -
         except LookupError as e:
             res.error = str(e)
             continue
+        for spec, text in hits:
+            why = same_program(renderer.original(spec), text)
+            if why:
+                res.hits.append(Hit(spec.name, False, status="same program", same=why))
+        same = {h.spec for h in res.hits}
+        hits = [(spec, text) for spec, text in hits if spec.name not in same]
+        if not hits:
+            if same:
+                res.error = "the mutant is the unmutated program in every kernel it changes"
+            continue
         if limit is not None and len(hits) > limit:
             step = len(hits) / limit
             hits = [hits[int(i * step)] for i in range(limit)]
         if progress:
-            progress(f"{m.name}: {plural(len(hits), 'hit')}")
+            skipped = f" ({len(same)} more: the same program)" if same else ""
+            progress(f"{m.name}: {plural(len(hits), 'hit')}{skipped}")
         todo = [(spec.name, renderer.original(spec)) for spec, _ in hits]
         todo = [w for w in todo if w[0] not in originals]
         reports = verify_all(todo + [(spec.name, text) for spec, text in hits])
@@ -596,6 +761,12 @@ def markdown(results: list[MutationResult]) -> str:
         harmless = [h.spec for h in r.hits if h.benign and not h.detected]
         if harmless:
             note += f"; not a bug in {', '.join(harmless)}: {m.benign_why}"
+        same: dict[str, list[str]] = {}
+        for h in r.hits:
+            if h.same:
+                same.setdefault(h.same, []).append(h.spec)
+        for why, specs in same.items():
+            note += f"; not applicable in {', '.join(specs)}: {why}"
         if r.missed:
             note += f"; MISSED in {', '.join(r.missed)}"
         lines.append(
