@@ -33,7 +33,8 @@ def macros(env: jinja2.Environment, source: str) -> dict[str, tuple[tuple[str, .
 def contract_macros(
     env: jinja2.Environment, path: str, sources: dict[str, str]
 ) -> dict[str, tuple[tuple[str, ...], int]]:
-    """A contract's macros; a contract that only `{% extends %}` another keeps that one's."""
+    """A contract's macros; a contract that only extends another (a Jinja extends tag) keeps
+    that one's."""
     parent = next(env.parse(sources[path]).find_all(nodes.Extends), None)
     if parent is not None and isinstance(parent.template, nodes.Const):
         return contract_macros(env, parent.template.value, sources)
