@@ -638,6 +638,7 @@ def check(spec: Spec) -> list[Violation]:
     out.extend(shared.epilogue_fn_violations(spec, EPILOGUE_FN_KINDS, EPILOGUE_FN_AFTER_REDUCE))
     out.extend(gated_violations(spec))
     out.extend(shared.row_sumsq_violations(spec, ("direct", "tma"), ("grid", "persistent")))
+    out.extend(shared.block_quant_violations(spec, ("direct",), ("grid", "persistent")))
     out.extend(swizzle_violations(spec))
     if not spec.warp_specialized:
         out.append(
