@@ -62,8 +62,13 @@ def _class_of(k) -> tuple:
 
 
 def _plain(k) -> bool:
-    """A kernel gemm() dispatches to: no epilogue function, no row_sumsq (both called by name)."""
-    return getattr(k, "fn", None) is None and getattr(k, "row_partials", None) is None
+    """A kernel gemm() dispatches to: no epilogue function, no row_sumsq, no block_quant (all
+    called by name)."""
+    return (
+        getattr(k, "fn", None) is None
+        and getattr(k, "row_partials", None) is None
+        and getattr(k, "block_quant", None) is None
+    )
 
 
 def _classes(pkg, arch: str) -> list[tuple]:
