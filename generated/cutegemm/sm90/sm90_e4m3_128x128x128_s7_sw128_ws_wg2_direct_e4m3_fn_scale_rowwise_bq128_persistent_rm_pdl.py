@@ -751,7 +751,7 @@ def launcher(
             f"scales must be a float32 tensor of shape (M, scale_block_count(N)) = ({m}, {blocks}) with strides (1, M) (the transpose of a contiguous ({blocks}, {m}) tensor), got {got}"
         )
     elif not scales.is_cuda or scales.device != a.device:
-        problems.append(f"scales must be on {a.device}, got {scales.device}")
+        problems.append(f"scales must be a CUDA tensor on a's device, got {scales.device}")
     if not all(t.is_cuda and t.device == a.device for t in tensors):
         problems.append(
             "every tensor must be on one CUDA device, got "
