@@ -501,7 +501,8 @@ def check_variant(
             )
             if not same:
                 bq_note += "; NOT bitwise-reproducible"
-            note = "; ".join(x for x in ("wrote outside C" if "outside" in note else "", bq_note) if x)
+            outside_note = "wrote outside C" if "outside" in note else ""
+            note = "; ".join(x for x in (outside_note, bq_note) if x)
             passed = bq_ok and same and "outside" not in note
         elif sumsq:
 

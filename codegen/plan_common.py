@@ -570,7 +570,7 @@ ROW_PARTIALS_DOC = (
     "squares of D, all overwritten; row_partials.sum(0) is the (M,) sum"
 )
 # gemm_kernel's note on the block scales (block_quant)
-SCALES_NOTE = "block_quant: (ceil(N / BLOCK), M) f32, written: one scale per row block of D"
+SCALES_NOTE = "block_quant: (ceil(N / BLOCK), M) f32, written: a scale per row block"
 # launcher's words on them
 SCALES_DOC = (
     "a float32 CUDA tensor (M, scale_block_count(N)) with strides (1, M) (the transpose of a "

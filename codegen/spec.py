@@ -234,7 +234,7 @@ class _EpilogueBase(_Frozen):
             )
         if info.data.get("out_dtype") != "e4m3":
             raise ValueError(
-                f"block_quant writes D as float8: it needs out_dtype = \"e4m3\", got "
+                f'block_quant writes D as float8: it needs out_dtype = "e4m3", got '
                 f"{info.data.get('out_dtype') or 'the input dtype'}"
             )
         menu = [

@@ -123,7 +123,12 @@ def test_the_build_asserts_the_quantization(
     knobs: dict, shfl: int, stores: int, cvt: int, div: int
 ) -> None:
     counts = expected_counts(_spec(**knobs))
-    got = (counts["shfl.sync.bfly"], counts["st.global"], counts["cvt e4m3x2"], counts["div.rn.f32"])
+    got = (
+        counts["shfl.sync.bfly"],
+        counts["st.global"],
+        counts["cvt e4m3x2"],
+        counts["div.rn.f32"],
+    )
     assert got == (shfl, stores, cvt, div)
 
 
@@ -228,7 +233,9 @@ def test_the_reference_quantization() -> None:
     assert torch.equal(s[:, 2], want)
     assert d.float().abs().max().item() <= 448.0
     deq = gpu.dequantize(d, s, 128)
-    assert ((deq - v).abs() <= 2.0**-4 * v.abs() + 2.0**-10 * s.repeat_interleave(128, 1)[:, :300]).all()
+    assert (
+        (deq - v).abs() <= 2.0**-4 * v.abs() + 2.0**-10 * s.repeat_interleave(128, 1)[:, :300]
+    ).all()
 
 
 def test_the_gpu_check_of_the_quantization() -> None:

@@ -9792,8 +9792,8 @@ def kernel(name: str) -> Kernel:
 
 def __getattr__(name: str):
     """gemm, gemm_fn, gemm_sumsq, gemm_block_quant, scaled_mm, gated_mm, interleave_gate_up,
-    kernel_for, precompile, tune and GemmError live in the runtime, which imports torch and tvm_ffi: loaded
-    on first use."""
+    kernel_for, precompile, tune and GemmError live in the runtime, which imports torch and
+    tvm_ffi: loaded on first use."""
     if name in ("gemm", "gemm_fn", "gemm_sumsq", "gemm_block_quant", "scaled_mm", "gated_mm",
                 "interleave_gate_up", "kernel_for", "precompile", "tune", "GemmError"):  # fmt: skip
         from cutegemm import _runtime

@@ -354,7 +354,7 @@ def gemm_kernel(
     tma_b: cute.CopyAtom,
     mB: cute.Tensor,
     mC: cute.Tensor,
-    scales: cute.Tensor,  # block_quant: (ceil(N / BLOCK), M) f32, written: one scale per row block of D
+    scales: cute.Tensor,  # block_quant: (ceil(N / BLOCK), M) f32, written: a scale per row block
     sA_layout: cute.ComposedLayout,
     sB_layout: cute.ComposedLayout,
 ):

@@ -400,7 +400,7 @@ def gemm_kernel(
     mC: cute.Tensor,
     fn_scale_a: cute.Tensor,  # epilogue function argument: (M,) f32, one value per row of C
     fn_scale_b: cute.Tensor,  # epilogue function argument: (N,) f32, one value per column of C
-    scales: cute.Tensor,  # block_quant: (ceil(N / BLOCK), M) f32, written: one scale per row block of D
+    scales: cute.Tensor,  # block_quant: (ceil(N / BLOCK), M) f32, written: a scale per row block
     sA_layout: cute.ComposedLayout,
     sB_layout: cute.ComposedLayout,
 ):
