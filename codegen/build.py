@@ -67,6 +67,10 @@ SHARED_PATTERNS: dict[str, str] = {
     "ld.global.v4": r"\bld\.global(\.[\w:]+)*\.v4\.",
     # warp butterflies (row_sumsq: a row's partial sums of squares added across lanes)
     "shfl.sync.bfly": r"\bshfl\.sync\.bfly\.",
+    # block_quant: f32 pairs to float8 (round to nearest, saturated), and the IEEE divisions of a
+    # block's scale and its inverse
+    "cvt e4m3x2": r"\bcvt\.rn\.satfinite\.e4m3x2\.f32\b",
+    "div.rn.f32": r"\bdiv\.rn\.f32\b",
     # generic-proxy SMEM accesses ordered before async-proxy ones (TMA store, try_cancel)
     "fence.proxy.async": r"\bfence\.proxy\.async\.shared::cta\b",
 }

@@ -643,8 +643,9 @@ def verify_rows(reports) -> tuple[list[str], list[list[str]]]:
         elif any(c.numeric_unknown for c in r.cases):
             result = "pass (protocol; numerics: GPU test)"  # a light kernel or a gated pair
         elif any(c.numeric_unfollowed for c in r.cases):
-            # C checked; row_sumsq's partials seen and not followed
-            result = "pass (C; row partials: GPU test)"
+            # C checked; row_sumsq's partials (block_quant's scales) seen and not followed
+            scales = any((c.numeric_unfollowed or "").startswith("scales") for c in r.cases)
+            result = f"pass (C; {'block scales' if scales else 'row partials'}: GPU test)"
         else:
             result = "pass"
         rows.append([r.name, r.family, r.roles, sizes, str(r.events), f"{r.seconds:.2f}", result])

@@ -606,6 +606,11 @@ def export_variants(
                 f"{Path(path).name}: row_sumsq (row partials besides C) is not exported to C "
                 "yet (the entry takes a, b, c, the bias and a stream only)"
             )
+        if spec.epilogue.block_quant is not None:
+            raise ExportError(
+                f"{Path(path).name}: block_quant (block scales besides C) is not exported to C "
+                "yet (the entry takes a, b, c, the bias and a stream only)"
+            )
         by_arch.setdefault(arch or spec.arch, []).append(Path(path))
     done: dict[Path, Path] = {}
     failures: list[str] = []

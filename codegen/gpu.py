@@ -80,6 +80,92 @@ def check_row_sumsq(module, launch, parts, guard, ref) -> tuple[str, bool]:
     return note, math.isfinite(err) and err <= tol and same
 
 
+# block_quant: D (float8_e4m3fn) and its scales (one per row and block of 128 columns) against the
+# float32 reference of the values the kernel quantizes, v. The kernel takes amax = max |v| of a
+# block, scale = amax / 448 (1 where amax = 0) and D = e4m3(v * (448 / amax)), round to nearest,
+# saturated (block_quant_reference does the same in float32 torch). Checked:
+# - each scale against amax / 448 of the reference's block: relative error at most the GEMM's own
+#   (the reference adds the products in another order): 1e-3 for 16-bit inputs, 1e-2 for e4m3
+#   (the FP8 wgmma's coarser accumulation, see tolerance());
+# - each dequantized element D * scale against v: |D * scale - v| <= 2^-4 |v| (e4m3 keeps 3
+#   mantissa bits: round to nearest is off by at most half an ulp, 2^-4 of the value) + 2^-10 *
+#   scale (below e4m3's smallest normal, 2^-6, the step is 2^-9: half of it, in value units) +
+#   the GEMM's tolerance x amax (the kernel's v differs from the reference's by that much, which
+#   can move a value across a rounding boundary);
+# - no NaN left in D or the scales (poisoned first), nothing written past either, and a second
+#   launch into freshly poisoned tensors writes the same bits (the amax is a fixed butterfly).
+E4M3_MAX = 448.0
+E4M3_REL = 2.0**-4  # half an ulp of e4m3's 3-bit mantissa, relative to the value
+E4M3_SUBNORMAL_HALF_STEP = 2.0**-10  # half of e4m3's subnormal step 2^-9, in scaled units
+BLOCK_QUANT_GEMM_TOLERANCE = {"16-bit": 1e-3, "e4m3": 1e-2}
+
+
+def block_quant_gemm_tolerance(dtype: str) -> float:
+    """The relative difference allowed between the kernel's f32 values and the float32
+    reference's (scales, and the GEMM's share of each element's bound), by input dtype."""
+    return BLOCK_QUANT_GEMM_TOLERANCE["e4m3" if dtype == "e4m3" else "16-bit"]
+
+
+def block_quant_reference(values, block: int):
+    """What a block_quant kernel writes for the f32 values `values` (M, N): (D float8_e4m3fn (M,
+    N), scales float32 (M, ceil(N / block))), computed as the kernel does: per row and block,
+    amax = max |v|, scale = amax / 448 and D = e4m3(v * (448 / amax)) (both 1 where amax = 0),
+    clamped to +-448 before the conversion (the kernel's cvt saturates; torch's does not)."""
+    import torch
+
+    v = values.float()
+    m, n = v.shape
+    blocks = -(-n // block)
+    padded = torch.zeros(m, blocks * block, dtype=torch.float32, device=v.device)
+    padded[:, :n] = v
+    amax = padded.view(m, blocks, block).abs().amax(dim=2)
+    zero = amax == 0
+    ones = torch.ones_like(amax)
+    scale = torch.where(zero, ones, amax / E4M3_MAX)
+    inv = torch.where(zero, ones, E4M3_MAX / torch.where(zero, ones, amax))
+    x = (padded.view(m, blocks, block) * inv[:, :, None]).view(m, blocks * block)[:, :n]
+    d = x.clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn)
+    return d, scale
+
+
+def dequantize(d, scales, block: int):
+    """D (M, N) float8 times its block's scale: the f32 values a consumer of D reads."""
+    n = d.shape[1]
+    return d.float() * scales.float().repeat_interleave(block, dim=1)[:, :n]
+
+
+def check_block_quant(d, scales, ref, block: int, gemm_tol: float) -> tuple[str, bool, float]:
+    """block_quant's D (float8, (M, N)) and scales ((M, ceil(N / block)) float32) after a launch
+    against the float32 reference values `ref` (M, N) (see E4M3_MAX's comment): returns (a note,
+    passed, the relative error of the dequantized D, ||D * scale - ref|| / ||ref||)."""
+    import torch
+
+    df = d.float()
+    if torch.isnan(df).any():
+        return f"{int(torch.isnan(df).sum())} NaN (unwritten) of {df.numel()} in D", False, math.inf
+    if torch.isnan(scales).any():
+        return f"scales: {int(torch.isnan(scales).sum())} NaN (unwritten)", False, math.inf
+    _, want_scale = block_quant_reference(ref, block)
+    scale_err = ((scales.double() - want_scale.double()).abs() / want_scale.double()).max().item()
+    deq = dequantize(d, scales, block).double()
+    r = ref.double()
+    n = r.shape[1]
+    per_elem_scale = scales.double().repeat_interleave(block, dim=1)[:, :n]
+    bound = (
+        E4M3_REL * r.abs()
+        + E4M3_SUBNORMAL_HALF_STEP * per_elem_scale
+        + gemm_tol * E4M3_MAX * per_elem_scale
+    )
+    excess = (deq - r).abs() - bound
+    bad = int((excess > 0).sum())
+    err = ((deq - r).norm() / r.norm().clamp_min(1e-30)).item() if r.numel() else 0.0
+    note = f"dequantized rel_err={err:.2e}; scale rel_err={scale_err:.2e} tol={gemm_tol:.0e}"
+    if bad:
+        note += f"; {bad} elements off by more than 2^-4 |v| + bounds"
+    ok = math.isfinite(err) and scale_err <= gemm_tol and not bad
+    return note, ok, err
+
+
 FIXED_K = (64, 192, 1024, 8192)
 ARCH_OF_CAPABILITY = {a.capability: a.name for a in registry.ARCHES.values()}
 GPU_NAME_OF_ARCH = {a.name: a.gpu_family for a in registry.ARCHES.values()}
@@ -333,7 +419,7 @@ def check_variant(
         b = operand(n, k, b_major, dtype, gen)
         # c lives inside a NaN-poisoned buffer with spare columns and a spare row, so both an
         # unwritten element and a store past the edge of C are caught
-        pad = 8
+        pad = 16 if out_dtype.itemsize == 1 else 8  # 16-byte aligned rows (float8: 16 columns)
         fn = epi.get("fn")
         # a gated pair (Gate, Up): C has one column per gate and up pair
         n_out = n // 2 if fn and any(kind == "gate" for _, kind in fn["args"]) else n
@@ -367,12 +453,19 @@ def check_variant(
             elems = module.row_partial_count(n) * m
             pbuf = torch.full((elems + 64,), float("nan"), device="cuda", dtype=torch.float32)
             sumsq["row_partials"] = pbuf[:elems].view(-1, m)
+        block = epi.get("block_quant")
+        if block:
+            # scales (M, blocks) with strides (1, M): the transpose of a NaN-poisoned (blocks, M)
+            # view of a longer buffer, a NaN guard band after it
+            elems = module.scale_block_count(n) * m
+            sbuf = torch.full((elems + 64,), float("nan"), device="cuda", dtype=torch.float32)
+            sumsq["scales"] = sbuf[:elems].view(-1, m).t()
         note = ""
         try:
             if launch_with == "jit":
                 module.launcher(a, b, c, *extra, **scalars, **fn_values, **sumsq)()
             elif sumsq:
-                raise ValueError("row_sumsq kernels are not exported to C (codegen export)")
+                raise ValueError("row_sumsq and block_quant kernels are not exported to C")
             else:
                 launch_with(a, b, c, *extra)  # an AOT kernel object
             torch.cuda.synchronize()
@@ -386,12 +479,32 @@ def check_variant(
         got = c.float()
         err = ((got - ref).norm() / ref.norm()).item()
         outside = torch.cat([buf[:m, n_out:].flatten(), buf[m, :].flatten()])
-        if not torch.isnan(outside).all():
+        if not torch.isnan(outside.float()).all():
             note = "wrote outside C"
         passed = math.isfinite(err) and err <= tol and not note
         if not math.isfinite(err):
             note = f"{int(torch.isnan(got).sum())} NaN (unwritten) of {m * n_out}"
-        if sumsq:
+        if block:
+            tol = E4M3_REL
+            bq_note, bq_ok, err = check_block_quant(
+                c, sumsq["scales"], ref, block, block_quant_gemm_tolerance(spec["dtype"])
+            )
+            if not torch.isnan(sbuf[elems:]).all():
+                bq_note, bq_ok = bq_note + "; scales written past their end", False
+            # a second launch into fresh NaN tensors: the same bits in D and in the scales
+            d2 = torch.full_like(c, float("nan"))
+            s2 = torch.full((elems,), float("nan"), device="cuda").view(-1, m).t()
+            module.launcher(a, b, d2, *extra, **scalars, **fn_values, scales=s2)()
+            torch.cuda.synchronize()
+            same = torch.equal(c.view(torch.uint8), d2.view(torch.uint8)) and torch.equal(
+                sumsq["scales"].view(torch.int32), s2.view(torch.int32)
+            )
+            if not same:
+                bq_note += "; NOT bitwise-reproducible"
+            outside_note = "wrote outside C" if "outside" in note else ""
+            note = "; ".join(x for x in (outside_note, bq_note) if x)
+            passed = bq_ok and same and "outside" not in note
+        elif sumsq:
 
             def launch(parts, a=a, b=b, c=c, extra=extra, scalars=scalars, fn_values=fn_values):
                 module.launcher(a, b, c, *extra, **scalars, **fn_values, row_partials=parts)()
@@ -567,7 +680,12 @@ def is_fused(spec: dict) -> bool:
     from codegen.spec import Spec
 
     epi = Spec.model_validate(spec).epilogue
-    return epi.fused or epi.row_sumsq or epi.out_dtype not in (None, spec["dtype"])
+    return (
+        epi.fused
+        or epi.row_sumsq
+        or epi.block_quant is not None
+        or epi.out_dtype not in (None, spec["dtype"])
+    )
 
 
 def is_k_major(spec: dict) -> bool:

@@ -62,8 +62,13 @@ def _class_of(k) -> tuple:
 
 
 def _plain(k) -> bool:
-    """A kernel gemm() dispatches to: no epilogue function, no row_sumsq (both called by name)."""
-    return getattr(k, "fn", None) is None and getattr(k, "row_partials", None) is None
+    """A kernel gemm() dispatches to: no epilogue function, no row_sumsq, no block_quant (all
+    called by name)."""
+    return (
+        getattr(k, "fn", None) is None
+        and getattr(k, "row_partials", None) is None
+        and getattr(k, "block_quant", None) is None
+    )
 
 
 def _classes(pkg, arch: str) -> list[tuple]:
@@ -223,7 +228,8 @@ def check_epilogue_fns(pkg) -> list[Check]:
     per-tensor and row-wise scales, out NaN-poisoned, odd M) against torch._scaled_mm's
     definition in float32, (A @ B^T) * scale_a * scale_b; gemm_fn on every other such kernel
     against its function in float32 torch (codegen.gpu.fn_reference), gemm_sumsq on the
-    row_sumsq kernels (D, and its rows' sums of squares per row within gpu.sumsq_tolerance); and
+    row_sumsq kernels (D, and its rows' sums of squares per row within gpu.sumsq_tolerance),
+    gemm_block_quant on the block_quant ones (gpu.check_block_quant: D * scale and the scales); and
     the refusals (bad scale shapes, a missing argument) raise GemmError before any launch."""
     import torch
 
@@ -271,11 +277,15 @@ def check_epilogue_fns(pkg) -> list[Check]:
         gated = getattr(kern, "fn_gated", False)
         out = torch.full((m, n // 2 if gated else n), float("nan"), device="cuda", dtype=tout)
         sumsq = getattr(kern, "row_partials", None) is not None
-        label = f"{'gemm_sumsq' if sumsq else 'gemm_fn'}({kern.name}) M={m} N={n} K={k}"
-        tol = tolerance(kern.dtype, kern.out_dtype)
+        block = getattr(kern, "block_quant", None)
+        call = "gemm_sumsq" if sumsq else "gemm_block_quant" if block else "gemm_fn"
+        label = f"{call}({kern.name}) M={m} N={n} K={k}"
+        tol = tolerance(kern.dtype, "bf16" if block else kern.out_dtype)
         try:
             if sumsq:
                 _, sums = pkg.gemm_sumsq(kern.name, a, b, out=out, **values)
+            elif block:
+                _, scales = pkg.gemm_block_quant(kern.name, a, b, out=out, **values)
             else:
                 pkg.gemm_fn(kern.name, a, b, out=out, **values)
             torch.cuda.synchronize()
@@ -286,6 +296,13 @@ def check_epilogue_fns(pkg) -> list[Check]:
         ref = a.float() @ b.float().T
         if kern.fn is not None:
             ref = gpu.fn_reference(module, module.SPEC["epilogue"]["fn"], ref, values)
+        if block:
+            # D * scale against the reference, and the scales against its blocks' amax / 448
+            note, ok, _ = gpu.check_block_quant(
+                out, scales, ref, block, gpu.block_quant_gemm_tolerance(kern.dtype)
+            )
+            checks.append(Check(label, ok, note))
+            continue
         err = ((out.float() - ref).norm() / ref.norm()).item()
         ok, note = math.isfinite(err) and err <= tol, f"rel_err {err:.2e} tol {tol:.0e}"
         if sumsq:

@@ -222,6 +222,14 @@ def check(spec: Spec) -> list[Violation]:
                 'partials through SMEM); legal with row_sumsq: mainloop "tma"',
             )
         )
+    elif epi.block_quant is not None:
+        out.append(
+            Violation(
+                "epilogue.block_quant",
+                'block_quant: mainloop = "light" stores the plain product only (its warps add '
+                'partials through SMEM); legal with block_quant: mainloop "tma"',
+            )
+        )
     elif not isinstance(epi, DirectEpilogue) or epi.fused:
         out.append(
             Violation(

@@ -177,6 +177,8 @@ class Entry:
                 if epi.get("row_sumsq") and self.row_partials_per_tile
                 else {}
             ),
+            # block_quant (printed only where set): the columns per scale; D is float8_e4m3fn
+            **({"block_quant": epi["block_quant"]} if epi.get("block_quant") else {}),
             # an epilogue function (printed only where there is one): its name and its
             # arguments after the accumulator, (name, kind), which gemm_fn passes by keyword
             **(
@@ -285,7 +287,7 @@ class KernelClass:
             0.0,
             None,
             None,
-        ) and not row.get("row_partials")  # row_sumsq writes row partials besides C
+        ) and not (row.get("row_partials") or row.get("block_quant"))  # an extra output besides C
         return cls(row["arch"], row["dtype"], row["out_dtype"], plain)
 
 

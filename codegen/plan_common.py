@@ -183,6 +183,24 @@ class RowSumsq:
 
 
 @dataclass(frozen=True, kw_only=True)
+class BlockQuant:
+    """block_quant (``plan.block_quant``; None without): D is written as float8_e4m3fn, each row
+    quantized per block of `block` columns with its own f32 scale: amax = max |v| over the block's
+    f32 values (after the epilogue function; columns past N left out), scale = amax / 448 (1
+    where amax = 0), D = e4m3(v * (448 / amax)) (round to nearest, saturated), and the kernel
+    writes the scale to scales[block index, row]: a float32 (ceil(N / block), M) tensor, the
+    user's (M, ceil(N / block)) scales with strides (1, M). A block's amax is a max over the
+    lanes that hold the row (a butterfly over `shuffles` lane offsets), the same on every run."""
+
+    block: int  # columns per scale: 128
+    per_tile: int  # scale blocks one tile spans along N: TILER[1] // block
+    count: str  # scale_block_count(n)'s expression of n: ceil(N / block)
+    shuffles: list[int]  # butterfly lane offsets taking one row's max across lanes
+    writer: str  # which lanes write, in a comment's words
+    host_doc: str  # launcher's words on the tensor
+
+
+@dataclass(frozen=True, kw_only=True)
 class Bias:
     """A bias vector (``plan.bias``; None without one): the axis of C it runs along as the user
     sees C, and as the kernel does (C^T with swap AB: a bias per row of C is per column of C^T)."""
@@ -266,6 +284,7 @@ class Values:
     bias: Bias | None = None
     epifn: EpiFn | None = None
     row_sumsq: RowSumsq | None = None
+    block_quant: BlockQuant | None = None
     tensors: Tensors
     layouts: Layouts
     workers: Workers | None = None
@@ -520,6 +539,9 @@ def fusion(spec: Spec) -> Fusion:
     if epi.row_sumsq:
         # the row sums of squares' partials: an output of the epilogue, after the function's
         fn_params.append(("row_partials", "cute.Tensor", ROW_PARTIALS_NOTE))
+    if epi.block_quant is not None:
+        # the block scales: an output of the epilogue, after the function's arguments
+        fn_params.append(("scales", "cute.Tensor", SCALES_NOTE))
     return Fusion(
         formula=fusion_formula(spec),
         alpha=epi.alpha,
@@ -530,7 +552,8 @@ def fusion(spec: Spec) -> Fusion:
         scalar_notes={name: note for name, note in SCALAR_NOTES.items() if name in epi.scalars},
         scalars_doc="".join(f", {name} (f32)" for name in epi.scalars)
         + "".join(f", fn_{name} {FN_SHAPES[kind]}" for name, kind in fn_args)
-        + (", row_partials (P, M) f32" if epi.row_sumsq else ""),
+        + (", row_partials (P, M) f32" if epi.row_sumsq else "")
+        + (", scales (ceil(N / BLOCK), M) f32" if epi.block_quant is not None else ""),
         activation=epi.activation,
         gelu_c=GELU_C,
         gelu_cubic=GELU_CUBIC,
@@ -545,6 +568,15 @@ ROW_PARTIALS_NOTE = "row_sumsq: (P, M) f32, written: partial sums of squares of 
 ROW_PARTIALS_DOC = (
     "a float32 CUDA tensor (row_partial_count(N), M), contiguous: each row's partial sums of "
     "squares of D, all overwritten; row_partials.sum(0) is the (M,) sum"
+)
+# gemm_kernel's note on the block scales (block_quant)
+SCALES_NOTE = "block_quant: (ceil(N / BLOCK), M) f32, written: a scale per row block"
+# launcher's words on them
+SCALES_DOC = (
+    "a float32 CUDA tensor (M, scale_block_count(N)) with strides (1, M) (the transpose of a "
+    "contiguous (scale_block_count(N), M) tensor, as torch._scaled_mm's 1 x 128 blockwise "
+    "scales): scales[i, j] is the scale of row i's columns j * BLOCK to j * BLOCK + BLOCK - 1 of D, "
+    "D * scale the value; all overwritten"
 )
 # gemm's docstring on each kind of epilogue-function argument
 FN_SHAPES = {
@@ -662,6 +694,22 @@ def row_sumsq(
         writer=writer,
         warp_rows=warp_rows,
         host_doc=ROW_PARTIALS_DOC,
+    )
+
+
+def block_quant(spec: Spec, shuffles: list[int], writer: str) -> BlockQuant | None:
+    """What the block_quant macros print (None without it): the architecture's lane offsets of
+    a row's butterfly and the lanes that write each scale."""
+    block = spec.epilogue.block_quant
+    if block is None:
+        return None
+    return BlockQuant(
+        block=block,
+        per_tile=spec.tile.n // block,
+        count="(n + BLOCK - 1) // BLOCK",
+        shuffles=shuffles,
+        writer=writer,
+        host_doc=SCALES_DOC,
     )
 
 

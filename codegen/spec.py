@@ -34,7 +34,11 @@ Arch = Literal["sm_100a", "sm_90a"]
 DType = Literal[
     "f16", "bf16", "e4m3"
 ]  # e4m3: float8 (wgmma on sm_90a, tcgen05.mma kind::f8f6f4 on sm_100a), needs an out_dtype
-OutDType = Literal["f16", "bf16", "f32"]
+# e4m3: only with epilogue.block_quant (D quantized per 1 x block of each row, with its scales)
+OutDType = Literal["f16", "bf16", "f32", "e4m3"]
+# block_quant: the columns of one row that share one f32 scale (1 x 128 blocks)
+BLOCK_QUANT_SIZES = (128,)
+E4M3_MAX = 448.0  # the largest finite float8_e4m3fn: a block's amax maps onto it
 Swizzle = Literal["none", "32B", "64B", "128B", "auto"]
 Activation = Literal["none", "relu", "gelu_tanh", "silu"]
 Bias = Literal["none", "row", "col"]  # row: one value per row of C (length M); col: per column (N)
@@ -182,6 +186,12 @@ class _EpilogueBase(_Frozen):
     # that the caller adds up (row_partials.sum(0)); each partial written by one thread in a
     # fixed order, so the result is the same bit for bit on every run (for the next RMSNorm)
     row_sumsq: bool = False
+    # output quantization to float8_e4m3fn with one f32 scale per 1 x block_quant columns of each
+    # row (None: off): per row and block, amax = max |v| over the f32 values stored (after the
+    # function; columns past N left out), scale = amax / 448 (1 where amax = 0), D = e4m3(v * (448
+    # / amax)) with saturation, and scales (M, ceil(N / block)) f32, M-major (stride (1, M)): the
+    # 1 x 128 layout torch._scaled_mm's blockwise scaling reads; needs out_dtype = "e4m3"
+    block_quant: int | None = None
 
     @field_validator("row_sumsq")
     @classmethod
@@ -211,6 +221,59 @@ class _EpilogueBase(_Frozen):
                 "legal: row_sumsq with a plain product or a function of Acc"
             )
         return value
+
+    @field_validator("block_quant")
+    @classmethod
+    def _quantize_what_is_stored(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if value is None:
+            return value
+        if value not in BLOCK_QUANT_SIZES:
+            raise ValueError(
+                f"block_quant={value} is not implemented: one f32 scale per 1 x 128 block of "
+                "each row; legal: block_quant = 128"
+            )
+        if info.data.get("out_dtype") != "e4m3":
+            raise ValueError(
+                f'block_quant writes D as float8: it needs out_dtype = "e4m3", got '
+                f"{info.data.get('out_dtype') or 'the input dtype'}"
+            )
+        menu = [
+            name
+            for name, neutral in (
+                ("alpha", 1.0),
+                ("beta", 0.0),
+                ("activation", "none"),
+                ("bias", "none"),
+            )
+            if name in info.data and info.data[name] != neutral
+        ]
+        if menu:
+            raise ValueError(
+                f"block_quant with {', '.join(menu)} is not implemented: it quantizes a plain "
+                "product or an epilogue function's values; legal: write "
+                f"{'them' if len(menu) > 1 else 'it'} into a function (fn) and keep block_quant"
+            )
+        fn = info.data.get("fn")
+        if fn is not None and any(kind == "gate" for _, kind in fn.args):
+            raise ValueError(
+                f"block_quant with the gated pair {fn.name} (Gate, Up) is not implemented; "
+                "legal: block_quant with a plain product or a function of Acc"
+            )
+        if info.data.get("row_sumsq"):
+            raise ValueError(
+                "block_quant with row_sumsq is not implemented (two extra outputs); legal: one "
+                "of them"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _e4m3_out_quantized(self) -> _EpilogueBase:
+        if self.out_dtype == "e4m3" and self.block_quant is None:
+            raise ValueError(
+                'out_dtype = "e4m3" needs block_quant = 128 (the kernel writes float8 only with '
+                "its per-block scales); legal out_dtype without it: bf16, f16, f32"
+            )
+        return self
 
     @model_validator(mode="after")
     def _fn_alone(self) -> _EpilogueBase:
@@ -277,6 +340,8 @@ class _EpilogueBase(_Frozen):
             data.pop("fn", None)
         if data.get("row_sumsq") is False:
             del data["row_sumsq"]
+        if data.get("block_quant") is None:
+            data.pop("block_quant", None)
         return data
 
 
@@ -559,6 +624,8 @@ class Spec(_Frozen):
             epi += f"_fn_{self.epilogue.fn.name}"
         if self.epilogue.row_sumsq:
             epi += "_sumsq"
+        if self.epilogue.block_quant is not None:
+            epi += f"_bq{self.epilogue.block_quant}"
         parts.append(epi)
         sched = self.scheduler.kind
         if isinstance(self.scheduler, PersistentScheduler):

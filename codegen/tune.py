@@ -146,7 +146,7 @@ def tune(
         spec = read_spec(f)
         # the plain classes, K-major operands (the inputs torch.mm and the dispatcher see)
         if (
-            not (spec.epilogue.fused or spec.epilogue.row_sumsq)
+            not (spec.epilogue.fused or spec.epilogue.row_sumsq or spec.epilogue.block_quant)
             and spec.a_major == spec.b_major == "k"
         ):
             classes.setdefault((spec.dtype, spec.epilogue.out_dtype or spec.dtype), {})[f.stem] = f

@@ -54,6 +54,7 @@ CASES: dict[str, list[str]] = {
     "runtime_scalars": ["bad_specs/runtime_scalars.toml"],
     "epilogue_fn": ["bad_specs/epilogue_fn.toml"],
     "row_sumsq": ["bad_specs/row_sumsq.toml"],
+    "block_quant": ["bad_specs/block_quant.toml"],
     "stream_k_hybrid": ["bad_specs/stream_k_hybrid.toml"],
 }
 

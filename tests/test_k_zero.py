@@ -60,6 +60,9 @@ def _call(mod, k: int, entry: str):
     if epi.get("row_sumsq"):
         # row_sumsq: the row partials, (row_partial_count(N), M) float32, by keyword too
         scalars["row_partials"] = torch.empty(mod.row_partial_count(n), m, dtype=torch.float32)
+    if epi.get("block_quant"):
+        # block_quant: the scales, (M, scale_block_count(N)) float32, strides (1, M), by keyword
+        scalars["scales"] = torch.empty(mod.scale_block_count(n), m, dtype=torch.float32).t()
     with pytest.raises(ValueError) as err:
         if entry == "launcher":
             mod.launcher(a, b, c, *([bias] if bias is not None else []), **scalars)

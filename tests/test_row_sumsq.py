@@ -147,7 +147,7 @@ def test_the_dispatcher_never_picks_them() -> None:
     assert {p.stem for p in SUMSQ} == names
     source = (GENERATED / "cutegemm" / "_runtime.py").read_text(encoding="utf-8")
     # the plain classes and the FP8-scale picks skip them (gemm_fn / gemm_sumsq call them)
-    assert "if _k.fn is not None or _k.row_partials is not None:" in source
+    assert "if _k.fn is not None or _k.row_partials is not None or _k.block_quant" in source
     assert "and _k.row_partials is None  # row_sumsq kernels take row_partials" in source
 
 

@@ -282,8 +282,9 @@ def test_only_bias_kernels_take_a_bias_argument() -> None:
             # alpha and beta taken at launch (epilogue "runtime") are keyword-only arguments
             runtime = '"alpha": "runtime"' in text or '"beta": "runtime"' in text
             tail = r",\s*\*,[^)]*" if runtime else ""
-            if '"fn": {' in text or '"row_sumsq": True' in text:
-                # an epilogue function's arguments (its own names) and row_sumsq's row_partials
+            if '"fn": {' in text or '"row_sumsq": True' in text or '"block_quant": ' in text:
+                # an epilogue function's arguments (its own names), row_sumsq's row_partials and
+                # block_quant's scales
                 # are keyword-only too, if any
                 tail = r"(?:,\s*\*,[^)]*)?"
             launcher = r"def launcher\(\s*a: \S+,\s*b: \S+,\s*c: \S+" + tail + r",?\s*\)"

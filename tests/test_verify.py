@@ -505,9 +505,10 @@ def test_numeric_emulation_follows_every_store(path: Path, verified: dict) -> No
         assert not followed, f"followed after all (drop it from FN_NOT_FOLLOWED): {followed}"
         return
     # row_sumsq: C is followed; the row partials' stores are seen and said to be not followed
-    sumsq = bool(
-        (KernelSource(path.read_text(), path.stem).spec.get("epilogue") or {}).get("row_sumsq")
-    )
+    epi = KernelSource(path.read_text(), path.stem).spec.get("epilogue") or {}
+    sumsq = bool(epi.get("row_sumsq"))
+    # block_quant: the same of the block scales' stores
+    scales = bool(epi.get("block_quant"))
     for case in report.cases:
         if case.case.problem.k == 0 or not case.case.problem.numeric or case.violations:
             continue
@@ -516,6 +517,10 @@ def test_numeric_emulation_follows_every_store(path: Path, verified: dict) -> No
         if sumsq:
             assert (case.numeric_unfollowed or "").startswith("row_partials (row_sumsq): "), (
                 f"[{case.case.label}] row partials not reported: {case.numeric_unfollowed}"
+            )
+        elif scales:
+            assert (case.numeric_unfollowed or "").startswith("scales (block_quant): "), (
+                f"[{case.case.label}] block scales not reported: {case.numeric_unfollowed}"
             )
         else:
             assert case.numeric_unfollowed is None, f"[{case.case.label}] {case.numeric_unfollowed}"

@@ -394,6 +394,59 @@ def row_sumsq_violations(
     return []
 
 
+def block_quant_violations(
+    spec: Spec, styles: tuple[str, ...], schedulers: tuple[str, ...]
+) -> list[Violation]:
+    """block_quant (D in float8 with one f32 scale per 1 x block of each row, written by the
+    epilogue): implemented where one epilogue holds each whole tile's final f32 values (not
+    after split-K's or stream-K's reduction), in the epilogue `styles` and with the `schedulers`
+    the architecture lists, without swap AB (a row of C would be a column of C^T, spread over
+    warps), and with tile N a multiple of the block, so that one CTA holds every block of its
+    rows whole."""
+    block = spec.epilogue.block_quant
+    if block is None:
+        return []
+    field = "epilogue.block_quant"
+    reduce = reduce_kind(spec)
+    if reduce != "none":
+        kind = f"split_k (splits={splits(spec)})" if splits(spec) > 1 else "stream_k"
+        return [
+            Violation(
+                field,
+                f"block_quant is not implemented with scheduler {kind}: the scales are taken "
+                "by the epilogue that holds a whole tile's values; legal with block_quant: "
+                f"scheduler {' or '.join(schedulers)}",
+            )
+        ]
+    if spec.epilogue.style not in styles:
+        legal = " or ".join(f'"{s}"' for s in styles)
+        return [
+            Violation(
+                field,
+                f"block_quant is not implemented in the {spec.epilogue.style} epilogue on "
+                f"{spec.arch}; legal with block_quant: style {legal}",
+            )
+        ]
+    if spec.swap_ab:
+        return [
+            Violation(
+                field,
+                "block_quant is not implemented with swap_ab (a row of C is a column of C^T, "
+                "spread over warps); legal with block_quant: swap_ab = false",
+            )
+        ]
+    if spec.tile.n % block:
+        return [
+            Violation(
+                field,
+                f"block_quant = {block} needs whole {block}-column blocks in a tile; tile "
+                f"N={spec.tile.n} is not a multiple of {block}; legal: tile N a multiple of "
+                f"{block}",
+            )
+        ]
+    return []
+
+
 # ---- stream-K -----------------------------------------------------------------------------------
 
 

@@ -70,6 +70,12 @@ ROW_PARTIALS_UNFOLLOWED = (
     "and over lanes, below the tile level): the GPU test checks them"
 )
 
+# block_quant: the same of the block scales' stores (the values of C are followed: their tiles)
+SCALES_UNFOLLOWED = (
+    "scales (block_quant): {n} stores seen, values not followed (a max per thread and over "
+    "lanes, below the tile level): the GPU test checks them"
+)
+
 
 @dataclass(frozen=True)
 class _Atoms:
@@ -104,6 +110,7 @@ class Replay:
         self.shared: set[int] = set()  # ids of contents that more than one holder may see
         self.chain: set[int] = set()  # ids of register MMA results (may grow in place)
         self.partials = 0  # stores to row_partials (row_sumsq): seen, not followed
+        self.scales = 0  # stores to scales (block_quant): seen, not followed
         # every product an MMA computed (its own A x B term, before any accumulation), counted
         # per actor (launch, actor) that issued it: each k-block of each tile is computed by one
         # CTA (each of whose MMA actors, a wgmma warp or the MMA warp, records it once)
@@ -240,6 +247,9 @@ class Replay:
                 )
                 if term[0] == "row_partials":
                     self.partials += 1
+                    continue
+                if term[0] == "scales":
+                    self.scales += 1
                     continue
                 if term[0] != "c":
                     if term[0] in ("a", "b", "bias", "op", "unknown"):
@@ -413,6 +423,8 @@ def emulate(model: KernelModel, order: list, ex: Expect) -> Outcome:
     out = Outcome([], rp.unknown)
     if rp.partials:
         out.unfollowed = ROW_PARTIALS_UNFOLLOWED.format(n=rp.partials)
+    if rp.scales:
+        out.unfollowed = SCALES_UNFOLLOWED.format(n=rp.scales)
     seen: set = set()
     boxes = []  # (rows, cols, the writing CTA) of every store to C
     for term, content, who, line, cta in rp.writes:

@@ -17,8 +17,9 @@ from codegen.verify import dsl
 from codegen.verify.model import Actor, KernelModel, LaunchModel, coords
 
 # the host gemm's tensors whose tiles the numeric emulation follows (codegen.verify.numeric);
-# row_partials (row_sumsq) is tracked for the PDL order and counted, its values not followed
-GLOBAL_TENSORS = ("a", "b", "c", "bias", "row_partials")
+# row_partials (row_sumsq) and scales (block_quant) are tracked for the PDL order and counted,
+# their values not followed
+GLOBAL_TENSORS = ("a", "b", "c", "bias", "row_partials", "scales")
 
 MAX_FULL_GRID = 8  # grids of at most this many CTAs are modelled whole; larger: the first cluster
 
@@ -79,6 +80,9 @@ class KernelSource:
             if "row_partial_count" in self.ns:
                 # row_sumsq: compile_args' fourth dynamic size, the row partials' P
                 rec.sym_values.append(int(self.ns["row_partial_count"](problem.n)))
+            if "scale_block_count" in self.ns:
+                # block_quant: the scales' dynamic size, the blocks per row
+                rec.sym_values.append(int(self.ns["scale_block_count"](problem.n)))
             args = list(self.ns["compile_args"]())
             params = list(inspect.signature(self.ns["gemm"]).parameters)
             for i, p in enumerate(params[: len(args)]):

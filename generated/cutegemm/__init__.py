@@ -25,6 +25,7 @@ __all__ = [
     "GemmError",
     "gemm",
     "gated_mm",
+    "gemm_block_quant",
     "gemm_fn",
     "gemm_sumsq",
     "interleave_gate_up",
@@ -32,6 +33,7 @@ __all__ = [
     "kernel_for",
     "precompile",
     "row_partial_count",
+    "scale_block_count",
     "scaled_mm",
     "tune",
     "__version__",
@@ -97,6 +99,11 @@ class Kernel(NamedTuple):
     # stream-K: the data-parallel + stream-K hybrid (whole tiles in waves in the persistent order,
     # stream-K over the last full wave and the partial one)
     sk_data_parallel: bool = False
+    # block_quant: D is float8_e4m3fn, quantized per row and block of this many columns, and the
+    # kernel writes scales, float32 (M, ceil(N / block_quant)) with strides (1, M), D * scale the
+    # value (scale_block_count). Called by name (gemm_fn, gemm_block_quant), never picked for a
+    # plain gemm()
+    block_quant: int | None = None
 
 
 KERNELS: tuple[Kernel, ...] = (
@@ -4207,6 +4214,32 @@ KERNELS: tuple[Kernel, ...] = (
         module="cutegemm.sm90.sm90_bf16_128x128x64_s7_sw128_ws_wg1_direct_grid",
     ),
     Kernel(
+        name="sm90_bf16_128x128x64_s7_sw128_ws_wg2_direct_e4m3_bq128_persistent_rm_pdl",
+        arch="sm_90a",
+        dtype="bf16",
+        out_dtype="e4m3",
+        tile=(128, 128, 64),
+        cluster=(1, 1),
+        cta_group=1,
+        scheduler="persistent",
+        splits=1,
+        swap_ab=False,
+        mainloop="tma",
+        epilogue="direct",
+        alpha=1.0,
+        beta=0.0,
+        activation=None,
+        bias=None,
+        shape_multiples=(1, 16, 8),
+        max_tiles=None,
+        c_tile=None,
+        workspace_elems=0,
+        workspace_zeroed=False,
+        default_sm_count=132,
+        module="cutegemm.sm90.sm90_bf16_128x128x64_s7_sw128_ws_wg2_direct_e4m3_bq128_persistent_rm_pdl",
+        block_quant=128,
+    ),
+    Kernel(
         name="sm90_bf16_128x128x64_s7_sw128_ws_wg2_direct_fn_geglu_persistent_rm_pdl",
         arch="sm_90a",
         dtype="bf16",
@@ -5141,6 +5174,32 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_zeroed=False,
         default_sm_count=132,
         module="cutegemm.sm90.sm90_bf16_128x256x64_s4_sw128_ws_wg2_c2x1_tma_persistent_rm",
+    ),
+    Kernel(
+        name="sm90_bf16_128x256x64_s4_sw128_ws_wg2_direct_e4m3_bq128_grid",
+        arch="sm_90a",
+        dtype="bf16",
+        out_dtype="e4m3",
+        tile=(128, 256, 64),
+        cluster=(1, 1),
+        cta_group=1,
+        scheduler="grid",
+        splits=1,
+        swap_ab=False,
+        mainloop="tma",
+        epilogue="direct",
+        alpha=1.0,
+        beta=0.0,
+        activation=None,
+        bias=None,
+        shape_multiples=(1, 16, 8),
+        max_tiles=None,
+        c_tile=None,
+        workspace_elems=0,
+        workspace_zeroed=False,
+        default_sm_count=None,
+        module="cutegemm.sm90.sm90_bf16_128x256x64_s4_sw128_ws_wg2_direct_e4m3_bq128_grid",
+        block_quant=128,
     ),
     Kernel(
         name="sm90_bf16_128x256x64_s4_sw128_ws_wg2_direct_f32_persistent_rm_g8",
@@ -6177,6 +6236,32 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_zeroed=True,
         default_sm_count=132,
         module="cutegemm.sm90.sm90_bf16_64x128x64_s9_sw128_ws_wg1_swap_direct_streamk",
+    ),
+    Kernel(
+        name="sm90_bf16_64x128x64_s9_sw128_ws_wg2_pp_direct_e4m3_bq128_persistent_rm_pdl",
+        arch="sm_90a",
+        dtype="bf16",
+        out_dtype="e4m3",
+        tile=(64, 128, 64),
+        cluster=(1, 1),
+        cta_group=1,
+        scheduler="persistent",
+        splits=1,
+        swap_ab=False,
+        mainloop="tma",
+        epilogue="direct",
+        alpha=1.0,
+        beta=0.0,
+        activation=None,
+        bias=None,
+        shape_multiples=(1, 16, 8),
+        max_tiles=None,
+        c_tile=None,
+        workspace_elems=0,
+        workspace_zeroed=False,
+        default_sm_count=132,
+        module="cutegemm.sm90.sm90_bf16_64x128x64_s9_sw128_ws_wg2_pp_direct_e4m3_bq128_persistent_rm_pdl",
+        block_quant=128,
     ),
     Kernel(
         name="sm90_bf16_64x128x64_s9_sw128_ws_wg2_pp_direct_fn_residual_add_sumsq_persistent_rm_pdl",
@@ -7441,6 +7526,34 @@ KERNELS: tuple[Kernel, ...] = (
         workspace_zeroed=True,
         default_sm_count=132,
         module="cutegemm.sm90.sm90_e4m3_128x128x128_s7_sw128_ws_wg2_direct_bf16_streamk_pdl",
+    ),
+    Kernel(
+        name="sm90_e4m3_128x128x128_s7_sw128_ws_wg2_direct_e4m3_fn_scale_rowwise_bq128_persistent_rm_pdl",
+        arch="sm_90a",
+        dtype="e4m3",
+        out_dtype="e4m3",
+        tile=(128, 128, 128),
+        cluster=(1, 1),
+        cta_group=1,
+        scheduler="persistent",
+        splits=1,
+        swap_ab=False,
+        mainloop="tma",
+        epilogue="direct",
+        alpha=1.0,
+        beta=0.0,
+        activation=None,
+        bias=None,
+        shape_multiples=(1, 16, 16),
+        max_tiles=None,
+        c_tile=None,
+        workspace_elems=0,
+        workspace_zeroed=False,
+        default_sm_count=132,
+        module="cutegemm.sm90.sm90_e4m3_128x128x128_s7_sw128_ws_wg2_direct_e4m3_fn_scale_rowwise_bq128_persistent_rm_pdl",
+        block_quant=128,
+        fn="scale_rowwise",
+        fn_args=(("scale_a", "row"), ("scale_b", "col")),
     ),
     Kernel(
         name="sm90_e4m3_128x128x128_s7_sw128_ws_wg2_direct_f16_fn_scale_per_tensor_persistent_rm_pdl",
@@ -9655,6 +9768,15 @@ def row_partial_count(name: str, n: int) -> int:
     return -(-n // tile) * per_tile
 
 
+def scale_block_count(name: str, n: int) -> int:
+    """The scales per row of D that block_quant kernel `name` writes for N = n: its scales tensor
+    is (M, scale_block_count(name, N)) float32 with strides (1, M)."""
+    kern = next((k for k in KERNELS if k.name == name), None)
+    if kern is None or kern.block_quant is None:
+        raise ValueError(f"{name!r} is not a block_quant kernel (Kernel.block_quant is None)")
+    return -(-n // kern.block_quant)
+
+
 def kernel(name: str) -> Kernel:
     """The kernel of this name in KERNELS. A name it had before 0.2.0 (README, "Kernel
     names"; cutegemm._renames) gives its kernel too, with a DeprecationWarning naming the new
@@ -9669,11 +9791,11 @@ def kernel(name: str) -> Kernel:
 
 
 def __getattr__(name: str):
-    """gemm, gemm_fn, gemm_sumsq, scaled_mm, gated_mm, interleave_gate_up, kernel_for,
-    precompile, tune and GemmError live in the runtime, which imports torch and tvm_ffi: loaded
-    on first use."""
-    if name in ("gemm", "gemm_fn", "gemm_sumsq", "scaled_mm", "gated_mm", "interleave_gate_up",
-                "kernel_for", "precompile", "tune", "GemmError"):  # fmt: skip
+    """gemm, gemm_fn, gemm_sumsq, gemm_block_quant, scaled_mm, gated_mm, interleave_gate_up,
+    kernel_for, precompile, tune and GemmError live in the runtime, which imports torch and
+    tvm_ffi: loaded on first use."""
+    if name in ("gemm", "gemm_fn", "gemm_sumsq", "gemm_block_quant", "scaled_mm", "gated_mm",
+                "interleave_gate_up", "kernel_for", "precompile", "tune", "GemmError"):  # fmt: skip
         from cutegemm import _runtime
 
         return getattr(_runtime, name)

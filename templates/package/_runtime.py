@@ -35,7 +35,8 @@ if hasattr(torch.Tensor, "__dlpack_c_exchange_api__"):
     os.environ.setdefault("TVM_FFI_DISABLE_TORCH_C_DLPACK", "1")
 import tvm_ffi
 
-__all__ = ["ACTIVATIONS", "GemmError", "gemm", "gemm_sumsq", "kernel_for", "precompile", "tune"]
+__all__ = ["ACTIVATIONS", "GemmError", "gemm", "gemm_block_quant", "gemm_sumsq", "kernel_for",
+           "precompile", "tune"]  # fmt: skip
 
 ACTIVATIONS = ("relu", "gelu_tanh", "silu")
 _NAME = {
@@ -64,8 +65,9 @@ F32_MAX = 3.4028234663852886e38  # the largest finite float32: the epilogue comp
 _BY_CLASS: dict[tuple, list[Kernel]] = {}
 _BY_LAYOUT: dict[tuple, list[Kernel]] = {}
 for _k in KERNELS:
-    if _k.fn is not None or _k.row_partials is not None:
-        # an epilogue-function or row_sumsq kernel: called by name (gemm_fn), never dispatched to
+    if _k.fn is not None or _k.row_partials is not None or _k.block_quant is not None:
+        # an epilogue-function, row_sumsq or block_quant kernel: called by name (gemm_fn), never
+        # dispatched to
         continue
     _key = (_k.arch, _k.dtype, _k.out_dtype, _k.alpha, _k.beta, _k.activation, _k.bias)
     _BY_LAYOUT.setdefault((*_key, _k.a_major, _k.b_major), []).append(_k)
@@ -712,8 +714,14 @@ def _fn_operands(a, b) -> None:
         raise GemmError(f"expected a (M, K) and b (N, K), got {tuple(a.shape)}, {tuple(b.shape)}")
 
 
+def _by_name(kern: Kernel) -> bool:
+    """Whether gemm_fn calls `kern`: an epilogue function, row_sumsq or block_quant kernel."""
+    return kern.fn is not None or kern.row_partials is not None or kern.block_quant is not None
+
+
 def gemm_fn(name: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None,
-            row_partials: torch.Tensor | None = None, **fn_args) -> torch.Tensor:  # fmt: skip
+            row_partials: torch.Tensor | None = None, scales: torch.Tensor | None = None,
+            **fn_args) -> torch.Tensor:  # fmt: skip
     """D = the epilogue function of kernel `name` (a Kernel with `fn`, cutegemm.KERNELS) applied
     to A @ B^T, its arguments by keyword as Kernel.fn_args names them: "scalar" a host float,
     "device_scalar" a 0-d float32 CUDA tensor (read at launch: a CUDA graph replays with its new
@@ -724,14 +732,19 @@ def gemm_fn(name: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | 
     A row_sumsq kernel (Kernel.row_partials; with or without a function) also writes
     row_partials, a contiguous float32 CUDA tensor (row_partial_count(name, N), M): the partial
     sums of squares of D's rows, every element overwritten (gemm_sumsq allocates and adds them).
+    A block_quant kernel (Kernel.block_quant) writes D as float8_e4m3fn and scales, a float32
+    CUDA tensor (M, scale_block_count(name, N)) with strides (1, M) (the transpose of a
+    contiguous (blocks, M) tensor, as torch._scaled_mm's 1 x 128 blockwise scales): scales[i, j]
+    times D[i, j * block:(j + 1) * block] is the value (gemm_block_quant allocates it).
     Eager only (not a torch op yet); every check raises GemmError before anything is launched.
     A kernel's name from before the rename (cutegemm._renames) still works, with a warning."""
     name = current(name)
     kern = next((k for k in KERNELS if k.name == name), None)
-    if kern is None or (kern.fn is None and kern.row_partials is None):
-        names = sorted(k.name for k in KERNELS if k.fn is not None or k.row_partials is not None)
+    if kern is None or not _by_name(kern):
+        names = sorted(k.name for k in KERNELS if _by_name(k))
         raise GemmError(
-            f"no epilogue-function or row_sumsq kernel {name!r}; there are: {', '.join(names)}"
+            f"no epilogue-function, row_sumsq or block_quant kernel {name!r}; there are: "
+            f"{', '.join(names)}"
         )
     want = {arg for arg, _ in kern.fn_args}
     if set(fn_args) != want:
@@ -748,6 +761,14 @@ def gemm_fn(name: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | 
             "(row_partial_count(name, N), M) CUDA tensor (or call gemm_sumsq)"
             if row_partials is None
             else f"{name} has no row_sumsq: it writes no row_partials"
+        )
+    if (scales is None) != (kern.block_quant is None):
+        raise GemmError(
+            f"{name} quantizes D per block: pass scales=, a float32 (M, "
+            "scale_block_count(name, N)) CUDA tensor with strides (1, M) (or call "
+            "gemm_block_quant)"
+            if scales is None
+            else f"{name} has no block_quant: it writes no scales"
         )
     _fn_operands(a, b)
     dev = a.device
@@ -805,6 +826,8 @@ def gemm_fn(name: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | 
                 f"row_partials must be a contiguous float32 tensor of shape "
                 f"(row_partial_count(name, N), M) = ({parts}, {m}) on {dev}, got {got}"
             )
+    if scales is not None:
+        _check_scales(scales, m, -(-n // kern.block_quant), dev)
     odt = _TORCH[kern.out_dtype]
     n_out = n // 2 if kern.fn_gated else n  # a gated pair: one column per gate and up pair
     if out is None:
@@ -813,11 +836,27 @@ def gemm_fn(name: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | 
         raise GemmError(f"out must be a contiguous ({m}, {n_out}) {odt} tensor on {dev}")
     if m and n:
         extra = [] if row_partials is None else [row_partials]
+        if scales is not None:
+            extra.append(scales.t())  # the kernel writes the (blocks, M) storage
         with _on_device(dev):
             _launch_fn(kern, _compiled(kern, arch, dev.index), a, b, out, values + extra)
     elif row_partials is not None:
         row_partials.zero_()  # N = 0: every row's sum of squares is 0
     return out
+
+
+def _check_scales(scales, m: int, blocks: int, dev: torch.device) -> None:
+    """GemmError unless `scales` is a float32 (m, blocks) tensor on dev with strides (1, m)."""
+    ok = isinstance(scales, torch.Tensor) and scales.dtype == torch.float32 and scales.dim() == 2
+    if not ok or tuple(scales.shape) != (m, blocks) or scales.device != dev \
+            or not scales.t().is_contiguous():  # fmt: skip
+        got = f"{scales.dtype} {tuple(scales.shape)} strides {scales.stride()} on {scales.device}" \
+            if isinstance(scales, torch.Tensor) else type(scales).__name__  # fmt: skip
+        raise GemmError(
+            f"scales must be a float32 tensor of shape (M, scale_block_count(name, N)) = ({m}, "
+            f"{blocks}) with strides (1, M) on {dev} (e.g. torch.empty({blocks}, {m}).t()), got "
+            f"{got}"
+        )
 
 
 def _row_partial_count(kern: Kernel, n: int) -> int:
@@ -848,6 +887,29 @@ def gemm_sumsq(name: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor
         )
     out = gemm_fn(name, a, b, out=out, row_partials=row_partials, **fn_args)
     return out, row_partials.sum(0)
+
+
+def gemm_block_quant(name: str, a: torch.Tensor, b: torch.Tensor, *,
+                     out: torch.Tensor | None = None, scales: torch.Tensor | None = None,
+                     **fn_args) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """(D, scales) by block_quant kernel `name`: D (M, N) float8_e4m3fn and scales (M,
+    ceil(N / block)) float32 with strides (1, M), one per row and block of Kernel.block_quant
+    columns, D * scale the value gemm_fn's function (or the plain product) computes: amax of the
+    block's f32 values / 448 (1 where the block is all zero). The layout torch._scaled_mm's
+    1 x 128 blockwise scales take: the next FP8 GEMM reads D and scales as they are. out and
+    scales are allocated here unless given (see gemm_fn); GemmError before any launch
+    otherwise."""
+    kern = next((k for k in KERNELS if k.name == current(name)), None)
+    if kern is None or kern.block_quant is None:
+        names = sorted(k.name for k in KERNELS if k.block_quant is not None)
+        raise GemmError(f"no block_quant kernel {name!r}; there are: {', '.join(names)}")
+    _fn_operands(a, b)
+    if scales is None:
+        m, n = a.shape[0], b.shape[0]
+        scales = torch.empty((-(-n // kern.block_quant), m), dtype=torch.float32,
+                             device=a.device).t()  # fmt: skip
+    out = gemm_fn(name, a, b, out=out, scales=scales, **fn_args)
+    return out, scales
 
 
 def _launch_fn(kern: Kernel, compiled, a, b, out, values) -> None:
@@ -888,6 +950,7 @@ for _k in KERNELS:
         and _k.fn_args == _FN_FORMS[_k.fn]
         and _k.a_major == _k.b_major == "k"
         and _k.row_partials is None  # row_sumsq kernels take row_partials: gemm_fn only
+        and _k.block_quant is None  # block_quant kernels take scales: gemm_fn only
     ):
         _BY_FN.setdefault((_k.arch, _k.fn, _k.dtype, _k.out_dtype), []).append(_k)
 _ONES: dict[int, torch.Tensor] = {}  # device index -> a 0-d float32 1 (e4m3 device alpha)

@@ -156,6 +156,8 @@ def expected_counts(spec: Spec) -> dict[str, int]:
         }
     if spec.epilogue.row_sumsq:
         counts |= row_sumsq_counts(spec)
+    if spec.epilogue.block_quant is not None:
+        counts |= block_quant_counts(spec)
     if shared.is_split_k_separate(spec):
         counts |= separate_counts(spec)
     if shared.is_split_k_cluster(spec):
@@ -190,6 +192,22 @@ def row_sumsq_counts(spec: Spec) -> dict[str, int]:
     return {
         "shfl.sync.bfly": slots * len(rules_sm90.ROW_SUMSQ_SHUFFLES[spec.swap_ab]),
         "st.global": c_stores + slots,
+    }
+
+
+def block_quant_counts(spec: Spec) -> dict[str, int]:
+    """block_quant (the direct epilogue, grid and persistent schedulers, no swap AB): per row slot
+    of a thread (rules_sm90.row_sumsq_slots) and block of the tile, one butterfly shuffle per lane
+    offset of the quad's max, two IEEE divisions (the scale and its inverse) and one st.global of
+    the scale, besides C's stores (one per pair of columns); one float8 conversion per pair."""
+    rows = rules_sm90.row_sumsq_slots(spec)
+    blocks = spec.tile.n // spec.epilogue.block_quant
+    pairs = rules_sm90.accumulator_regs(spec) // 2
+    return {
+        "shfl.sync.bfly": rows * blocks * len(rules_sm90.ROW_SUMSQ_SHUFFLES[False]),
+        "st.global": pairs + rows * blocks,
+        "cvt e4m3x2": pairs,
+        "div.rn.f32": 2 * rows * blocks,
     }
 
 

@@ -205,7 +205,10 @@ def shape_multiples(spec: Spec) -> dict[str, int]:
     # a gated pair (epilogue.fn with Gate and Up): N counts gate and up rows of B in blocks of 8
     # each, and C's N / 2 columns stay 16-byte aligned rows
     gated = spec.epilogue.fn is not None and any(k == "gate" for _, k in spec.epilogue.fn.args)
-    return {"M": 1, "N": 16 if gated else 8, "K": TMA_ROW_ALIGN_BYTES // DTYPE_BYTES[spec.dtype]}
+    # a float8 C (block_quant): 16 one-byte columns make its rows 16-byte aligned
+    byte_out = DTYPE_BYTES[spec.epilogue.out_dtype or spec.dtype] == 1
+    n = 16 if gated or byte_out else 8
+    return {"M": 1, "N": n, "K": TMA_ROW_ALIGN_BYTES // DTYPE_BYTES[spec.dtype]}
 
 
 def tma_loads_c(spec: Spec) -> bool:
@@ -638,6 +641,7 @@ def check(spec: Spec) -> list[Violation]:
     out.extend(shared.epilogue_fn_violations(spec, EPILOGUE_FN_KINDS, EPILOGUE_FN_AFTER_REDUCE))
     out.extend(gated_violations(spec))
     out.extend(shared.row_sumsq_violations(spec, ("direct", "tma"), ("grid", "persistent")))
+    out.extend(shared.block_quant_violations(spec, ("direct",), ("grid", "persistent")))
     out.extend(swizzle_violations(spec))
     if not spec.warp_specialized:
         out.append(

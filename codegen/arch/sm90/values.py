@@ -464,6 +464,17 @@ def row_sumsq(spec: Spec) -> plan_common.RowSumsq | None:
     )
 
 
+def block_quant(spec: Spec) -> plan_common.BlockQuant | None:
+    """block_quant on the wgmma registers: a quad's four lanes hold a row's columns of every
+    block (rules_sm90.block_quant_violations: no swap AB), their max a butterfly over lanes 1
+    and 2 apart, like row_sumsq's sum."""
+    return plan_common.block_quant(
+        spec,
+        list(rules_sm90.ROW_SUMSQ_SHUFFLES[False]),
+        "the first lane of the quad of lanes that holds the row (lane % 4 == 0)",
+    )
+
+
 def tensors(spec: Spec) -> Tensors:
     """The tensors `gemm` takes after C: the bias and stream-K's workspace, passed on to
     gemm_kernel; split-K "separate" passes only its workspace (the reduce kernel takes the
@@ -532,6 +543,7 @@ def values(spec: Spec) -> Sm90Values:
         bias=plan_common.bias(spec),
         epifn=plan_common.epifn(spec),
         row_sumsq=row_sumsq(spec),
+        block_quant=block_quant(spec),
         tensors=tensors(spec),
         layouts=plan_common.layouts(spec),
         workers=workers(spec),
