@@ -111,6 +111,7 @@ STORE_VEC = 2  # wgmma gives each thread pairs of adjacent columns: one 2-elemen
 # the largest finite float8_e4m3fn, onto which each block's amax is mapped
 BLOCK = 128
 BLOCKS_PER_TILE = 2
+GROUPS_PER_BLOCK = BLOCK // 8  # the wgmma accumulator's 8-column groups in one block
 E4M3_MAX = 448.0
 CLUSTER_TILE = (128, 256)  # output rows and columns one cluster covers
 SHAPE_MULTIPLES = {"M": 1, "N": 16, "K": 8}  # launcher() rejects other shapes (see the docstring)
@@ -276,17 +277,19 @@ def consumers(tiled_mma, sA, sB, ring, storage, tidx, warp_idx, wg_idx, work, mC
         bq_cols_left = N - tile_n * TILER[1]
         bq_groups = cute.size(acc, mode=[0, 2])  # 8-column groups of one wgmma atom: CG
         for mm in cutlass.range_constexpr(cute.size(acc, mode=[1])):
-            for h in cutlass.range_constexpr(2):
+            for h in cutlass.range_constexpr(cute.size(acc, mode=[0, 1])):
                 # one row of the tile
                 bq_row = tCcQ[((0, h, 0), mm, 0)][0]
                 for blk in cutlass.range_constexpr(BLOCKS_PER_TILE):
                     amax = ACC_DTYPE(0.0)
-                    for nn in cutlass.range_constexpr(cute.size(acc, mode=[2])):
-                        for cg in cutlass.range_constexpr(bq_groups):
-                            if cutlass.const_expr((nn * bq_groups + cg) * 8 // BLOCK == blk):
-                                for p in cutlass.range_constexpr(2):
-                                    if tCcQ[((p, h, cg), mm, nn)][1] < bq_cols_left:
-                                        amax = cute.arch.fmax(amax, abs(acc[((p, h, cg), mm, nn)]))
+                    # the block's 8-column groups g: group g % CG of wgmma atom g // CG along N
+                    for g in cutlass.range_constexpr(
+                        blk * GROUPS_PER_BLOCK, (blk + 1) * GROUPS_PER_BLOCK
+                    ):
+                        for p in cutlass.range_constexpr(cute.size(acc, mode=[0, 0])):
+                            bq_at = ((p, h, g % bq_groups), mm, g // bq_groups)
+                            if tCcQ[bq_at][1] < bq_cols_left:
+                                amax = cute.arch.fmax(amax, abs(acc[bq_at]))
                     amax = cute.arch.fmax(amax, cute.arch.shuffle_sync_bfly(amax, offset=1))
                     amax = cute.arch.fmax(amax, cute.arch.shuffle_sync_bfly(amax, offset=2))
                     bq_inv = ACC_DTYPE(1.0)
@@ -294,11 +297,12 @@ def consumers(tiled_mma, sA, sB, ring, storage, tidx, warp_idx, wg_idx, work, mC
                     if amax > ACC_DTYPE(0.0):
                         bq_inv = ACC_DTYPE(E4M3_MAX) / amax
                         bq_scale = amax / ACC_DTYPE(E4M3_MAX)
-                    for nn in cutlass.range_constexpr(cute.size(acc, mode=[2])):
-                        for cg in cutlass.range_constexpr(bq_groups):
-                            if cutlass.const_expr((nn * bq_groups + cg) * 8 // BLOCK == blk):
-                                for p in cutlass.range_constexpr(2):
-                                    acc[((p, h, cg), mm, nn)] = acc[((p, h, cg), mm, nn)] * bq_inv
+                    for g in cutlass.range_constexpr(
+                        blk * GROUPS_PER_BLOCK, (blk + 1) * GROUPS_PER_BLOCK
+                    ):
+                        for p in cutlass.range_constexpr(cute.size(acc, mode=[0, 0])):
+                            bq_at = ((p, h, g % bq_groups), mm, g // bq_groups)
+                            acc[bq_at] = acc[bq_at] * bq_inv
                     if (
                         cute.arch.lane_idx() % 4 == 0
                         and bq_row < bq_rows_left
