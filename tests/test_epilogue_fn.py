@@ -205,3 +205,19 @@ def test_interleave_gate_up_matches_the_reference_split() -> None:
     c = torch.zeros(4, 8, dtype=torch.bfloat16)
     with pytest.raises(ValueError, match=r"residual must be an \(4, 8\) torch.bfloat16 tensor"):
         res.launcher(a, b, c, residual=torch.zeros(4, 9, dtype=torch.bfloat16))()
+
+
+def test_gated_kernels_compile_c_with_its_own_column_count() -> None:
+    """A gated pair's C is (M, N / 2): the compiled function's fake C must not share B's row
+    symbol, or the TVM-FFI entry refuses every real call (c.shape[1] != b.shape[0]); a plain
+    kernel's C shares it."""
+    pytest.importorskip("cutlass")
+    from codegen.build import load_module
+
+    gen = ROOT / "generated" / "cutegemm"
+    gated = sorted(p for p in gen.glob("sm*/*_fn_*glu*.py"))
+    assert len(gated) >= 6
+    for path in [*gated, gen / "sm90" / "sm90_bf16_128x256x64_s4_sw128_ws_wg2_tma_persistent_rm.py"]:
+        a, b, c = load_module(path).compile_args(tvm_ffi=True)[:3]
+        assert c.shape[0] is a.shape[0], path.name
+        assert (c.shape[1] is b.shape[0]) == ("glu" not in path.name), path.name

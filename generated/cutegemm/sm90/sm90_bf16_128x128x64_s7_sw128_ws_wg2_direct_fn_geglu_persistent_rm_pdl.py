@@ -491,7 +491,10 @@ def compile_args(tvm_ffi: bool = False) -> tuple:
         return make_fake_compact_tensor(dtype, (rows, cols), stride_order=(1, 0), assumed_align=16)
 
     stream = make_fake_stream(use_tvm_ffi_env_stream=True) if tvm_ffi else make_fake_stream()
-    return fake(IO_DTYPE, m, k), fake(IO_DTYPE, n, k), fake(OUT_DTYPE, m, n), stream
+    # a gated pair: c (M, N / 2), one column per gate and up pair, under a symbol of its own
+    # (the compiled function checks each symbol; c's columns are not b's rows)
+    n_half = cute.sym_int32(divisibility=8)
+    return fake(IO_DTYPE, m, k), fake(IO_DTYPE, n, k), fake(OUT_DTYPE, m, n_half), stream
 
 
 def device_sm_count(device: int | None = None) -> int:
