@@ -267,5 +267,5 @@ def test_the_gpu_check_of_the_quantization() -> None:
     wrong[0, big] = (d[0, big].float() * 0.75).to(torch.float8_e4m3fn)  # two steps down
     note, ok, _ = gpu.check_block_quant(wrong, s, ref, 128, 1e-3)
     assert not ok and "1 elements off" in note
-    assert gpu.block_quant_gemm_tolerance("e4m3") == 1e-2
+    assert gpu.block_quant_gemm_tolerance("e4m3") == 2e-2
     assert gpu.block_quant_gemm_tolerance("bf16") == 1e-3
