@@ -132,11 +132,6 @@ LIGHT_NUMERIC = (
 GATED_NUMERIC = "a gated pair's C (M, N / 2): numerics by the GPU test"
 
 
-def _gated(spec: dict) -> bool:
-    fn = (spec.get("epilogue") or {}).get("fn") or {}
-    return any(kind == "gate" for _, kind in fn.get("args", ()))
-
-
 def expectation(ks: KernelSource, case: Case) -> numeric.Expect:
     """The GEMM the kernel file claims (its SPEC's epilogue), at the case's sizes."""
     epi = ks.spec.get("epilogue", {})
@@ -160,7 +155,7 @@ def verify_text(text: str, name: str, arch: str = "", keep_models: bool = False)
         report.seconds = time.process_time() - t0
         return report
     except (dsl.NotModelled, KeyError, TypeError, ValueError) as e:
-        report.error = f"not modelled: {e}"
+        report.error = str(e)
         report.seconds = time.process_time() - t0
         return report
     biggest = 0
@@ -199,7 +194,7 @@ def verify_text(text: str, name: str, arch: str = "", keep_models: bool = False)
             # protocol (one CTA barrier between the partials' writes and reads) is checked
             # above; its numerics only by the GPU test (`codegen test`)
             cr.numeric_unknown = LIGHT_NUMERIC
-        elif _gated(ks.spec):
+        elif ks.gated:
             # a gated pair (epilogue.fn with Gate and Up) stores one value per gate and up pair
             # into C (M, N / 2) through a view that aliases each up column with its gate column:
             # the protocol is checked above, the numerics by the GPU test

@@ -64,6 +64,13 @@ class KernelSource:
         spec = self.ns.get("SPEC")
         return spec if isinstance(spec, dict) else {}
 
+    @property
+    def gated(self) -> bool:
+        """True for a gated pair (an epilogue function with a `gate` argument): C is (M, N / 2)."""
+        epi = self.spec.get("epilogue")
+        fn = (epi.get("fn") if isinstance(epi, dict) else None) or {}
+        return any(kind == "gate" for _, kind in fn.get("args", ()))
+
     def constant(self, name: str, default: Any = None) -> Any:
         return self.ns.get(name, default)
 
@@ -77,6 +84,9 @@ class KernelSource:
             rec.ctx = None
             rec.launches = []
             rec.sym_values = [problem.m, problem.n, problem.k]
+            if self.gated:
+                # a gated pair: compile_args' fake C has a column symbol of its own, N / 2
+                rec.sym_values.append(problem.n // 2)
             if "row_partial_count" in self.ns:
                 # row_sumsq: compile_args' fourth dynamic size, the row partials' P
                 rec.sym_values.append(int(self.ns["row_partial_count"](problem.n)))
