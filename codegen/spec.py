@@ -130,6 +130,33 @@ F32_MAX = 3.4028234663852886e38  # the largest finite float32
 F32_MIN_NORMAL = 1.1754943508222875e-38  # 2**-126: smaller magnitudes are denormal in float32
 
 
+def _only_a_plain_product(field: str, does: str, info: ValidationInfo) -> None:
+    """Refuse `field` (an extra output computed from what the kernel stores) beside a menu
+    epilogue or a gated pair: it takes a plain product or an epilogue function of Acc."""
+    menu = [
+        name
+        for name, neutral in (
+            ("alpha", 1.0),
+            ("beta", 0.0),
+            ("activation", "none"),
+            ("bias", "none"),
+        )
+        if name in info.data and info.data[name] != neutral
+    ]
+    if menu:
+        raise ValueError(
+            f"{field} with {', '.join(menu)} is not implemented: it {does} an epilogue "
+            f"function's values; legal: write {'them' if len(menu) > 1 else 'it'} into a "
+            f"function (fn) and keep {field}"
+        )
+    fn = info.data.get("fn")
+    if fn is not None and any(kind == "gate" for _, kind in fn.args):
+        raise ValueError(
+            f"{field} with the gated pair {fn.name} (Gate, Up) is not implemented; legal: "
+            f"{field} with a plain product or a function of Acc"
+        )
+
+
 def _fits_f32(value: float) -> bool:
     """Whether `value` rounds to a finite float32."""
     try:
@@ -196,30 +223,8 @@ class _EpilogueBase(_Frozen):
     @field_validator("row_sumsq")
     @classmethod
     def _sumsq_of_what_is_stored(cls, value: bool, info: ValidationInfo) -> bool:
-        if not value:
-            return value
-        menu = [
-            name
-            for name, neutral in (
-                ("alpha", 1.0),
-                ("beta", 0.0),
-                ("activation", "none"),
-                ("bias", "none"),
-            )
-            if name in info.data and info.data[name] != neutral
-        ]
-        if menu:
-            raise ValueError(
-                f"row_sumsq with {', '.join(menu)} is not implemented: it sums the squares of "
-                "a plain product or of an epilogue function's values; legal: write "
-                f"{'them' if len(menu) > 1 else 'it'} into a function (fn) and keep row_sumsq"
-            )
-        fn = info.data.get("fn")
-        if fn is not None and any(kind == "gate" for _, kind in fn.args):
-            raise ValueError(
-                f"row_sumsq with the gated pair {fn.name} (Gate, Up) is not implemented; "
-                "legal: row_sumsq with a plain product or a function of Acc"
-            )
+        if value:
+            _only_a_plain_product("row_sumsq", "sums the squares of a plain product or of", info)
         return value
 
     @field_validator("block_quant")
@@ -237,28 +242,7 @@ class _EpilogueBase(_Frozen):
                 f'block_quant writes D as float8: it needs out_dtype = "e4m3", got '
                 f"{info.data.get('out_dtype') or 'the input dtype'}"
             )
-        menu = [
-            name
-            for name, neutral in (
-                ("alpha", 1.0),
-                ("beta", 0.0),
-                ("activation", "none"),
-                ("bias", "none"),
-            )
-            if name in info.data and info.data[name] != neutral
-        ]
-        if menu:
-            raise ValueError(
-                f"block_quant with {', '.join(menu)} is not implemented: it quantizes a plain "
-                "product or an epilogue function's values; legal: write "
-                f"{'them' if len(menu) > 1 else 'it'} into a function (fn) and keep block_quant"
-            )
-        fn = info.data.get("fn")
-        if fn is not None and any(kind == "gate" for _, kind in fn.args):
-            raise ValueError(
-                f"block_quant with the gated pair {fn.name} (Gate, Up) is not implemented; "
-                "legal: block_quant with a plain product or a function of Acc"
-            )
+        _only_a_plain_product("block_quant", "quantizes a plain product or", info)
         if info.data.get("row_sumsq"):
             raise ValueError(
                 "block_quant with row_sumsq is not implemented (two extra outputs); legal: one "

@@ -61,6 +61,11 @@ TEXT_RULES: list[tuple[str, str, str]] = [
     ("spelling EPI_BUFS / EPI_STAGES", r"\bEPI_(?:BUFS|STAGES)\b", "EPI_BUFFERS"),
     ("struct named Barriers", r"\bclass Barriers\b", "SharedStorage, as on both arches"),
     ("variable named warp", r"(?m)^\s*warp\s*=", "warp_idx, as on both arches"),
+    (
+        "literal loop count",
+        r"\brange\w*\((?:\s*\d+\s*\)|\s*\w+\s*,\s*\d+\s*[,)])",
+        "count from a layout (cute.size) or a named constant",
+    ),
 ]
 
 MAX_LINE = 100
@@ -187,6 +192,7 @@ def test_rules_catch_their_example(pattern: str) -> None:
         "buf = epi_count % EPI_STAGES",
         "class Barriers:",
         "    warp = cute.arch.warp_idx()",
+        "for i in cutlass.range_constexpr(0, 4):",
     ]
     assert any(re.search(pattern, e) for e in examples)
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from codegen.plan_common import Tensors, Values, bias, bias_axis
+from codegen.plan_common import Tensors, Values, Workers, bias, bias_axis, workers
 from codegen.rules_common import DTYPE_BYTES, Violation, kib
-from codegen.spec import Spec, SplitKScheduler, StreamKScheduler
+from codegen.spec import PersistentScheduler, Spec, SplitKScheduler, StreamKScheduler
 
 ACC_BYTES = 4  # one f32 accumulator value (split-K and stream-K hand partial tiles over in f32)
 # stream-K's partition math is 64-bit (templates/common/stream_k.py.j2 and the stream-K partials
@@ -525,3 +525,41 @@ def stream_k_values(spec: Spec, flagship_sms: int) -> dict[str, object]:
         "weight_bands": streamk_weight_bands(spec),
         "data_parallel": streamk_data_parallel(spec),
     }
+
+
+def grid_workers(
+    spec: Spec, gpu: tuple[int, str, tuple[int, int]], flagship: int, cluster_worker: str
+) -> Workers | None:
+    """The persistent grids sized by the GPU's SM count, on either arch: stream-K (a CTA per SM,
+    at most the workspace's slots), split-K over a cluster (a cluster per `splits` SMs, at most
+    max_clusters) and the static persistent scheduler (`cluster_worker`: one CTA, pair or
+    cluster); None for a grid launched per tile. `gpu`: the arch's flagship (SM count, name,
+    compute capability); `flagship`: its workers, as the kernel's docstring quotes them."""
+    if is_stream_k(spec):
+        return workers(
+            *gpu,
+            1,
+            "one CTA",
+            flagship=flagship,
+            worker_cap="SK_CTAS",
+            worker_cap_note="the workspace's slots",
+        )
+    if is_split_k_cluster(spec):
+        n = splits(spec)
+        return workers(
+            *gpu,
+            n,
+            f"one {n}-CTA cluster",
+            flagship=flagship,
+            worker_cap=spec.scheduler.max_clusters,
+            worker_cap_note="the spec's max_clusters",
+        )
+    if isinstance(spec.scheduler, PersistentScheduler):
+        return workers(
+            *gpu,
+            spec.cluster.size,
+            cluster_worker,
+            flagship=flagship,
+            sm_cap=spec.scheduler.sm_count,
+        )
+    return None

@@ -1083,9 +1083,7 @@ class Checker:
             for w in writes.get((t.res.cta, t.res.root), ()):
                 if not w.res.overlaps(t.res) or not self.hb(w.start, t.start):
                     continue
-                fences = self.states[w.actor].fences
-                i = bisect.bisect_right(fences, w.start)
-                if i < len(fences) and self.hb(fences[i], t.start):
+                if self.fenced_between(w, t):
                     continue
                 self.violate(
                     "proxy-fence",
@@ -1108,9 +1106,7 @@ class Checker:
             for g in generic.get((t.res.cta, t.res.root), ()):
                 if not g.res.overlaps(t.res) or not self.hb(g.start, t.start):
                     continue
-                fences = self.states[g.actor].fences
-                i = bisect.bisect_right(fences, g.start)
-                if i < len(fences) and self.hb(fences[i], t.start):
+                if self.fenced_between(g, t):
                     continue
                 self.violate(
                     "proxy-fence",
@@ -1119,6 +1115,12 @@ class Checker:
                     self.witness(t.start, focus=[g.actor, t.actor]),
                     key=f"w:{t.res.root}:{g.actor}",
                 )
+
+    def fenced_between(self, first: Access, then: Access) -> bool:
+        """A fence.proxy.async by `first`'s thread after `first` that happens before `then`."""
+        fences = self.states[first.actor].fences
+        i = bisect.bisect_right(fences, first.start)
+        return i < len(fences) and self.hb(fences[i], then.start)
 
     def check_scope(self) -> None:
         """Data handed to another CTA (a generic write read by a thread of another CTA, through

@@ -468,38 +468,14 @@ def workers(spec: Spec) -> Workers | None:
     """The persistent grids sized by the GPU's SM count (static persistent, split-K's clusters,
     stream-K); the dynamic scheduler launches the whole tile grid, split-K "separate" a CTA per
     tile and K share, and the grid scheduler a CTA per tile."""
-    b200 = (rules_sm100.SM_COUNT, "a B200", (10, 0))
-    flagship = rules_sm100.max_workers(spec)
-    if shared.is_stream_k(spec):
-        return plan_common.workers(
-            *b200,
-            1,
-            "one CTA",
-            flagship=flagship,
-            worker_cap="SK_CTAS",
-            worker_cap_note="the workspace's slots",
-        )
-    if shared.is_split_k_cluster(spec):
-        n = shared.splits(spec)
-        return plan_common.workers(
-            *b200,
-            n,
-            f"one {n}-CTA cluster",
-            flagship=flagship,
-            worker_cap=spec.scheduler.max_clusters,
-            worker_cap_note="the spec's max_clusters",
-        )
-    if isinstance(spec.scheduler, PersistentScheduler):
-        size = spec.cluster.size
-        worker = {"pair": "one CTA pair", "multicast": f"one {size}-CTA cluster"}
-        return plan_common.workers(
-            *b200,
-            size,
-            worker.get(cluster_kind(spec), "one CTA"),
-            flagship=flagship,
-            sm_cap=spec.scheduler.sm_count,
-        )
-    return None
+    size = spec.cluster.size
+    worker = {"pair": "one CTA pair", "multicast": f"one {size}-CTA cluster"}
+    return shared.grid_workers(
+        spec,
+        (rules_sm100.SM_COUNT, "a B200", (10, 0)),
+        rules_sm100.max_workers(spec),
+        worker.get(cluster_kind(spec), "one CTA"),
+    )
 
 
 def bias_view(spec: Spec) -> BiasView | None:

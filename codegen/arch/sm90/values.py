@@ -210,37 +210,13 @@ class Sm90Values(shared.SeparateReduceValues):
 def workers(spec: Spec) -> Workers | None:
     """The persistent grids sized by the GPU's SM count (static persistent, split-K's clusters,
     stream-K); the grid scheduler and split-K "separate" launch a CTA (cluster) per tile."""
-    h200 = (rules_sm90.SM_COUNT, "an H100 / H200 SXM", (9, 0))
-    flagship = docs.max_clusters(spec)
-    if shared.is_stream_k(spec):
-        return plan_common.workers(
-            *h200,
-            1,
-            "one CTA",
-            flagship=flagship,
-            worker_cap="SK_CTAS",
-            worker_cap_note="the workspace's slots",
-        )
-    if shared.is_split_k_cluster(spec):
-        n = shared.splits(spec)
-        return plan_common.workers(
-            *h200,
-            n,
-            f"one {n}-CTA cluster",
-            flagship=flagship,
-            worker_cap=spec.scheduler.max_clusters,
-            worker_cap_note="the spec's max_clusters",
-        )
-    if isinstance(spec.scheduler, PersistentScheduler):
-        size = spec.cluster.size
-        return plan_common.workers(
-            *h200,
-            size,
-            f"one {size}-CTA cluster" if size > 1 else "one CTA",
-            flagship=flagship,
-            sm_cap=spec.scheduler.sm_count,
-        )
-    return None
+    size = spec.cluster.size
+    return shared.grid_workers(
+        spec,
+        (rules_sm90.SM_COUNT, "an H100 / H200 SXM", (9, 0)),
+        docs.max_clusters(spec),
+        f"one {size}-CTA cluster" if size > 1 else "one CTA",
+    )
 
 
 def wgmma(spec: Spec) -> Wgmma:
