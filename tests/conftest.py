@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -17,12 +19,38 @@ TEMPLATES = ROOT / "templates"
 PACKAGE = GENERATED / "cutegemm"
 
 
+def source_registry(folder: Path, pkg: str) -> types.ModuleType:
+    """The package's registry rendered from its template with no kernels, imported as `pkg` from
+    `folder`, its submodules (the runtime, the dispatcher's plain modules) found in
+    templates/package/ where they live: the tests then set KERNELS and fake what they need."""
+    from codegen import render
+
+    init = folder / "__init__.py"
+    template = render.environment().get_template("package/__init__.py.j2")
+    init.write_text(template.render(pkg=pkg, version="0", dsl_version="9.9.9", rows=[]))
+    spec = importlib.util.spec_from_file_location(
+        pkg, init, submodule_search_locations=[str(TEMPLATES / "package")]
+    )
+    registry = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(registry)
+    return registry
+
+
 def kernel_glob(pattern: str = "*.py") -> list[Path]:
     """Generated kernel files (both arch folders of the package) whose name matches `pattern`."""
     return sorted(
         (p for p in PACKAGE.glob(f"sm*/{pattern}") if p.name != "__init__.py"),
         key=lambda p: p.name,
     )
+
+
+def build_named(names: list[str], out: Path, jobs: int = 2) -> dict:
+    """Cross-compile the generated kernels `names` into `out`: {name: BuildResult}."""
+    from codegen import build
+
+    files = [kernel_file(n) for n in names]
+    assert all(f.exists() for f in files), "run `codegen render specs/` first"
+    return {r.name: r for r in build.build(files, out, jobs=jobs)}
 
 
 def kernel_file(name: str) -> Path:

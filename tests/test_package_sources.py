@@ -15,7 +15,7 @@ import types
 from pathlib import Path
 
 import pytest
-from conftest import GENERATED, TEMPLATES
+from conftest import GENERATED, TEMPLATES, source_registry
 
 from codegen import package, render
 
@@ -88,15 +88,7 @@ def rt(tmp_path_factory):
     """templates/package/_runtime.py imported as srcgemm._runtime, from where it lives."""
     pytest.importorskip("torch")
     pytest.importorskip("tvm_ffi")
-    # the registry rendered from its template (no rows); its submodules are found in templates/
-    init = tmp_path_factory.mktemp(PKG) / "__init__.py"
-    template = render.environment().get_template("package/__init__.py.j2")
-    init.write_text(template.render(pkg=PKG, version="0", dsl_version="9.9.9", rows=[]))
-    spec = importlib.util.spec_from_file_location(
-        PKG, init, submodule_search_locations=[str(TEMPLATES / "package")]
-    )
-    registry = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(registry)
+    registry = source_registry(tmp_path_factory.mktemp(PKG), PKG)
     k = registry.Kernel
     registry.KERNELS = (
         _kernel(k, "a_swap", swap_ab=True, tile=(128, 64, 64)),

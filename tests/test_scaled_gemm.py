@@ -12,9 +12,7 @@ import sys
 import types
 
 import pytest
-from conftest import GENERATED, TEMPLATES
-
-from codegen import render
+from conftest import GENERATED, source_registry
 
 PKG = "scalgemm"
 ROW = (("scale_a", "row"), ("scale_b", "col"))
@@ -37,14 +35,7 @@ def _kernel(kernel_cls, name: str, **kw):
 def rt(tmp_path_factory):
     pytest.importorskip("torch")
     pytest.importorskip("tvm_ffi")
-    init = tmp_path_factory.mktemp(PKG) / "__init__.py"
-    template = render.environment().get_template("package/__init__.py.j2")
-    init.write_text(template.render(pkg=PKG, version="0", dsl_version="9.9.9", rows=[]))
-    spec = importlib.util.spec_from_file_location(
-        PKG, init, submodule_search_locations=[str(TEMPLATES / "package")]
-    )
-    registry = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(registry)
+    registry = source_registry(tmp_path_factory.mktemp(PKG), PKG)
     k = registry.Kernel
     registry.KERNELS = (
         _kernel(k, "p_wide", tile=(128, 256, 128)),

@@ -11,9 +11,9 @@ feature. The last part is marked ``build`` (about 10 s on two cores).
 from __future__ import annotations
 
 import pytest
-from conftest import SPECS, kernel_file
+from conftest import SPECS, build_named, kernel_file
 
-from codegen import build, loader, plan, rules
+from codegen import loader, plan, rules
 from codegen.arch.sm100 import rules as rules_sm100
 from codegen.build import BuildResult
 from codegen.spec import Spec
@@ -330,10 +330,7 @@ def test_generated_files_hold_only_what_their_variant_needs() -> None:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, BuildResult]:
-    files = [kernel_file(n) for n in LADDER]
-    assert all(f.exists() for f in files), "run `codegen render specs/` first"
-    results = build.build(files, tmp_path_factory.mktemp("build"), jobs=2)
-    return {r.name: r for r in results}
+    return build_named(LADDER, tmp_path_factory.mktemp("build"), jobs=2)
 
 
 @pytest.mark.build

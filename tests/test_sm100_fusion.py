@@ -15,7 +15,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from conftest import SPECS, kernel_file, kernel_glob
+from conftest import SPECS, build_named, kernel_file, kernel_glob
 
 from codegen import build, loader, plan, plan_common, rules
 from codegen.arch.sm100 import rules as rules_sm100
@@ -360,10 +360,8 @@ def test_bias_kernel_entry_points_check_the_bias() -> None:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, BuildResult], Path]:
-    files = [kernel_file(n) for n in sorted(PINNED)]
-    assert all(f.exists() for f in files), "run `codegen render specs/` first"
     out = tmp_path_factory.mktemp("build")
-    return {r.name: r for r in build.build(files, out, jobs=2)}, out
+    return build_named(sorted(PINNED), out), out
 
 
 def _ptx(built: tuple[dict[str, BuildResult], Path], name: str) -> str:

@@ -14,7 +14,7 @@ import itertools
 from pathlib import Path
 
 import pytest
-from conftest import SPECS, kernel_file
+from conftest import SPECS, build_named, kernel_file
 
 from codegen import build, loader, plan, render, rules
 from codegen.arch.sm100 import rules as rules_sm100
@@ -474,10 +474,7 @@ def test_generated_files_hold_only_what_their_variant_needs() -> None:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, BuildResult]:
-    files = [kernel_file(n) for n in SHIPPED]
-    assert all(f.exists() for f in files), "run `codegen render specs/` first"
-    results = build.build(files, tmp_path_factory.mktemp("build"), jobs=2)
-    return {r.name: r for r in results}
+    return build_named(SHIPPED, tmp_path_factory.mktemp("build"), jobs=2)
 
 
 @pytest.mark.build

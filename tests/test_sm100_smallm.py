@@ -12,9 +12,9 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import SPECS, kernel_file
+from conftest import SPECS, build_named, kernel_file
 
-from codegen import build, loader, plan, rules
+from codegen import loader, plan, rules
 from codegen.arch.sm100 import rules as rules_sm100
 from codegen.build import BuildResult
 from codegen.spec import Spec
@@ -351,10 +351,8 @@ def test_generated_files_hold_only_what_their_variant_needs(shipped: dict[str, S
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, BuildResult], Path]:
-    files = [kernel_file(n) for n in EXPECTED]
-    assert all(f.exists() for f in files), "run `codegen render specs/` first"
     out = tmp_path_factory.mktemp("build")
-    return {r.name: r for r in build.build(files, out, jobs=2)}, out
+    return build_named(list(EXPECTED), out), out
 
 
 def ptx(out: Path, name: str) -> str:

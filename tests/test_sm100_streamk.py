@@ -12,9 +12,9 @@ import itertools
 from pathlib import Path
 
 import pytest
-from conftest import SPECS, kernel_file
+from conftest import SPECS, build_named, kernel_file
 
-from codegen import build, loader, plan, rules
+from codegen import loader, plan, rules
 from codegen.arch import shared
 from codegen.arch.sm100 import rules as rules_sm100
 from codegen.build import BuildResult
@@ -343,10 +343,7 @@ def test_the_epilogue_branches_on_the_first_k_tile(shipped: dict[str, Spec]) -> 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, BuildResult]:
-    files = [kernel_file(n) for n in SHIPPED]
-    assert all(f.exists() for f in files), "run `codegen render specs/` first"
-    results = build.build(files, tmp_path_factory.mktemp("build"), jobs=1)
-    return {r.name: r for r in results}
+    return build_named(SHIPPED, tmp_path_factory.mktemp("build"), jobs=1)
 
 
 @pytest.mark.build
