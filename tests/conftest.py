@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 import subprocess
@@ -42,6 +43,17 @@ def kernel_glob(pattern: str = "*.py") -> list[Path]:
         (p for p in PACKAGE.glob(f"sm*/{pattern}") if p.name != "__init__.py"),
         key=lambda p: p.name,
     )
+
+
+def shipped(module: str = "") -> types.ModuleType:
+    """The shipped package generated/cutegemm, or its submodule `module`, imported from
+    generated/ (torch needed: skip without it); later submodule imports find the package."""
+    pytest.importorskip("torch")
+    sys.path.insert(0, str(GENERATED))
+    try:
+        return importlib.import_module(f"cutegemm.{module}" if module else "cutegemm")
+    finally:
+        sys.path.remove(str(GENERATED))
 
 
 def build_named(names: list[str], out: Path, jobs: int = 2) -> dict:

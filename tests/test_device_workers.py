@@ -13,7 +13,7 @@ import ast
 from pathlib import Path
 
 import pytest
-from conftest import GENERATED, kernel_glob
+from conftest import kernel_glob, shipped
 
 from codegen import build, plan
 from codegen.arch.sm90 import rules as rules_sm90
@@ -135,16 +135,9 @@ def test_device_sm_count_without_a_gpu() -> None:
 
 @pytest.fixture(scope="module")
 def runtime():
-    import sys
 
-    pytest.importorskip("torch")
     pytest.importorskip("tvm_ffi")
-    sys.path.insert(0, str(GENERATED))
-    try:
-        from cutegemm import _runtime
-    finally:
-        sys.path.remove(str(GENERATED))
-    return _runtime
+    return shipped("_runtime")
 
 
 def test_the_registry_and_the_runtime_key_by_sm_count(runtime) -> None:

@@ -13,21 +13,16 @@ import types
 from pathlib import Path
 
 import pytest
-from conftest import GENERATED, ROOT
+from conftest import GENERATED, ROOT, shipped
 
 from codegen import costmodel, generalize, package
 
 
 @pytest.fixture(scope="module")
 def pkg():
-    pytest.importorskip("torch")
-    sys.path.insert(0, str(GENERATED))
-    try:
-        import cutegemm
-        from cutegemm import _runtime, _tune
-    finally:
-        sys.path.remove(str(GENERATED))
-    return types.SimpleNamespace(cutegemm=cutegemm, runtime=_runtime, tune=_tune)
+    return types.SimpleNamespace(
+        cutegemm=shipped(), runtime=shipped("_runtime"), tune=shipped("_tune")
+    )
 
 
 def kern(**kw):

@@ -5,10 +5,9 @@ layouts group, the expected TMA counts, the kernels' SPEC and the package's disp
 from __future__ import annotations
 
 import ast
-import sys
 
 import pytest
-from conftest import GENERATED, kernel_file, kernel_glob
+from conftest import kernel_file, kernel_glob, shipped
 
 from codegen import plan_common, registry, rules
 from codegen.arch.sm90 import counts as counts_sm90
@@ -184,13 +183,7 @@ def test_a_shipped_kernel_states_its_operands_layouts(name: str) -> None:
 
 @pytest.fixture(scope="module")
 def runtime():
-    pytest.importorskip("torch")
-    sys.path.insert(0, str(GENERATED))
-    try:
-        from cutegemm import _runtime
-    finally:
-        sys.path.remove(str(GENERATED))
-    return _runtime
+    return shipped("_runtime")
 
 
 PLAIN = ("bf16", "bf16", 1.0, 0.0, None, None)

@@ -5,25 +5,17 @@ torch block against the float32 reference it is checked with, and `--plan` end t
 from __future__ import annotations
 
 import json
-import sys
 import types
 
 import pytest
-from conftest import GENERATED, ROOT, run_cli
+from conftest import ROOT, run_cli, shipped
 
 from codegen import generalize, mlp
 
 
 @pytest.fixture(scope="module")
 def pkg():
-    pytest.importorskip("torch")
-    sys.path.insert(0, str(GENERATED))
-    try:
-        import cutegemm
-        from cutegemm import _runtime
-    finally:
-        sys.path.remove(str(GENERATED))
-    return types.SimpleNamespace(cutegemm=cutegemm, runtime=_runtime)
+    return types.SimpleNamespace(cutegemm=shipped(), runtime=shipped("_runtime"))
 
 
 def test_blocks_of_the_model_list_and_refusals() -> None:

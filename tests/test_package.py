@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import GENERATED, PACKAGE, ROOT, SPECS, kernel_glob
+from conftest import GENERATED, PACKAGE, ROOT, SPECS, kernel_glob, shipped
 
 from codegen import package
 
@@ -118,13 +118,7 @@ def test_the_package_installs_on_its_own(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def runtime():
-    pytest.importorskip("torch")
-    sys.path.insert(0, str(GENERATED))
-    try:
-        from cutegemm import _runtime
-    finally:
-        sys.path.remove(str(GENERATED))
-    return _runtime
+    return shipped("_runtime")
 
 
 PLAIN = ("bf16", "bf16", 1.0, 0.0, None, None)
