@@ -18,6 +18,7 @@ import functools
 import json
 import os
 import pprint
+import re
 import signal
 import subprocess
 import textwrap
@@ -126,10 +127,51 @@ def launch_doc(gemm_doc: str, sm_sized: bool) -> str:
     return wrap_prose(head, "    ") + "\n    " + tail
 
 
+CONTRACT = "_contract.py.j2"
+_EMPTY_MACRO = re.compile(r"(?m)^\{% macro \w+\(.*?\) %\}\{% endmacro %\}$")
+_EXTENDS = re.compile(r'\{% extends "([^"]+)" %\}')
+
+
+@functools.cache
+def contract_defaults(contract: str) -> str:
+    """A family contract's macros, each empty, on one line (a contract that extends another has
+    that one's)."""
+    text = (TEMPLATES / contract).read_text()
+    parent = _EXTENDS.search(text)
+    if parent:
+        return contract_defaults(parent.group(1))
+    hooks = _EMPTY_MACRO.findall(text)
+    if len(hooks) != text.count("{% macro "):
+        raise jinja2.TemplateError(f"{contract}: every contract macro is an empty one-liner")
+    return "".join(hooks)
+
+
+class FamilyLoader(jinja2.FileSystemLoader):
+    """Loads templates from templates/; a partial of a family (a `.j2` file not named `_*` in a
+    folder holding a _contract.py.j2) gets its contract's hooks first, each an empty macro that
+    the partial's own definition of the same name replaces: a partial defines only the hooks it
+    fills. The defaults go on the partial's first line, so its line numbers stay true."""
+
+    def get_source(
+        self, environment: jinja2.Environment, template: str
+    ) -> tuple[str, str | None, Callable[[], bool] | None]:
+        source, filename, uptodate = super().get_source(environment, template)
+        return with_contract(template, source), filename, uptodate
+
+
+def with_contract(template: str, source: str) -> str:
+    """`source` of `template`, its family contract's empty hooks first where it is a partial."""
+    folder, _, name = template.rpartition("/")
+    if folder and not name.startswith("_") and (TEMPLATES / folder / CONTRACT).exists():
+        return contract_defaults(f"{folder}/{CONTRACT}") + source
+    return source
+
+
 def environment() -> jinja2.Environment:
-    """The one Jinja environment: strict about undefined names, whitespace-tidy blocks."""
+    """The one Jinja environment: strict about undefined names, whitespace-tidy blocks; a
+    family's partials get their contract's empty hooks (FamilyLoader)."""
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
+        loader=FamilyLoader(TEMPLATES),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,

@@ -1,10 +1,12 @@
 """Every partial of a template family keeps its family's macro contract.
 
 A family is a folder `templates/<arch>/<family>/` with a `_contract.py.j2`: it defines each macro
-the arch skeleton may call on a partial of that family, with the argument list every partial must
-use. Every partial of the folder (a `.j2` file whose name does not start with `_`) defines each
-contract macro with the same arguments and no other public macro (a helper a partial keeps to
-itself starts with `_`), and the skeleton calls only contract macros on a family's module.
+the arch skeleton may call on a partial of that family, empty, with the argument list every
+partial must use. The template loader (codegen/render.py) puts those empty macros first in every
+partial of the folder (a `.j2` file whose name does not start with `_`), so a partial defines only
+the contract macros that print something for it, with the same arguments, never one empty (that
+is the default) and no other public macro (a helper a partial keeps to itself starts with `_`);
+the skeleton calls only contract macros on a family's module.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from pathlib import Path
 import jinja2
 import pytest
 from jinja2 import nodes
+
+from codegen import render
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "templates"
@@ -28,6 +32,11 @@ def _signature(macro: nodes.Macro) -> tuple[tuple[str, ...], int]:
 def macros(env: jinja2.Environment, source: str) -> dict[str, tuple[tuple[str, ...], int]]:
     """The top-level macros a template source defines, by name."""
     return {m.name: _signature(m) for m in env.parse(source).find_all(nodes.Macro)}
+
+
+def empty_macros(env: jinja2.Environment, source: str) -> set[str]:
+    """The top-level macros of a template source whose body prints nothing."""
+    return {m.name for m in env.parse(source).find_all(nodes.Macro) if not m.body}
 
 
 def contract_macros(
@@ -67,14 +76,17 @@ def contract_violations(
             problems.append(f"{folder}: a contract without partials")
         for path in partials:
             defined = macros(env, sources[path])
+            empty = empty_macros(env, sources[path])
             for name, sig in contract.items():
                 if name not in defined:
-                    problems.append(f"{path}: missing macro {name}{sig[0]}")
-                elif defined[name] != sig:
+                    continue  # the contract's empty macro, which the loader puts first
+                if defined[name] != sig:
                     problems.append(
                         f"{path}: macro {name}{defined[name][0]} (defaults {defined[name][1]}),"
                         f" the contract has {name}{sig[0]} (defaults {sig[1]})"
                     )
+                elif name in empty:
+                    problems.append(f"{path}: macro {name} is empty, the contract's own: drop it")
             for name in sorted(set(defined) - set(contract)):
                 if not name.startswith("_"):
                     problems.append(f"{path}: public macro {name} is not in {contract_path}")
@@ -169,6 +181,22 @@ def test_family_keeps_its_contract(contract: str) -> None:
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.parametrize("contract", CONTRACTS)
+def test_the_loader_gives_every_partial_its_contracts_macros(contract: str) -> None:
+    """What a skeleton imports is the partial with its contract's empty macros first (every
+    contract macro an empty one-liner), its own definitions last, on the partial's line numbers."""
+    env, tree = _env(), _tree_sources()
+    folder = contract.rsplit("/", 1)[0]
+    hooks = contract_macros(env, contract, tree)
+    partials = [
+        p for p in tree if p.rsplit("/", 1)[0] == folder and not p.rsplit("/", 1)[1].startswith("_")
+    ]
+    for path in partials:
+        loaded = render.environment().loader.get_source(env, path)[0]
+        assert macros(env, loaded).keys() >= hooks.keys(), path
+        assert loaded.count("\n") == tree[path].count("\n"), path
+
+
 @pytest.mark.parametrize(
     "skeleton",
     sorted(
@@ -189,17 +217,17 @@ FAKE_CONTRACT = """{# one hook #}
 """
 FAKE_GOOD = """{% macro setup(cluster) %}x = 1
 {% endmacro %}
-{% macro helpers() %}{% endmacro %}
 {% macro _private() %}{% endmacro %}
 """
-FAKE_MISSING = """{% macro setup(cluster) %}{% endmacro %}
+FAKE_EMPTY = """{% macro setup(cluster) %}{% endmacro %}
 """
 FAKE_OTHER_ARGS = """{% macro setup() %}{% endmacro %}
 {% macro helpers(extra=1) %}{% endmacro %}
 """
-FAKE_EXTRA = """{% macro setup(cluster) %}{% endmacro %}
-{% macro helpers() %}{% endmacro %}
-{% macro teardown() %}{% endmacro %}
+FAKE_EXTRA = """{% macro setup(cluster) %}x = 1
+{% endmacro %}
+{% macro teardown() %}y = 2
+{% endmacro %}
 """
 FAKE_SKELETON = """{% import "arch/fam/" ~ "good.py.j2" as fam %}
 {% import fam_partial as other %}
@@ -218,9 +246,9 @@ def test_checker_accepts_a_partial_that_keeps_the_contract() -> None:
     assert contract_violations(_env(), _fake(good=FAKE_GOOD)) == []
 
 
-def test_checker_reports_a_missing_macro() -> None:
-    problems = contract_violations(_env(), _fake(good=FAKE_GOOD, missing=FAKE_MISSING))
-    assert problems == ["arch/fam/missing.py.j2: missing macro helpers()"]
+def test_checker_reports_an_empty_contract_macro() -> None:
+    problems = contract_violations(_env(), _fake(good=FAKE_GOOD, empty=FAKE_EMPTY))
+    assert problems == ["arch/fam/empty.py.j2: macro setup is empty, the contract's own: drop it"]
 
 
 def test_checker_reports_different_arguments() -> None:

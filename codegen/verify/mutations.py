@@ -660,7 +660,10 @@ class Renderer:
         text = (self.templates / m.template).read_text()
         env = render.environment()
         env.loader = jinja2.ChoiceLoader(
-            [jinja2.DictLoader({m.template: m.apply(text)}), self.env.loader]  # type: ignore[list-item]
+            [
+                jinja2.DictLoader({m.template: render.with_contract(m.template, m.apply(text))}),
+                self.env.loader,
+            ]  # type: ignore[list-item]
         )
         return env
 
