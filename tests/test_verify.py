@@ -480,7 +480,7 @@ def test_persistent_sizes_cross_k_tiles_with_tiles_per_cta() -> None:
 
 
 # epilogue functions whose values the numeric emulation cannot follow
-FN_NOT_FOLLOWED = {"clamp_bias", "residual_add", "gelu_tanh_residual", "swiglu", "geglu"}
+FN_NOT_FOLLOWED = {"clamp_bias", "residual_add", "gelu_tanh_residual"}
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
@@ -494,8 +494,8 @@ def test_numeric_emulation_follows_every_store(path: Path, verified: dict) -> No
         return
     fn = (KernelSource(path.read_text(), path.stem).spec.get("epilogue") or {}).get("fn") or {}
     if fn and fn["ref"].rsplit(":", 1)[1] in FN_NOT_FOLLOWED:
-        # values the emulation does not model (min / max, a second input tile, a gated pair's
-        # aliased C): it says so, and the GPU test checks their numerics (`codegen test`)
+        # values the emulation does not model (min / max, a second input tile): it says so,
+        # and the GPU test checks their numerics (`codegen test`)
         followed = [
             c.case.label
             for c in report.cases
@@ -561,6 +561,96 @@ def test_numeric_catches_a_short_k_loop_and_a_wrong_store_tile() -> None:
     msgs = _numeric(wrong)
     assert any("no product of A and B for these rows and columns" in m for m in msgs), msgs
     assert any("never written" in m for m in msgs) or len(msgs) >= 1
+
+
+# -- gated pairs (swiglu, geglu): C (M, N / 2), one column per gate and up pair ------------------
+
+GATED = sorted(
+    (p for p in FILES if "_fn_swiglu_" in p.stem or "_fn_geglu_" in p.stem), key=lambda p: p.stem
+)
+GATED_SWAP = next(p for p in GATED if "_swap_" in p.stem and "swiglu" in p.stem)
+GATED_SM90 = next(p for p in GATED if p.stem.startswith("sm90") and "_swap_" not in p.stem)
+
+
+def _gated_mutant(path: Path, old: str, new: str) -> KernelReport:
+    text = path.read_text()
+    assert old in text, f"{path.stem} no longer contains {old!r}"
+    return verify_text(text.replace(old, new, 1), path.stem)
+
+
+def test_gated_pairs_are_checked_numerically() -> None:
+    """Every gated pair's stores to C are followed (no "numerics: GPU test"): verify says pass."""
+    from codegen.cli import verify_rows
+
+    assert {p.stem.split("_")[0] for p in GATED} == {"sm90", "sm100"}
+    for path in GATED:
+        report = verify_file(path)
+        assert report.status == "pass", (path.stem, report.reason)
+        numeric = [c for c in report.cases if c.case.problem.k and c.case.problem.numeric]
+        assert numeric and all(c.stores and not c.numeric_unknown for c in numeric), path.stem
+        assert verify_rows([report])[1][0][-1] == "pass"
+
+
+def test_numeric_catches_a_gated_pairs_short_k_loop() -> None:
+    """The last k-tile dropped in a gated pair (swap AB: C^T): the store of C's columns names
+    the gate and up columns of A B^T it is computed from and the k-tile missing."""
+    report = _gated_mutant(
+        GATED_SWAP,
+        "k_tiles = cute.size(gA, mode=[3])",
+        "k_tiles = cute.size(gA, mode=[3]) - 1",
+    )
+    msgs = _numeric(report)
+    assert any(
+        "stores C[0:16, 0:64]" in m and "(gate and up columns 0:128)" in m and "missing" in m
+        for m in msgs
+    ), msgs
+
+
+def test_numeric_catches_a_gated_pairs_store_offset() -> None:
+    """A gated store's tile at the wrong output columns: its columns' products are missing,
+    and C's other columns are never written."""
+    report = _gated_mutant(
+        GATED_SM90,
+        "gO = cute.local_tile(mC, (TILER[0], TILER[1] // 2), (tile_m, tile_n))",
+        "gO = cute.local_tile(mC, (TILER[0], TILER[1] // 2), (tile_m, 0))",
+    )
+    msgs = _numeric(report)
+    assert any("no product of A and B for these rows and columns" in m for m in msgs), msgs
+
+
+def test_a_gated_view_the_emulation_cannot_map_is_said() -> None:
+    """Gate columns 4 apart instead of 8 (overlapping runs): the emulation does not map that
+    view; it says so rather than pass or report a column never written."""
+    from codegen.cli import verify_rows
+
+    report = _gated_mutant(GATED_SM90, "0, 8 * gO.stride[1]", "0, 4 * gO.stride[1]")
+    assert report.status == "pass" and not _numeric(report)
+    unknown = {
+        c.numeric_unknown for c in report.cases if c.case.problem.numeric and c.case.problem.k
+    }
+    assert all(u and "through a view the emulation does not map" in u for u in unknown), unknown
+    assert verify_rows([report])[1][0][-1] == "pass (protocol; numerics: GPU test)"
+
+
+def test_gated_store_check_maps_columns() -> None:
+    """C's columns [o0, o1) of a gated pair hold A B^T's [2 o0, 2 o1), each over all of K."""
+    from collections import Counter
+
+    from codegen.verify.numeric import Expect, check_store
+
+    ex = Expect(128, 256, 64, gated=True)
+    prod = lambda cols, k: ("prod", (0, 128), cols, k, k)
+    tile = ("c", (0, 128), (64, 128))
+    assert check_store(tile, Counter({prod((128, 256), (0, 64)): 1}), ex) is None
+    # the tile's columns computed from another tile's gate and up columns
+    wrong = check_store(tile, Counter({prod((0, 128), (0, 64)): 1}), ex)
+    assert wrong and "C[0:128, 64:128] (gate and up columns 128:256)" in wrong
+    # half its K
+    short = check_store(tile, Counter({prod((128, 256), (0, 32)): 1}), ex)
+    assert short and "k 32:64 missing" in short
+    # a store that splits a block of 8 pairs is not followed (lost track), not passed
+    split = check_store(("c", (0, 128), (64, 124)), Counter({prod((128, 256), (0, 64)): 1}), ex)
+    assert split and "lost track" in split
 
 
 def test_numeric_store_check_names_what_is_wrong() -> None:

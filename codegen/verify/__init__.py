@@ -128,8 +128,6 @@ LIGHT_NUMERIC = (
     "light kernel: operands and partials move per lane (global -> registers -> mma.sync -> SMEM), "
     "below the tile level the numeric cross-check follows; its numerics are the GPU test's"
 )
-# a gated pair's stores go through an aliasing view of C (M, N / 2) the emulation does not map
-GATED_NUMERIC = "a gated pair's C (M, N / 2): numerics by the GPU test"
 
 
 def expectation(ks: KernelSource, case: Case) -> numeric.Expect:
@@ -138,7 +136,12 @@ def expectation(ks: KernelSource, case: Case) -> numeric.Expect:
     epi = epi if isinstance(epi, dict) else {}
     p = case.problem
     return numeric.Expect(
-        p.m, p.n, p.k, beta=bool(epi.get("beta") or 0.0), bias=epi.get("bias") or None
+        p.m,
+        p.n,
+        p.k,
+        beta=bool(epi.get("beta") or 0.0),
+        bias=epi.get("bias") or None,
+        gated=ks.gated,
     )
 
 
@@ -194,14 +197,12 @@ def verify_text(text: str, name: str, arch: str = "", keep_models: bool = False)
             # protocol (one CTA barrier between the partials' writes and reads) is checked
             # above; its numerics only by the GPU test (`codegen test`)
             cr.numeric_unknown = LIGHT_NUMERIC
-        elif ks.gated:
-            # a gated pair (epilogue.fn with Gate and Up) stores one value per gate and up pair
-            # into C (M, N / 2) through a view that aliases each up column with its gate column:
-            # the protocol is checked above, the numerics by the GPU test
-            cr.numeric_unknown = GATED_NUMERIC
         elif not result.violations and case.problem.k > 0 and case.problem.numeric:
             # the data the protocol moved, against the GEMM the kernel claims (K = 0 is
-            # refused by every entry point: nothing to compare)
+            # refused by every entry point: nothing to compare); a gated pair (epilogue.fn with
+            # Gate and Up) stores one value per gate and up pair into C (M, N / 2) through a
+            # view that aliases each up column with its gate column (dsl.gate_image): each
+            # store to C's columns [o0, o1) is checked against A B^T's [2 o0, 2 o1)
             num = numeric.emulate(model, result.data_order, expectation(ks, case))
             cr.violations.extend(num.violations)
             cr.stores = num.stores

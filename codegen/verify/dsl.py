@@ -25,7 +25,7 @@ import re
 import sys
 import types
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from codegen.verify.model import Bar, LaunchModel, Op, Res, Word
@@ -371,6 +371,33 @@ def first_val(*args: Any) -> Any:
     return OPAQUE
 
 
+# a gated pair (an epilogue function with Gate and Up arguments): B's rows are gate and up rows
+# interleaved in blocks of GATED_BLOCK (the runner's interleave_gate_up), and the kernel stores
+# through a view of C (M, N / 2) with N logical columns: logical x of each 2 * GATED_BLOCK at
+# (x // (2 * GATED_BLOCK)) * GATED_BLOCK + x % GATED_BLOCK, its up half aliased (stride 0)
+GATED_BLOCK = 8
+
+
+def gate_image(x: int) -> int:
+    """The first column of C (M, N / 2) past the gate columns of logical [0, x): the logical
+    range [lo, hi) of a gated view stores C's [gate_image(lo), gate_image(hi))."""
+    block, within = divmod(x, 2 * GATED_BLOCK)
+    return block * GATED_BLOCK + min(within, GATED_BLOCK)
+
+
+def _image(x: int, modes: tuple) -> int:
+    """Where logical coordinate `x` of a nested mode ((extent, stride), ...) lands (the last
+    mode unbounded: a tile past the tensor's end lands past it)."""
+    off = 0
+    for i, (extent, stride) in enumerate(modes):
+        if i == len(modes) - 1:
+            off += x * stride
+        else:
+            x, c = divmod(x, extent)
+            off += c * stride
+    return off
+
+
 @dataclass(frozen=True)
 class GView:
     """Which part of a global input or output tensor (a, b, c, bias) a view covers, at the tile
@@ -386,6 +413,11 @@ class GView:
     hi: tuple
     groups: tuple = ()
     strides: tuple = ()
+    # view dimensions with a gated pair's layout, (dim, modes) each (_gated_mode): lo / hi count
+    # their logical (gate and up) coordinates; box() maps them to the tensor's (_image)
+    gated: tuple = ()
+    # where the view starts in the tensor's own dimensions (a view made over a tile's pointer)
+    origin: tuple = ()
 
     def box(self) -> tuple:
         """((lo, hi) per dimension of the tensor itself), clipped to its extents."""
@@ -393,7 +425,13 @@ class GView:
         for d, src in enumerate(self.perm):
             if src is None:
                 continue
-            lo, hi = max(self.lo[d], 0), min(self.hi[d], self.ext[src])
+            lo, hi = self.lo[d], self.hi[d]
+            for gd, modes in self.gated:
+                if gd == d and hi > lo:
+                    lo, hi = _image(lo, modes), _image(hi - 1, modes) + 1
+            if self.origin:
+                lo, hi = lo + self.origin[src], hi + self.origin[src]
+            lo, hi = max(lo, 0), min(hi, self.ext[src])
             out[src] = (lo, max(lo, hi))
         return tuple(out)
 
@@ -414,9 +452,7 @@ class GView:
                     return None
                 lo[d] += int(c) * size
                 hi[d] = lo[d] + size
-        return GView(
-            self.name, self.perm, self.ext, tuple(lo), tuple(hi), tuple(groups), self.strides
-        )
+        return replace(self, lo=tuple(lo), hi=tuple(hi), groups=tuple(groups))
 
     def half(self, which: int) -> GView:
         """Half `which` of the first view dimension (one CTA of a pair)."""
@@ -424,20 +460,10 @@ class GView:
         size = (hi[0] - lo[0]) // 2
         lo[0] += which * size
         hi[0] = lo[0] + size
-        return GView(
-            self.name, self.perm, self.ext, tuple(lo), tuple(hi), self.groups, self.strides
-        )
+        return replace(self, lo=tuple(lo), hi=tuple(hi))
 
     def divided(self, n: int) -> GView:
-        return GView(
-            self.name,
-            self.perm,
-            self.ext,
-            self.lo,
-            self.hi,
-            self.groups + (("sub",),) * n,
-            self.strides,
-        )
+        return replace(self, groups=self.groups + (("sub",),) * n)
 
     def indexed(self, idx: tuple) -> GView | None:
         """Fix the unbound groups with the trailing entries of `idx` (None keeps a group)."""
@@ -458,13 +484,26 @@ class GView:
             _, d, size = g
             lo[d] += int(i) * size
             hi[d] += int(i) * size
-        return GView(
-            self.name, self.perm, self.ext, tuple(lo), tuple(hi), tuple(keep), self.strides
-        )
+        return replace(self, lo=tuple(lo), hi=tuple(hi), groups=tuple(keep))
+
+    def exact(self) -> bool:
+        """False where a gated dimension's range spans two runs of its last mode with a gap
+        between them in the tensor (box() would claim the gap)."""
+        for d, modes in self.gated:
+            run = 1
+            for extent, _ in modes[:-1]:
+                run *= extent
+            compact = (run // (2 * GATED_BLOCK)) * GATED_BLOCK
+            lo, hi = self.lo[d], self.hi[d]
+            if modes[-1][1] != compact and hi > lo and lo // run != (hi - 1) // run:
+                return False
+        return True
 
     def term(self) -> tuple:
         """What a copy of this view holds: an operand tile of a or b (rows, k), else a tile of
-        the tensor (c, bias)."""
+        the tensor (c, bias); ("unmapped", name) where box() is not exact."""
+        if self.gated and not self.exact():
+            return ("unmapped", self.name)
         box = self.box()
         if self.name in ("a", "b"):
             return ("op", self.name, box[0], box[1] if len(box) > 1 else (0, 0))
@@ -703,8 +742,8 @@ class FakeTensor:
         # [tile][split], a stream-K partial [vector][chunk][CTA]): where its data lives
         self.wkey = wkey
         # a global tensor's name, where this view addresses it through a layout the tile-level
-        # model does not map (a gated pair's aliasing view of C): its accesses count for the
-        # PDL order, their data is not followed
+        # model does not map (_global_view): its accesses count for the PDL order, their data
+        # is not followed
         self.unmapped = unmapped
 
     def view(
@@ -1556,12 +1595,14 @@ class Recorder:
 
     def unmapped_access(self, name: str, how: str) -> None:
         """A thread's plain load or store of global tensor `name` through a view the tile-level
-        model does not map (a gated pair's C): recorded for the PDL order only, its data not
-        followed (the numeric check says so for such kernels)."""
+        model does not map (a layout _global_view does not know): recorded for the PDL order, its
+        data not followed (a store says so to the numeric check: Replay.unknown)."""
         if self.host or self.ctx is None:
             return
         if self.ctx.launch.pdl:
             self.record("gaccess", (name, how))
+        if how == "write":
+            self.data("unmapped", name)
 
     def mask_ctas(self, mask: Any) -> list[int]:
         assert self.ctx is not None
@@ -1840,12 +1881,50 @@ def _make_tensor(ptr: Any, layout: Any, *args: Any, **kwargs: Any) -> Any:
     return OPAQUE
 
 
+def _gated_mode(shape: Any, stride: Any) -> tuple[int, Any, tuple] | None:
+    """(logical extent, base stride, ((extent, stride in base strides), ...)) of a gated pair's
+    mode of a view of C (M, N / 2): shape (8, 2, n2, ...) with stride (s, 0, s2, ...), each
+    s2, ... a positive multiple of s (compact: 8 s, 8 s n2, ...: gate_image), else None."""
+    if not (isinstance(shape, tuple) and isinstance(stride, tuple)):
+        return None
+    if len(shape) < 2 or len(shape) != len(stride) or shape[:2] != (GATED_BLOCK, 2):
+        return None
+    if not all(isinstance(x, int) for x in shape):
+        return None
+    strides = [uniform_value(x) for x in stride]
+    base = strides[0]
+    if not all(isinstance(x, int) for x in strides) or base <= 0 or strides[1] != 0:
+        return None
+    if any(x <= 0 or x % base for x in strides[2:]):
+        return None
+    # every mode but the last compact (8 s, 8 s n2, ...), the last one's steps no closer: each
+    # run of the last mode's coordinate is one range of C, runs never overlap
+    step = GATED_BLOCK * base
+    for i, (extent, x) in enumerate(zip(shape[2:], strides[2:])):
+        if x != step and (i < len(shape) - 3 or x < step):
+            return None
+        step *= extent
+    n = 1
+    for extent in shape:
+        n *= extent
+    return n, base, tuple((e, x // base) for e, x in zip(shape, strides))
+
+
 def _global_view(g: GView, shape: Any, layout: Any) -> GView | None:
     """A new view over tensor `g.name` with `layout`: each dimension maps to the tensor's
-    dimension of the same stride (stride 0: broadcast), e.g. C^T or a bias as an (M, N) matrix."""
+    dimension of the same stride (stride 0: broadcast), e.g. C^T or a bias as an (M, N) matrix;
+    a gated pair's nested mode (_gated_mode) maps to C's columns through _image. A view over
+    a tile's pointer starts at the tile."""
+    stride = getattr(layout, "stride", None) if isinstance(layout, FakeLayout) else None
+    if (
+        isinstance(shape, tuple)
+        and isinstance(stride, tuple)
+        and len(stride) == len(shape)
+        and any(isinstance(s, tuple) for s in shape)
+    ):
+        return _gated_view(g, shape, stride)
     if not isinstance(shape, tuple) or not all(isinstance(s, int) for s in shape):
         return None
-    stride = getattr(layout, "stride", None) if isinstance(layout, FakeLayout) else None
     if not isinstance(stride, tuple) or len(stride) != len(shape):
         if tuple(shape) == tuple(g.ext):
             return GView(
@@ -1868,6 +1947,44 @@ def _global_view(g: GView, shape: Any, layout: Any) -> GView | None:
         else:
             return None
     return GView(g.name, tuple(perm), g.ext, (0,) * len(shape), tuple(shape), (), tuple(stride))
+
+
+def _gated_view(g: GView, shape: tuple, stride: tuple) -> GView | None:
+    """A view with nested modes: each a plain mode or a gated pair's (_gated_mode), over the
+    pointer of `g` (the whole tensor or a tile of it: the view starts where `g` does)."""
+    perm: list[Any] = []
+    extents: list[int] = []
+    gated: list[tuple] = []
+    flat: list[Any] = []
+    for d, (extent, s) in enumerate(zip(shape, stride)):
+        if isinstance(extent, tuple):
+            mode = _gated_mode(extent, s)
+            if mode is None:
+                return None
+            extent, s, modes = mode
+            gated.append((d, modes))
+        s = uniform_value(s)
+        if not isinstance(extent, int) or not isinstance(s, int) or s == 0:
+            return None
+        if s not in g.strides or g.perm[g.strides.index(s)] is None:
+            return None
+        perm.append(g.perm[g.strides.index(s)])  # g's strides are its own dimensions
+        extents.append(extent)
+        flat.append(s)
+    if len(set(perm)) != len(perm):
+        return None
+    origin = tuple(lo for lo, _ in g.box())
+    return GView(
+        g.name,
+        tuple(perm),
+        g.ext,
+        (0,) * len(extents),
+        tuple(extents),
+        (),
+        tuple(flat),
+        tuple(gated),
+        origin,
+    )
 
 
 def _recast_ptr(ptr: Any, swizzle_: Any = None, dtype: Any = None) -> Any:

@@ -403,6 +403,33 @@ CATALOGUE: tuple[Mutation, ...] = (
         "gC = cute.local_tile(mC, (TILER[0], TILER[1]), (tile_m, tile_n))",
         "gC = cute.local_tile(mC, (TILER[0], TILER[1]), (tile_m, 0))",
     ),
+    # a gated pair (swiglu, geglu): C (M, N / 2) stored through a view with the gate and up
+    # columns of each 16 on 8 columns of C (the numeric check maps it: dsl.gate_image)
+    Mutation(
+        "sm90-gated-store-wrong-n",
+        "wrong output tile coordinate",
+        "sm90/epilogue/_fn.py.j2",
+        # every tile's (TM, TN / 2) outputs go to C's first TN / 2 columns
+        "gO = cute.local_tile(mC, (TILER[0], TILER[1] // 2), (tile_m, tile_n))",
+        "gO = cute.local_tile(mC, (TILER[0], TILER[1] // 2), (tile_m, 0))",
+    ),
+    Mutation(
+        "sm90-gated-swap-store-wrong-n",
+        "wrong output tile coordinate",
+        "sm90/epilogue/_fn.py.j2",
+        # swap AB: C^T's rows are C's columns; every tile's outputs go to C's first TM / 2 ones
+        "gO = cute.local_tile(mC, (TILER[0] // 2, TILER[1]), (tile_m, tile_n))",
+        "gO = cute.local_tile(mC, (TILER[0] // 2, TILER[1]), (0, tile_n))",
+    ),
+    Mutation(
+        "sm100-gated-tile-offset",
+        "wrong output column offset",
+        "common/epifn.py.j2",
+        # the host's (M, N) view of C (M, N / 2) steps TN columns of C per tile, not TN / 2:
+        # tile n >= 1 stores past its columns (C's second half is never written)
+        "(TILER[1] // 2) * c.stride[1]))))",
+        "TILER[1] * c.stride[1]))))",
+    ),
     Mutation(
         "sm90-tma-store-wrong-n",
         "wrong output tile coordinate",
