@@ -77,6 +77,9 @@ class KernelSource:
             rec.ctx = None
             rec.launches = []
             rec.sym_values = [problem.m, problem.n, problem.k]
+            if "n_half = cute.sym_int32(" in self.text:
+                # a gated pair: C's own column symbol, N / 2 (the next one compile_args makes)
+                rec.sym_values.append(problem.n // 2)
             if "row_partial_count" in self.ns:
                 # row_sumsq: compile_args' fourth dynamic size, the row partials' P
                 rec.sym_values.append(int(self.ns["row_partial_count"](problem.n)))
