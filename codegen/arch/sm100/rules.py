@@ -988,16 +988,6 @@ def block_quant_violations(spec: Spec) -> list[Violation]:
     return out
 
 
-def block_quant_chunks(spec: Spec) -> int:
-    """block_quant: the direct epilogue's TMEM chunks in one block of a row (BLOCK / EPI_COLS),
-    the chunk registers a thread holds until the block's amax is known."""
-    block = spec.epilogue.block_quant
-    assert block is not None
-    cols, _ = epilogue_chunks(spec)
-    assert block % cols == 0, "a tile N that is a multiple of the block loads whole blocks"
-    return block // cols
-
-
 # row_sumsq with swap AB: the kernel rows (the user's columns) one epilogue warp holds, its TMEM
 # lane quarter; the warp adds a column's values over its lanes and writes one partial
 ROW_SUMSQ_WARP_ROWS = TMEM_LANES // EPILOGUE_WARPS

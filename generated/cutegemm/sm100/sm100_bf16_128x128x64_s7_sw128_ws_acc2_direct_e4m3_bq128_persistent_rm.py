@@ -118,11 +118,11 @@ TX_BYTES = 32768
 EPI_COLS = 64  # accumulator columns one tcgen05.ld moves per thread
 EPI_CHUNKS = 2  # EPI_COLS-column chunks of a tile: TN / EPI_COLS
 # block_quant: the columns of a row that share one scale, the TMEM chunks of one block, the
-# blocks one tile spans along N (1), and the largest finite float8_e4m3fn, onto which
-# each block's amax is mapped
+# blocks one tile spans along N, and the largest finite float8_e4m3fn, onto which each block's
+# amax is mapped
 BLOCK = 128
 CHUNKS_PER_BLOCK = BLOCK // EPI_COLS
-BLOCKS_PER_TILE = EPI_CHUNKS // CHUNKS_PER_BLOCK
+BLOCKS_PER_TILE = EPI_CHUNKS // CHUNKS_PER_BLOCK  # 1: TN / BLOCK
 E4M3_MAX = 448.0
 SMEM_ATOM = tcgen05.SmemLayoutAtomKind.K_SW128
 # run() rejects other shapes (see the docstring)
