@@ -190,12 +190,13 @@ class BlockQuant:
     where amax = 0), D = e4m3(v * (448 / amax)) (round to nearest, saturated), and the kernel
     writes the scale to scales[block index, row]: a float32 (ceil(N / block), M) tensor, the
     user's (M, ceil(N / block)) scales with strides (1, M). A block's amax is a max over the
-    lanes that hold the row (a butterfly over `shuffles` lane offsets), the same on every run."""
+    lanes that hold the row (a butterfly over `shuffles` lane offsets; none where one thread
+    holds it, as on sm_100a), the same on every run."""
 
     block: int  # columns per scale: 128
     per_tile: int  # scale blocks one tile spans along N: TILER[1] // block
     count: str  # scale_block_count(n)'s expression of n: ceil(N / block)
-    shuffles: list[int]  # butterfly lane offsets taking one row's max across lanes
+    shuffles: list[int]  # butterfly lane offsets taking one row's max across lanes (or none)
     writer: str  # which lanes write, in a comment's words
     host_doc: str  # launcher's words on the tensor
 
@@ -264,7 +265,7 @@ class Layouts:
     modes: str  # the docstring's formula line: "A, B K-major", "A K-major, B N-major", ...
     a_mode: str  # "K-major" or "M-major"
     b_mode: str  # "K-major" or "N-major"
-    n_divisibility: int  # what the fake N is a multiple of (16 bytes of B's dtype, N-major)
+    n_divisibility: int  # what the fake N is a multiple of: 16 bytes of an N-major B, of a float8 C
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -884,6 +885,7 @@ def layouts(spec: Spec) -> Layouts:
     order = {"k": (1, 0), "mn": (0, 1)}
     a_mode = "K-major" if spec.a_major == "k" else "M-major"
     b_mode = "K-major" if spec.b_major == "k" else "N-major"
+    out_dtype = spec.epilogue.out_dtype or spec.dtype
     return Layouts(
         default=spec.a_major == spec.b_major == "k",
         a_major=spec.a_major,
@@ -908,10 +910,16 @@ def layouts(spec: Spec) -> Layouts:
         ),
         a_mode=a_mode,
         b_mode=b_mode,
-        n_divisibility=(
-            math.lcm(8, rules_common.TMA_ROW_ALIGN_BYTES // rules_common.DTYPE_BYTES[spec.dtype])
+        # 16 bytes of an N-major B's rows, and of a float8 C's (block_quant: the launcher's N
+        # is a multiple of 16, so a thread's run of C is 16-byte vectors where it is that long)
+        n_divisibility=math.lcm(
+            8,
+            rules_common.TMA_ROW_ALIGN_BYTES // rules_common.DTYPE_BYTES[spec.dtype]
             if spec.b_major == "mn"
-            else 8
+            else 1,
+            rules_common.TMA_ROW_ALIGN_BYTES // rules_common.DTYPE_BYTES[out_dtype]
+            if rules_common.DTYPE_BYTES[out_dtype] == 1
+            else 1,
         ),
         mma_note=(
             f"the MMA's A is {mma_a}-major and its B {mma_b}-major"

@@ -19,6 +19,10 @@ from codegen.spec import Spec
 
 BQ = kernel_glob("*_bq128_*.py")
 EPI = {"style": "direct", "out_dtype": "e4m3", "block_quant": 128}
+# the sm_100a knobs over _spec's sm_90a base
+SM100 = {"arch": "sm_100a", "consumer_warpgroups": None, "stages": 2, "warp_specialized": True}
+SCALE_ROWWISE = {"ref": "f.py:scale_rowwise", "digest": "0",
+                 "args": [["acc", "acc"], ["a", "row"], ["b", "col"]]}  # fmt: skip
 
 
 def _spec(**knobs: object) -> Spec:
@@ -81,8 +85,14 @@ def test_the_spec_refuses(epilogue: dict, message: str) -> None:
         ({"swap_ab": True}, "not implemented with swap_ab"),
         ({"tile": [128, 64, 64]}, "tile N=64 is not a multiple of 128"),
         ({"tile": [128, 192, 64]}, "tile N=192 is not a multiple of 128"),
-        ({"arch": "sm_100a", "consumer_warpgroups": None, "stages": 2},
-         "not implemented on sm_100a yet"),
+        # sm_100a: the direct epilogue only, a whole accumulator row per thread, whole tiles
+        ({**SM100, "epilogue": {**EPI, "style": "tma"}},
+         'in the tma epilogue on sm_100a; legal with block_quant: style "direct"'),
+        ({**SM100, "tile": [64, 128, 64]},
+         "tile M=64 with cta_group 1 gives half rows (16x32bx2); legal: 128 rows per CTA"),
+        ({**SM100, "scheduler": "stream_k"}, "with scheduler stream_k"),
+        ({**SM100, "swap_ab": True}, "not implemented with swap_ab"),
+        ({**SM100, "tile": [128, 64, 64]}, "tile N=64 is not a multiple of 128"),
     ],
 )  # fmt: skip
 def test_the_rules_refuse(knobs: dict, message: str) -> None:
@@ -97,9 +107,14 @@ def test_the_rules_refuse(knobs: dict, message: str) -> None:
         {"tile": [128, 256, 64]},
         {"tile": [128, 384, 64], "consumer_warpgroups": 2, "stages": 2},
         {"consumer_mode": "pingpong", "tile": [64, 128, 64], "scheduler": "persistent"},
-        {"dtype": "e4m3", "tile": [128, 128, 128],
-         "epilogue": {**EPI, "fn": {"ref": "f.py:scale_rowwise", "digest": "0",
-                                    "args": [["acc", "acc"], ["a", "row"], ["b", "col"]]}}},
+        {"dtype": "e4m3", "tile": [128, 128, 128], "epilogue": {**EPI, "fn": SCALE_ROWWISE}},
+        # sm_100a: one whole accumulator row per epilogue thread (128 rows per CTA)
+        {**SM100},
+        {**SM100, "tile": [128, 256, 64], "scheduler": "persistent", "accumulators": 2},
+        {**SM100, "tile": [128, 256, 64], "scheduler": "dynamic"},
+        {**SM100, "tile": [256, 256, 64], "cta_group": 2, "cluster": [2, 1]},
+        {**SM100, "dtype": "e4m3", "tile": [128, 128, 128],
+         "epilogue": {**EPI, "fn": SCALE_ROWWISE}},
     ],
 )  # fmt: skip
 def test_what_is_implemented_passes_the_rules(knobs: dict) -> None:
@@ -117,6 +132,14 @@ def test_what_is_implemented_passes_the_rules(knobs: dict) -> None:
         # ping-pong 64x128: each warpgroup a whole tile, 2 rows per thread
         ({"consumer_mode": "pingpong", "tile": [64, 128, 64], "scheduler": "persistent"},
          4, 32 + 2, 32, 4),
+        # sm_100a 128x128: a thread holds a whole row, no shuffles; 8 16-byte vectors of D
+        # and one scale; 64 conversions of its 128 values; a scale and its inverse
+        ({**SM100}, 0, 8 + 1, 64, 2),
+        # 128x256: two blocks of the row, each its scale and two divisions
+        ({**SM100, "tile": [128, 256, 64]}, 0, 16 + 2, 128, 4),
+        # a CTA pair 256x256: each CTA's thread a row of 256 columns, as 128x256
+        ({**SM100, "tile": [256, 256, 64], "cta_group": 2, "cluster": [2, 1]},
+         0, 16 + 2, 128, 4),
     ],
 )  # fmt: skip
 def test_the_build_asserts_the_quantization(
@@ -135,14 +158,19 @@ def test_the_build_asserts_the_quantization(
 def test_the_kernels_and_the_registry() -> None:
     cutegemm = _cutegemm()
     assert len(BQ) >= 3
+    assert {read_spec(p).arch for p in BQ} == {"sm_90a", "sm_100a"}
     names = {k.name for k in cutegemm.KERNELS if k.block_quant is not None}
     assert names == {p.stem for p in BQ}
     for path in BQ:
         spec = read_spec(path)
         kern = cutegemm.kernel(path.stem)
         assert (kern.block_quant, kern.out_dtype) == (128, "e4m3")
-        # float8 rows of C are 16-byte aligned with N a multiple of 16
-        assert kern.shape_multiples[1] == 16
+        # float8 rows of C are 16-byte aligned with N a multiple of 16 (sm_100a: whole tiles)
+        assert kern.shape_multiples[1] == (16 if spec.arch == "sm_90a" else spec.tile.n)
+        # ... and the compiled function's N symbol says so: C's stores are 16-byte vectors
+        assert "m, n, k = cute.sym_int32(), cute.sym_int32(divisibility=16)," in path.read_text(
+            encoding="utf-8"
+        )
         assert spec.epilogue.block_quant == 128
         for n, blocks in ((16, 1), (128, 1), (144, 2), (1000, 8), (4096, 32)):
             assert cutegemm.scale_block_count(path.stem, n) == blocks

@@ -66,7 +66,7 @@ SM100: Features = {
     "mcast": lambda s: rules_sm100.cluster_kind(s) == "multicast",
 }
 # (arch, group) that no shipped spec of the arch can have: a feature the arch refuses so far
-NOT_SHIPPED = {("sm100", "block_quant")}  # block_quant: sm_90a only (rules_sm100 refuses it)
+NOT_SHIPPED: set[tuple[str, str]] = set()
 ARCHES = {
     "sm90": (values_sm90.Sm90Values, values_sm90.values, SHARED | SM90),
     "sm100": (values_sm100.Sm100Values, values_sm100.values, SHARED | SM100),

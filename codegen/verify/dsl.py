@@ -356,6 +356,13 @@ def as_val(x: Any) -> Val | None:
     return None
 
 
+def _data_key(args: tuple) -> tuple:
+    """A data op's arguments compared by content: a Val by its atoms (`==` on a Val is a data
+    comparison, a Val itself, never truth-tested), e.g. two chunks' stores of one block, each
+    its values times the block's 448 / amax (block_quant), new Vals with the same atoms."""
+    return tuple(("val", a.atoms, a.nl) if isinstance(a, Val) else a for a in args)
+
+
 def known(x: Any) -> Val:
     """as_val, with a value the model lost track of marked unknown (never truth-tested: a Val
     in a condition is data-dependent control flow)."""
@@ -1559,7 +1566,7 @@ class Recorder:
             args[0] in ("store", "gstore")
             and ops
             and ops[-1].kind == "data"
-            and ops[-1].args == args
+            and _data_key(ops[-1].args) == _data_key(args)
         ):
             return  # the same store again (a loop over a fragment's elements)
         # the source line only (no call-stack site: data ops are not protocol sites)

@@ -142,6 +142,7 @@ def expected_counts(spec: Spec) -> dict[str, int]:
         | streamk_counts(spec)
         | separate_counts(spec)
         | row_sumsq_counts(spec)
+        | block_quant_counts(spec)
     )
 
 
@@ -159,6 +160,26 @@ def row_sumsq_counts(spec: Spec) -> dict[str, int]:
             "st.global": direct_stores(spec) + values,
         }
     return {"shfl.sync.bfly": 0, "st.global": direct_stores(spec) + 1}
+
+
+def block_quant_counts(spec: Spec) -> dict[str, int]:
+    """block_quant (the direct epilogue, grid / persistent / dynamic schedulers, no swap AB):
+    one thread holds each whole row (32x32b loads), so no shuffles: one max.f32 per value of
+    the thread's row (the block's amax); per block of the tile two IEEE divisions (the scale and
+    its inverse) and one st.global of the scale, besides C's stores (16-byte vectors of float8,
+    the fake N a multiple of 16); one float8 conversion per pair of the thread's values."""
+    block = spec.epilogue.block_quant
+    if block is None:
+        return {}
+    blocks = spec.tile.n // block
+    values = values_per_thread(spec)
+    return {
+        "shfl.sync.bfly": 0,
+        "max.f32": values,
+        "st.global": direct_stores(spec) + blocks,
+        "cvt e4m3x2": values // 2,
+        "div.rn.f32": 2 * blocks,
+    }
 
 
 def streamk_counts(spec: Spec) -> dict[str, int]:

@@ -970,17 +970,22 @@ def row_sumsq_violations(spec: Spec) -> list[Violation]:
 
 
 def block_quant_violations(spec: Spec) -> list[Violation]:
-    """block_quant on sm_100a: not implemented yet (its direct epilogue stores each TMEM chunk as
-    it loads it, before a 128-column block's amax is known)."""
-    if spec.epilogue.block_quant is None:
-        return []
-    return [
-        Violation(
-            "epilogue.block_quant",
-            "block_quant is not implemented on sm_100a yet (the direct epilogue stores each "
-            "TMEM chunk before a block's amax is known); legal with block_quant: arch sm_90a",
+    """block_quant in the direct epilogue: after its 32x32b TMEM loads each thread holds one
+    whole accumulator row (128 accumulator rows per CTA), so a block's amax is one thread's own
+    max (no shuffles); the thread keeps a block's chunks in registers until its amax is known,
+    then scales, converts and stores them. 64-row accumulators (16x32bx2) split a row over two
+    threads; the TMA-store epilogue stores sub-tiles through SMEM."""
+    out = shared.block_quant_violations(spec, ("direct",), ("grid", "persistent", "dynamic"))
+    if spec.epilogue.block_quant is not None and not out and tmem_load_shape(spec) != "32x32b":
+        out.append(
+            Violation(
+                "epilogue.block_quant",
+                f"block_quant needs a whole accumulator row per thread (a 128-row accumulator "
+                f"per CTA); tile M={spec.tile.m} with cta_group {spec.cta_group} gives half rows "
+                "(16x32bx2); legal: 128 rows per CTA",
+            )
         )
-    ]
+    return out
 
 
 # row_sumsq with swap AB: the kernel rows (the user's columns) one epilogue warp holds, its TMEM

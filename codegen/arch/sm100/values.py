@@ -649,6 +649,13 @@ def row_sumsq(spec: Spec) -> plan_common.RowSumsq | None:
     )
 
 
+def block_quant(spec: Spec) -> plan_common.BlockQuant | None:
+    """block_quant in the direct epilogue (rules_sm100.block_quant_violations): a thread holds
+    one whole accumulator row after its 32x32b TMEM loads, so a block's amax needs no shuffles;
+    the thread that holds the row writes its scales."""
+    return plan_common.block_quant(spec, [], "the thread that holds the row (its TMEM lane)")
+
+
 def tensors(spec: Spec) -> Tensors:
     """The tensors after C: the bias (printed by the epilogue partial, so gemm_kernel takes it
     among C's values) and a workspace, which gemm_kernel takes last; split-K "separate": the
@@ -676,6 +683,7 @@ def values(spec: Spec) -> Sm100Values:
         bias=plan_common.bias(spec),
         epifn=plan_common.epifn(spec),
         row_sumsq=row_sumsq(spec),
+        block_quant=block_quant(spec),
         tensors=tensors(spec),
         layouts=plan_common.layouts(spec),
         workers=workers(spec),

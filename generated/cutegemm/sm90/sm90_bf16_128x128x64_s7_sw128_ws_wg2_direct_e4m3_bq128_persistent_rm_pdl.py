@@ -516,7 +516,7 @@ def compile_args(tvm_ffi: bool = False) -> tuple:
     from cutlass.cute.runtime import make_fake_compact_tensor
     from cutlass.runtime import make_fake_stream
 
-    m, n, k = cute.sym_int32(), cute.sym_int32(divisibility=8), cute.sym_int32(divisibility=8)
+    m, n, k = cute.sym_int32(), cute.sym_int32(divisibility=16), cute.sym_int32(divisibility=8)
 
     def fake(dtype, rows, cols):
         return make_fake_compact_tensor(dtype, (rows, cols), stride_order=(1, 0), assumed_align=16)
