@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from codegen import plan_common
 from codegen.plan_common import Tensors, Values, Workers, bias, bias_axis, workers
 from codegen.rules_common import DTYPE_BYTES, Violation, kib
 from codegen.spec import PersistentScheduler, Spec, SplitKScheduler, StreamKScheduler
@@ -563,3 +564,20 @@ def grid_workers(
             sm_cap=spec.scheduler.sm_count,
         )
     return None
+
+
+def common_values(spec: Spec, shape_multiples: dict[str, int]) -> dict[str, object]:
+    """The plan groups both arches take from the spec alone, by keyword (the Values fields of
+    codegen.plan_common and the separate reduce's); each arch adds its docs, its own planners'
+    groups (tensors, workers, row_sumsq, block_quant, ...) and its hardware's."""
+    return {
+        "dtypes": plan_common.dtypes(spec),
+        "tile": plan_common.tile(spec, shape_multiples),
+        "swap_ab": spec.swap_ab,
+        "splits": splits(spec),
+        "fusion": plan_common.fusion(spec),
+        "bias": plan_common.bias(spec),
+        "epifn": plan_common.epifn(spec),
+        "layouts": plan_common.layouts(spec),
+        "separate": separate_reduce(spec),
+    }
