@@ -197,6 +197,7 @@ class BlockQuant:
     per_tile: int  # scale blocks one tile spans along N: TILER[1] // block
     count: str  # scale_block_count(n)'s expression of n: ceil(N / block)
     shuffles: list[int]  # butterfly lane offsets taking one row's max across lanes (or none)
+    fp8_max: float  # the largest finite float8_e4m3fn, onto which a block's amax is mapped
     writer: str  # which lanes write, in a comment's words
     host_doc: str  # launcher's words on the tensor
 
@@ -709,6 +710,7 @@ def block_quant(spec: Spec, shuffles: list[int], writer: str) -> BlockQuant | No
         per_tile=spec.tile.n // block,
         count="(n + BLOCK - 1) // BLOCK",
         shuffles=shuffles,
+        fp8_max=rules_common.E4M3_MAX,
         writer=writer,
         host_doc=SCALES_DOC,
     )
@@ -886,6 +888,11 @@ def layouts(spec: Spec) -> Layouts:
     a_mode = "K-major" if spec.a_major == "k" else "M-major"
     b_mode = "K-major" if spec.b_major == "k" else "N-major"
     out_dtype = spec.epilogue.out_dtype or spec.dtype
+
+    def row_elems(dtype: str) -> int:
+        """Elements in the 16 bytes TMA aligns a row to."""
+        return rules_common.TMA_ROW_ALIGN_BYTES // rules_common.DTYPE_BYTES[dtype]
+
     return Layouts(
         default=spec.a_major == spec.b_major == "k",
         a_major=spec.a_major,
@@ -914,12 +921,8 @@ def layouts(spec: Spec) -> Layouts:
         # is a multiple of 16, so a thread's run of C is 16-byte vectors where it is that long)
         n_divisibility=math.lcm(
             8,
-            rules_common.TMA_ROW_ALIGN_BYTES // rules_common.DTYPE_BYTES[spec.dtype]
-            if spec.b_major == "mn"
-            else 1,
-            rules_common.TMA_ROW_ALIGN_BYTES // rules_common.DTYPE_BYTES[out_dtype]
-            if rules_common.DTYPE_BYTES[out_dtype] == 1
-            else 1,
+            row_elems(spec.dtype) if spec.b_major == "mn" else 1,
+            row_elems(out_dtype) if rules_common.DTYPE_BYTES[out_dtype] == 1 else 1,
         ),
         mma_note=(
             f"the MMA's A is {mma_a}-major and its B {mma_b}-major"

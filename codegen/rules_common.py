@@ -23,6 +23,7 @@ SMEM_ALIGN = 1024  # one full 128B-swizzle period (8 rows x 128 B); every operan
 MBARRIER_BYTES = 8
 MMA_K_BYTES = 32  # one MMA instruction is 32 bytes of K: 16 deep for f16/bf16, 32 for e4m3
 DTYPE_BYTES = {"f16": 2, "bf16": 2, "e4m3": 1, "f32": 4}
+E4M3_MAX = 448.0  # the largest finite float8_e4m3fn (block_quant maps a block's amax onto it)
 SWIZZLE_BYTES = {"none": 0, "32B": 32, "64B": 64, "128B": 128}
 TMA_BOX_BYTES_UNSWIZZLED = 16  # the interleaved canonical layout is built of 16-byte-wide boxes
 CLUSTER_SIZE_MAX = 16  # CTAs in a (non-portable) cluster, a power of two
