@@ -243,6 +243,14 @@ def report_cmd(
     rows_out: Annotated[
         bool, typer.Option("--rows", help="Also one row per product (unseen part).")
     ] = False,
+    pick_sweep: Annotated[
+        Path | None,
+        typer.Option(
+            "--pick-sweep",
+            help="A `codegen sweep --pick-only` file: gemm() and torch from it, the kernels' "
+            "times from RUNS put on its clock (implies --calibrate).",
+        ),
+    ] = None,
 ) -> None:
     """From sweeps (CPU): per part (unseen first) and dtype, the pick, the oracle (best shipped
     kernel) and torch. The pick is what gemm() ran when the sweep timed it; where the sweep
@@ -250,7 +258,11 @@ def report_cmd(
     from codegen import library
 
     sp = _split(split)
-    meta, got = gen.read_runs(runs, calibrate=calibrate)
+    if pick_sweep is not None:
+        if not pick_sweep.is_file():
+            fail([f"--pick-sweep {pick_sweep}: no such sweep file"])
+        runs, calibrate = [pick_sweep, *runs], True
+    meta, got = gen.read_runs(runs, calibrate=calibrate, gemm_from_first=pick_sweep is not None)
     pkg = library.import_package(generated)
     gpu = meta.get("gpu", "NVIDIA H200")
     head = ["part", "dtype", "regime", "shapes", "pick/torch", "oracle/torch", "pick/oracle",

@@ -284,9 +284,13 @@ def read_compiled(paths: list[Path]) -> list[dict]:
     ]
 
 
-def read_runs(paths: list[Path], calibrate: bool = False) -> tuple[dict, dict[tuple, Measured]]:
+def read_runs(
+    paths: list[Path], calibrate: bool = False, gemm_from_first: bool = False
+) -> tuple[dict, dict[tuple, Measured]]:
     """(the first meta line, {(dtype, model, proj, m): Measured}); a later line for the same
-    (product, kernel) replaces an earlier one. With `calibrate`, the times of each file after
+    (product, kernel) replaces an earlier one. With `gemm_from_first`, gemm() times come from the
+    first file alone (a `--pick-only` sweep of the dispatcher as rendered now; the later files
+    give the kernels' times). With `calibrate`, the times of each file after
     the first are put on the first file's clock: scaled, per (dtype, M), by the geometric mean
     of first / this file's torch time over the products both timed (sweeps from two machines or
     days differ by a few percent; torch is the yardstick both measured). A file that shares no
@@ -315,7 +319,7 @@ def read_runs(paths: list[Path], calibrate: bool = False) -> tuple[dict, dict[tu
                 rec.torch_us = us
                 if i == 0:
                     base_torch[key] = us
-            elif row["kind"] == "gemm":
+            elif row["kind"] == "gemm" and not (gemm_from_first and i):
                 rec.gemm_us, rec.gemm_kernel = us, renamed.get(row["kernel"], row["kernel"])
     return meta, got
 

@@ -381,6 +381,15 @@ def test_calibrate_puts_a_later_sweep_on_the_first_ones_clock(tmp_path: Path) ->
     assert cal[("bf16", "x", "up", 1)].times == pytest.approx({"old": 11.0, "new": 8.0})
     assert cal[("bf16", "x", "up", 1)].torch_us == pytest.approx(10.0)
     assert cal[("bf16", "x", "up", 8)].times == {"new": 30.0}
+    # a pick-only sweep first (report --pick-sweep): its gemm() time stands, a later one's is
+    # ignored, and the later kernel times come onto its clock
+    pick = write(tmp_path / "p.jsonl", [row("torch", 1, 10.0), row("gemm", 1, 12.0, "old")])
+    again = write(tmp_path / "c.jsonl", [row("torch", 1, 12.5), row("gemm", 1, 99.0, "new"),
+                                         row("time", 1, 10.0, "new")])  # fmt: skip
+    _, got = generalize.read_runs([pick, again], calibrate=True, gemm_from_first=True)
+    rec = got[("bf16", "x", "up", 1)]
+    assert (rec.gemm_us, rec.gemm_kernel) == (12.0, "old")
+    assert rec.times == pytest.approx({"new": 8.0})
 
 
 def test_nn_linear_is_torch_linear_with_its_product_on_gemm(pkg) -> None:
