@@ -90,19 +90,10 @@ class Plan:
 SMS = 132  # the H100's and H200's SM count: how many CTAs fill the GPU once
 
 
-def weight_passes(kern, m: int, n: int) -> float:
-    """About how many times `kern` streams the (N, K) weight at M, in units of one full-GPU pass:
-    once per activation tile along M (a swap-AB tile narrower than M re-reads every weight tile),
-    stretched where its CTAs (tiles x K splits) fill fewer than all SMs."""
-    act, wide = (kern.tile[1], kern.tile[0]) if kern.swap_ab else (kern.tile[0], kern.tile[1])
-    tiles = math.ceil(m / act) * math.ceil(n / wide) * max(1, kern.splits)
-    return math.ceil(m / act) / min(1.0, tiles / SMS)
-
-
 def plan(kernels, arch: str, dtype: str, m: int, b: Block, fn: str, runtime) -> Plan:
     """Which gated-pair and residual kernels of `kernels` (cutegemm.KERNELS) serve the block at
-    M: the fewest weight passes (weight_passes), ties in the package's rule order (runtime:
-    cutegemm._runtime, for _rule_order and _refusal). By the rule order alone, M = 32 and 128
+    M: the fewest weight passes (runtime._weight_passes, as cutegemm.gated_mm orders them), ties
+    in the package's rule order (runtime: cutegemm._runtime, for _rule_order and _refusal). By the rule order alone, M = 32 and 128
     took the 16-wide swap tile, which re-reads the gate+up weight 2 and 8 times: on the H100 the
     bf16 block ran 0.67x and 0.24x of torch eager there (BENCHMARKS.md 2026-12-07, third run)."""
     notes = []
@@ -112,7 +103,7 @@ def plan(kernels, arch: str, dtype: str, m: int, b: Block, fn: str, runtime) -> 
             notes.append(f"no {arch} {dtype} {what} kernel")
             return None
         ruled = runtime._rule_order(cands, m)
-        for kern in sorted(ruled, key=lambda x: (weight_passes(x, m, n), ruled.index(x))):
+        for kern in sorted(ruled, key=lambda x: runtime._weight_passes(x, m, n, SMS)):
             if runtime._refusal(kern, m, n, k) is None:
                 return kern.name
         why = "; ".join(f"{x.name}: {runtime._refusal(x, m, n, k)}" for x in cands)

@@ -49,9 +49,9 @@ def test_plan_picks_swap_at_decode_and_falls_back_clearly(pkg) -> None:
     assert p.gated == "sm90_bf16_128x128x64_s7_sw128_ws_wg2_direct_fn_swiglu_persistent_rm_pdl"
     by_name = {k.name: k for k in kernels}
     swap = by_name["sm90_bf16_128x16x64_s12_sw128_ws_wg2_swap_direct_fn_swiglu_grid_pdl"]
-    assert mlp.weight_passes(swap, 128, 2 * b.f) == 8.0
-    assert mlp.weight_passes(swap, 16, 2 * b.f) == 1.0
-    assert mlp.weight_passes(by_name[p.gated], 128, 2 * b.f) == 1.0
+    assert pkg.runtime._weight_passes(swap, 128, 2 * b.f, mlp.SMS) == 8.0
+    assert pkg.runtime._weight_passes(swap, 16, 2 * b.f, mlp.SMS) == 1.0
+    assert pkg.runtime._weight_passes(by_name[p.gated], 128, 2 * b.f, mlp.SMS) == 1.0
     # F not a multiple of 8: 2F not a multiple of the gated kernels' 16 (and hidden = 4100 odd
     # for the residual kernels' 8): both fall back, saying why
     p = mlp.plan(kernels, "sm_90a", "bf16", 32, mlp.Block("odd", 4100, 14340), "swiglu",

@@ -1181,12 +1181,24 @@ def _gemm_with_fn(a, b, out, bias, alpha, beta, activation, out_dtype, scale_a, 
     return _eager_fn(a, b, out, fn, values, out_dtype)
 
 
+def _weight_passes(kern: Kernel, m: int, n: int, sms: int) -> float:
+    """About how many times `kern` streams the (N, K) weight at M, in full-GPU passes: once per
+    activation tile along M (a swap-AB tile narrower than M re-reads every weight tile),
+    stretched where its CTAs (tiles x K splits) fill fewer than the GPU's `sms` SMs. Orders the
+    kernels called by name, which have no cost model: by the rule order alone a 16-wide swap tile
+    ran a gated MLP block at 0.24x of torch at M = 128 (BENCHMARKS.md 2026-12-07, third run)."""
+    act, wide = (kern.tile[1], kern.tile[0]) if kern.swap_ab else (kern.tile[0], kern.tile[1])
+    tiles = math.ceil(m / act) * math.ceil(n / wide) * max(1, kern.splits)
+    return math.ceil(m / act) / min(1.0, tiles / sms)
+
+
 def gated_mm(x: torch.Tensor, w: torch.Tensor, fn: str = "swiglu", *,
              out: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
     """fn(x @ W_gate^T, x @ W_up^T) (M, F) for x (M, K) and w = interleave_gate_up(gate_up)
-    (2F, K): the first gated-pair kernel with epilogue function `fn` ("swiglu", "geglu") of this
-    GPU's arch and x's dtype that takes the shape (swap AB for small M where one exists).
-    GemmError before any launch otherwise."""
+    (2F, K): of the gated-pair kernels with epilogue function `fn` ("swiglu", "geglu") of this
+    GPU's arch and x's dtype that take the shape, the one that streams w the fewest times
+    (_weight_passes), ties in the rule order (swap AB for small M where one exists). GemmError
+    before any launch otherwise."""
     if not (isinstance(x, torch.Tensor) and isinstance(w, torch.Tensor)):
         raise GemmError("x and w must be torch tensors")
     if x.dim() != 2 or w.dim() != 2 or x.device.type != "cuda":
@@ -1199,6 +1211,8 @@ def gated_mm(x: torch.Tensor, w: torch.Tensor, fn: str = "swiglu", *,
         raise GemmError(f"no {arch} gated-pair kernel computes {fn} for {x.dtype}")
     m, n, k = x.shape[0], w.shape[0], x.shape[1]
     fits = [kern for kern in _rule_order(mine, m) if _refusal(kern, m, n, k) is None]
+    sms = torch.cuda.get_device_properties(x.device).multi_processor_count
+    fits.sort(key=lambda kern: _weight_passes(kern, m, n, sms))  # stable: rule order on ties
     if not fits:
         raise GemmError(
             f"no {fn} kernel takes M={m}, N={n}, K={k}: "
