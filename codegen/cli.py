@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from codegen import loader
+from codegen.cli_options import GeneratedOpt, OnlyOpt
 from codegen.output import console, err, fail
 from codegen.plan_common import plural
 
@@ -417,9 +418,7 @@ def build_cmd(
             "--only", help="Globs on kernel names, comma-separated, e.g. 'sm100_f16_*,*_splitk*'."
         ),
     ] = None,
-    generated: Annotated[Path, typer.Option("--dir", help="Folder of generated kernels.")] = Path(
-        "generated"
-    ),
+    generated: GeneratedOpt = Path("generated"),
     build_dir: Annotated[Path, typer.Option("--build-dir", help="Where PTX and cubin go.")] = Path(
         "build"
     ),
@@ -520,9 +519,7 @@ def verify_cmd(
         str | None,
         typer.Option("--only", help="Glob on kernel names (with --mutations: on mutation names)."),
     ] = None,
-    generated: Annotated[Path, typer.Option("--dir", help="Folder of generated kernels.")] = Path(
-        "generated"
-    ),
+    generated: GeneratedOpt = Path("generated"),
     jobs: Annotated[int, typer.Option("-j", "--jobs", help="Parallel processes.")] = max(
         1, os.cpu_count() or 1
     ),
@@ -731,12 +728,8 @@ def _test_sanitize(files: list[Path], tools: str, jobs: int, here: str, logs: Pa
 
 @app.command("test")
 def test_cmd(
-    only: Annotated[
-        str | None, typer.Option("--only", help="Globs on kernel names, comma-separated.")
-    ] = None,
-    generated: Annotated[Path, typer.Option("--dir", help="Folder of generated kernels.")] = Path(
-        "generated"
-    ),
+    only: OnlyOpt = None,
+    generated: GeneratedOpt = Path("generated"),
     shapes: Annotated[int, typer.Option("--shapes", help="Random shapes per variant.")] = 50,
     seed: Annotated[int, typer.Option("--seed", help="Seed for shapes and inputs.")] = 0,
     shape: Annotated[
@@ -890,12 +883,8 @@ def tune_cmd(
     shapes: Annotated[
         list[Path] | None, typer.Option("--shapes", help="Shape lists (TOML); repeatable.")
     ] = None,
-    only: Annotated[
-        str | None, typer.Option("--only", help="Globs on kernel names, comma-separated.")
-    ] = None,
-    generated: Annotated[Path, typer.Option("--dir", help="Folder of generated kernels.")] = Path(
-        "generated"
-    ),
+    only: OnlyOpt = None,
+    generated: GeneratedOpt = Path("generated"),
     rounds: Annotated[int, typer.Option("--rounds", help="Timed samples per kernel.")] = 10,
     reps: Annotated[int, typer.Option("--reps", help="Launches per timed sample.")] = 5,
     out: Annotated[
@@ -975,12 +964,8 @@ def bench_cmd(
     shapes: Annotated[Path, typer.Option("--shapes", help="Shape list (TOML).")] = Path(
         "specs/shapes/llama3-70b.toml"
     ),
-    only: Annotated[
-        str | None, typer.Option("--only", help="Globs on kernel names, comma-separated.")
-    ] = None,
-    generated: Annotated[Path, typer.Option("--dir", help="Folder of generated kernels.")] = Path(
-        "generated"
-    ),
+    only: OnlyOpt = None,
+    generated: GeneratedOpt = Path("generated"),
     rounds: Annotated[
         int, typer.Option("--rounds", help="Timed samples per kernel (median).")
     ] = 20,
@@ -1296,12 +1281,8 @@ def _bench_dispatch(
 
 @app.command("export")
 def export_cmd(
-    only: Annotated[
-        str | None, typer.Option("--only", help="Globs on kernel names, comma-separated.")
-    ] = None,
-    generated: Annotated[Path, typer.Option("--dir", help="Folder of generated kernels.")] = Path(
-        "generated"
-    ),
+    only: OnlyOpt = None,
+    generated: GeneratedOpt = Path("generated"),
     out: Annotated[Path, typer.Option("-o", "--out", help="Export folder.")] = Path("export"),
     link: Annotated[
         bool, typer.Option("--link/--no-link", help="Link libNAME.so where CUDA headers exist.")

@@ -14,6 +14,7 @@ import typer
 from rich.table import Table
 
 from codegen import generalize as gen
+from codegen.cli_options import GeneratedOpt
 from codegen.output import console, fail
 
 app = typer.Typer()  # its commands join codegen's own (codegen.cli)
@@ -23,7 +24,6 @@ SplitOpt = Annotated[
     Path, typer.Option("--split", help="The split of the model list into tune and unseen parts.")
 ]
 DEFAULT_SPLIT = Path("specs/shapes/models.toml")
-GeneratedOpt = Annotated[Path, typer.Option("--dir", help="Folder of generated kernels.")]
 CalibrateOpt = Annotated[
     bool,
     typer.Option(

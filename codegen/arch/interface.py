@@ -102,13 +102,35 @@ class Arch(Protocol):
 
 class ModuleArch:
     """An :class:`Arch` made of one package's modules: `rules` (:class:`ArchRules`), `values`
-    (plan) and `counts` (expected_counts) hold the code; a subclass sets the attributes
-    :class:`Arch` lists and these three modules, and overrides :meth:`tmem_columns` if its kernels
-    allocate TMEM."""
+    (the planner: ``partials`` and ``values``) and `counts` (``expected_counts``,
+    ``REPORT_COLUMNS``, ``PATTERNS``). A subclass sets only what is its own (`name`, `knobs`,
+    `capability`, `gpu_family`, and :meth:`tmem_columns` if its kernels allocate TMEM); the other
+    attributes follow, alike for every architecture, from the short name, the three modules and
+    the plan's dataclass its one instance is made with."""
 
-    rules: ArchRules
-    values: ModuleType
-    counts: ModuleType
+    name: str
+    knobs: frozenset[str]
+    capability: tuple[int, int]
+    gpu_family: str
+
+    def __init__(
+        self,
+        short: str,
+        rules: ArchRules,
+        values: ModuleType,
+        counts: ModuleType,
+        values_type: type,
+    ) -> None:
+        self.short = short
+        self.template_root = short  # templates/<short>/: its partials
+        self.template = f"{short}/gemm.py.j2"
+        self.rules = rules
+        self.values = values
+        self.counts = counts
+        self.values_type = values_type
+        self.report_columns: tuple[str, ...] = counts.REPORT_COLUMNS
+        self.patterns: dict[str, str] = counts.PATTERNS
+        self.flagship_sm_count: int = rules.SM_COUNT
 
     # a light kernel (spec.mainloop = "light") is one design for every architecture:
     # codegen/light.py holds its rules, plan and counts
@@ -127,7 +149,13 @@ class ModuleArch:
         return self.rules.smem_bytes(spec, stages)
 
     def plan(self, spec: Spec) -> Plan:
-        return light.plan(spec) if light.is_light(spec) else self.values.plan(spec)
+        if light.is_light(spec):
+            return light.plan(spec)
+        return Plan(
+            template=self.template,
+            partials=self.values.partials(spec),
+            values=self.values.values(spec),
+        )
 
     def expected_counts(self, spec: Spec) -> dict[str, int]:
         if light.is_light(spec):

@@ -34,7 +34,7 @@ A violation carries a witness: the events involved and a schedule of the relevan
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -1067,54 +1067,53 @@ class Checker:
         )
 
     def check_fences(self) -> None:
-        writes: dict[tuple, list[Access]] = {}
-        for a in self.accesses:
-            if a.proxy == "generic" and a.write and a.res.space == "smem":
-                writes.setdefault((a.res.cta, a.res.root), []).append(a)
-        if not writes:
-            return
-        for t in self.accesses:
-            if (
-                t.proxy != "async"
-                or t.kind not in ("tma_store", "umma", "wgmma")
-                or t.res.space != "smem"
-            ):
-                continue
-            for w in writes.get((t.res.cta, t.res.root), ()):
-                if not w.res.overlaps(t.res) or not self.hb(w.start, t.start):
-                    continue
-                if self.fenced_between(w, t):
-                    continue
-                self.violate(
-                    "proxy-fence",
-                    f"{t.text} reads {t.res.show()} through the async proxy after [{w.text}] "
-                    "without a fence.proxy.async by the writer in between",
-                    self.witness(t.start, focus=[w.actor, t.actor]),
-                    key=f"{t.res.root}:{w.actor}",
-                )
+        # a generic write and then an async-proxy read of the same SMEM (a TMA store of a C
+        # sub-tile, an MMA operand) are ordered only by a fence.proxy.async of the writer
+        for w, t in self.unfenced(
+            lambda g: g.write, lambda t: t.kind in ("tma_store", "umma", "wgmma")
+        ):
+            self.violate(
+                "proxy-fence",
+                f"{t.text} reads {t.res.show()} through the async proxy after [{w.text}] "
+                "without a fence.proxy.async by the writer in between",
+                self.witness(t.start, focus=[w.actor, t.actor]),
+                key=f"{t.res.root}:{w.actor}",
+            )
 
         # the other direction: a generic access (the CLC answer read, a C sub-tile read) and then
         # an async-proxy write into the same SMEM (the next try_cancel, a TMA load) are ordered
         # only by a fence.proxy.async of the generic accessor between them
-        generic: dict[tuple, list[Access]] = {}
+        for g, t in self.unfenced(lambda g: True, lambda t: t.write):
+            self.violate(
+                "proxy-fence",
+                f"{t.text} writes {t.res.show()} through the async proxy after [{g.text}] "
+                "without a fence.proxy.async by that thread in between",
+                self.witness(t.start, focus=[g.actor, t.actor]),
+                key=f"w:{t.res.root}:{g.actor}",
+            )
+
+    def unfenced(
+        self, pick_generic: Callable[[Access], bool], pick_async: Callable[[Access], bool]
+    ) -> Iterator[tuple[Access, Access]]:
+        """The pairs (g, t) of a generic-proxy SMEM access g that `pick_generic` takes and an
+        async-proxy SMEM access t that `pick_async` takes, of overlapping parts of one buffer,
+        g happening before t with no fence.proxy.async by g's thread in between."""
+        by_buffer: dict[tuple, list[Access]] = {}
         for a in self.accesses:
-            if a.proxy == "generic" and a.res.space == "smem":
-                generic.setdefault((a.res.cta, a.res.root), []).append(a)
+            if a.proxy == "generic" and a.res.space == "smem" and pick_generic(a):
+                by_buffer.setdefault((a.res.cta, a.res.root), []).append(a)
+        if not by_buffer:
+            return
         for t in self.accesses:
-            if t.proxy != "async" or not t.write or t.res.space != "smem":
+            if t.proxy != "async" or t.res.space != "smem" or not pick_async(t):
                 continue
-            for g in generic.get((t.res.cta, t.res.root), ()):
-                if not g.res.overlaps(t.res) or not self.hb(g.start, t.start):
-                    continue
-                if self.fenced_between(g, t):
-                    continue
-                self.violate(
-                    "proxy-fence",
-                    f"{t.text} writes {t.res.show()} through the async proxy after [{g.text}] "
-                    "without a fence.proxy.async by that thread in between",
-                    self.witness(t.start, focus=[g.actor, t.actor]),
-                    key=f"w:{t.res.root}:{g.actor}",
-                )
+            for g in by_buffer.get((t.res.cta, t.res.root), ()):
+                if (
+                    g.res.overlaps(t.res)
+                    and self.hb(g.start, t.start)
+                    and not self.fenced_between(g, t)
+                ):
+                    yield g, t
 
     def fenced_between(self, first: Access, then: Access) -> bool:
         """A fence.proxy.async by `first`'s thread after `first` that happens before `then`."""

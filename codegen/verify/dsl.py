@@ -51,7 +51,19 @@ class HostCheckFailed(Exception):
 # values
 
 
-class Opaque:
+class OpaqueAttrs:
+    """A model object whose other attributes are untracked: a name it does not define reads as
+    OPAQUE (a dunder name stays an AttributeError, so Python's protocols see a plain object)."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return OPAQUE
+
+
+class Opaque(OpaqueAttrs):
     """A value the model does not track (tensor data, unknown layouts, register fragments)."""
 
     __slots__ = ()
@@ -76,11 +88,6 @@ class Opaque:
 
     def __setitem__(self, key: Any, value: Any) -> None:
         return None
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return OPAQUE
 
     def __bool__(self) -> bool:
         return current().branch_on_opaque()
@@ -249,7 +256,7 @@ class FlagPred(Probe):
 
 
 @dataclass(eq=False)
-class FlagValue:
+class FlagValue(OpaqueAttrs):
     word: Word
     sem: str
 
@@ -272,11 +279,6 @@ class FlagValue:
 
     __hash__ = object.__hash__
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return OPAQUE
-
 
 NEGATE = {"!=": "==", "==": "!=", ">=": "<", ">": "<=", "<": ">=", "<=": ">"}
 
@@ -285,7 +287,7 @@ NEGATE = {"!=": "==", "==": "!=", ">=": "<", ">": "<=", "<": ">=", "<=": ">"}
 # data values (the numeric emulation, codegen/verify/numeric.py)
 
 
-class Val:
+class Val(OpaqueAttrs):
     """A data value at the tile level: a multiset of atoms, each the content of a buffer read
     by this actor (``("ref", n)``, resolved when the reads are replayed in a valid order) or a
     tile of an input tensor read directly (``("c", rows, cols)``, ``("bias", ...)``). A sum of
@@ -337,11 +339,6 @@ class Val:
 
     def __bool__(self) -> bool:
         return current().branch_on_opaque()
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return OPAQUE
 
 
 ZERO = Val()
@@ -518,32 +515,22 @@ class GView:
 
 
 @dataclass(frozen=True)
-class GPtr:
+class GPtr(OpaqueAttrs):
     """The data pointer of a tracked global tensor (``c.iterator``): `make_tensor` over it is a
     new view (a transposed C, a broadcast bias)."""
 
     g: GView
     dtype: DType | None = None  # the element type: a view keeps it (a TMA box's bytes)
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return OPAQUE
 
-
-class RegPtr:
+class RegPtr(OpaqueAttrs):
     """The register storage of a register tensor (``r_acc.iterator``): views share it."""
 
     def __init__(self, cell: dict):
         self.cell = cell
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return OPAQUE
 
-
-class RegTensor:
+class RegTensor(OpaqueAttrs):
     """A register fragment: its value (a Val, at the tile level: every element is the tile's
     value) in storage that views over the same registers share. A view or element fixed by an
     index (``r_vec[(None, j)]``, ``r[j]``) keeps its own value once written, so a loop adding a
@@ -612,11 +599,6 @@ class RegTensor:
     def __setitem__(self, idx: Any, value: Any) -> None:
         self._sub(idx).store(value)
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return OPAQUE
-
 
 def _reg_key(idx: tuple) -> Any:
     """The concrete entries of an index (None when it fixes nothing)."""
@@ -677,7 +659,7 @@ def shape_of(x: Any) -> Any:
     return OPAQUE
 
 
-class FakeLayout:
+class FakeLayout(OpaqueAttrs):
     def __init__(self, shape: Any, stride: Any = None):
         self.shape = _norm_shape(shape)
         self.stride = stride
@@ -688,11 +670,6 @@ class FakeLayout:
 
     @property
     def inner(self) -> Opaque:
-        return OPAQUE
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
         return OPAQUE
 
 
@@ -717,7 +694,7 @@ class Root:
     peer: int | None = None
 
 
-class FakeTensor:
+class FakeTensor(OpaqueAttrs):
     """A tensor view: its shape where the model knows it, the buffer it addresses (if tracked),
     the slot (stage, accumulator, workspace slot) picked by the first index that fixes the last
     coordinate, and, for TMA partitions of SMEM, the bytes one copy moves."""
@@ -861,11 +838,6 @@ class FakeTensor:
     def fill(self, value: Any) -> None:
         self.store(value)
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return OPAQUE
-
 
 def _has_none(idx: Any) -> bool:
     if idx is None:
@@ -876,7 +848,7 @@ def _has_none(idx: Any) -> bool:
 
 
 @dataclass(frozen=True)
-class BarPtr:
+class BarPtr(OpaqueAttrs):
     """An mbarrier address: ``name[index]`` of this CTA (or of cluster rank ``peer``)."""
 
     name: str
@@ -894,14 +866,9 @@ class BarPtr:
     def llvm_ptr(self) -> BarPtr:
         return self
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return OPAQUE
-
 
 @dataclass(frozen=True)
-class MemPtr:
+class MemPtr(OpaqueAttrs):
     """A data address in a tracked buffer: `root`, `slot`, plus a byte offset."""
 
     root: Root
@@ -917,19 +884,9 @@ class MemPtr:
 
     __radd__ = __add__
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return OPAQUE
 
-
-class TmemPtr:
+class TmemPtr(OpaqueAttrs):
     """The TMEM base address (``retrieve_tmem_ptr``)."""
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return OPAQUE
 
 
 # ---------------------------------------------------------------------------------------------
@@ -957,7 +914,7 @@ def _thread_part(x: Any) -> tuple | None:
 
 
 @dataclass(frozen=True)
-class CopyKind:
+class CopyKind(OpaqueAttrs):
     """A copy atom / tiled copy / thread slice of one: what kind of copy it performs."""
 
     kind: str  # "tmem_ld" | "generic"
@@ -978,11 +935,6 @@ class CopyKind:
             return RegTensor(OPAQUE, t.cell, t.key)
         return t.view() if isinstance(t, FakeTensor) else OPAQUE
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return OPAQUE
-
 
 class CtaGroup:
     ONE = 1
@@ -1000,7 +952,7 @@ class WarpMmaOp:
     """A warp-level mma.sync op (cute.nvgpu.warp): registers in, registers out."""
 
 
-class TiledMma:
+class TiledMma(OpaqueAttrs):
     def __init__(
         self, kind: str, op: MmaOp | None = None, part: tuple | None = None, vid: Any = None
     ):
@@ -1075,11 +1027,6 @@ class TiledMma:
     def partition_shape_B(self, shape: Any) -> Any:
         return self._operand_shape(shape_of(shape), self.op.inst[1] if self.op else 0)
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return OPAQUE
-
 
 def mma_op(*args: Any, **kwargs: Any) -> MmaOp:
     inst = next(
@@ -1138,7 +1085,7 @@ def _is_barrier_type(t: Any) -> bool:
     return isinstance(elem, DType) and elem.name == "Int64"
 
 
-class FieldRef:
+class FieldRef(OpaqueAttrs):
     def __init__(self, name: str, ftype: Any):
         self.name = name
         self.ftype = ftype
@@ -1166,11 +1113,6 @@ class FieldRef:
             elem if isinstance(elem, DType) else None,
         )
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return OPAQUE
-
 
 class StructInstance:
     def __init__(self, st: StructType):
@@ -1184,7 +1126,7 @@ class StructInstance:
         return OPAQUE
 
 
-class SmemAllocator:
+class SmemAllocator(OpaqueAttrs):
     def allocate(self, what: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(what, StructType):
             return StructInstance(what)
@@ -1195,11 +1137,6 @@ class SmemAllocator:
         return FakeTensor(
             shape_of(layout), Root("smem", name), None, dtype if isinstance(dtype, DType) else None
         )
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return OPAQUE
 
 
 # ---------------------------------------------------------------------------------------------

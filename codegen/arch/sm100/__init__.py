@@ -18,22 +18,12 @@ class Sm100(ModuleArch):
     """The sm_100a architecture (see :class:`codegen.arch.interface.Arch`)."""
 
     name = "sm_100a"
-    short = "sm100"
-    template = "sm100/gemm.py.j2"
-    template_root = "sm100"
     knobs: frozenset[str] = frozenset({"cta_group", "accumulators"})
-    report_columns = counts.REPORT_COLUMNS
-    patterns = counts.PATTERNS
-    flagship_sm_count = rules.SM_COUNT
     capability = (10, 0)
     gpu_family = "sm_100 (Blackwell: B200/GB200)"
-    rules = rules
-    values = values
-    counts = counts
-    values_type = values.Sm100Values
 
     def tmem_columns(self, spec: Spec) -> int | None:
         return rules.spec_tmem_columns(spec)
 
 
-ARCH = Sm100()
+ARCH = Sm100("sm100", rules, values, counts, values.Sm100Values)

@@ -36,7 +36,7 @@ from codegen.arch.sm100.rules import (
     streamk_handover_vectors,
     values_per_thread,
 )
-from codegen.plan_common import Docs, Plan, SmemRing, Tensors, TileOrder, Workers, binary
+from codegen.plan_common import Docs, SmemRing, Tensors, TileOrder, Workers, binary
 from codegen.spec import PersistentScheduler, Spec, SplitKScheduler
 
 # the SMEM swizzle atom of a K-major tile by swizzle width, as tcgen05.SmemLayoutAtomKind names it
@@ -694,12 +694,4 @@ def values(spec: Spec) -> Sm100Values:
         sk=stream_k(spec),
         pair=cta_pair(spec),
         mcast=multicast(spec),
-    )
-
-
-def plan(spec: Spec) -> Plan:
-    return Plan(
-        template="sm100/gemm.py.j2",
-        partials=partials(spec),
-        values=values(spec),
     )

@@ -17,19 +17,9 @@ class Sm90(ModuleArch):
     """The sm_90a architecture (see :class:`codegen.arch.interface.Arch`)."""
 
     name = "sm_90a"
-    short = "sm90"
-    template = "sm90/gemm.py.j2"
-    template_root = "sm90"
     knobs: frozenset[str] = frozenset({"consumer_warpgroups", "consumer_mode", "ctas_per_sm"})
-    report_columns = counts.REPORT_COLUMNS
-    patterns = counts.PATTERNS
-    flagship_sm_count = rules.SM_COUNT
     capability = (9, 0)
     gpu_family = "sm_90 (Hopper: H100/H200)"
-    rules = rules
-    values = values
-    counts = counts
-    values_type = values.Sm90Values
 
 
-ARCH = Sm90()
+ARCH = Sm90("sm90", rules, values, counts, values.Sm90Values)

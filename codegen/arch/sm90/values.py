@@ -31,7 +31,7 @@ from codegen.arch.sm90.rules import (
     multicast_masks,
     partial_vec,
 )
-from codegen.plan_common import Plan, SmemRing, Tensors, TileOrder, Workers
+from codegen.plan_common import SmemRing, Tensors, TileOrder, Workers
 from codegen.spec import PersistentScheduler, Spec, TmaStoreEpilogue
 
 
@@ -530,13 +530,4 @@ def values(spec: Spec) -> Sm90Values:
         order=tile_order(spec),
         splitk=split_k(spec),
         sk=stream_k(spec),
-    )
-
-
-def plan(spec: Spec) -> Plan:
-    assert isinstance(spec.stages, int)
-    return Plan(
-        template="sm90/gemm.py.j2",
-        partials=partials(spec),
-        values=values(spec),
     )
