@@ -93,9 +93,10 @@ SMS = 132  # the H100's and H200's SM count: how many CTAs fill the GPU once
 def plan(kernels, arch: str, dtype: str, m: int, b: Block, fn: str, runtime) -> Plan:
     """Which gated-pair and residual kernels of `kernels` (cutegemm.KERNELS) serve the block at
     M: the fewest weight passes (runtime._weight_passes, as cutegemm.gated_mm orders them), ties
-    in the package's rule order (runtime: cutegemm._runtime, for _rule_order and _refusal). By the rule order alone, M = 32 and 128
-    took the 16-wide swap tile, which re-reads the gate+up weight 2 and 8 times: on the H100 the
-    bf16 block ran 0.67x and 0.24x of torch eager there (BENCHMARKS.md 2026-12-07, third run)."""
+    in the package's rule order (runtime: cutegemm._runtime, for _rule_order and _refusal). By
+    the rule order alone, M = 32 and 128 took the 16-wide swap tile, which re-reads the gate+up
+    weight 2 and 8 times: on the H100 the bf16 block ran 0.67x and 0.24x of torch eager there
+    (BENCHMARKS.md, the MLP block on the H100)."""
     notes = []
 
     def first(cands: list, n: int, k: int, what: str) -> str | None:

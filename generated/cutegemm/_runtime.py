@@ -1186,7 +1186,7 @@ def _weight_passes(kern: Kernel, m: int, n: int, sms: int) -> float:
     activation tile along M (a swap-AB tile narrower than M re-reads every weight tile),
     stretched where its CTAs (tiles x K splits) fill fewer than the GPU's `sms` SMs. Orders the
     kernels called by name, which have no cost model: by the rule order alone a 16-wide swap tile
-    ran a gated MLP block at 0.24x of torch at M = 128 (BENCHMARKS.md 2026-12-07, third run)."""
+    ran a gated MLP block at 0.24x of torch at M = 128 (BENCHMARKS.md, the MLP block)."""
     act, wide = (kern.tile[1], kern.tile[0]) if kern.swap_ab else (kern.tile[0], kern.tile[1])
     tiles = math.ceil(m / act) * math.ceil(n / wide) * max(1, kern.splits)
     return math.ceil(m / act) / min(1.0, tiles / sms)
