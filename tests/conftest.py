@@ -5,12 +5,19 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import signal
 import subprocess
 import sys
 import types
 from pathlib import Path
 
 import pytest
+
+# A test run started in the background (`cmd &` from a non-interactive shell) inherits SIGINT
+# ignored, and so would the CLI subprocesses the Ctrl-C tests interrupt: take SIGINT back, so
+# that those children start with the default (Python's KeyboardInterrupt).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
