@@ -230,11 +230,15 @@ def bench_shapes(path: Path) -> list:
     return [gpu.Shape(f"M=1 N={n} K={k}", 1, n, k) for n, k in sorted(seen)] + shapes
 
 
-def _plain_spec(kern) -> str:
-    """A kernel's SPEC without its name and its epilogue's alpha, beta and function."""
+def _plain_spec(kern) -> str | None:
+    """A kernel's SPEC without its name and its epilogue's alpha, beta and function; None where
+    its file is not in this tree (a partial copy: that kernel is simply not paired)."""
     import importlib
 
-    spec = dict(importlib.import_module(kern.module).SPEC)
+    try:
+        spec = dict(importlib.import_module(kern.module).SPEC)
+    except ModuleNotFoundError:
+        return None
     epi = {k: v for k, v in spec["epilogue"].items() if k not in ("alpha", "beta", "fn")}
     return repr(sorted({**spec, "name": None, "epilogue": sorted(epi.items())}.items()))
 
@@ -248,10 +252,12 @@ def twins_of_scalars(arch: str) -> list[tuple]:
         if k.arch == arch and k.fn is None and (k.alpha, k.beta) == (1.0, 0.0) \
                 and getattr(k, "row_partials", None) is None:  # fmt: skip
             plain.setdefault(_plain_spec(k), k)
+    plain.pop(None, None)
     pairs = []
     for k in cutegemm.KERNELS:
         if k.arch == arch and (k.fn == "device_alpha" or (k.fn is None and k.alpha == "runtime")):
-            twin = plain.get(_plain_spec(k))
+            key = _plain_spec(k)
+            twin = None if key is None else plain.get(key)
             if twin is not None:
                 pairs.append((k, twin))
     return pairs
