@@ -281,17 +281,18 @@ def report_cmd(
                     if r.gemm_us is not None and r.gemm_kernel == name:
                         pick_us.append(r.gemm_us)
                         src.add("gemm() timed")
-                    else:
-                        pick_us.append(r.times.get(name, math.nan))
+                    elif name in r.times:
+                        pick_us.append(r.times[name])
                         src.add("sweep time of the pick")
+                    else:  # a kernel newer than the sweep
+                        pick_us.append(math.nan)
                     if part == "unseen" and regime == "all":
                         best = min(r.times, key=r.times.__getitem__)
                         details.append((r, name, pick_us[-1], best))
-                # a pick this sweep never timed (a kernel newer than the sweep) is left out of
-                # every column and counted, never read as a number
+                # a pick this sweep never timed is left out of every column and counted, never
+                # read as a number
                 timed = [(r, u) for r, u in zip(rs, pick_us) if math.isfinite(u)]
                 if len(timed) < len(rs):
-                    src.discard("sweep time of the pick")
                     src.add(f"{len(rs) - len(timed)} picks never timed, left out")
                 if not timed:
                     continue

@@ -182,13 +182,13 @@ def sweep(
                 kerns = {p: [k for k in ks if any(fnmatch.fnmatchcase(k.name, g) for g in only)]
                          for p, ks in kerns.items()}  # fmt: skip
             t0 = time.perf_counter()
-            picks = {pkg.kernel_for(p.m, p.n, p.k, dtype=tin, out_dtype=tout) for p in prods}
-            ready = picks | {k for ks in kerns.values() for k in ks}
+            picks = {p: pkg.kernel_for(p.m, p.n, p.k, dtype=tin, out_dtype=tout) for p in prods}
+            ready = set(picks.values()) | {k for ks in kerns.values() for k in ks}
             tune.compile_ahead(ready, arch, 0)  # gemm()'s picks too: none compiles mid-sweep
             log(f"{dtype}: {len(ready)} kernels ready ({time.perf_counter() - t0:.0f} s)")
             tune.warm_clocks(3.0)
             for i, prod in enumerate(prods):
-                pick = pkg.kernel_for(prod.m, prod.n, prod.k, dtype=tin, out_dtype=tout)
+                pick = picks[prod]
                 cands = kerns[prod] if all_kernels else [pick]
                 base = {"model": prod.model, "proj": prod.proj, "dtype": dtype,
                         "out_dtype": out, "m": prod.m, "n": prod.n, "k": prod.k}  # fmt: skip

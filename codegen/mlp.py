@@ -92,8 +92,8 @@ SMS = 132  # the H100's and H200's SM count: how many CTAs fill the GPU once
 
 def plan(kernels, arch: str, dtype: str, m: int, b: Block, fn: str, runtime) -> Plan:
     """Which gated-pair and residual kernels of `kernels` (cutegemm.KERNELS) serve the block at
-    M: the fewest weight passes (runtime._weight_passes, as cutegemm.gated_mm orders them), ties
-    in the package's rule order (runtime: cutegemm._runtime, for _rule_order and _refusal). By
+    M: the fewest weight passes, ties in the package's rule order, as cutegemm.gated_mm orders
+    them (runtime: cutegemm._runtime, for _pass_order and _refusal). By
     the rule order alone, M = 32 and 128 took the 16-wide swap tile, which re-reads the gate+up
     weight 2 and 8 times: on the H100 the bf16 block ran 0.67x and 0.24x of torch eager there
     (BENCHMARKS.md, the MLP block on the H100)."""
@@ -103,8 +103,7 @@ def plan(kernels, arch: str, dtype: str, m: int, b: Block, fn: str, runtime) -> 
         if not cands:
             notes.append(f"no {arch} {dtype} {what} kernel")
             return None
-        ruled = runtime._rule_order(cands, m)
-        for kern in sorted(ruled, key=lambda x: runtime._weight_passes(x, m, n, SMS)):
+        for kern in runtime._pass_order(cands, m, n, SMS):
             if runtime._refusal(kern, m, n, k) is None:
                 return kern.name
         why = "; ".join(f"{x.name}: {runtime._refusal(x, m, n, k)}" for x in cands)

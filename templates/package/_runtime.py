@@ -1191,6 +1191,11 @@ def _weight_passes(kern: Kernel, m: int, n: int, sms: int) -> float:
     return math.ceil(m / act) / min(1.0, tiles / sms)
 
 
+def _pass_order(kernels: list[Kernel], m: int, n: int, sms: int) -> list[Kernel]:
+    """`kernels` by _weight_passes at (M, N), ties in the rule order."""
+    return sorted(_rule_order(kernels, m), key=lambda kern: _weight_passes(kern, m, n, sms))
+
+
 def gated_mm(x: torch.Tensor, w: torch.Tensor, fn: str = "swiglu", *,
              out: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
     """fn(x @ W_gate^T, x @ W_up^T) (M, F) for x (M, K) and w = interleave_gate_up(gate_up)
@@ -1209,9 +1214,8 @@ def gated_mm(x: torch.Tensor, w: torch.Tensor, fn: str = "swiglu", *,
     if not mine:
         raise GemmError(f"no {arch} gated-pair kernel computes {fn} for {x.dtype}")
     m, n, k = x.shape[0], w.shape[0], x.shape[1]
-    fits = [kern for kern in _rule_order(mine, m) if _refusal(kern, m, n, k) is None]
     sms = torch.cuda.get_device_properties(x.device).multi_processor_count
-    fits.sort(key=lambda kern: _weight_passes(kern, m, n, sms))  # stable: rule order on ties
+    fits = [kern for kern in _pass_order(mine, m, n, sms) if _refusal(kern, m, n, k) is None]
     if not fits:
         raise GemmError(
             f"no {fn} kernel takes M={m}, N={n}, K={k}: "
