@@ -1030,6 +1030,14 @@ def bench_cmd(
     act: Annotated[
         str, typer.Option("--act", help="With --mlp: the gated activation, swiglu or geglu.")
     ] = "swiglu",
+    alternatives: Annotated[
+        bool,
+        typer.Option(
+            "--alternatives",
+            help="With --mlp: also time each other gated kernel that takes the shape, as a side "
+            "'alt up=TILE' (bf16; not counted as cutegemm's time: the pick stays the pick).",
+        ),
+    ] = False,
     plan_gpu: Annotated[
         str | None,
         typer.Option(
@@ -1050,7 +1058,7 @@ def bench_cmd(
             generated, model or list(cli_mlp.DEFAULT_MODELS), mlp_m, layers, prefill_layers,
             rounds, reps, json_out if json_out != Path("bench.json") else Path("mlp.json"),
             max_autotune=max_autotune, fp8=fp8 or fp8_only, bf16=not fp8_only,
-            residual=residual, act=act, plan_gpu=plan_gpu,
+            residual=residual, act=act, plan_gpu=plan_gpu, alternatives=alternatives,
         )  # fmt: skip
         return
     if chain:

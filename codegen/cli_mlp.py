@@ -89,7 +89,7 @@ def print_plan(pkg, blocks, ms: list[int], gpu: str, act: str, fp8: bool, bf16: 
 def bench_mlp(
     generated: Path, names: list[str], ms_text: str, layers: int, prefill_layers: int,
     rounds: int, reps: int, json_out: Path, *, max_autotune: bool, fp8: bool, bf16: bool,
-    residual: bool, act: str, plan_gpu: str | None,
+    residual: bool, act: str, plan_gpu: str | None, alternatives: bool = False,
 ) -> None:  # fmt: skip
     from codegen import gpu, library
 
@@ -118,6 +118,7 @@ def bench_mlp(
                 r = mlp.run_block(
                     pkg, b, m, n_layers, fn=act, residual=residual, fp8=dtype == "e4m3",
                     max_autotune=max_autotune, rounds=rounds, reps=reps,
+                    alternatives=alternatives,
                 )  # fmt: skip
                 rows.append(r)
                 for note in r.notes:

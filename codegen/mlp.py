@@ -90,6 +90,12 @@ class Plan:
 SMS = 132  # the H100's and H200's SM count: how many CTAs fill the GPU once
 
 
+def gated_kernels(kernels, arch: str, dtype: str, fn: str) -> list:
+    """The gated-pair kernels (epilogue function `fn`) of `kernels` for arch and dtype, K-major."""
+    return [k for k in kernels if k.fn == fn and k.fn_gated and k.arch == arch
+            and k.dtype == dtype and k.a_major == k.b_major == "k"]  # fmt: skip
+
+
 def plan(kernels, arch: str, dtype: str, m: int, b: Block, fn: str, runtime) -> Plan:
     """Which gated-pair and residual kernels of `kernels` (cutegemm.KERNELS) serve the block at
     M: the fewest weight passes, ties in the package's rule order, as cutegemm.gated_mm orders
@@ -110,8 +116,7 @@ def plan(kernels, arch: str, dtype: str, m: int, b: Block, fn: str, runtime) -> 
         notes.append(f"no {what} kernel takes M={m} N={n} K={k} ({why})")
         return None
 
-    gated = [k for k in kernels if k.fn == fn and k.fn_gated and k.arch == arch
-             and k.dtype == dtype and k.a_major == k.b_major == "k"]  # fmt: skip
+    gated = gated_kernels(kernels, arch, dtype, fn)
     # not the row_sumsq residual kernels: they write row partials besides D
     res = [k for k in kernels if k.fn == "residual_add" and k.arch == arch and k.dtype == dtype
            and k.a_major == k.b_major == "k"
@@ -263,9 +268,11 @@ def _compile(fn: Callable, mode: str | None):
 
 def run_block(
     pkg, b: Block, m: int, layers: int, *, fn: str, residual: bool, fp8: bool,
-    max_autotune: bool, rounds: int, reps: int,
+    max_autotune: bool, rounds: int, reps: int, alternatives: bool = False,
 ) -> Row:  # fmt: skip
-    """One (model, M, dtype) row: every side captured, checked, then timed interleaved."""
+    """One (model, M, dtype) row: every side captured, checked, then timed interleaved.
+    alternatives (bf16): each other gated kernel that takes the shape is a side 'alt up=TILE' of
+    its own, timed like the rest and never counted as cutegemm's time."""
     import torch
 
     from codegen.gpu import capture_step, time_interleaved
@@ -320,13 +327,13 @@ def run_block(
         kernels["down"] = pkg.kernel_for(m, b.hidden, b.f).name
         a = _act(act)
 
-        def up(x, w, h):
-            if p.gated:
-                return pkg.gemm_fn(p.gated, x, w.gu_i, out=h)
+        def up(x, w, h, gated: str | None):
+            if gated:
+                return pkg.gemm_fn(gated, x, w.gu_i, out=h)
             g, u = pkg.gemm(x, w.gu).chunk(2, dim=-1)
             return torch.mul(a(g), u, out=h)
 
-        def ours(fused: bool) -> Callable[[], list]:
+        def ours(fused: bool, gated: str | None = p.gated) -> Callable[[], list]:
             bufs = [
                 (torch.empty(m, b.f, device="cuda", dtype=torch.bfloat16),
                  torch.empty(m, b.hidden, device="cuda", dtype=torch.bfloat16),
@@ -337,7 +344,7 @@ def run_block(
             def step() -> list:
                 outs, x = [], x0
                 for w, (h, y0, y) in zip(ws, bufs, strict=True):
-                    up(x, w, h)
+                    up(x, w, h, gated)
                     if fused:
                         pkg.gemm_fn(p.residual, h, w.down, residual=x, out=y)
                     elif residual:
@@ -357,6 +364,11 @@ def run_block(
             sides["cutegemm +add"] = ours(False)
         else:
             sides["cutegemm"] = ours(False)
+        if alternatives and p.gated:
+            fused = bool(residual and p.residual)
+            for kern in gated_kernels(pkg.KERNELS, arch, "bf16", fn):
+                if kern.name != p.gated and runtime._refusal(kern, m, 2 * b.f, b.hidden) is None:
+                    sides[f"alt up={'x'.join(map(str, kern.tile))}"] = ours(fused, kern.name)
         tb = torch_block(act, residual, False)
         argsb = lambda w: (w.gu, w.down)
         sides["torch eager"] = chain(tb, argsb)

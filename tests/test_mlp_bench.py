@@ -39,10 +39,14 @@ def test_plan_picks_swap_at_decode_and_falls_back_clearly(pkg) -> None:
         p.residual == "sm90_bf16_128x16x64_s12_sw128_ws_wg2_swap_direct_fn_residual_add_grid_pdl"
         and not p.notes
     )
+    # prefill: 128x128 and 128x256 both stream the weight once per 128 rows of x; the 256-wide
+    # tile reads x half as often (224 against 112 passes over the 2F = 28672 gate+up rows)
     p = mlp.plan(kernels, "sm_90a", "bf16", 4096, b, "swiglu", pkg.runtime)
     assert (p.gated, p.residual) == (
-        "sm90_bf16_128x128x64_s7_sw128_ws_wg2_direct_fn_swiglu_persistent_rm_pdl", "sm90_bf16_128x128x64_s7_sw128_ws_wg2_direct_fn_residual_add_persistent_rm_pdl"
+        "sm90_bf16_128x256x64_s4_sw128_ws_wg2_direct_fn_swiglu_persistent_rm_pdl", "sm90_bf16_128x128x64_s7_sw128_ws_wg2_direct_fn_residual_add_persistent_rm_pdl"
     )  # fmt: skip
+    wide = {k.name: k for k in kernels}[p.gated]
+    assert pkg.runtime._activation_passes(wide, 2 * b.f) == 112
     # M = 128: the 16-wide swap tile would stream the gate+up weight 8 times; the 128-row tile
     # reads it once (on the H100 the block ran 0.24x torch with the swap tile)
     p = mlp.plan(kernels, "sm_90a", "bf16", 128, b, "swiglu", pkg.runtime)
@@ -52,6 +56,9 @@ def test_plan_picks_swap_at_decode_and_falls_back_clearly(pkg) -> None:
     assert pkg.runtime._weight_passes(swap, 128, 2 * b.f, mlp.SMS) == 8.0
     assert pkg.runtime._weight_passes(swap, 16, 2 * b.f, mlp.SMS) == 1.0
     assert pkg.runtime._weight_passes(by_name[p.gated], 128, 2 * b.f, mlp.SMS) == 1.0
+    # the 256-wide tile would leave SMs idle at M = 128 (112 tiles on 132 SMs): 1.18 passes
+    assert pkg.runtime._weight_passes(wide, 128, 2 * b.f, mlp.SMS) == pytest.approx(132 / 112)
+    assert pkg.runtime._activation_passes(by_name[p.gated], 2 * b.f) == 224
     # F not a multiple of 8: 2F not a multiple of the gated kernels' 16 (and hidden = 4100 odd
     # for the residual kernels' 8): both fall back, saying why
     p = mlp.plan(kernels, "sm_90a", "bf16", 32, mlp.Block("odd", 4100, 14340), "swiglu",

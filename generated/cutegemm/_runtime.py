@@ -1192,9 +1192,19 @@ def _weight_passes(kern: Kernel, m: int, n: int, sms: int) -> float:
     return math.ceil(m / act) / min(1.0, tiles / sms)
 
 
+def _activation_passes(kern: Kernel, n: int) -> int:
+    """How many times `kern` streams the (M, K) activation: once per weight tile along N."""
+    return math.ceil(n / (kern.tile[0] if kern.swap_ab else kern.tile[1]))
+
+
 def _pass_order(kernels: list[Kernel], m: int, n: int, sms: int) -> list[Kernel]:
-    """`kernels` by _weight_passes at (M, N), ties in the rule order."""
-    return sorted(_rule_order(kernels, m), key=lambda kern: _weight_passes(kern, m, n, sms))
+    """`kernels` by _weight_passes at (M, N), then by _activation_passes (at prefill a 256-wide
+    tile reads x half as often as a 128-wide one with the same weight passes), ties in the rule
+    order."""
+    return sorted(
+        _rule_order(kernels, m),
+        key=lambda kern: (_weight_passes(kern, m, n, sms), _activation_passes(kern, n)),
+    )
 
 
 def gated_mm(x: torch.Tensor, w: torch.Tensor, fn: str = "swiglu", *,
@@ -1202,8 +1212,8 @@ def gated_mm(x: torch.Tensor, w: torch.Tensor, fn: str = "swiglu", *,
     """fn(x @ W_gate^T, x @ W_up^T) (M, F) for x (M, K) and w = interleave_gate_up(gate_up)
     (2F, K): of the gated-pair kernels with epilogue function `fn` ("swiglu", "geglu") of this
     GPU's arch and x's dtype that take the shape, the one that streams w the fewest times
-    (_weight_passes), ties in the rule order (swap AB for small M where one exists). GemmError
-    before any launch otherwise."""
+    (_weight_passes), then x the fewest (_activation_passes), ties in the rule order (swap AB
+    for small M where one exists). GemmError before any launch otherwise."""
     if not (isinstance(x, torch.Tensor) and isinstance(w, torch.Tensor)):
         raise GemmError("x and w must be torch tensors")
     if x.dim() != 2 or w.dim() != 2 or x.device.type != "cuda":
