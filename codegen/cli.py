@@ -1034,8 +1034,8 @@ def bench_cmd(
         bool,
         typer.Option(
             "--alternatives",
-            help="With --mlp: also time each other gated kernel that takes the shape, as a side "
-            "'alt up=TILE' (bf16; not counted as cutegemm's time: the pick stays the pick).",
+            help="With --mlp: also time each other gated (residual) kernel that takes the shape "
+            "as a side 'alt up=TILE' ('alt down=TILE'), bf16; never counted as cutegemm's time.",
         ),
     ] = False,
     plan_gpu: Annotated[

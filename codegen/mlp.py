@@ -96,6 +96,14 @@ def gated_kernels(kernels, arch: str, dtype: str, fn: str) -> list:
             and k.dtype == dtype and k.a_major == k.b_major == "k"]  # fmt: skip
 
 
+def residual_kernels(kernels, arch: str, dtype: str) -> list:
+    """The residual-add kernels of `kernels` for arch and dtype, K-major; not the row_sumsq ones
+    (they write row partials besides D)."""
+    return [k for k in kernels if k.fn == "residual_add" and k.arch == arch and k.dtype == dtype
+            and k.a_major == k.b_major == "k"
+            and getattr(k, "row_partials", None) is None]  # fmt: skip
+
+
 def plan(kernels, arch: str, dtype: str, m: int, b: Block, fn: str, runtime) -> Plan:
     """Which gated-pair and residual kernels of `kernels` (cutegemm.KERNELS) serve the block at
     M: the fewest weight passes, ties in the package's rule order, as cutegemm.gated_mm orders
@@ -117,10 +125,7 @@ def plan(kernels, arch: str, dtype: str, m: int, b: Block, fn: str, runtime) -> 
         return None
 
     gated = gated_kernels(kernels, arch, dtype, fn)
-    # not the row_sumsq residual kernels: they write row partials besides D
-    res = [k for k in kernels if k.fn == "residual_add" and k.arch == arch and k.dtype == dtype
-           and k.a_major == k.b_major == "k"
-           and getattr(k, "row_partials", None) is None]  # fmt: skip
+    res = residual_kernels(kernels, arch, dtype)
     g = first(gated, 2 * b.f, b.hidden, f"gated {fn}")
     if g is None:
         notes[-1] += ": up is cutegemm.gemm, the activation torch's"
@@ -271,8 +276,8 @@ def run_block(
     max_autotune: bool, rounds: int, reps: int, alternatives: bool = False,
 ) -> Row:  # fmt: skip
     """One (model, M, dtype) row: every side captured, checked, then timed interleaved.
-    alternatives (bf16): each other gated kernel that takes the shape is a side 'alt up=TILE' of
-    its own, timed like the rest and never counted as cutegemm's time."""
+    alternatives (bf16): each other gated (residual) kernel that takes the shape is a side
+    'alt up=TILE' ('alt down=TILE') of its own, timed like the rest, never cutegemm's time."""
     import torch
 
     from codegen.gpu import capture_step, time_interleaved
@@ -333,7 +338,9 @@ def run_block(
             g, u = pkg.gemm(x, w.gu).chunk(2, dim=-1)
             return torch.mul(a(g), u, out=h)
 
-        def ours(fused: bool, gated: str | None = p.gated) -> Callable[[], list]:
+        def ours(
+            fused: bool, gated: str | None = p.gated, res: str | None = p.residual
+        ) -> Callable[[], list]:
             bufs = [
                 (torch.empty(m, b.f, device="cuda", dtype=torch.bfloat16),
                  torch.empty(m, b.hidden, device="cuda", dtype=torch.bfloat16),
@@ -346,7 +353,7 @@ def run_block(
                 for w, (h, y0, y) in zip(ws, bufs, strict=True):
                     up(x, w, h, gated)
                     if fused:
-                        pkg.gemm_fn(p.residual, h, w.down, residual=x, out=y)
+                        pkg.gemm_fn(res, h, w.down, residual=x, out=y)
                     elif residual:
                         torch.add(pkg.gemm(h, w.down, out=y0), x, out=y)
                     else:
@@ -369,6 +376,10 @@ def run_block(
             for kern in gated_kernels(pkg.KERNELS, arch, "bf16", fn):
                 if kern.name != p.gated and runtime._refusal(kern, m, 2 * b.f, b.hidden) is None:
                     sides[f"alt up={'x'.join(map(str, kern.tile))}"] = ours(fused, kern.name)
+        if alternatives and residual and p.residual:
+            for kern in residual_kernels(pkg.KERNELS, arch, "bf16"):
+                if kern.name != p.residual and runtime._refusal(kern, m, b.hidden, b.f) is None:
+                    sides[f"alt down={'x'.join(map(str, kern.tile))}"] = ours(True, res=kern.name)
         tb = torch_block(act, residual, False)
         argsb = lambda w: (w.gu, w.down)
         sides["torch eager"] = chain(tb, argsb)

@@ -43,7 +43,7 @@ def test_plan_picks_swap_at_decode_and_falls_back_clearly(pkg) -> None:
     # tile reads x half as often (224 against 112 passes over the 2F = 28672 gate+up rows)
     p = mlp.plan(kernels, "sm_90a", "bf16", 4096, b, "swiglu", pkg.runtime)
     assert (p.gated, p.residual) == (
-        "sm90_bf16_128x256x64_s4_sw128_ws_wg2_direct_fn_swiglu_persistent_rm_pdl", "sm90_bf16_128x128x64_s7_sw128_ws_wg2_direct_fn_residual_add_persistent_rm_pdl"
+        "sm90_bf16_128x256x64_s4_sw128_ws_wg2_direct_fn_swiglu_persistent_rm_pdl", "sm90_bf16_128x256x64_s4_sw128_ws_wg2_tma_fn_residual_add_persistent_rm_pdl"
     )  # fmt: skip
     wide = {k.name: k for k in kernels}[p.gated]
     assert pkg.runtime._activation_passes(wide, 2 * b.f) == 112
