@@ -151,7 +151,9 @@ def fit_cmd(
             "out, for each in turn; print the pick vs the best measured kernel (writes nothing).",
         ),
     ] = False,
-    jobs: Annotated[int, typer.Option("-j", "--jobs", help="Processes for --cv.")] = 2,
+    jobs: Annotated[
+        int, typer.Option("-j", "--jobs", help="Processes (each kernel's fit, or each --cv fold).")
+    ] = 2,
 ) -> None:
     """Fit the cost model on the tune part's measurements only (CPU) and write it for render."""
     from codegen import costmodel, package, tune
@@ -172,7 +174,7 @@ def fit_cmd(
     if cv:
         _cross_validate(sp, prods, rows, meta, jobs)
         return
-    fits = costmodel.fit(rows, points, meta["sm_count"], meta["bandwidth"])
+    fits = costmodel.fit(rows, points, meta["sm_count"], meta["bandwidth"], max(1, jobs))
     command = (
         "codegen fit "
         + ("--calibrate " if calibrate else "")

@@ -138,21 +138,36 @@ def fit_kernel(
     return Fit(kern.name, params, len(points), rms, corr, residuals)
 
 
+def _fit_one(args: tuple) -> Fit:
+    return fit_kernel(*args)
+
+
 def fit(
-    rows: dict[str, dict], points: dict[str, list], sm_count: int, bandwidth: float
+    rows: dict[str, dict],
+    points: dict[str, list],
+    sm_count: int,
+    bandwidth: float,
+    jobs: int = 1,
 ) -> list[Fit]:
-    """Fits for every kernel with at least MIN_POINTS points (rows: registry rows by name)."""
+    """Fits for every kernel with at least MIN_POINTS points (rows: registry rows by name); each
+    kernel's fit is independent of the others', so `jobs` processes give the same fits."""
+    from concurrent.futures import ProcessPoolExecutor
+
     fastest: dict[str, dict[tuple[int, int, int], float]] = {}  # dtype -> (M, N, K) -> µs
     for name, pts in points.items():
         best = fastest.setdefault(rows[name]["dtype"], {}) if name in rows else {}
         for m, n, k, us in pts:
             best[m, n, k] = min(us, best.get((m, n, k), us))
-    out = []
-    for name in sorted(points):
-        if name in rows and len(points[name]) >= MIN_POINTS:
-            kern = kernel_view(rows[name])
-            out.append(fit_kernel(kern, points[name], sm_count, bandwidth, fastest[kern.dtype]))
-    return out
+    work = [
+        (kern, points[name], sm_count, bandwidth, fastest[kern.dtype])
+        for name in sorted(points)
+        if name in rows and len(points[name]) >= MIN_POINTS
+        for kern in [kernel_view(rows[name])]
+    ]
+    if jobs <= 1:
+        return [_fit_one(w) for w in work]
+    with ProcessPoolExecutor(jobs) as ex:
+        return list(ex.map(_fit_one, work))
 
 
 def points_of(products) -> dict[str, list[tuple[int, int, int, float]]]:
