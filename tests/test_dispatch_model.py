@@ -184,6 +184,26 @@ def test_the_fit_recovers_the_parameters_it_was_given() -> None:
     assert fit.params[0] == pytest.approx(3.0, rel=0.2)
 
 
+def test_the_fit_is_the_same_in_several_processes() -> None:
+    """`codegen fit -j N` fits each kernel in its own process: the same fits, in the same order."""
+    mod = costmodel.model_module()
+    files = [p for p in package.kernel_files(GENERATED) if p.parent.name == "sm90"][:3]
+    rows = {
+        p.stem: package.read_entry(p.read_text(encoding="utf-8"), f"cutegemm/sm90/{p.name}").row()
+        for p in files
+    }
+    truth = (3.0, 5e6, 30e3, 0.5, 0.9)
+    shapes = [(m, n, k) for m in (1, 128, 777) for n, k in ((2048, 2048), (4096, 14336))]
+    points = {
+        name: [(m, n, k, mod.predict(costmodel.kernel_view(row), m, n, k, truth, 132, 4.0e6))
+               for m, n, k in shapes]
+        for name, row in rows.items()
+    }  # fmt: skip
+    one = costmodel.fit(rows, points, 132, 4.0e6)
+    assert [f.name for f in one] == sorted(rows)
+    assert costmodel.fit(rows, points, 132, 4.0e6, jobs=2) == one
+
+
 def test_a_model_file_round_trips_and_bad_parameters_are_refused(tmp_path: Path) -> None:
     res = tuple((m, 4096, 1024 * m, 0.01 * m, 0.001 * m) for m in range(1, 7))
     fit = costmodel.Fit("a", (3.0, 5e6, 3e4, 0.5, 0.8), 9, 0.05, ((1, 0.1), (256, -0.2)), res)
