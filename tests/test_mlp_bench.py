@@ -51,6 +51,9 @@ def test_plan_picks_swap_at_decode_and_falls_back_clearly(pkg) -> None:
     # reads it once (on the H100 the block ran 0.24x torch with the swap tile)
     p = mlp.plan(kernels, "sm_90a", "bf16", 128, b, "swiglu", pkg.runtime)
     assert p.gated == "sm90_bf16_128x128x64_s7_sw128_ws_wg2_direct_fn_swiglu_persistent_rm_pdl"
+    # M = 32: the 32-wide swap tile reads the weight once (the 16-wide one twice)
+    got = mlp.plan(kernels, "sm_90a", "bf16", 32, b, "swiglu", pkg.runtime).gated
+    assert got == "sm90_bf16_128x32x64_s11_sw128_ws_wg2_swap_direct_fn_swiglu_grid_pdl"
     by_name = {k.name: k for k in kernels}
     swap = by_name["sm90_bf16_128x16x64_s12_sw128_ws_wg2_swap_direct_fn_swiglu_grid_pdl"]
     assert pkg.runtime._weight_passes(swap, 128, 2 * b.f, mlp.SMS) == 8.0
