@@ -106,8 +106,8 @@ def residual_kernels(kernels, arch: str, dtype: str) -> list:
 
 def plan(kernels, arch: str, dtype: str, m: int, b: Block, fn: str, runtime) -> Plan:
     """Which gated-pair and residual kernels of `kernels` (cutegemm.KERNELS) serve the block at
-    M: the fewest weight passes, ties in the package's rule order, as cutegemm.gated_mm orders
-    them (runtime: cutegemm._runtime, for _pass_order and _refusal). By
+    M: the fewest weight passes, then activation passes, ties in the package's rule order, as
+    cutegemm.gated_mm orders them (runtime: cutegemm._runtime, for _pass_order and _refusal). By
     the rule order alone, M = 32 and 128 took the 16-wide swap tile, which re-reads the gate+up
     weight 2 and 8 times: on the H100 the bf16 block ran 0.67x and 0.24x of torch eager there
     (BENCHMARKS.md, the MLP block on the H100)."""

@@ -1181,20 +1181,25 @@ def _gemm_with_fn(a, b, out, bias, alpha, beta, activation, out_dtype, scale_a, 
     return _eager_fn(a, b, out, fn, values, out_dtype)
 
 
+def _act_wide(kern: Kernel) -> tuple[int, int]:
+    """`kern`'s tile along the activation's M and along the weight's N (swap AB exchanges them)."""
+    return (kern.tile[1], kern.tile[0]) if kern.swap_ab else (kern.tile[0], kern.tile[1])
+
+
 def _weight_passes(kern: Kernel, m: int, n: int, sms: int) -> float:
     """About how many times `kern` streams the (N, K) weight at M, in full-GPU passes: once per
     activation tile along M (a swap-AB tile narrower than M re-reads every weight tile),
     stretched where its CTAs (tiles x K splits) fill fewer than the GPU's `sms` SMs. Orders the
     kernels called by name, which have no cost model: by the rule order alone a 16-wide swap tile
     ran a gated MLP block at 0.24x of torch at M = 128 (BENCHMARKS.md, the MLP block)."""
-    act, wide = (kern.tile[1], kern.tile[0]) if kern.swap_ab else (kern.tile[0], kern.tile[1])
+    act, wide = _act_wide(kern)
     tiles = math.ceil(m / act) * math.ceil(n / wide) * max(1, kern.splits)
     return math.ceil(m / act) / min(1.0, tiles / sms)
 
 
 def _activation_passes(kern: Kernel, n: int) -> int:
     """How many times `kern` streams the (M, K) activation: once per weight tile along N."""
-    return math.ceil(n / (kern.tile[0] if kern.swap_ab else kern.tile[1]))
+    return math.ceil(n / _act_wide(kern)[1])
 
 
 def _pass_order(kernels: list[Kernel], m: int, n: int, sms: int) -> list[Kernel]:
