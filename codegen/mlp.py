@@ -88,6 +88,11 @@ class Plan:
 
 
 SMS = 132  # the H100's and H200's SM count: how many CTAs fill the GPU once
+# At decode M a residual-add kernel serves down only where it streams the weight at most this many
+# times (runtime._weight_passes): it has no split-K, and with the down projection's few output
+# tiles it leaves most SMs idle, where cutegemm.gemm's split-K pick streams the weight once; on
+# the H100 gemm + a torch add ran the Llama-3.1-8B block 5-17% faster at M = 1-128 (4.1 passes)
+RESIDUAL_PASSES = 1.5
 
 
 def gated_kernels(kernels, arch: str, dtype: str, fn: str) -> list:
@@ -110,7 +115,8 @@ def plan(kernels, arch: str, dtype: str, m: int, b: Block, fn: str, runtime) -> 
     cutegemm.gated_mm orders them (runtime: cutegemm._runtime, for _pass_order and _refusal). By
     the rule order alone, M = 32 and 128 took the 16-wide swap tile, which re-reads the gate+up
     weight 2 and 8 times: on the H100 the bf16 block ran 0.67x and 0.24x of torch eager there
-    (BENCHMARKS.md, the MLP block on the H100)."""
+    (BENCHMARKS.md, the MLP block on the H100). Up to DECODE_M a residual kernel that would
+    stream the down weight more than RESIDUAL_PASSES times gives way to gemm + a torch add."""
     notes = []
 
     def first(cands: list, n: int, k: int, what: str) -> str | None:
@@ -132,6 +138,12 @@ def plan(kernels, arch: str, dtype: str, m: int, b: Block, fn: str, runtime) -> 
     r = first(res, b.hidden, b.f, "residual_add")
     if r is None:
         notes[-1] += ": down is cutegemm.gemm + a torch add"
+    elif m <= runtime.DECODE_M:
+        passes = runtime._weight_passes(next(x for x in res if x.name == r), m, b.hidden, SMS)
+        if passes > RESIDUAL_PASSES:
+            notes.append(f"the residual kernel {r} would stream the down weight {passes:g} times "
+                         "at this M: down is cutegemm.gemm (split-K) + a torch add")  # fmt: skip
+            r = None
     return Plan(g, r, notes)
 
 
@@ -376,7 +388,7 @@ def run_block(
             for kern in gated_kernels(pkg.KERNELS, arch, "bf16", fn):
                 if kern.name != p.gated and runtime._refusal(kern, m, 2 * b.f, b.hidden) is None:
                     sides[f"alt up={'x'.join(map(str, kern.tile))}"] = ours(fused, kern.name)
-        if alternatives and residual and p.residual:
+        if alternatives and residual:  # also where the plan keeps down unfused (plan: why)
             for kern in residual_kernels(pkg.KERNELS, arch, "bf16"):
                 if kern.name != p.residual and runtime._refusal(kern, m, b.hidden, b.f) is None:
                     sides[f"alt down={'x'.join(map(str, kern.tile))}"] = ours(True, res=kern.name)

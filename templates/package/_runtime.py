@@ -1185,15 +1185,29 @@ def _act_wide(kern: Kernel) -> tuple[int, int]:
     return (kern.tile[1], kern.tile[0]) if kern.swap_ab else (kern.tile[0], kern.tile[1])
 
 
+DECODE_M = 256  # up to this M a gated or residual kernel's time is its weight stream
+
+
 def _weight_passes(kern: Kernel, m: int, n: int, sms: int) -> float:
     """About how many times `kern` streams the (N, K) weight at M, in full-GPU passes: once per
     activation tile along M (a swap-AB tile narrower than M re-reads every weight tile),
-    stretched where its CTAs (tiles x K splits) fill fewer than the GPU's `sms` SMs. Orders the
-    kernels called by name, which have no cost model: by the rule order alone a 16-wide swap tile
-    ran a gated MLP block at 0.24x of torch at M = 128 (BENCHMARKS.md, the MLP block)."""
+    stretched where its CTAs (tiles x K splits) leave SMs idle. Up to DECODE_M the weight stream
+    is the time, and a last, partial wave streams its share on a few SMs: the stretch counts
+    every wave the tiles start (148 tiles on 132 SMs are two waves, 1.78 passes; on the H100
+    Qwen2.5-7B's MLP block at M = 1 ran 33% slower with that 128x256 gated tile than with the
+    16-wide swap tile, 296 tiles in three waves, 1.34 passes). Above it only a GPU left partly
+    idle counts (there the MMA sets the time and a tail wave costs its share). Orders the
+    kernels called by name, which have no cost model: by the rule order alone a 16-wide swap
+    tile ran a gated MLP block at 0.24x of torch at M = 128 (BENCHMARKS.md, the MLP block).
+    Rounded to 2 decimals, so that equal stretches tie."""
     act, wide = _act_wide(kern)
-    tiles = math.ceil(m / act) * math.ceil(n / wide) * max(1, kern.splits)
-    return math.ceil(m / act) / min(1.0, tiles / sms)
+    bands = math.ceil(m / act)
+    tiles = bands * math.ceil(n / wide) * max(1, kern.splits)
+    if m <= DECODE_M:
+        fill = tiles / (math.ceil(tiles / sms) * sms)
+    else:
+        fill = min(1.0, tiles / sms)
+    return round(bands / fill, 2)
 
 
 def _activation_passes(kern: Kernel, n: int) -> int:
@@ -1202,12 +1216,17 @@ def _activation_passes(kern: Kernel, n: int) -> int:
 
 
 def _pass_order(kernels: list[Kernel], m: int, n: int, sms: int) -> list[Kernel]:
-    """`kernels` by _weight_passes at (M, N), then by _activation_passes (at prefill a 256-wide
-    tile reads x half as often as a 128-wide one with the same weight passes), ties in the rule
-    order."""
+    """`kernels` by _weight_passes at (M, N), then above DECODE_M by _activation_passes (at
+    prefill a 256-wide tile reads x half as often as a 128-wide one with the same weight passes;
+    at decode x is a few rows that stay in L2: Llama-3.1-8B's block at M = 1 ran 20% slower with
+    the 256-wide gated tile, the fewest passes over x, than with the 16-wide swap tile), ties in
+    the rule order."""
     return sorted(
         _rule_order(kernels, m),
-        key=lambda kern: (_weight_passes(kern, m, n, sms), _activation_passes(kern, n)),
+        key=lambda kern: (
+            _weight_passes(kern, m, n, sms),
+            _activation_passes(kern, n) if m > DECODE_M else 0,
+        ),
     )
 
 
