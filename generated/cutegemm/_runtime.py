@@ -1236,8 +1236,9 @@ def gated_mm(x: torch.Tensor, w: torch.Tensor, fn: str = "swiglu", *,
     """fn(x @ W_gate^T, x @ W_up^T) (M, F) for x (M, K) and w = interleave_gate_up(gate_up)
     (2F, K): of the gated-pair kernels with epilogue function `fn` ("swiglu", "geglu") of this
     GPU's arch and x's dtype that take the shape, the one that streams w the fewest times
-    (_weight_passes), then x the fewest (_activation_passes), ties in the rule order (swap AB
-    for small M where one exists). GemmError before any launch otherwise."""
+    (_weight_passes: at decode M every wave its tiles start counts whole), then above DECODE_M x
+    the fewest (_activation_passes), ties in the rule order (swap AB for small M where one
+    exists). GemmError before any launch otherwise."""
     if not (isinstance(x, torch.Tensor) and isinstance(w, torch.Tensor)):
         raise GemmError("x and w must be torch tensors")
     if x.dim() != 2 or w.dim() != 2 or x.device.type != "cuda":
