@@ -152,7 +152,7 @@ def renderer() -> mut.Renderer:
 
 @pytest.mark.parametrize("mutation", mut.CATALOGUE, ids=lambda m: m.name)
 def test_mutation_is_detected(mutation: mut.Mutation, renderer: mut.Renderer) -> None:
-    (result,) = mut.run([mutation], limit=2, renderer=renderer)
+    (result,) = mut.run([mutation], limit=2, renderer=renderer, jobs=JOBS)
     assert result.error is None, result.error
     assert result.hits, f"{mutation.name} changes no kernel"
     missed = result.missed  # hits not detected, but for those Mutation.benign explains

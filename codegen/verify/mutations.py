@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
+import hashlib
 import operator
 import re
 from collections import Counter
@@ -632,19 +634,39 @@ def _folded(tree: ast.Module) -> str:
     return ast.dump(_Fold(module_constants(tree)).visit(tree))
 
 
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@functools.lru_cache(maxsize=4096)
+def _original_forms(original: str) -> tuple[str, str] | None:
+    """Digests of `original`'s syntax tree and of its constant-folded tree (None: not Python).
+    Every mutation compares its mutants with the same unmutated kernels: each is parsed once."""
+    try:
+        tree = ast.parse(original)
+    except SyntaxError:
+        return None
+    return _digest(ast.dump(tree)), _digest(_folded(tree))
+
+
 def same_program(original: str, mutant: str) -> str:
     """Why `mutant` is the program `original` is (empty if it is not shown to be): with each
     file's constants folded (module_constants) both parse to the same syntax tree, so the mutation
     changed only how a value is spelled, e.g. `if i == EPI_CHUNKS - 1:` made `if i == 0:` where
     EPI_CHUNKS = 1. Names the constants of the original's changed lines."""
+    forms = _original_forms(original)
     try:
-        old, new = ast.parse(original), ast.parse(mutant)
+        new = ast.parse(mutant)
     except SyntaxError:
         return ""
-    if ast.dump(old) == ast.dump(new):
-        return "the same syntax tree (only comments or layout changed)"
-    if _folded(old) != _folded(new):
+    if forms is None:
         return ""
+    old_tree, old_folded = forms
+    # the folded trees differ wherever the plain ones do: most mutants stop here, one dump each
+    if _digest(_folded(new)) != old_folded:
+        return ""
+    if _digest(ast.dump(ast.parse(mutant))) == old_tree:
+        return "the same syntax tree (only comments or layout changed)"
     consts = module_constants(ast.parse(original))
     changed = [
         line[1:]
@@ -677,6 +699,8 @@ class Renderer:
         self.env = render.environment()
         self._raw: dict[str, str] = {}
         self.templates = render.TEMPLATES
+        # each unmutated kernel's report, verified once for every mutation run with this renderer
+        self.reports: dict[str, KernelReport] = {}
 
     def original(self, spec: loader.LoadedSpec) -> str:
         if spec.name not in self._raw:
@@ -722,7 +746,7 @@ def run(
     """Apply each mutation, verify its hits (at most `limit` of them, spread over the hits)."""
     renderer = renderer or Renderer()
     results = []
-    originals: dict[str, KernelReport] = {}  # each unmutated kernel is verified once per run
+    originals = renderer.reports  # each unmutated kernel is verified once per renderer
     pool = ProcessPoolExecutor(jobs) if jobs > 1 else None
 
     def verify_all(work: list[tuple[str, str]]) -> list[KernelReport]:
