@@ -27,7 +27,7 @@ from pathlib import Path
 from codegen import registry, rules
 from codegen.files import write_atomic
 from codegen.plan import expected_counts
-from codegen.render import stop_pool
+from codegen.render import sigint_blocked, stop_pool
 from codegen.spec import Spec
 
 BUILD_FORMAT = "16"  # bump when what a build records changes, to invalidate the cache
@@ -205,8 +205,13 @@ def alloc_columns(ptx: str) -> list[int]:
 
 
 def _init_worker(arch: str) -> None:
+    """A compile process: Ctrl-C is the main process's to handle (it stops the workers). The
+    worker was started with SIGINT blocked (a Ctrl-C while it spawns would print a traceback of
+    its interpreter's start-up): it ignores SIGINT, then unblocks it."""
     os.environ["CUTE_DSL_ARCH"] = arch
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def check_counts(spec: Spec, result: BuildResult) -> list[str]:
@@ -325,14 +330,16 @@ def build(
         )
         broken: list[tuple[Path, Spec, str]] = []
         try:
-            futures = {
-                pool.submit(compile_file, str(path), str(build_dir / path.stem / arch)): (
-                    path,
-                    spec,
-                    key,
-                )
-                for path, spec, key in items
-            }
+            # the workers are spawned here: a Ctrl-C waits until they ignore it
+            with sigint_blocked():
+                futures = {
+                    pool.submit(compile_file, str(path), str(build_dir / path.stem / arch)): (
+                        path,
+                        spec,
+                        key,
+                    )
+                    for path, spec, key in items
+                }
             for fut in as_completed(futures):
                 path, spec, key = futures[fut]
                 try:
@@ -380,7 +387,8 @@ def _build_isolated(
         )
         with lock:
             live.add(proc)
-        proc.start()
+        with sigint_blocked():  # in this thread, so the child starts with it blocked
+            proc.start()
         sender.close()
         try:
             raw = receiver.recv()
