@@ -27,7 +27,7 @@ from pathlib import Path
 from codegen import registry, rules
 from codegen.files import write_atomic
 from codegen.plan import expected_counts
-from codegen.render import sigint_blocked, stop_pool
+from codegen.render import ignore_sigint, sigint_blocked, stop_pool
 from codegen.spec import Spec
 
 BUILD_FORMAT = "16"  # bump when what a build records changes, to invalidate the cache
@@ -205,13 +205,9 @@ def alloc_columns(ptx: str) -> list[int]:
 
 
 def _init_worker(arch: str) -> None:
-    """A compile process: Ctrl-C is the main process's to handle (it stops the workers). The
-    worker was started with SIGINT blocked (a Ctrl-C while it spawns would print a traceback of
-    its interpreter's start-up): it ignores SIGINT, then unblocks it."""
+    """A compile process: Ctrl-C is the main process's to handle (render.ignore_sigint)."""
     os.environ["CUTE_DSL_ARCH"] = arch
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    ignore_sigint()
 
 
 def check_counts(spec: Spec, result: BuildResult) -> list[str]:

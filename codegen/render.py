@@ -331,7 +331,7 @@ def render_all(
             if on_done:
                 on_done(s.name)
         return out
-    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_ignore_sigint)
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=ignore_sigint)
     try:
         with sigint_blocked():  # workers are forked here: none may see Ctrl-C before it ignores it
             futures = [pool.submit(render_one, s) for s in specs]
@@ -372,9 +372,10 @@ def sigint_blocked():
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def _ignore_sigint() -> None:
+def ignore_sigint() -> None:
     """Workers leave Ctrl-C to the main process, which stops them (a worker starts with SIGINT
-    blocked, see render_all: it ignores it before it unblocks it)."""
+    blocked, see render_all and build.build: it ignores it before it unblocks it, so a Ctrl-C
+    while it starts prints no traceback of its interpreter's start-up)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
