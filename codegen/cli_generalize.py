@@ -107,6 +107,15 @@ def sweep_cmd(
             "(bf16 and e4m3), beside gemm() and torch.",
         ),
     ] = 0,
+    contenders: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--contenders",
+            help="Earlier sweep files (repeatable): time per product only their --top fastest "
+            "shipped kernels and gemm()'s pick, so pick and oracle are measured in one process.",
+        ),
+    ] = None,
+    top: Annotated[int, typer.Option("--top", help="Contenders per product.")] = 4,
     generated: GeneratedOpt = Path("generated"),
 ) -> None:
     """On a GPU: time every plain kernel, gemm() (the dispatcher's pick) and torch on every
@@ -114,6 +123,13 @@ def sweep_cmd(
     from codegen import gpu, library
 
     sp = _split(split)
+    if contenders and (pick_only or only or compiled):
+        fail(["--contenders: not with --pick-only, --only or --compiled (it chooses the kernels)"])
+    if top < 1:
+        fail([f"--top {top}: at least 1"])
+    missing = [str(p) for p in contenders or [] if not p.is_file()]
+    if missing:
+        fail([f"--contenders {p}: no such sweep file" for p in missing])
     prods = gen.products(sp, _part(part), decode, prefill)
     if ms:
         prods = [p for p in prods if p.m in _ms(ms, sp)]
@@ -128,8 +144,12 @@ def sweep_cmd(
                                   log=lambda s: console.print(s, markup=False))  # fmt: skip
         return
     globs = [g.strip() for g in only.split(",") if g.strip()] if only else None
+    chosen = None
+    if contenders:
+        shipped = {k.name for k in pkg.KERNELS}
+        chosen = gen.contenders(gen.read_runs(contenders, calibrate=True)[1], shipped, top)
     gen.sweep(pkg, prods, _dtypes(dtypes), out, rounds, all_kernels=not pick_only, only=globs,
-              log=lambda s: console.print(s, markup=False))  # fmt: skip
+              contenders=chosen, log=lambda s: console.print(s, markup=False))  # fmt: skip
     console.print(f"wrote {out}")
 
 

@@ -156,10 +156,12 @@ def sweep(
     all_kernels: bool = True,
     log=print,
     only: list[str] | None = None,
+    contenders: dict[tuple, list[str]] | None = None,
 ) -> None:
     """Time every candidate (or, with all_kernels False, only the pick; with `only`, the
-    candidates whose names match one of these globs), torch and gemm() on each product,
-    appending JSON lines to `out_path` (see the module's docstring)."""
+    candidates whose names match one of these globs; with `contenders`, {(dtype, model, proj,
+    M): kernel names}, only those of each product and the pick), torch and gemm() on each
+    product, appending JSON lines to `out_path` (see the module's docstring)."""
     import torch
 
     tune, rt = submodules(pkg)
@@ -183,6 +185,10 @@ def sweep(
                          for p, ks in kerns.items()}  # fmt: skip
             t0 = time.perf_counter()
             picks = {p: pkg.kernel_for(p.m, p.n, p.k, dtype=tin, out_dtype=tout) for p in prods}
+            if contenders is not None:
+                kerns = {p: [k for k in ks if k.name in contenders.get(
+                    (dtype, p.model, p.proj, p.m), ()) or k.name == picks[p].name]
+                    for p, ks in kerns.items()}  # fmt: skip
             ready = set(picks.values()) | {k for ks in kerns.values() for k in ks}
             tune.compile_ahead(ready, arch, 0)  # gemm()'s picks too: none compiles mid-sweep
             log(f"{dtype}: {len(ready)} kernels ready ({time.perf_counter() - t0:.0f} s)")
@@ -225,6 +231,17 @@ def measure_with_gemm(pkg, kernels, arch, prod: Product, tin, tout, rounds: int)
     if "@gemm" in failed:
         raise RuntimeError(f"gemm(): {failed['@gemm']}")
     return times, torch_us, failed, times.pop("@gemm")
+
+
+def contenders(got: dict[tuple, "Measured"], shipped: set[str], top: int) -> dict[tuple, list]:
+    """{(dtype, model, proj, M): the `top` fastest shipped kernels} of earlier sweeps (read_runs):
+    the kernels a same-process re-timing needs to find each product's best (the oracle), so a
+    pick's distance from it is measured in one process, not across days."""
+    out = {}
+    for key, rec in got.items():
+        times = {k: v for k, v in rec.times.items() if k in shipped}
+        out[key] = sorted(times, key=times.__getitem__)[:top]
+    return out
 
 
 def copy_bandwidth() -> float:

@@ -412,6 +412,31 @@ def test_calibrate_puts_a_later_sweep_on_the_first_ones_clock(tmp_path: Path) ->
     assert rec.times == pytest.approx({"new": 8.0})
 
 
+def test_contenders_are_each_products_fastest_shipped_kernels() -> None:
+    """`sweep --contenders`: per product the `top` fastest kernels the package ships, fastest
+    first; a kernel no longer shipped is passed over, a product with fewer keeps what it has."""
+    rec = generalize.Measured(generalize.Product("x", "up", 8, 64, 64), "bf16",
+                              {"a": 3.0, "gone": 1.0, "b": 2.0, "c": 4.0}, 5.0, None, None)  # fmt: skip
+    few = generalize.Measured(generalize.Product("x", "o", 8, 64, 64), "bf16", {"c": 1.0}, 5.0,
+                              None, None)  # fmt: skip
+    got = generalize.contenders({("bf16", "x", "up", 8): rec, ("bf16", "x", "o", 8): few},
+                                {"a", "b", "c"}, 2)  # fmt: skip
+    assert got == {("bf16", "x", "up", 8): ["b", "a"], ("bf16", "x", "o", 8): ["c"]}
+
+
+def test_sweep_refuses_contenders_beside_pick_only_or_a_missing_file(tmp_path: Path) -> None:
+    """--contenders chooses the kernels itself: with --pick-only it is refused, and a sweep file
+    that is not there is named, both before any GPU work."""
+    from conftest import run_cli
+
+    proc = run_cli("sweep", "--pick-only", "--contenders", str(tmp_path / "a.jsonl"), cwd=ROOT)
+    assert proc.returncode != 0
+    assert "not with --pick-only" in proc.stderr + proc.stdout
+    proc = run_cli("sweep", "--contenders", str(tmp_path / "a.jsonl"), cwd=ROOT)
+    assert proc.returncode != 0
+    assert "a.jsonl: no such sweep file" in proc.stderr + proc.stdout
+
+
 def test_nn_linear_is_torch_linear_with_its_product_on_gemm(pkg) -> None:
     """swap_linears turns every nn.Linear (not subclasses) into cutegemm's in place, the same
     parameters; its forward is gemm's (here on the CPU: gemm's device refusal, not F.linear)."""
