@@ -110,16 +110,17 @@ def test_correction_interpolates_in_log_m_and_holds_its_ends() -> None:
 def test_local_correction_weighs_the_kernels_errors_near_the_shape() -> None:
     mod = costmodel.model_module()
     one = ((128, 4096, 4096, math.log(2.0), 0.0),)
-    # on the measured product: half the error (one neighbour against SHRINK = 1 of no error)
-    assert mod.SHRINK == 1.0
-    assert mod.local(128, 4096, 4096, one) == pytest.approx(math.sqrt(2.0))
+    # on the measured product: two thirds of the error (one neighbour against SHRINK = 0.5 of
+    # no error)
+    assert mod.SHRINK == 0.5
+    assert mod.local(128, 4096, 4096, one) == pytest.approx(2.0 ** (2 / 3))
     # a factor 4 away in N or 16 in M: nothing of it left
     assert mod.local(128, 16384, 4096, one) == pytest.approx(1.0, abs=1e-3)
     assert mod.local(8, 4096, 4096, one) == pytest.approx(1.0, abs=1e-3)
     assert mod.local(128, 4096, 4096, ()) == 1.0
     # many neighbours agreeing: close to their error; disagreeing: their weighted mean
     many = tuple((128, 4096, 4096, math.log(2.0), 0.0) for _ in range(19))
-    assert mod.local(128, 4096, 4096, many) == pytest.approx(2.0 ** (19 / 20))
+    assert mod.local(128, 4096, 4096, many) == pytest.approx(2.0 ** (19 / 19.5))
     mixed = ((128, 4096, 4096, 0.2, 0.0), (128, 4096, 4096, -0.2, 0.0))
     assert mod.local(128, 4096, 4096, mixed) == pytest.approx(1.0)
 
