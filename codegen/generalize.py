@@ -233,7 +233,7 @@ def measure_with_gemm(pkg, kernels, arch, prod: Product, tin, tout, rounds: int)
     return times, torch_us, failed, times.pop("@gemm")
 
 
-def contenders(got: dict[tuple, "Measured"], shipped: set[str], top: int) -> dict[tuple, list]:
+def contenders(got: dict[tuple, Measured], shipped: set[str], top: int) -> dict[tuple, list]:
     """{(dtype, model, proj, M): the `top` fastest shipped kernels} of earlier sweeps (read_runs):
     the kernels a same-process re-timing needs to find each product's best (the oracle), so a
     pick's distance from it is measured in one process, not across days."""

@@ -210,7 +210,7 @@ def check(spec: Spec) -> list[Violation]:
             Violation(
                 "epilogue.fn",
                 f'fn {epi.fn.name}: mainloop = "light" runs no epilogue function (its warps '
-                'add partials through SMEM and store the plain product); legal with fn: mainloop '
+                "add partials through SMEM and store the plain product); legal with fn: mainloop "
                 '"tma"',
             )
         )

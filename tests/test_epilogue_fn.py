@@ -112,14 +112,20 @@ def test_gpu_reference_runs_the_copied_function_in_torch() -> None:
     from codegen.build import load_module
 
     gen = ROOT / "generated" / "cutegemm"
-    module = load_module(gen / "sm90" / "sm90_bf16_128x128x64_s7_sw128_ws_wg1_direct_fn_clamp_bias_grid.py")
+    module = load_module(
+        gen / "sm90" / "sm90_bf16_128x128x64_s7_sw128_ws_wg1_direct_fn_clamp_bias_grid.py"
+    )
     fn = module.SPEC["epilogue"]["fn"]
     acc = torch.randn(5, 7)
     bias = torch.randn(7)
     ref = gpu.fn_reference(module, fn, acc, {"alpha": 2.0, "bias": bias, "limit": 1.5})
     assert torch.equal(ref, (acc * 2.0 + bias[None, :]).clamp(-1.5, 1.5))
 
-    rows = load_module(gen / "sm90" / "sm90_e4m3_128x128x128_s7_sw128_ws_wg2_direct_bf16_fn_scale_rowwise_persistent_rm_pdl.py")
+    rows = load_module(
+        gen
+        / "sm90"
+        / "sm90_e4m3_128x128x128_s7_sw128_ws_wg2_direct_bf16_fn_scale_rowwise_persistent_rm_pdl.py"
+    )
     a = torch.zeros(4, 32, dtype=torch.float8_e4m3fn)
     b = torch.zeros(8, 32, dtype=torch.float8_e4m3fn)
     c = torch.zeros(4, 8, dtype=torch.bfloat16)
@@ -165,8 +171,14 @@ def _resolve_lib(name: str) -> epilogue_fn.Resolved:
 def _fn_spec(got: epilogue_fn.Resolved, **knobs) -> Spec:
     fn = {"ref": got.ref, "args": got.args, "digest": got.digest, "source": got.source}
     return Spec.model_validate(
-        {"name": "t", "arch": "sm_90a", "dtype": "bf16", "tile": [128, 128, 64], **knobs,
-         "epilogue": {"style": "direct", "fn": fn}}
+        {
+            "name": "t",
+            "arch": "sm_90a",
+            "dtype": "bf16",
+            "tile": [128, 128, 64],
+            **knobs,
+            "epilogue": {"style": "direct", "fn": fn},
+        }
     )
 
 
@@ -197,10 +209,14 @@ def test_interleave_gate_up_matches_the_reference_split() -> None:
     with pytest.raises(_runtime.GemmError, match="F a multiple of 8"):
         _runtime.interleave_gate_up(torch.randn(20, k))
     kernels = gen / "cutegemm" / "sm90"
-    module = load_module(kernels / "sm90_bf16_128x128x64_s7_sw128_ws_wg2_direct_fn_swiglu_persistent_rm_pdl.py")
+    module = load_module(
+        kernels / "sm90_bf16_128x128x64_s7_sw128_ws_wg2_direct_fn_swiglu_persistent_rm_pdl.py"
+    )
     ref = gpu.fn_reference(module, module.SPEC["epilogue"]["fn"], x @ wi.T, {})
     assert torch.allclose(ref, torch.nn.functional.silu(x @ w[:f].T) * (x @ w[f:].T), atol=1e-5)
-    res = load_module(kernels / "sm90_bf16_128x128x64_s7_sw128_ws_wg2_direct_fn_residual_add_persistent_rm_pdl.py")
+    res = load_module(
+        kernels / "sm90_bf16_128x128x64_s7_sw128_ws_wg2_direct_fn_residual_add_persistent_rm_pdl.py"
+    )
     a, b = torch.zeros(4, 32, dtype=torch.bfloat16), torch.zeros(8, 32, dtype=torch.bfloat16)
     c = torch.zeros(4, 8, dtype=torch.bfloat16)
     with pytest.raises(ValueError, match=r"residual must be an \(4, 8\) torch.bfloat16 tensor"):
@@ -217,7 +233,10 @@ def test_gated_kernels_compile_c_with_its_own_column_count() -> None:
     gen = ROOT / "generated" / "cutegemm"
     gated = sorted(p for p in gen.glob("sm*/*_fn_*glu*.py"))
     assert len(gated) >= 6
-    for path in [*gated, gen / "sm90" / "sm90_bf16_128x256x64_s4_sw128_ws_wg2_tma_persistent_rm.py"]:
+    for path in [
+        *gated,
+        gen / "sm90" / "sm90_bf16_128x256x64_s4_sw128_ws_wg2_tma_persistent_rm.py",
+    ]:
         a, b, c = load_module(path).compile_args(tvm_ffi=True)[:3]
         assert c.shape[0] is a.shape[0], path.name
         assert (c.shape[1] is b.shape[0]) == ("glu" not in path.name), path.name

@@ -178,7 +178,11 @@ def test_the_launcher_refuses_bad_row_partials_before_compiling() -> None:
     pytest.importorskip("cutlass")
     from codegen.build import load_module
 
-    (path,) = [p for p in SUMSQ if p.stem == "sm90_bf16_128x128x64_s7_sw128_ws_wg2_direct_sumsq_persistent_rm_pdl"]
+    (path,) = [
+        p
+        for p in SUMSQ
+        if p.stem == "sm90_bf16_128x128x64_s7_sw128_ws_wg2_direct_sumsq_persistent_rm_pdl"
+    ]
     module = load_module(path)
     a = torch.zeros(200, 64, dtype=torch.bfloat16)
     b = torch.zeros(300, 64, dtype=torch.bfloat16)
