@@ -373,6 +373,10 @@ def test_report_prints_the_never_seen_table_from_the_kept_sweeps() -> None:
         for regime, n in (("decode", 120), ("prefill", 57), ("all", 177))
     ]
     assert "nan" not in proc.stdout.lower()
+    # the last column: picks within 3% by their own kernel rows, out of the picks with one
+    for r in rows:
+        got, timed = map(int, r[10].strip(" |").split("/"))
+        assert 0 <= got <= timed <= int(r[3]) + untimed(r[9])
     assert "against torch.compile(mode='max-autotune')" in proc.stdout
     # the fit on the kept tune sweep names it, so it can be run again
     assert "h200-2026-12-02-tune.jsonl.xz" in (ROOT / "specs/tuning/h200.model.toml").read_text()
