@@ -665,6 +665,7 @@ def same_program(original: str, mutant: str) -> str:
     # the folded trees differ wherever the plain ones do: most mutants stop here, one dump each
     if _digest(_folded(new)) != old_folded:
         return ""
+    # parsed again: folding rewrote `new` in place
     if _digest(ast.dump(ast.parse(mutant))) == old_tree:
         return "the same syntax tree (only comments or layout changed)"
     consts = module_constants(ast.parse(original))
